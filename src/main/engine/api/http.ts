@@ -1,0 +1,52 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { TSchema } from 'typebox';
+import { ErrorBody } from '../../../shared/api/common.js';
+import { resolveScope } from '../services/auth.js';
+import type { Caller, EngineContext, Scope } from '../services/context.js';
+
+/** The Fastify instance every routes module registers on. */
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** No credentials needed (health, login, sign-up, the OpenAPI document). */
+    public?: boolean;
+  }
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+export const BEARER = [{ bearer: [] }];
+
+/** A route's response schemas: its success bodies plus the error body for each declared error status. */
+export function responses(success: Record<number, TSchema>, errors: readonly number[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = { ...success };
+  for (const status of errors) out[status] = ErrorBody;
+  return out;
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  // The onRequest hook authenticated every non-public route before it got here.
+  return request.caller!;
+}
+
+/** The organization the request acts on, chosen by X-Organization-Id, the key, or Personal. */
+export function scopeOf(ctx: EngineContext, request: FastifyRequest): Scope {
+  const header = request.headers['x-organization-id'];
+  return resolveScope(ctx, callerOf(request), Array.isArray(header) ? header[0] : header);
+}
+
+export const OrganizationHeader = {
+  type: 'object',
+  properties: {
+    'x-organization-id': { type: 'string', description: 'The organization to act on; defaults to the key\'s, else Personal.' },
+  },
+} as const;

@@ -1,0 +1,109 @@
+import type { Balance, Member, Invitation, Organization } from '../../../shared/api/organizations.js';
+import type { ApiKey, User } from '../../../shared/api/account.js';
+import type { Device, Instance, Session } from '../../../shared/api/sessions.js';
+import type { Period } from '../domain/metering.js';
+import { iso, isoOrNull } from '../domain/time.js';
+import type { ApiKeyRow } from '../store/api-keys.js';
+import type { DeviceAllocationRow } from '../store/devices.js';
+import type { InstanceRow } from '../store/instances.js';
+import type { InvitationRow } from '../store/invitations.js';
+import type { MemberView, OrganizationWithRole } from '../store/organizations.js';
+import type { UserRow } from '../store/users.js';
+import type { SessionWithParts } from '../services/sessions.js';
+
+/** Rows to API shapes: the one place where stored names and millisecond times become the spec's JSON. */
+
+export const presentUser = (u: UserRow, labOwnerId: string | undefined): User => ({
+  id: u.id,
+  email: u.email,
+  name: u.name,
+  labOwner: u.id === labOwnerId,
+  createdAt: iso(u.createdAt),
+});
+
+export const presentOrganization = (o: OrganizationWithRole): Organization => ({
+  id: o.id,
+  name: o.name,
+  personal: o.personalOf !== null,
+  role: o.role,
+  createdAt: iso(o.createdAt),
+});
+
+export const presentMember = (m: MemberView): Member => ({
+  userId: m.userId,
+  email: m.email,
+  name: m.name,
+  role: m.role,
+  joinedAt: iso(m.createdAt),
+});
+
+export const presentInvitation = (i: InvitationRow): Invitation => ({
+  id: i.id,
+  organizationId: i.organizationId,
+  organizationName: i.organizationName,
+  email: i.email,
+  role: i.role,
+  status: i.status,
+  invitedBy: i.invitedBy,
+  createdAt: iso(i.createdAt),
+  expiresAt: iso(i.expiresAt),
+});
+
+export const presentApiKey = (k: ApiKeyRow): ApiKey => ({
+  id: k.id,
+  name: k.name,
+  apiKeySuffix: k.suffix,
+  createdAt: iso(k.createdAt),
+  lastUsedAt: isoOrNull(k.lastUsedAt),
+});
+
+export const presentDevice = (d: DeviceAllocationRow): Device => ({
+  id: d.id,
+  allocationId: d.id,
+  status: d.status,
+  info: {
+    platform: d.platform,
+    ...(d.type ? { type: d.type } : {}),
+    name: d.name,
+    osVersion: d.osVersion,
+    ...(d.serial ? { serial: d.serial } : {}),
+  },
+  ...(d.releaseReason ? { releaseReason: d.releaseReason } : {}),
+  createdAt: iso(d.createdAt),
+  releasedAt: isoOrNull(d.releasedAt),
+});
+
+export const presentInstance = (i: InstanceRow): Instance => ({
+  id: i.id,
+  status: i.status,
+  os: i.os,
+  image: i.image,
+  machine: { arch: i.arch, cpuCores: i.cpuCores, memoryMb: i.memoryMb, diskMb: i.diskMb },
+  createdAt: iso(i.createdAt),
+  readyAt: isoOrNull(i.readyAt),
+  releasedAt: isoOrNull(i.releasedAt),
+});
+
+export const presentSession = (s: SessionWithParts): Session => ({
+  id: s.id,
+  organizationId: s.organizationId,
+  createdBy: s.createdBy,
+  createdAt: iso(s.createdAt),
+  devices: s.devices.map(presentDevice),
+  instances: s.instances.map(presentInstance),
+});
+
+export const presentBalance = (b: {
+  plan: string;
+  period: Period;
+  overageCapUsd: number;
+  subscription: { status: 'active'; cancelAtPeriodEnd: boolean; currentPeriodEnd: number } | null;
+  secondsRemaining: { devices: number; instances: number };
+}): Balance => ({
+  ...b,
+  period: { start: iso(b.period.start), end: iso(b.period.end) },
+  subscription: b.subscription && { ...b.subscription, currentPeriodEnd: iso(b.subscription.currentPeriodEnd) },
+});
+
+/** The list wrapper; nextCursor only when another page exists. */
+export const list = <T>(data: T[], nextCursor?: string) => ({ object: 'list' as const, data, ...(nextCursor ? { nextCursor } : {}) });

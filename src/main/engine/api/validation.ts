@@ -1,0 +1,23 @@
+import AjvModule from 'ajv';
+import formatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+// ajv and ajv-formats are CommonJS; their default export arrives wrapped under ESM.
+const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
+const addFormats = (formatsModule as unknown as { default: typeof formatsModule }).default ?? formatsModule;
+
+function makeAjv(coerceTypes: boolean) {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Query strings, params and headers arrive as text, so their numbers are coerced. JSON bodies are not:
+ * {"name": 123} is a wrong type and a 400, never quietly "123". Extra body fields are refused, not dropped.
+ */
+export function validatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = makeAjv(false);
+  const coercing = makeAjv(true);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}

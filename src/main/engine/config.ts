@@ -1,0 +1,56 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/** Seconds granted per billing period, per metered resource, and what overage may cost. */
+export interface PlanAllowance {
+  devices: number;
+  instances: number;
+  overageCapUsd: number;
+}
+
+export interface EngineConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** The lab owner's account, created on the first start with an empty data dir. */
+  ownerEmail: string;
+  ownerPassword?: string;
+  /** Interactive token lifetime. */
+  tokenTtlSeconds: number;
+  invitationTtlDays: number;
+  deviceConcurrencyQuota: number;
+  instanceConcurrencyQuota: number;
+  plans: Record<string, PlanAllowance>;
+  /** Quiet in tests; the headless entry prints its own lines. */
+  logLevel: 'silent' | 'error' | 'warn' | 'info';
+}
+
+export const DEFAULT_PLANS: Record<string, PlanAllowance> = {
+  hobby: { devices: 10 * 3600, instances: 5 * 3600, overageCapUsd: 0 },
+  pro: { devices: 200 * 3600, instances: 100 * 3600, overageCapUsd: 100 },
+  team: { devices: 1000 * 3600, instances: 500 * 3600, overageCapUsd: 1000 },
+};
+
+/** Reads the engine configuration from the environment, with the documented defaults. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
+  return {
+    host: env.BENCHTOP_HOST || '127.0.0.1',
+    port: intFrom(env.BENCHTOP_PORT, 7676, 'BENCHTOP_PORT'),
+    dataDir: env.BENCHTOP_DATA_DIR || join(homedir(), '.benchtop'),
+    ownerEmail: env.BENCHTOP_OWNER_EMAIL || 'owner@benchtop.local',
+    ownerPassword: env.BENCHTOP_OWNER_PASSWORD || undefined,
+    tokenTtlSeconds: intFrom(env.BENCHTOP_TOKEN_TTL_SECONDS, 12 * 3600, 'BENCHTOP_TOKEN_TTL_SECONDS'),
+    invitationTtlDays: intFrom(env.BENCHTOP_INVITATION_TTL_DAYS, 7, 'BENCHTOP_INVITATION_TTL_DAYS'),
+    deviceConcurrencyQuota: intFrom(env.BENCHTOP_DEVICE_QUOTA, 5, 'BENCHTOP_DEVICE_QUOTA'),
+    instanceConcurrencyQuota: intFrom(env.BENCHTOP_INSTANCE_QUOTA, 2, 'BENCHTOP_INSTANCE_QUOTA'),
+    plans: DEFAULT_PLANS,
+    logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
+  };
+}
+
+function intFrom(raw: string | undefined, fallback: number, name: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}

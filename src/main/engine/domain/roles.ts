@@ -1,0 +1,13 @@
+/** The three member roles, weakest first. The strings are part of the API. */
+export const ROLES = ['readonly', 'readwrite', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+const rank = (role: Role) => ROLES.indexOf(role);
+
+export function atLeast(role: Role, required: Role): boolean {
+  return rank(role) >= rank(required);
+}
+
+export function weaker(a: Role, b: Role): Role {
+  return rank(a) <= rank(b) ? a : b;
+}

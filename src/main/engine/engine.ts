@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { buildServer } from './api/server.js';
+import type { App } from './api/http.js';
+import type { EngineConfig } from './config.js';
+import { ensureLabOwner } from './services/accounts.js';
+import { issueToken } from './services/auth.js';
+import type { EngineContext } from './services/context.js';
+import { labOwnerId } from './services/lab.js';
+import { openDb } from './store/db.js';
+import { createStores } from './store/index.js';
+import { settingStore } from './store/settings.js';
+import type { Db } from './store/db.js';
+
+export const VERSION = '0.1.0';
+
+export interface Engine {
+  /** Opens the database, creates the lab owner on first start, and listens. */
+  start(): Promise<{ url: string; owner: { created: boolean; email: string; generatedPassword?: string } }>;
+  /** Finishes in-flight requests, then closes the database. Safe to call twice. */
+  stop(): Promise<void>;
+  readonly url: string;
+  /** An interactive token for the lab owner, for the desktop window, which signs in without a password. */
+  ownerToken(): Promise<{ token: string; expiresAt: number }>;
+  readonly context: EngineContext;
+}
+
+/** The token key lives in the database, which lives in the data dir (0700): one secret per lab. */
+function tokenSecretOf(db: Db): Uint8Array {
+  const settings = settingStore(db);
+  let secret = settings.get('token_secret');
+  if (!secret) {
+    secret = randomBytes(32).toString('base64');
+    settings.set('token_secret', secret);
+  }
+  return Buffer.from(secret, 'base64');
+}
+
+export function createEngine(config: EngineConfig, options: { now?: () => number } = {}): Engine {
+  let db: Db | undefined;
+  let app: App | undefined;
+  let ctx: EngineContext | undefined;
+  let url = '';
+  let stopping: Promise<void> | undefined;
+
+  const context = () => {
+    if (!ctx) throw new Error('The engine has not started.');
+    return ctx;
+  };
+
+  return {
+    async start() {
+      db = openDb(config.dataDir);
+      ctx = { config, stores: createStores(db), now: options.now ?? Date.now, tokenSecret: tokenSecretOf(db) };
+      const owner = await ensureLabOwner(ctx);
+      app = await buildServer(ctx, VERSION);
+      await app.listen({ host: config.host, port: config.port });
+      const { port } = app.server.address() as AddressInfo;
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      url = `http://${host}:${port}`;
+      return { url, owner };
+    },
+    stop() {
+      stopping ??= (async () => {
+        await app?.close();
+        db?.close();
+      })();
+      return stopping;
+    },
+    get url() {
+      return url;
+    },
+    async ownerToken() {
+      const c = context();
+      const owner = c.stores.users.get(labOwnerId(c)!)!;
+      return issueToken(c, owner);
+    },
+    get context() {
+      return context();
+    },
+  };
+}

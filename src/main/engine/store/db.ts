@@ -1,0 +1,47 @@
+import Database from 'better-sqlite3';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS } from './migrations.js';
+
+export type Db = Database.Database;
+
+export const DB_FILE = 'benchtop.db';
+
+/**
+ * Opens (creating if needed) the engine's SQLite file in dataDir and brings its schema up to date.
+ *
+ * WAL with synchronous=FULL: a commit is on disk before the statement returns, so a kill -9 at any moment
+ * loses no acknowledged write, and the next open replays the WAL by itself.
+ */
+export function openDb(dataDir: string): Db {
+  if (!existsSync(dataDir)) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, DB_FILE);
+  const db = new Database(path);
+  chmodSync(path, 0o600);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+function migrate(db: Db): void {
+  const current = schemaVersion(db);
+  if (current > MIGRATIONS.length) {
+    throw new Error(
+      `The database schema (version ${current}) is newer than this Benchtop (version ${MIGRATIONS.length}). Upgrade Benchtop.`,
+    );
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    // Each step and its version bump commit together, so a crash mid-migration leaves the previous version intact.
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Ordered schema migrations. Entry N brings the schema from version N to N+1; the applied version is kept in
+ * PRAGMA user_version. Never edit an entry that has shipped: append a new one.
+ *
+ * Times are INTEGER milliseconds since the epoch (UTC), so that cursors compare as numbers and index well.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+
+  CREATE TABLE users (
+    id            TEXT PRIMARY KEY,
+    email         TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    name          TEXT NOT NULL,
+    password_hash TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+  );
+
+  CREATE TABLE organizations (
+    id                   TEXT PRIMARY KEY,
+    name                 TEXT NOT NULL,
+    -- set only on a Personal organization: the account it belongs to
+    personal_of          TEXT UNIQUE REFERENCES users(id) ON DELETE CASCADE,
+    plan                 TEXT NOT NULL DEFAULT 'hobby',
+    cancel_at_period_end INTEGER NOT NULL DEFAULT 0,
+    created_at           INTEGER NOT NULL
+  );
+
+  CREATE TABLE memberships (
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    user_id         TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    role            TEXT NOT NULL CHECK (role IN ('admin', 'readwrite', 'readonly')),
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (organization_id, user_id)
+  );
+  CREATE INDEX memberships_by_user ON memberships(user_id);
+
+  CREATE TABLE invitations (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    email           TEXT NOT NULL COLLATE NOCASE,
+    role            TEXT NOT NULL CHECK (role IN ('admin', 'readwrite', 'readonly')),
+    status          TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'rejected', 'revoked')),
+    invited_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    responded_at    INTEGER
+  );
+  CREATE INDEX invitations_by_org ON invitations(organization_id, status);
+  CREATE INDEX invitations_by_email ON invitations(email, status);
+
+  CREATE TABLE api_keys (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    created_by      TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    secret_hash     TEXT NOT NULL UNIQUE,
+    suffix          TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    last_used_at    INTEGER
+  );
+  CREATE INDEX api_keys_by_org ON api_keys(organization_id, created_at);
+
+  CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    created_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    created_at      INTEGER NOT NULL,
+    -- unique per organization so that a createdAt cursor never skips or repeats
+    UNIQUE (organization_id, created_at)
+  );
+
+  CREATE TABLE device_allocations (
+    id              TEXT PRIMARY KEY,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    status          TEXT NOT NULL,
+    platform        TEXT NOT NULL,
+    type            TEXT,
+    name            TEXT NOT NULL DEFAULT '',
+    os_version      TEXT NOT NULL DEFAULT '',
+    serial          TEXT,
+    release_reason  TEXT,
+    created_at      INTEGER NOT NULL,
+    released_at     INTEGER
+  );
+  CREATE INDEX device_allocations_by_session ON device_allocations(session_id, created_at);
+  CREATE INDEX device_allocations_active ON device_allocations(organization_id) WHERE released_at IS NULL;
+
+  CREATE TABLE instances (
+    id              TEXT PRIMARY KEY,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    status          TEXT NOT NULL CHECK (status IN ('provisioning', 'ready', 'released', 'failed')),
+    os              TEXT NOT NULL,
+    image           TEXT NOT NULL,
+    arch            TEXT NOT NULL,
+    cpu_cores       INTEGER NOT NULL,
+    memory_mb       INTEGER NOT NULL,
+    disk_mb         INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL,
+    ready_at        INTEGER,
+    released_at     INTEGER
+  );
+  CREATE INDEX instances_by_session ON instances(session_id, created_at);
+
+  -- Metered usage: one row per assignment of a device or instance; ended_at is null while it runs.
+  CREATE TABLE usage_ledger (
+    id              INTEGER PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    resource        TEXT NOT NULL CHECK (resource IN ('devices', 'instances')),
+    subject_id      TEXT NOT NULL,
+    started_at      INTEGER NOT NULL,
+    ended_at        INTEGER
+  );
+  CREATE INDEX usage_ledger_by_org ON usage_ledger(organization_id, resource, started_at);
+  `,
+];

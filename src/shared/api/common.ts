@@ -1,0 +1,30 @@
+import { Type, type Static, type TSchema } from 'typebox';
+
+export const Uuid = Type.String({ format: 'uuid' });
+export const DateTime = Type.String({ format: 'date-time' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const RoleName = Type.Union([Type.Literal('admin'), Type.Literal('readwrite'), Type.Literal('readonly')], {
+  description: 'Member role: admin, readwrite or readonly.',
+});
+
+/** Every error body of the API. */
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'Stable snake_case code, e.g. no_matching_device.' }),
+      message: Type.String({ description: 'A human sentence.' }),
+    }),
+  },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+/** The list wrapper shared by every list operation; nextCursor is absent on the last page. */
+export const List = <T extends TSchema>(item: T) =>
+  Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    nextCursor: Type.Optional(Type.String()),
+  });
+
+export const Health = Type.Object({ status: Type.Literal('ok'), version: Type.String() });

@@ -1,0 +1,60 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Nullable, RoleName, Uuid } from './common.js';
+
+export const Organization = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  personal: Type.Boolean(),
+  role: RoleName,
+  createdAt: DateTime,
+});
+export type Organization = Static<typeof Organization>;
+
+const Name = Type.String({ maxLength: 200 });
+export const OrganizationBody = Type.Object({ name: Name }, { additionalProperties: false });
+
+export const Member = Type.Object({
+  userId: Uuid,
+  email: Type.String(),
+  name: Type.String(),
+  role: RoleName,
+  joinedAt: DateTime,
+});
+export type Member = Static<typeof Member>;
+export const ChangeRoleBody = Type.Object({ role: RoleName }, { additionalProperties: false });
+
+export const Invitation = Type.Object({
+  id: Uuid,
+  organizationId: Uuid,
+  organizationName: Type.String(),
+  email: Type.String(),
+  role: RoleName,
+  status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('rejected'), Type.Literal('revoked')]),
+  invitedBy: Nullable(Uuid),
+  createdAt: DateTime,
+  expiresAt: DateTime,
+});
+export type Invitation = Static<typeof Invitation>;
+export const InviteBody = Type.Object(
+  { email: Type.String({ format: 'email', maxLength: 254 }), role: RoleName },
+  { additionalProperties: false },
+);
+
+export const Balance = Type.Object({
+  plan: Type.String(),
+  period: Type.Object({ start: DateTime, end: DateTime }),
+  overageCapUsd: Type.Number(),
+  subscription: Nullable(
+    Type.Object({
+      status: Type.Literal('active'),
+      cancelAtPeriodEnd: Type.Boolean(),
+      currentPeriodEnd: DateTime,
+    }),
+  ),
+  secondsRemaining: Type.Object({ devices: Type.Integer(), instances: Type.Integer() }),
+});
+export type Balance = Static<typeof Balance>;
+export const SetPlanBody = Type.Object(
+  { plan: Type.String({ minLength: 1, maxLength: 50 }), cancelAtPeriodEnd: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);

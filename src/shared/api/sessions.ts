@@ -1,0 +1,55 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Nullable, Uuid } from './common.js';
+
+export const Device = Type.Object({
+  id: Uuid,
+  allocationId: Uuid,
+  status: Type.String({ description: 'provisioning, queued, in_use, offline, released; clients must tolerate new values.' }),
+  info: Type.Object({
+    platform: Type.String(),
+    type: Type.Optional(Type.String()),
+    name: Type.String(),
+    osVersion: Type.String(),
+    serial: Type.Optional(Type.String()),
+  }),
+  releaseReason: Type.Optional(Type.String()),
+  createdAt: DateTime,
+  releasedAt: Nullable(DateTime),
+});
+export type Device = Static<typeof Device>;
+
+export const Instance = Type.Object({
+  id: Uuid,
+  status: Type.String(),
+  os: Type.String(),
+  image: Type.String(),
+  machine: Type.Object({
+    arch: Type.String(),
+    cpuCores: Type.Integer(),
+    memoryMb: Type.Integer(),
+    diskMb: Type.Integer(),
+  }),
+  createdAt: DateTime,
+  readyAt: Nullable(DateTime),
+  releasedAt: Nullable(DateTime),
+});
+export type Instance = Static<typeof Instance>;
+
+export const Session = Type.Object({
+  id: Uuid,
+  organizationId: Uuid,
+  createdBy: Nullable(Uuid),
+  createdAt: DateTime,
+  devices: Type.Array(Device),
+  instances: Type.Array(Instance),
+});
+export type Session = Static<typeof Session>;
+
+export const SessionListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    before: Type.Optional(DateTime),
+    days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })),
+  },
+);
+export type SessionListQuery = Static<typeof SessionListQuery>;
