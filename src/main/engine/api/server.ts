@@ -45,6 +45,15 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
     parseJson(request, body as string, done);
   });
 
+  // Responses finished during shutdown close their connection, so that keep-alive clients do not hold close() open.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+
   app.addHook('onRequest', async (request) => {
     if (request.is404 || request.routeOptions.config.public) return;
     request.caller = await authenticate(ctx, request.headers.authorization);

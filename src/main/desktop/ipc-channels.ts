@@ -1,0 +1,29 @@
+/**
+ * The one IPC contract between the main process and the preload. The renderer reaches nothing else of Electron:
+ * everything it needs beyond these calls it asks of /api/v1, like any other client.
+ * This module is bundled into the sandboxed preload, so it must stay free of imports.
+ */
+
+/** An interactive token for the lab owner; expiresAt is in epoch milliseconds. */
+export interface OwnerToken {
+  token: string;
+  expiresAt: number;
+}
+
+/** What the preload exposes to the page as window.benchtop. */
+export interface DesktopBridge {
+  /** The engine's origin, for example http://127.0.0.1:7676. */
+  getApiOrigin(): Promise<string>;
+  getOwnerToken(): Promise<OwnerToken>;
+  /** Opens an http(s) URL in the user's browser; anything else is refused. */
+  openExternal(url: string): Promise<void>;
+}
+
+export const BRIDGE_GLOBAL = 'benchtop';
+
+/** Typed as a full map so that adding a bridge call without its channel fails to compile. */
+export const IPC_CHANNELS: { readonly [K in keyof DesktopBridge]: string } = {
+  getApiOrigin: 'benchtop:get-api-origin',
+  getOwnerToken: 'benchtop:get-owner-token',
+  openExternal: 'benchtop:open-external',
+};

@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, startEngine, type TestEngine } from '../support/engine.js';
+
+let t: TestEngine;
+let doc: any;
+
+beforeAll(async () => {
+  t = await startEngine();
+  const r = await client(t.api).call('GET', '/openapi.json');
+  expect(r.status).toBe(200);
+  doc = r.body;
+});
+afterAll(() => t.stop());
+
+/** SPEC.md's operations so far: method, path, tag, and the statuses the spec declares (success first). */
+const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
+  ['get', '/api/v1/me', 'Account', [200, 401]],
+  ['delete', '/api/v1/me', 'Account', [204, 401, 403, 409]],
+  ['get', '/api/v1/keys', 'API Keys', [200, 401, 403]],
+  ['post', '/api/v1/keys', 'API Keys', [201, 400, 401, 403]],
+  ['delete', '/api/v1/keys/{id}', 'API Keys', [204, 401, 403, 404]],
+  ['get', '/api/v1/invitations', 'Invitations', [200, 401, 403, 500]],
+  ['post', '/api/v1/invitations/{invitationId}/accept', 'Invitations', [204, 401, 403, 404]],
+  ['post', '/api/v1/invitations/{invitationId}/reject', 'Invitations', [204, 401, 403, 404]],
+  ['get', '/api/v1/organizations/{id}/invitations', 'Invitations', [200, 401, 403, 404]],
+  ['post', '/api/v1/organizations/{id}/invitations', 'Invitations', [201, 400, 401, 403, 404, 409]],
+  ['delete', '/api/v1/organizations/{id}/invitations/{invitationId}', 'Invitations', [204, 401, 403, 404]],
+  ['get', '/api/v1/organizations', 'Organizations', [200, 401, 403, 500]],
+  ['post', '/api/v1/organizations', 'Organizations', [201, 400, 401, 409]],
+  ['patch', '/api/v1/organizations/{id}', 'Organizations', [200, 400, 401, 403, 409]],
+  ['delete', '/api/v1/organizations/{id}', 'Organizations', [204, 401, 403, 409]],
+  ['get', '/api/v1/organizations/{id}/members', 'Members', [200, 401, 403, 404, 500]],
+  // the spec shows neither the response nor the statuses of a role change
+  ['patch', '/api/v1/organizations/{id}/members/{userId}', 'Members', [200, 400, 401, 403, 404]],
+  ['get', '/api/v1/billing/balance', 'Billing', [200, 401, 403]],
+  ['get', '/api/v1/sessions', 'Sessions', [200, 400, 401, 403]],
+  ['post', '/api/v1/sessions', 'Sessions', [201, 401, 403]],
+  ['get', '/api/v1/sessions/{sessionId}', 'Sessions', [200, 401, 403, 404]],
+];
+
+const EXTENSIONS: Array<[string, string]> = [
+  ['get', '/api/v1/health'],
+  ['post', '/api/v1/auth/login'],
+  ['post', '/api/v1/auth/signup'],
+  ['get', '/api/v1/lab/settings'],
+  ['patch', '/api/v1/lab/settings'],
+  ['put', '/api/v1/billing/plan'],
+  ['get', '/api/v1/openapi.json'],
+];
+
+describe('GET /api/v1/openapi.json', () => {
+  it('is OpenAPI 3.1 with the spec\'s tags', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const tags = doc.tags.map((tag: { name: string }) => tag.name);
+    for (const tag of ['Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Billing', 'Extensions']) {
+      expect(tags).toContain(tag);
+    }
+  });
+
+  it.each(SPEC_OPERATIONS)('%s %s has tag %s and exactly the spec\'s statuses', (method, path, tag, statuses) => {
+    const op = doc.paths[path]?.[method];
+    expect(op, `${method} ${path}`).toBeDefined();
+    expect(op.tags).toEqual([tag]);
+    expect(Object.keys(op.responses).map(Number).sort()).toEqual([...statuses].sort());
+    for (const status of statuses.filter((s) => s >= 400)) {
+      expect(op.responses[status].content['application/json'].schema.properties.error).toBeDefined();
+    }
+  });
+
+  it.each(EXTENSIONS)('extension %s %s is tagged Extensions', (method, path) => {
+    expect(doc.paths[path]?.[method]?.tags).toEqual(['Extensions']);
+  });
+
+  it('lists no operation that is neither in the spec nor an extension', () => {
+    const known = new Set([...SPEC_OPERATIONS.map(([m, p]) => `${m} ${p}`), ...EXTENSIONS.map(([m, p]) => `${m} ${p}`)]);
+    for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      for (const method of Object.keys(ops)) expect(known, `${method} ${path}`).toContain(`${method} ${path}`);
+    }
+  });
+
+  it('describes request bodies and bearer security', () => {
+    expect(doc.paths['/api/v1/organizations'].post.requestBody.content['application/json'].schema.required).toEqual(['name']);
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.paths['/api/v1/sessions'].get.security).toEqual([{ bearer: [] }]);
+  });
+});

@@ -1,0 +1,99 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/main/engine/store/migrations.js';
+import { call } from '../support/engine.js';
+import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
+
+const dirs: string[] = [];
+const running: ServeProcess[] = [];
+afterEach(() => {
+  for (const p of running.splice(0)) p.child.kill('SIGKILL');
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function dataDir() {
+  const d = mkdtempSync(join(tmpdir(), 'benchtop-serve-'));
+  dirs.push(d);
+  return d;
+}
+
+async function serve(env: Record<string, string>) {
+  const p = await startServeProcess(env);
+  running.push(p);
+  return p;
+}
+
+describe('npm run serve (src/main/serve.ts)', () => {
+  it('creates the lab owner on the first start, printing a generated password once, and it logs in', async () => {
+    const dir = dataDir();
+    const first = await serve({ BENCHTOP_DATA_DIR: dir, BENCHTOP_OWNER_EMAIL: 'boss@lab.test' });
+    const m = /password, shown only this once: (\S+)/.exec(first.output());
+    expect(m).not.toBeNull();
+    expect((await call(first.api, 'GET', '/health')).status).toBe(200);
+    const login = await call(first.api, 'POST', '/auth/login', { body: { email: 'boss@lab.test', password: m![1] } });
+    expect(login.status).toBe(200);
+    expect(login.body.user.labOwner).toBe(true);
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+
+    const second = await serve({ BENCHTOP_DATA_DIR: dir, BENCHTOP_OWNER_EMAIL: 'boss@lab.test' });
+    expect(second.output()).not.toContain('shown only this once');
+    expect((await call(second.api, 'POST', '/auth/login', { body: { email: 'boss@lab.test', password: m![1] } })).status).toBe(200);
+  });
+
+  it('uses BENCHTOP_OWNER_PASSWORD when set and prints no password', async () => {
+    const p = await serve({ BENCHTOP_DATA_DIR: dataDir(), BENCHTOP_OWNER_EMAIL: 'set@lab.test', BENCHTOP_OWNER_PASSWORD: 'chosen-password' });
+    expect(p.output()).not.toContain('chosen-password');
+    expect(p.output()).not.toContain('shown only this once');
+    expect((await call(p.api, 'POST', '/auth/login', { body: { email: 'set@lab.test', password: 'chosen-password' } })).status).toBe(200);
+  });
+
+  it('binds 127.0.0.1 by default', async () => {
+    const p = await serve({ BENCHTOP_DATA_DIR: dataDir() });
+    expect(p.api).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+  });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} finishes in-flight requests and closes the database cleanly`, async () => {
+      const dir = dataDir();
+      const p = await serve({
+        BENCHTOP_DATA_DIR: dir,
+        BENCHTOP_OWNER_EMAIL: 'o@lab.test',
+        BENCHTOP_OWNER_PASSWORD: 'password-1',
+        BENCHTOP_LOG_LEVEL: 'info',
+      });
+      // Logins hash with scrypt, so they are still in flight when the signal arrives: the server has logged
+      // receiving all of them, and answered none.
+      const inFlight = Array.from({ length: 6 }, () =>
+        call(p.api, 'POST', '/auth/login', { body: { email: 'o@lab.test', password: 'password-1' } }),
+      );
+      const received = () => p.output().match(/incoming request/g)?.length ?? 0;
+      while (received() < 6) await new Promise((r) => setTimeout(r, 1));
+      expect(p.output()).not.toContain('request completed');
+      p.child.kill(signal);
+      const replies = await Promise.all(inFlight);
+      expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(await p.exited).toEqual({ code: 0, signal: null });
+      // A clean close checkpoints the WAL into the main file and removes it.
+      expect(existsSync(join(dir, 'benchtop.db-wal'))).toBe(false);
+      const db = new Database(join(dir, 'benchtop.db'), { readonly: true });
+      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+      db.close();
+    });
+  }
+
+  it('refuses to start, with a clear message, on a database newer than itself', async () => {
+    const dir = dataDir();
+    const p = await serve({ BENCHTOP_DATA_DIR: dir });
+    p.child.kill('SIGTERM');
+    await p.exited;
+    const db = new Database(join(dir, 'benchtop.db'));
+    db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    db.close();
+    await expect(serve({ BENCHTOP_DATA_DIR: dir })).rejects.toThrow(/newer than this Benchtop/);
+  });
+});
