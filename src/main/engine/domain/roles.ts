@@ -7,7 +7,3 @@ const rank = (role: Role) => ROLES.indexOf(role);
 export function atLeast(role: Role, required: Role): boolean {
   return rank(role) >= rank(required);
 }
-
-export function weaker(a: Role, b: Role): Role {
-  return rank(a) <= rank(b) ? a : b;
-}
