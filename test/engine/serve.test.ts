@@ -1,4 +1,6 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -85,6 +87,30 @@ describe('npm run serve (src/main/serve.ts)', () => {
       db.close();
     });
   }
+
+  it('refuses to listen beyond loopback without TLS, since LAN sharing is HTTPS only', async () => {
+    const dir = dataDir();
+    await expect(serve({ BENCHTOP_DATA_DIR: dir, BENCHTOP_HOST: '0.0.0.0' })).rejects.toThrow(/LAN sharing is HTTPS only/);
+    expect(existsSync(join(dir, 'benchtop.db'))).toBe(false);
+  });
+
+  it('serves HTTPS with BENCHTOP_TLS_CERT and BENCHTOP_TLS_KEY', async () => {
+    const dir = dataDir();
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-days', '1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    const p = await serve({ BENCHTOP_DATA_DIR: dir, BENCHTOP_TLS_CERT: cert, BENCHTOP_TLS_KEY: key });
+    expect(p.api).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/api\/v1$/);
+    const body = await new Promise<string>((resolve, reject) => {
+      https.get(`${p.api}/health`, { ca: readFileSync(cert) }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve(text));
+      }).on('error', reject);
+    });
+    expect(JSON.parse(body).status).toBe('ok');
+  });
 
   it('refuses to start, with a clear message, on a database newer than itself', async () => {
     const dir = dataDir();

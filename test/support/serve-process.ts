@@ -27,7 +27,7 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
   const api = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start in 20 s:\n${text}`)), 20_000);
     const check = () => {
-      const m = /serving (http:\/\/\S+\/api\/v1)/.exec(text);
+      const m = /serving (https?:\/\/\S+\/api\/v1)/.exec(text);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);

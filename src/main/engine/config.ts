@@ -11,6 +11,8 @@ export interface PlanAllowance {
 export interface EngineConfig {
   host: string;
   port: number;
+  /** PEM files; required to listen beyond loopback, because LAN sharing is HTTPS only. */
+  tls?: { certFile: string; keyFile: string };
   dataDir: string;
   /** The lab owner's account, created on the first start with an empty data dir. */
   ownerEmail: string;
@@ -36,6 +38,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
   return {
     host: env.BENCHTOP_HOST || '127.0.0.1',
     port: intFrom(env.BENCHTOP_PORT, 7676, 'BENCHTOP_PORT'),
+    tls: env.BENCHTOP_TLS_CERT && env.BENCHTOP_TLS_KEY ? { certFile: env.BENCHTOP_TLS_CERT, keyFile: env.BENCHTOP_TLS_KEY } : undefined,
     dataDir: env.BENCHTOP_DATA_DIR || join(homedir(), '.benchtop'),
     ownerEmail: env.BENCHTOP_OWNER_EMAIL || 'owner@benchtop.local',
     ownerPassword: env.BENCHTOP_OWNER_PASSWORD || undefined,
@@ -53,4 +56,9 @@ function intFrom(raw: string | undefined, fallback: number, name: string): numbe
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+/** 127.0.0.0/8, ::1 and localhost: addresses no other machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { buildServer } from './api/server.js';
 import type { App } from './api/http.js';
-import type { EngineConfig } from './config.js';
+import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
@@ -50,6 +50,12 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
 
   return {
     async start() {
+      if (!isLoopback(config.host) && !config.tls) {
+        throw new Error(
+          `BENCHTOP_HOST=${config.host} would serve plain HTTP beyond this machine. LAN sharing is HTTPS only: ` +
+            'set BENCHTOP_TLS_CERT and BENCHTOP_TLS_KEY to PEM files, or keep the default 127.0.0.1.',
+        );
+      }
       db = openDb(config.dataDir);
       ctx = { config, stores: createStores(db), now: options.now ?? Date.now, tokenSecret: tokenSecretOf(db) };
       const owner = await ensureLabOwner(ctx);
@@ -57,7 +63,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
       await app.listen({ host: config.host, port: config.port });
       const { port } = app.server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-      url = `http://${host}:${port}`;
+      url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
       return { url, owner };
     },
     stop() {

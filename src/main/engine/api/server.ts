@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyRequest } from 'fastify';
+import { readFileSync } from 'node:fs';
 import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
@@ -23,7 +24,9 @@ const SPEC_TAGS = [
 
 /** Builds the HTTP server: one Fastify app, every route under /api/v1 with a schema, errors in one shape. */
 export async function buildServer(ctx: EngineContext, version: string): Promise<App> {
+  const tls = ctx.config.tls;
   const app = Fastify({
+    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
     bodyLimit: BODY_LIMIT,
     logger: ctx.config.logLevel === 'silent' ? false : { level: ctx.config.logLevel, redact: ['req.headers.authorization'] },
     // Long-lived connections (SSE, terminals) must not hold a shutdown forever; idle keep-alives close at once.
