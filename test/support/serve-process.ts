@@ -13,9 +13,9 @@ export interface ServeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Runs the headless entry (src/main/serve.ts) as its own process, as `npm run serve` does, and waits for its URL. */
+/** Runs the headless engine as its own process, exactly as `npm run serve` does, and waits for its URL. */
 export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main/serve.ts'], {
+  const child = spawn(process.execPath, ['scripts/serve.mjs'], {
     cwd: ROOT,
     env: { ...process.env, BENCHTOP_PORT: '0', BENCHTOP_LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

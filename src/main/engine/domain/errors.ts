@@ -20,5 +20,5 @@ export const unauthorized = (message = 'Missing or invalid credentials.') =>
   new ServiceError('unauthorized', 'unauthorized', message);
 export const forbidden = (code: string, message: string) => new ServiceError('forbidden', code, message);
 export const notFound = (what: string) =>
-  new ServiceError('not_found', `${what.toLowerCase().replace(/ /g, '_')}_not_found`, `No ${what} with that id in this organization.`);
+  new ServiceError('not_found', `${what.toLowerCase().replace(/ /g, '_')}_not_found`, `No ${what} with that id.`);
 export const conflict = (code: string, message: string) => new ServiceError('conflict', code, message);

@@ -17,11 +17,15 @@ export function listOrganizations(ctx: EngineContext, caller: Caller): Organizat
 
 /**
  * The caller's membership of an organization named by id in the path. Another organization's id, or one
- * that does not exist, is the same not_found: nobody learns of an organization they are not in.
+ * that does not exist, is the same not_found: nobody learns of an organization they are not in. An API key
+ * naming another organization its creator belongs to is refused, as with X-Organization-Id.
  */
 export function membershipOf(ctx: EngineContext, caller: Caller, organizationId: string): OrganizationWithRole {
-  const org = listOrganizations(ctx, caller).find((o) => o.id === organizationId);
+  const org = ctx.stores.organizations.ofUser(caller.user.id).find((o) => o.id === organizationId);
   if (!org) throw notFound('organization');
+  if (caller.key && caller.key.organizationId !== org.id) {
+    throw forbidden('wrong_organization', 'This API key is bound to another organization.');
+  }
   return org;
 }
 

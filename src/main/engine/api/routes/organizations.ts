@@ -10,7 +10,7 @@ import {
   listOrganizations,
   renameOrganization,
 } from '../../services/organizations.js';
-import { BEARER, callerOf, responses, type App } from '../http.js';
+import { BEARER, OrganizationHeader, callerOf, responses, scopeOf, type App } from '../http.js';
 import { list, presentMember, presentOrganization } from '../present.js';
 
 export function organizationRoutes(app: App, ctx: EngineContext): void {
@@ -18,8 +18,12 @@ export function organizationRoutes(app: App, ctx: EngineContext): void {
   const OrgParams = Type.Object({ id: Uuid });
 
   app.get('/organizations', {
-    schema: { tags, operationId: 'listOrganizations', summary: 'My organizations with my role in each', security: BEARER, response: responses({ 200: List(Organization) }, [401, 403, 500]) },
-  }, (req) => list(listOrganizations(ctx, callerOf(req)).map(presentOrganization)));
+    schema: { tags, operationId: 'listOrganizations', summary: 'My organizations with my role in each', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(Organization) }, [401, 403, 500]) },
+  }, (req) => {
+    // Every request acts on one organization: an X-Organization-Id the caller may not use is refused here too.
+    scopeOf(ctx, req);
+    return list(listOrganizations(ctx, callerOf(req)).map(presentOrganization));
+  });
 
   app.post('/organizations', {
     schema: { tags, operationId: 'createOrganization', summary: 'Create an organization; I become its admin', security: BEARER, body: OrganizationBody, response: responses({ 201: Organization }, [400, 401, 409]) },
