@@ -1,0 +1,53 @@
+/**
+ * npm run bench [-- name...]: runs the benchmarks (all, or the named ones) and prints each figure next to a
+ * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
+ */
+import { httpThroughput } from './http-throughput.js';
+import { sessionList } from './session-list.js';
+import { startup } from './startup.js';
+import { cleanup } from './support/cleanup.js';
+import { printTable, type Benchmark, type Figure } from './support/report.js';
+
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup];
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));
+if (unknown.length > 0) {
+  console.error(`Unknown benchmark: ${unknown.join(', ')}. Available: ${ALL.map((b) => b.name).join(', ')}.`);
+  process.exit(2);
+}
+
+// Whatever ends the run early, the servers it started are stopped and its temp dirs removed.
+let aborted = false;
+const abort = (why: string, code: number) => {
+  aborted = true;
+  console.error(`\n${why}: stopping what the benchmarks started.`);
+  void cleanup().finally(() => process.exit(code));
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => abort(signal, 130));
+process.once('uncaughtException', (error) => abort(`uncaught ${error.stack ?? error}`, 1));
+process.once('unhandledRejection', (error) => abort(`unhandled ${(error as Error)?.stack ?? error}`, 1));
+
+const figures: Figure[] = [];
+let failed = false;
+const started = performance.now();
+for (const bench of ALL.filter((b) => wanted.length === 0 || wanted.includes(b.name))) {
+  if (aborted) break;
+  console.log(`\n${bench.name}: ${bench.title}`);
+  try {
+    figures.push(...(await bench.run()));
+  } catch (error) {
+    failed = true;
+    if (aborted) break;
+    console.error(`  ${bench.name} could not finish: ${(error as Error).stack ?? error}`);
+  } finally {
+    await cleanup();
+  }
+}
+
+// An interrupted run exits from abort(), once its cleanup is done.
+if (!aborted) {
+  console.log(`\nSummary (${((performance.now() - started) / 1000).toFixed(0)} s, ${process.platform}, node ${process.version}):\n`);
+  printTable(figures);
+  process.exit(failed ? 1 : 0);
+}
