@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, RoleName, Uuid } from './common.js';
+import { DateTime, Nullable, RoleName, Uuid } from './common.js';
 
 export const User = Type.Object({
   id: Uuid,
@@ -26,7 +26,7 @@ export const ApiKey = Type.Object({
   name: Type.String(),
   apiKeySuffix: Type.String({ description: 'The last characters of the secret, to tell keys apart.' }),
   createdAt: DateTime,
-  lastUsedAt: Type.Union([DateTime, Type.Null()]),
+  lastUsedAt: Nullable(DateTime),
 });
 export type ApiKey = Static<typeof ApiKey>;
 export const CreatedApiKey = Type.Object({

@@ -2,7 +2,16 @@ import { Type, type Static, type TSchema } from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const DateTime = Type.String({ format: 'date-time' });
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * A value or null. For a primitive this is `type: [t, "null"]` rather than anyOf: the response serializer writes
+ * it directly instead of trying each branch, which matters on hot paths like session lists.
+ */
+export const Nullable = <T extends TSchema>(schema: T) => {
+  const type = (schema as { type?: unknown }).type;
+  return typeof type === 'string' && type !== 'object' && type !== 'array'
+    ? Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] })
+    : Type.Union([schema, Type.Null()]);
+};
 
 export const RoleName = Type.Union([Type.Literal('admin'), Type.Literal('readwrite'), Type.Literal('readonly')], {
   description: 'Member role: admin, readwrite or readonly.',

@@ -64,7 +64,7 @@ export function errorStatus(request: FastifyRequest, natural: number): number {
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: Error): FastifyReply {
   const mapped = classify(error);
-  if (mapped.status >= 500) request.log.error({ err: error }, 'unhandled error');
+  if (mapped.status >= 500) request.log.error({ err: error, reqId: request.id, url: request.url }, 'unhandled error');
   const status = errorStatus(request, mapped.status);
   return reply.code(status).type('application/json').send({ error: { code: mapped.code, message: mapped.message } });
 }

@@ -4,6 +4,7 @@ import type { DeviceAllocationRow } from '../store/devices.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { SessionRow } from '../store/sessions.js';
 import { requireRole } from './auth.js';
+import { perContext, VersionedCache } from './cache.js';
 import type { EngineContext, Scope } from './context.js';
 
 export interface SessionWithParts extends SessionRow {
@@ -19,10 +20,18 @@ export function createSession(ctx: EngineContext, scope: Scope): SessionWithPart
   return { ...row, devices: [], instances: [] };
 }
 
+/** Sessions by id, fresh until the next write to accounts, organizations, devices or instances. */
+const cacheOf = perContext(
+  (ctx: EngineContext) => new VersionedCache(() => ctx.stores.authVersion.value + ctx.stores.sessionPartsVersion.value),
+);
+
 export function getSession(ctx: EngineContext, scope: Scope, sessionId: string): SessionWithParts {
-  const row = ctx.stores.sessions.get(sessionId, scope.organization.id);
-  if (!row) throw notFound('session');
-  return withParts(ctx, [row])[0]!;
+  const session = cacheOf(ctx).memo(`${scope.organization.id}:${sessionId}`, () => {
+    const row = ctx.stores.sessions.get(sessionId, scope.organization.id);
+    return row && withParts(ctx, [row])[0]!;
+  });
+  if (!session) throw notFound('session');
+  return session;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import type { Version } from './version.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -17,7 +18,7 @@ export interface ApiKeyWithHash extends ApiKeyRow {
 const COLUMNS = `id, organization_id AS organizationId, created_by AS createdBy, name, suffix,
   created_at AS createdAt, last_used_at AS lastUsedAt`;
 
-export function apiKeyStore(db: Db) {
+export function apiKeyStore(db: Db, authVersion: Version) {
   const byHash = db.prepare<[string], ApiKeyWithHash>(`SELECT ${COLUMNS}, secret_hash AS secretHash FROM api_keys WHERE secret_hash = ?`);
   const ofOrg = db.prepare<[string], ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE organization_id = ? ORDER BY created_at DESC`);
   const insert = db.prepare(
@@ -29,9 +30,9 @@ export function apiKeyStore(db: Db) {
   return {
     getByHash: (secretHash: string) => byHash.get(secretHash),
     ofOrganization: (organizationId: string) => ofOrg.all(organizationId),
-    insert: (row: Omit<ApiKeyWithHash, 'lastUsedAt'>) => void insert.run(row),
+    insert: (row: Omit<ApiKeyWithHash, 'lastUsedAt'>) => authVersion.bump(insert.run(row)),
     /** Deletes the key if it belongs to the organization; false otherwise. */
-    remove: (id: string, organizationId: string) => remove.run(id, organizationId).changes === 1,
+    remove: (id: string, organizationId: string) => authVersion.bump(remove.run(id, organizationId)).changes === 1,
     touch: (id: string, at: number) => void touch.run(at, id),
   };
 }

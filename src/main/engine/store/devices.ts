@@ -19,6 +19,7 @@ const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId,
   os_version AS osVersion, serial, release_reason AS releaseReason, created_at AS createdAt, released_at AS releasedAt`;
 
 export function deviceAllocationStore(db: Db) {
+  const ofSession = db.prepare<[string], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE session_id = ? ORDER BY created_at DESC`);
   const ofSessions = db.prepare<[string], DeviceAllocationRow>(
     `SELECT ${COLUMNS} FROM device_allocations WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY created_at DESC`,
   );
@@ -27,7 +28,8 @@ export function deviceAllocationStore(db: Db) {
   );
   return {
     /** Allocations of the given sessions, newest first. */
-    ofSessions: (sessionIds: readonly string[]) => ofSessions.all(JSON.stringify(sessionIds)),
+    ofSessions: (sessionIds: readonly string[]) =>
+      sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
     activeCount: (organizationId: string) => activeInOrg.get(organizationId)!.n,
   };
 }

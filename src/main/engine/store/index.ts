@@ -8,15 +8,21 @@ import { sessionStore } from './sessions.js';
 import { settingStore } from './settings.js';
 import { usageStore } from './usage.js';
 import { userStore } from './users.js';
+import { Version } from './version.js';
 
 /** Every aggregate's prepared statements over one database. */
 export function createStores(db: Db) {
+  const authVersion = new Version();
   return {
     db,
-    users: userStore(db),
-    organizations: organizationStore(db),
+    /** Changes with every write to accounts, organizations, memberships or keys: what authorization reads. */
+    authVersion,
+    /** Changes with every write to a session's devices or instances; the device and instance stores bump it. */
+    sessionPartsVersion: new Version(),
+    users: userStore(db, authVersion),
+    organizations: organizationStore(db, authVersion),
     invitations: invitationStore(db),
-    apiKeys: apiKeyStore(db),
+    apiKeys: apiKeyStore(db, authVersion),
     sessions: sessionStore(db),
     devices: deviceAllocationStore(db),
     instances: instanceStore(db),

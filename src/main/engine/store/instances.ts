@@ -21,11 +21,13 @@ const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId,
   released_at AS releasedAt`;
 
 export function instanceStore(db: Db) {
+  const ofSession = db.prepare<[string], InstanceRow>(`SELECT ${COLUMNS} FROM instances WHERE session_id = ? ORDER BY created_at DESC`);
   const ofSessions = db.prepare<[string], InstanceRow>(
     `SELECT ${COLUMNS} FROM instances WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY created_at DESC`,
   );
   return {
     /** Instances of the given sessions, newest first. */
-    ofSessions: (sessionIds: readonly string[]) => ofSessions.all(JSON.stringify(sessionIds)),
+    ofSessions: (sessionIds: readonly string[]) =>
+      sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
   };
 }

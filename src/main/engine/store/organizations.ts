@@ -1,5 +1,6 @@
 import type { Role } from '../domain/roles.js';
 import type { Db } from './db.js';
+import type { Version } from './version.js';
 
 export interface OrganizationRow {
   id: string;
@@ -36,7 +37,7 @@ function toOrg(r: RawOrg) {
   return { ...r, cancelAtPeriodEnd: r.cancelAtPeriodEnd === 1 };
 }
 
-export function organizationStore(db: Db) {
+export function organizationStore(db: Db, authVersion: Version) {
   const byId = db.prepare<[string], RawOrg>(`SELECT ${ORG_COLUMNS} FROM organizations o WHERE o.id = ?`);
   const personalOf = db.prepare<[string], RawOrg>(`SELECT ${ORG_COLUMNS} FROM organizations o WHERE o.personal_of = ?`);
   const ofUser = db.prepare<[string], RawOrg & { role: Role }>(
@@ -84,18 +85,19 @@ export function organizationStore(db: Db) {
     },
     /** The user's organizations with their role in each, Personal first. */
     ofUser: (userId: string): OrganizationWithRole[] => ofUser.all(userId).map((r) => toOrg(r)),
-    insert: (row: OrganizationRow) => void insert.run({ ...row, cancelAtPeriodEnd: row.cancelAtPeriodEnd ? 1 : 0 }),
-    rename: (id: string, name: string) => void rename.run(name, id),
-    setPlan: (id: string, plan: string, cancelAtPeriodEnd: boolean) => void setPlan.run(plan, cancelAtPeriodEnd ? 1 : 0, id),
-    remove: (id: string) => void remove.run(id),
+    insert: (row: OrganizationRow) => authVersion.bump(insert.run({ ...row, cancelAtPeriodEnd: row.cancelAtPeriodEnd ? 1 : 0 })),
+    rename: (id: string, name: string) => authVersion.bump(rename.run(name, id)),
+    setPlan: (id: string, plan: string, cancelAtPeriodEnd: boolean) =>
+      authVersion.bump(setPlan.run(plan, cancelAtPeriodEnd ? 1 : 0, id)),
+    remove: (id: string) => authVersion.bump(remove.run(id)),
 
     membership: (organizationId: string, userId: string) => membership.get(organizationId, userId),
     members: (organizationId: string) => members.all(organizationId),
     isMemberByEmail: (organizationId: string, email: string) => memberByEmail.get(organizationId, email) !== undefined,
     memberCount: (organizationId: string) => memberCount.get(organizationId)!.n,
     addMember: (organizationId: string, userId: string, role: Role, createdAt: number) =>
-      void addMember.run(organizationId, userId, role, createdAt),
-    setRole: (organizationId: string, userId: string, role: Role) => void setRole.run(role, organizationId, userId),
+      authVersion.bump(addMember.run(organizationId, userId, role, createdAt)),
+    setRole: (organizationId: string, userId: string, role: Role) => authVersion.bump(setRole.run(role, organizationId, userId)),
     /** How many organizations other than Personal the user belongs to. */
     nonPersonalCount: (userId: string) => otherOrgCount.get(userId)!.n,
   };

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import type { Version } from './version.js';
 
 export interface UserRow {
   id: string;
@@ -10,7 +11,7 @@ export interface UserRow {
 
 const COLUMNS = 'id, email, name, password_hash AS passwordHash, created_at AS createdAt';
 
-export function userStore(db: Db) {
+export function userStore(db: Db, authVersion: Version) {
   const byId = db.prepare<[string], UserRow>(`SELECT ${COLUMNS} FROM users WHERE id = ?`);
   const byEmail = db.prepare<[string], UserRow>(`SELECT ${COLUMNS} FROM users WHERE email = ?`);
   const insert = db.prepare(
@@ -21,8 +22,8 @@ export function userStore(db: Db) {
   return {
     get: (id: string) => byId.get(id),
     getByEmail: (email: string) => byEmail.get(email),
-    insert: (row: UserRow) => void insert.run(row),
-    remove: (id: string) => void remove.run(id),
+    insert: (row: UserRow) => authVersion.bump(insert.run(row)),
+    remove: (id: string) => authVersion.bump(remove.run(id)),
     first: () => first.get(),
   };
 }
