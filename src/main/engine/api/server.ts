@@ -56,9 +56,22 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
     app.server.keepAliveTimeout = 1;
   });
 
-  app.addHook('onRequest', async (request) => {
-    if (request.is404 || request.routeOptions.config.public) return;
-    request.caller = await authenticate(ctx, request.headers.authorization);
+  // A callback hook rather than an async one: an API key is checked without a promise on every request.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404 || request.routeOptions.config.public) return done();
+    try {
+      const caller = authenticate(ctx, request.headers.authorization);
+      if (!(caller instanceof Promise)) {
+        request.caller = caller;
+        return done();
+      }
+      caller.then((c) => {
+        request.caller = c;
+        done();
+      }, done);
+    } catch (error) {
+      done(error as Error);
+    }
   });
 
   await app.register(swagger, {

@@ -41,8 +41,11 @@ export async function issueToken(ctx: EngineContext, user: UserRow): Promise<{ t
   return { token, expiresAt };
 }
 
-/** Turns an Authorization header into a caller, or throws unauthorized. */
-export async function authenticate(ctx: EngineContext, authorization: string | undefined): Promise<Caller> {
+/**
+ * Turns an Authorization header into a caller, or throws unauthorized. API keys resolve synchronously (the hot
+ * path of CI clients); only a token needs a promise, for its signature check.
+ */
+export function authenticate(ctx: EngineContext, authorization: string | undefined): Caller | Promise<Caller> {
   const match = /^Bearer ([^\s]+)$/i.exec(authorization ?? '');
   if (!match) throw unauthorized('Send Authorization: Bearer <API key or token>.');
   const bearer = match[1]!;
