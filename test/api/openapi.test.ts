@@ -36,6 +36,10 @@ const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
   ['get', '/api/v1/sessions', 'Sessions', [200, 400, 401, 403]],
   ['post', '/api/v1/sessions', 'Sessions', [201, 401, 403]],
   ['get', '/api/v1/sessions/{sessionId}', 'Sessions', [200, 401, 403, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/devices', 'Devices', [200, 401, 403, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/devices', 'Devices', [201, 400, 401, 403, 404, 409]],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}', 'Devices', [200, 401, 403, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/release', 'Devices', [202, 401, 403, 404]],
 ];
 
 const EXTENSIONS: Array<[string, string]> = [
@@ -46,13 +50,17 @@ const EXTENSIONS: Array<[string, string]> = [
   ['patch', '/api/v1/lab/settings'],
   ['put', '/api/v1/billing/plan'],
   ['get', '/api/v1/openapi.json'],
+  ['get', '/api/v1/fleet/devices'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
+  ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
 ];
 
 describe('GET /api/v1/openapi.json', () => {
   it('is OpenAPI 3.1 with the spec\'s tags', () => {
     expect(doc.openapi).toBe('3.1.0');
     const tags = doc.tags.map((tag: { name: string }) => tag.name);
-    for (const tag of ['Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Billing', 'Extensions']) {
+    for (const tag of ['Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Devices', 'Billing', 'Extensions']) {
       expect(tags).toContain(tag);
     }
   });

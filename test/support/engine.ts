@@ -28,6 +28,8 @@ export async function startEngine(overrides: Partial<EngineConfig> = {}): Promis
     ownerEmail: OWNER_EMAIL,
     ownerPassword: OWNER_PASSWORD,
     logLevel: 'silent',
+    // No adb unless a fleet test asks for one: the control-plane tests have no phones.
+    adb: null,
     ...overrides,
   };
   const clock: TestEngine['clock'] = { offsetMs: 0 };

@@ -21,6 +21,12 @@ export interface EngineConfig {
   tokenTtlSeconds: number;
   invitationTtlDays: number;
   deviceConcurrencyQuota: number;
+  /** The adb server to track Android phones through; null switches the Android fleet off. */
+  adb: { host: string; port: number } | null;
+  /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
+  deviceGraceSeconds: number;
+  /** Simulated phones to attach at start (the demo mode): a lab to try with no phone at hand. */
+  demoPhones: number;
   instanceConcurrencyQuota: number;
   plans: Record<string, PlanAllowance>;
   /** Quiet in tests; the headless entry prints its own lines. */
@@ -45,6 +51,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     tokenTtlSeconds: intFrom(env.BENCHTOP_TOKEN_TTL_SECONDS, 12 * 3600, 'BENCHTOP_TOKEN_TTL_SECONDS'),
     invitationTtlDays: intFrom(env.BENCHTOP_INVITATION_TTL_DAYS, 7, 'BENCHTOP_INVITATION_TTL_DAYS'),
     deviceConcurrencyQuota: intFrom(env.BENCHTOP_DEVICE_QUOTA, 5, 'BENCHTOP_DEVICE_QUOTA'),
+    adb:
+      env.BENCHTOP_ADB === 'off'
+        ? null
+        : { host: env.BENCHTOP_ADB_HOST || '127.0.0.1', port: intFrom(env.BENCHTOP_ADB_PORT, 5037, 'BENCHTOP_ADB_PORT') },
+    deviceGraceSeconds: intFrom(env.BENCHTOP_DEVICE_GRACE_SECONDS, 60, 'BENCHTOP_DEVICE_GRACE_SECONDS'),
+    demoPhones: intFrom(env.BENCHTOP_DEMO_PHONES, 0, 'BENCHTOP_DEMO_PHONES'),
     instanceConcurrencyQuota: intFrom(env.BENCHTOP_INSTANCE_QUOTA, 2, 'BENCHTOP_INSTANCE_QUOTA'),
     plans: DEFAULT_PLANS,
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',

@@ -7,6 +7,8 @@ import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
 import { labOwnerId } from './services/lab.js';
+import { createFleet, type Fleet } from './fleet/index.js';
+import { DeviceAllocator } from './services/devices.js';
 import { openDb } from './store/db.js';
 import { createStores } from './store/index.js';
 import { settingStore } from './store/settings.js';
@@ -42,6 +44,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
   let ctx: EngineContext | undefined;
   let url = '';
   let stopping: Promise<void> | undefined;
+  let fleet: Fleet | undefined;
 
   const context = () => {
     if (!ctx) throw new Error('The engine has not started.');
@@ -57,8 +60,19 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
         );
       }
       db = openDb(config.dataDir);
-      ctx = { config, stores: createStores(db), now: options.now ?? Date.now, tokenSecret: tokenSecretOf(db) };
+      const log = (message: string) => {
+        if (config.logLevel !== 'silent') console.warn(`[benchtop] ${message}`);
+      };
+      fleet = createFleet(config, log);
+      ctx = { config, stores: createStores(db), now: options.now ?? Date.now, tokenSecret: tokenSecretOf(db) } as EngineContext;
+      ctx.devices = new DeviceAllocator(ctx, fleet, {
+        graceMs: config.deviceGraceSeconds * 1000,
+        prepareTimeoutMs: 60_000,
+        log,
+      });
       const owner = await ensureLabOwner(ctx);
+      await fleet.start();
+      ctx.devices.start();
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
       const { port } = app.server.address() as AddressInfo;
@@ -68,6 +82,8 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
     },
     stop() {
       stopping ??= (async () => {
+        ctx?.devices?.stop();
+        await fleet?.stop();
         await app?.close();
         db?.close();
       })();

@@ -3,7 +3,9 @@ import type { ApiKey, User } from '../../../shared/api/account.js';
 import type { Device, Instance, Session } from '../../../shared/api/sessions.js';
 import type { Period } from '../domain/metering.js';
 import { iso, isoOrNull } from '../domain/time.js';
+import type { FleetDevice } from '../../../shared/api/devices.js';
 import type { ApiKeyRow } from '../store/api-keys.js';
+import type { FleetDeviceRow } from '../store/fleet.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { InvitationRow } from '../store/invitations.js';
@@ -66,7 +68,8 @@ export const presentDevice = (d: DeviceAllocationRow): Device => ({
     ...(d.type ? { type: d.type } : {}),
     name: d.name,
     osVersion: d.osVersion,
-    ...(d.serial ? { serial: d.serial } : {}),
+    // The serial is the handle device endpoints accept, so it shows only once the phone is ready to drive.
+    ...(d.serial && d.status !== 'provisioning' && d.status !== 'queued' ? { serial: d.serial } : {}),
   },
   ...(d.releaseReason ? { releaseReason: d.releaseReason } : {}),
   createdAt: iso(d.createdAt),
@@ -103,6 +106,19 @@ export const presentBalance = (b: {
   ...b,
   period: { start: iso(b.period.start), end: iso(b.period.end) },
   subscription: b.subscription && { ...b.subscription, currentPeriodEnd: iso(b.subscription.currentPeriodEnd) },
+});
+
+export const presentFleetDevice = (d: FleetDeviceRow, holder: { held: boolean; sessionId?: string; allocationId?: string }): FleetDevice => ({
+  platform: d.platform,
+  type: d.type,
+  name: d.name,
+  osVersion: d.osVersion,
+  serial: d.serial,
+  state: d.state,
+  battery: d.battery,
+  held: holder.held,
+  ...(holder.sessionId ? { heldBy: { sessionId: holder.sessionId, allocationId: holder.allocationId! } } : {}),
+  lastSeenAt: iso(d.lastSeenAt),
 });
 
 /** The list wrapper; nextCursor only when another page exists. */

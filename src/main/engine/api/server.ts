@@ -11,6 +11,9 @@ import { invitationRoutes } from './routes/invitations.js';
 import { keyRoutes } from './routes/keys.js';
 import { labRoutes } from './routes/lab.js';
 import { organizationRoutes } from './routes/organizations.js';
+import { deviceControlRoutes } from './routes/device-control.js';
+import { deviceRoutes } from './routes/devices.js';
+import { fleetRoutes } from './routes/fleet.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { validatorCompiler } from './validation.js';
 
@@ -98,6 +101,9 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
     organizationRoutes(a, ctx);
     billingRoutes(a, ctx);
     sessionRoutes(a, ctx);
+    deviceRoutes(a, ctx);
+    deviceControlRoutes(a, ctx);
+    fleetRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

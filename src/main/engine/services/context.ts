@@ -3,6 +3,7 @@ import type { Role } from '../domain/roles.js';
 import type { Stores } from '../store/index.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
+import type { DeviceAllocator } from './devices.js';
 
 /** What every service function works with. */
 export interface EngineContext {
@@ -12,6 +13,8 @@ export interface EngineContext {
   now: () => number;
   /** HMAC key for interactive tokens, generated once per data dir. */
   tokenSecret: Uint8Array;
+  /** Device allocation over the fleet; set once the engine has started its fleet. */
+  devices: DeviceAllocator;
 }
 
 /** Who is calling: an interactive (JWT) user, or an API key acting for the user who created it. */

@@ -1,24 +1,39 @@
+import { uniqueCreatedAt } from '../domain/time.js';
 import type { Db } from './db.js';
+import type { Version } from './version.js';
+
+export type AllocationStatus = 'queued' | 'provisioning' | 'in_use' | 'offline' | 'released';
 
 export interface DeviceAllocationRow {
   id: string;
   sessionId: string;
   organizationId: string;
-  status: string;
+  status: AllocationStatus;
   platform: string;
   type: string | null;
   name: string;
   osVersion: string;
   serial: string | null;
   releaseReason: string | null;
+  filters: string;
+  packagesBefore: string | null;
   createdAt: number;
+  assignedAt: number | null;
+  offlineSince: number | null;
   releasedAt: number | null;
+  cleanedAt: number | null;
 }
 
 const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId, status, platform, type, name,
-  os_version AS osVersion, serial, release_reason AS releaseReason, created_at AS createdAt, released_at AS releasedAt`;
+  os_version AS osVersion, serial, release_reason AS releaseReason, filters, packages_before AS packagesBefore,
+  created_at AS createdAt, assigned_at AS assignedAt, offline_since AS offlineSince, released_at AS releasedAt,
+  cleaned_at AS cleanedAt`;
 
-export function deviceAllocationStore(db: Db) {
+/**
+ * Device allocations. Every write bumps sessionParts, because a session's view includes its devices.
+ */
+export function deviceAllocationStore(db: Db, sessionParts: Version) {
+  const byId = db.prepare<[string], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE id = ?`);
   const ofSession = db.prepare<[string], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE session_id = ? ORDER BY created_at DESC`);
   const ofSessions = db.prepare<[string], DeviceAllocationRow>(
     `SELECT ${COLUMNS} FROM device_allocations WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY created_at DESC`,
@@ -26,10 +41,62 @@ export function deviceAllocationStore(db: Db) {
   const activeInOrg = db.prepare<[string], { n: number }>(
     'SELECT count(*) AS n FROM device_allocations WHERE organization_id = ? AND released_at IS NULL',
   );
+  const active = db.prepare<[], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE released_at IS NULL ORDER BY created_at`);
+  const holding = db.prepare<[string], DeviceAllocationRow>(
+    `SELECT ${COLUMNS} FROM device_allocations WHERE serial = ? AND released_at IS NULL`,
+  );
+  const uncleaned = db.prepare<[], DeviceAllocationRow>(
+    `SELECT ${COLUMNS} FROM device_allocations WHERE released_at IS NOT NULL AND serial IS NOT NULL AND cleaned_at IS NULL AND packages_before IS NOT NULL`,
+  );
+  const newest = db.prepare<[string], { createdAt: number }>(
+    'SELECT created_at AS createdAt FROM device_allocations WHERE organization_id = ? ORDER BY created_at DESC LIMIT 1',
+  );
+  const insert = db.prepare(
+    `INSERT INTO device_allocations (id, session_id, organization_id, status, platform, name, os_version, filters, created_at)
+     VALUES (@id, @sessionId, @organizationId, 'queued', @platform, @name, @osVersion, @filters, @createdAt)`,
+  );
+  const assign = db.prepare(
+    `UPDATE device_allocations SET status = 'provisioning', serial = @serial, type = @type, name = @name,
+     os_version = @osVersion, assigned_at = @at WHERE id = @id AND status = 'queued'`,
+  );
+  const setStatus = db.prepare('UPDATE device_allocations SET status = ?, offline_since = ? WHERE id = ? AND released_at IS NULL');
+  const setPackages = db.prepare('UPDATE device_allocations SET packages_before = ? WHERE id = ?');
+  const requeue = db.prepare(
+    `UPDATE device_allocations SET status = 'queued', serial = NULL, assigned_at = NULL, offline_since = NULL, packages_before = NULL
+     WHERE id = ? AND released_at IS NULL`,
+  );
+  const release = db.prepare(
+    `UPDATE device_allocations SET status = 'released', released_at = ?, release_reason = ?, offline_since = NULL
+     WHERE id = ? AND released_at IS NULL`,
+  );
+  const cleaned = db.prepare('UPDATE device_allocations SET cleaned_at = ? WHERE id = ?');
+
+  const write = <T>(result: T) => sessionParts.bump(result);
   return {
+    get: (id: string) => byId.get(id),
     /** Allocations of the given sessions, newest first. */
     ofSessions: (sessionIds: readonly string[]) =>
       sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
     activeCount: (organizationId: string) => activeInOrg.get(organizationId)!.n,
+    /** Every allocation not yet released, oldest first: the queue is served in this order. */
+    active: () => active.all(),
+    /** The allocation holding a phone, if any. */
+    holding: (serial: string) => holding.get(serial),
+    /** Released allocations whose cleanup never finished (the engine stopped during it). */
+    uncleaned: () => uncleaned.all(),
+    insert: (row: { id: string; sessionId: string; organizationId: string; platform: string; name: string; osVersion: string; filters: string; now: number }) =>
+      db.transaction(() => {
+        const createdAt = uniqueCreatedAt(row.now, newest.get(row.organizationId)?.createdAt);
+        write(insert.run({ ...row, createdAt }));
+        return createdAt;
+      }).immediate(),
+    assign: (id: string, phone: { serial: string; type: string; name: string; osVersion: string }, at: number) =>
+      write(assign.run({ id, ...phone, at })).changes === 1,
+    setStatus: (id: string, status: 'provisioning' | 'in_use' | 'offline', offlineSince: number | null = null) =>
+      write(setStatus.run(status, offlineSince, id)).changes === 1,
+    setPackagesBefore: (id: string, packages: readonly string[]) => void setPackages.run(JSON.stringify(packages), id),
+    requeue: (id: string) => write(requeue.run(id)).changes === 1,
+    release: (id: string, at: number, reason: string | null) => write(release.run(at, reason, id)).changes === 1,
+    markCleaned: (id: string, at: number) => void cleaned.run(at, id),
   };
 }

@@ -1,6 +1,7 @@
 import { apiKeyStore } from './api-keys.js';
 import type { Db } from './db.js';
 import { deviceAllocationStore } from './devices.js';
+import { fleetStore } from './fleet.js';
 import { instanceStore } from './instances.js';
 import { invitationStore } from './invitations.js';
 import { organizationStore } from './organizations.js';
@@ -13,18 +14,20 @@ import { Version } from './version.js';
 /** Every aggregate's prepared statements over one database. */
 export function createStores(db: Db) {
   const authVersion = new Version();
+  const sessionPartsVersion = new Version();
   return {
     db,
     /** Changes with every write to accounts, organizations, memberships or keys: what authorization reads. */
     authVersion,
     /** Changes with every write to a session's devices or instances; the device and instance stores bump it. */
-    sessionPartsVersion: new Version(),
+    sessionPartsVersion,
     users: userStore(db, authVersion),
     organizations: organizationStore(db, authVersion),
     invitations: invitationStore(db),
     apiKeys: apiKeyStore(db, authVersion),
     sessions: sessionStore(db),
-    devices: deviceAllocationStore(db),
+    devices: deviceAllocationStore(db, sessionPartsVersion),
+    fleet: fleetStore(db),
     instances: instanceStore(db),
     usage: usageStore(db),
     settings: settingStore(db),

@@ -118,4 +118,29 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX usage_ledger_by_org ON usage_ledger(organization_id, resource, started_at);
   `,
+  `
+  -- The lab's phones as last seen through adb (and later usbmuxd): the inventory behind allocation.
+  CREATE TABLE fleet_devices (
+    serial        TEXT PRIMARY KEY,
+    platform      TEXT NOT NULL,
+    type          TEXT NOT NULL DEFAULT 'real',
+    name          TEXT NOT NULL DEFAULT '',
+    os_version    TEXT NOT NULL DEFAULT '',
+    state         TEXT NOT NULL,
+    battery       INTEGER,
+    first_seen_at INTEGER NOT NULL,
+    last_seen_at  INTEGER NOT NULL
+  );
+
+  -- What an allocation asked for, what the phone had before it (so that cleanup removes only what was added),
+  -- and where it is in its life.
+  ALTER TABLE device_allocations ADD COLUMN filters TEXT NOT NULL DEFAULT '[]';
+  ALTER TABLE device_allocations ADD COLUMN packages_before TEXT;
+  ALTER TABLE device_allocations ADD COLUMN assigned_at INTEGER;
+  ALTER TABLE device_allocations ADD COLUMN offline_since INTEGER;
+  -- set once cleanup after release has finished: a crash mid-cleanup is finished on the next start
+  ALTER TABLE device_allocations ADD COLUMN cleaned_at INTEGER;
+  CREATE INDEX device_allocations_by_serial ON device_allocations(serial) WHERE released_at IS NULL;
+  CREATE INDEX device_allocations_queue ON device_allocations(created_at) WHERE status = 'queued';
+  `,
 ];

@@ -1,0 +1,152 @@
+import * as adbkit from '@devicefarmer/adbkit';
+import { EventEmitter } from 'node:events';
+import type { Duplex } from 'node:stream';
+import type { Phone } from '../types.js';
+import { AndroidDriver } from './driver.js';
+
+// adbkit is CommonJS whose named exports Node cannot see from an ES module: under Node they sit on the default
+// export, under a bundler on the namespace itself.
+const Adb: typeof adbkit.Adb = adbkit.Adb ?? (adbkit as unknown as { default: { Adb: typeof adbkit.Adb } }).default.Adb;
+export type Client = ReturnType<typeof Adb.createClient>;
+type Tracker = Awaited<ReturnType<Client['trackDevices']>>;
+type AdbDevice = { id: string; type: string };
+
+export const readAll = (stream: Duplex): Promise<Buffer> => Adb.util.readAll(stream) as unknown as Promise<Buffer>;
+
+const RETRY_MS = 1000;
+const BATTERY_REFRESH_MS = 60_000;
+
+export interface AndroidFleetEvents {
+  /** A phone appeared or changed (state, battery). */
+  phone: [Phone];
+  /** A phone was pulled out (or its adb transport went away). */
+  gone: [string];
+}
+
+/**
+ * The Android half of the fleet: tracks the adb server's device list as it changes (host:track-devices pushes
+ * every change, so nothing polls), and reads each phone's model, version and battery when it comes online.
+ * adbkit starts the adb server itself when none answers and `adb` is on PATH.
+ */
+export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
+  readonly client: Client;
+  private readonly phones = new Map<string, Phone>();
+  private tracker: Tracker | undefined;
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
+  private batteryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly address: { host: string; port: number },
+    private readonly log: (message: string) => void,
+  ) {
+    super();
+    this.client = Adb.createClient({ host: address.host, port: address.port });
+  }
+
+  /** Resolves once the current device list has been read, or after a first failure (it keeps retrying). */
+  async start(): Promise<void> {
+    await this.track();
+    this.batteryTimer = setInterval(() => void this.refreshBatteries(), BATTERY_REFRESH_MS);
+    this.batteryTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    clearInterval(this.batteryTimer);
+    this.tracker?.end();
+  }
+
+  list(): Phone[] {
+    return [...this.phones.values()];
+  }
+
+  get(serial: string): Phone | undefined {
+    return this.phones.get(serial);
+  }
+
+  driver(serial: string): AndroidDriver {
+    return new AndroidDriver(this.client, serial);
+  }
+
+  private async track(): Promise<void> {
+    try {
+      const devices = await this.client.listDevices();
+      await Promise.all(devices.map((d: AdbDevice) => this.onDevice(d)));
+      for (const serial of this.phones.keys()) if (!devices.some((d: AdbDevice) => d.id === serial)) this.onRemove(serial);
+      const tracker = await this.client.trackDevices();
+      this.tracker = tracker;
+      tracker.on('add', (d: AdbDevice) => void this.onDevice(d));
+      tracker.on('change', (d: AdbDevice) => void this.onDevice(d));
+      tracker.on('remove', (d: AdbDevice) => this.onRemove(d.id));
+      tracker.on('error', () => undefined);
+      tracker.on('end', () => this.scheduleRetry('the adb server closed the device tracker'));
+    } catch (error) {
+      this.scheduleRetry((error as Error).message);
+    }
+  }
+
+  private scheduleRetry(why: string): void {
+    if (this.stopped) return;
+    this.log(`adb at ${this.address.host}:${this.address.port}: ${why}; retrying in ${RETRY_MS / 1000} s`);
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => void this.track(), RETRY_MS);
+  }
+
+  private async onDevice(device: AdbDevice): Promise<void> {
+    const known = this.phones.get(device.id);
+    const state = device.type === 'device' || device.type === 'emulator' ? 'device' : device.type === 'unauthorized' ? 'unauthorized' : 'offline';
+    let phone: Phone = known
+      ? { ...known, state }
+      : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null };
+    if (state === 'device') {
+      try {
+        phone = { ...phone, ...(await this.describe(device.id)) };
+      } catch (error) {
+        // A phone that cannot answer yet is listed as offline; the tracker reports it again when it settles.
+        this.log(`${device.id}: could not read its properties: ${(error as Error).message}`);
+        phone = { ...phone, state: 'offline' };
+      }
+    }
+    if (this.stopped) return;
+    this.phones.set(device.id, phone);
+    this.emit('phone', phone);
+  }
+
+  private onRemove(serial: string): void {
+    if (!this.phones.delete(serial)) return;
+    this.emit('gone', serial);
+  }
+
+  private async describe(serial: string): Promise<Pick<Phone, 'name' | 'osVersion' | 'battery'>> {
+    const driver = this.driver(serial);
+    const props = await this.client.getDevice(serial).getProperties();
+    return {
+      name: props['ro.product.model'] || props['ro.product.name'] || serial,
+      osVersion: props['ro.build.version.release'] || '',
+      battery: await this.battery(driver),
+    };
+  }
+
+  private async battery(driver: AndroidDriver): Promise<number | null> {
+    const m = /level:\s*(\d+)/.exec(await driver.shell('dumpsys battery'));
+    return m ? Number(m[1]) : null;
+  }
+
+  private async refreshBatteries(): Promise<void> {
+    for (const phone of this.phones.values()) {
+      if (phone.state !== 'device') continue;
+      try {
+        const battery = await this.battery(this.driver(phone.serial));
+        if (battery !== phone.battery && this.phones.has(phone.serial)) {
+          const updated = { ...this.phones.get(phone.serial)!, battery };
+          this.phones.set(phone.serial, updated);
+          this.emit('phone', updated);
+        }
+      } catch {
+        // the tracker will report the phone's new state
+      }
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import type { Client } from './adb-client.js';
+import { XMLParser } from 'fast-xml-parser';
+import type { ActionResult, Button, DeviceAction, PhoneDriver, UiElement } from '../types.js';
+import { readAll } from './adb-client.js';
+
+const KEYCODES: Record<Button, string> = {
+  HOME: 'KEYCODE_HOME',
+  BACK: 'KEYCODE_BACK',
+  ENTER: 'KEYCODE_ENTER',
+  VOLUME_UP: 'KEYCODE_VOLUME_UP',
+  VOLUME_DOWN: 'KEYCODE_VOLUME_DOWN',
+  POWER: 'KEYCODE_POWER',
+  APP_SWITCH: 'KEYCODE_APP_SWITCH',
+};
+
+/** Single-quotes an argument for the phone's /system/bin/sh. */
+export const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/** `input text` takes printable ASCII only, with %s for a space; anything else goes through the ADBKeyboard IME. */
+const INPUT_TEXT_SAFE = /^[\x21-\x7e ]*$/;
+
+export function parsePackages(output: string): string[] {
+  return output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('package:'))
+    .map((l) => l.slice('package:'.length))
+    .sort();
+}
+
+const BOUNDS = /^\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]$/;
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'node' });
+
+interface XmlNode {
+  text?: string;
+  'content-desc'?: string;
+  'resource-id'?: string;
+  class?: string;
+  bounds?: string;
+  clickable?: string;
+  node?: XmlNode[];
+}
+
+/** Flattens a uiautomator dump to the elements worth acting on: those with a text, a label, an id, or a tap. */
+export function parseUiDump(dump: string): UiElement[] {
+  const start = dump.indexOf('<hierarchy');
+  const end = dump.lastIndexOf('</hierarchy>');
+  if (start < 0 || end < 0) throw new Error(`The phone returned no UI hierarchy: ${dump.slice(0, 200)}`);
+  const root = xml.parse(dump.slice(start, end + '</hierarchy>'.length)) as { hierarchy?: { node?: XmlNode[] } };
+  const out: UiElement[] = [];
+  const walk = (nodes: XmlNode[] | undefined) => {
+    for (const n of nodes ?? []) {
+      const m = BOUNDS.exec(n.bounds ?? '');
+      const element: UiElement = {
+        text: String(n.text ?? ''),
+        contentDescription: String(n['content-desc'] ?? ''),
+        resourceId: String(n['resource-id'] ?? ''),
+        className: String(n.class ?? ''),
+        bounds: m ? { x: +m[1]!, y: +m[2]!, width: +m[3]! - +m[1]!, height: +m[4]! - +m[2]! } : { x: 0, y: 0, width: 0, height: 0 },
+        clickable: n.clickable === 'true',
+      };
+      if (element.text || element.contentDescription || element.resourceId || element.clickable) out.push(element);
+      walk(n.node);
+    }
+  };
+  walk(root.hierarchy?.node);
+  return out;
+}
+
+/** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
+export class AndroidDriver implements PhoneDriver {
+  constructor(
+    private readonly client: Client,
+    readonly serial: string,
+  ) {}
+
+  async shell(command: string): Promise<string> {
+    const stream = await this.client.getDevice(this.serial).shell(command);
+    return (await readAll(stream)).toString('utf8');
+  }
+
+  async packages(flags = ''): Promise<string[]> {
+    return parsePackages(await this.shell(`pm list packages ${flags}`.trim()));
+  }
+
+  async prepare(): Promise<string[]> {
+    await this.shell('input keyevent KEYCODE_WAKEUP');
+    await this.shell('wm dismiss-keyguard');
+    await this.shell('input keyevent KEYCODE_HOME');
+    return this.packages();
+  }
+
+  async cleanup(packagesBefore: readonly string[]): Promise<void> {
+    const before = new Set(packagesBefore);
+    for (const pkg of await this.packages()) {
+      if (!before.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
+    }
+    for (const pkg of await this.packages('-3')) await this.shell(`am force-stop ${quote(pkg)}`);
+    await this.shell('input keyevent KEYCODE_HOME');
+    await this.shell('settings put system accelerometer_rotation 0');
+    await this.shell('settings put system user_rotation 0');
+  }
+
+  async screenshot(): Promise<Buffer> {
+    return readAll(await this.client.getDevice(this.serial).screencap());
+  }
+
+  async elements(): Promise<UiElement[]> {
+    return parseUiDump(await this.shell('uiautomator dump /dev/tty'));
+  }
+
+  async act(action: DeviceAction): Promise<ActionResult> {
+    switch (action.type) {
+      case 'tap':
+        await this.shell(`input tap ${action.x} ${action.y}`);
+        break;
+      case 'longPress':
+        await this.shell(`input swipe ${action.x} ${action.y} ${action.x} ${action.y} ${action.durationMs ?? 800}`);
+        break;
+      case 'swipe':
+        await this.shell(`input swipe ${action.fromX} ${action.fromY} ${action.toX} ${action.toY} ${action.durationMs ?? 300}`);
+        break;
+      case 'typeText':
+        if (INPUT_TEXT_SAFE.test(action.text)) {
+          await this.shell(`input text ${quote(action.text.replace(/ /g, '%s'))}`);
+        } else {
+          await this.shell(`am broadcast -a ADB_INPUT_B64 --es msg ${Buffer.from(action.text).toString('base64')}`);
+        }
+        break;
+      case 'pressButton':
+        await this.shell(`input keyevent ${KEYCODES[action.button]}`);
+        break;
+      case 'launchApp':
+        await this.shell(`monkey -p ${quote(action.packageName)} -c android.intent.category.LAUNCHER 1`);
+        break;
+      case 'terminateApp':
+        await this.shell(`am force-stop ${quote(action.packageName)}`);
+        break;
+      case 'listApps': {
+        const out = await this.shell('cmd package query-activities --brief -a android.intent.action.MAIN -c android.intent.category.LAUNCHER');
+        const apps = new Set(out.split('\n').map((l) => l.trim()).filter((l) => /^[\w.]+\//.test(l)).map((l) => l.split('/')[0]!));
+        return { ok: true, apps: [...apps].sort() };
+      }
+      case 'openUrl':
+        await this.shell(`am start -a android.intent.action.VIEW -d ${quote(action.url)}`);
+        break;
+      case 'setOrientation':
+        await this.shell('settings put system accelerometer_rotation 0');
+        await this.shell(`settings put system user_rotation ${action.orientation === 'landscape' ? 1 : 0}`);
+        break;
+      case 'screenSize': {
+        const m = /(\d+)x(\d+)/.exec(await this.shell('wm size'));
+        if (!m) throw new Error('The phone did not report its screen size.');
+        return { ok: true, width: +m[1]!, height: +m[2]! };
+      }
+    }
+    return { ok: true };
+  }
+}

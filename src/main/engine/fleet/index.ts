@@ -1,0 +1,29 @@
+import { EventEmitter } from 'node:events';
+import type { EngineConfig } from '../config.js';
+import type { PhoneSource } from '../services/devices.js';
+import { AndroidFleet } from './android/adb-client.js';
+import type { Phone, PhoneDriver } from './types.js';
+
+export interface Fleet extends PhoneSource {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A fleet with no phones, for an engine whose Android fleet is switched off (BENCHTOP_ADB=off). */
+class EmptyFleet extends EventEmitter implements Fleet {
+  async start() {}
+  async stop() {}
+  list(): Phone[] {
+    return [];
+  }
+  get(): Phone | undefined {
+    return undefined;
+  }
+  driver(serial: string): PhoneDriver {
+    throw new Error(`No phone ${serial}: the Android fleet is off.`);
+  }
+}
+
+export function createFleet(config: EngineConfig, log: (message: string) => void): Fleet {
+  return config.adb ? new AndroidFleet(config.adb, log) : new EmptyFleet();
+}

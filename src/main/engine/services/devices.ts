@@ -1,0 +1,294 @@
+import { randomUUID } from 'node:crypto';
+import { checkFilters, matches, type DeviceFilter } from '../domain/device-filters.js';
+import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
+import type { Phone, PhoneDriver } from '../fleet/types.js';
+import type { DeviceAllocationRow } from '../store/devices.js';
+import { requireRole } from './auth.js';
+import type { EngineContext, Scope } from './context.js';
+
+/** The hardware side the allocator needs: which phones are attached, and a driver for each. */
+export interface PhoneSource {
+  list(): Phone[];
+  get(serial: string): Phone | undefined;
+  driver(serial: string): PhoneDriver;
+  on(event: 'phone', listener: (phone: Phone) => void): unknown;
+  on(event: 'gone', listener: (serial: string) => void): unknown;
+}
+
+export interface AllocatorOptions {
+  /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
+  graceMs: number;
+  /** Provisioning that takes longer fails: nothing stays provisioning forever. */
+  prepareTimeoutMs: number;
+  log: (message: string) => void;
+}
+
+const FILE_REF = /^file:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+    }),
+  ]);
+}
+
+/**
+ * Device allocation: matches filters against the fleet, queues first-in first-out when every match is busy,
+ * prepares a phone before handing it over, cleans it after release, and survives unplugging and restarts.
+ * Every state lives in SQLite; the timers and in-flight preparations here are rebuilt from it on start.
+ */
+export class DeviceAllocator {
+  private readonly graceTimers = new Map<string, NodeJS.Timeout>();
+  /** Phones being cleaned after a release: not free until their cleanup finishes. */
+  private readonly cleaning = new Set<string>();
+  /** Allocations whose preparation is running now. */
+  private readonly preparing = new Set<string>();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly phones: PhoneSource,
+    private readonly options: AllocatorOptions,
+  ) {}
+
+  /** Subscribes to the fleet and reconciles stored allocations with the phones actually attached. */
+  start(): void {
+    this.phones.on('phone', (phone) => this.onPhone(phone));
+    this.phones.on('gone', (serial) => this.onUnavailable(serial));
+    const { fleet, devices } = this.ctx.stores;
+    fleet.markAllGone('android');
+    for (const phone of this.phones.list()) fleet.upsert(phone, this.ctx.now());
+    for (const row of devices.uncleaned()) {
+      if (this.attached(row.serial!)) void this.cleanup(row);
+    }
+    for (const row of devices.active()) {
+      const attached = row.serial !== null && this.attached(row.serial);
+      if (row.status === 'provisioning') {
+        if (attached) void this.prepare(row);
+        else this.requeue(row);
+      } else if (row.status === 'in_use' && !attached) {
+        this.goOffline(row, this.ctx.now());
+      } else if (row.status === 'offline') {
+        if (attached) devices.setStatus(row.id, 'in_use');
+        else this.armGrace(row.id, row.offlineSince ?? this.ctx.now());
+      }
+    }
+    this.serveQueue();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.graceTimers.values()) clearTimeout(timer);
+    this.graceTimers.clear();
+  }
+
+  // ---- the API's operations ----
+
+  allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[]; installApps?: string[] }): DeviceAllocationRow {
+    requireRole(scope.role, 'readwrite');
+    const { sessions, devices, fleet } = this.ctx.stores;
+    if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const filters = checkFilters(request.filters);
+    for (const ref of request.installApps ?? []) {
+      if (!FILE_REF.test(ref)) throw invalid('invalid_install_apps', `installApps entries look like file:<fileId>, not "${ref}".`);
+      // Stored files arrive with the Files API; until a file exists, every reference is unknown.
+      throw new ServiceError('not_found', 'file_not_found', `No file ${ref.slice(5)} in this organization.`);
+    }
+    if (!fleet.all().some((phone) => matches(phone, filters))) {
+      throw new ServiceError('not_found', 'no_matching_device', 'No device in this lab matches those filters, now or offline.');
+    }
+    if (devices.activeCount(scope.organization.id) >= this.ctx.config.deviceConcurrencyQuota) {
+      throw conflict(
+        'concurrency_limit',
+        `This organization already holds ${this.ctx.config.deviceConcurrencyQuota} devices, its quota. Release one first.`,
+      );
+    }
+    const id = randomUUID();
+    const asked = (attribute: string) => filters.find((f) => f.attribute === attribute && f.operator === 'EQUALS')?.value ?? '';
+    devices.insert({
+      id,
+      sessionId,
+      organizationId: scope.organization.id,
+      platform: asked('platform'),
+      name: asked('name'),
+      osVersion: asked('version'),
+      filters: JSON.stringify(filters),
+      now: this.ctx.now(),
+    });
+    this.serveQueue();
+    return devices.get(id)!;
+  }
+
+  list(scope: Scope, sessionId: string): DeviceAllocationRow[] {
+    if (!this.ctx.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    return this.ctx.stores.devices.ofSessions([sessionId]);
+  }
+
+  /** A session's device by its serial (or, for one still queued without a serial, its allocation id). */
+  find(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
+    const rows = this.list(scope, sessionId);
+    const row = rows.find((r) => r.serial === deviceId && r.releasedAt === null) ?? rows.find((r) => r.serial === deviceId || r.id === deviceId);
+    if (!row) throw notFound('device');
+    return row;
+  }
+
+  /** Idempotent: releasing a released device answers it as it is. */
+  release(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
+    requireRole(scope.role, 'readwrite');
+    const row = this.find(scope, sessionId, deviceId);
+    if (row.releasedAt === null) this.finish(row, this.ctx.now(), null);
+    return this.ctx.stores.devices.get(row.id)!;
+  }
+
+  /** The driver of an in_use phone of the caller's session, for screenshots, elements and actions. */
+  driverFor(scope: Scope, sessionId: string, serial: string): PhoneDriver {
+    const row = this.find(scope, sessionId, serial);
+    if (row.status !== 'in_use' || row.serial !== serial) {
+      throw conflict('device_not_in_use', `That device is ${row.status}; it can be driven only while in_use.`);
+    }
+    return this.phones.driver(serial);
+  }
+
+  /** Whether a phone is held, and by whom only when it is the caller's own organization. */
+  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
+    const row = this.ctx.stores.devices.holding(serial);
+    if (!row) return { held: this.cleaning.has(serial) };
+    return row.organizationId === organizationId ? { held: true, sessionId: row.sessionId, allocationId: row.id } : { held: true };
+  }
+
+  // ---- the fleet's events ----
+
+  private attached(serial: string): boolean {
+    return this.phones.get(serial)?.state === 'device';
+  }
+
+  private onPhone(phone: Phone): void {
+    if (this.stopped) return;
+    this.ctx.stores.fleet.upsert(phone, this.ctx.now());
+    if (phone.state !== 'device') return this.onUnavailable(phone.serial);
+    const row = this.ctx.stores.devices.holding(phone.serial);
+    if (row?.status === 'offline') {
+      clearTimeout(this.graceTimers.get(row.id));
+      this.graceTimers.delete(row.id);
+      this.ctx.stores.devices.setStatus(row.id, 'in_use');
+      this.options.log(`${phone.serial} is back; allocation ${row.id} is in_use again`);
+    } else if (row?.status === 'provisioning' && !this.preparing.has(row.id)) {
+      void this.prepare(row);
+    }
+    const unfinished = this.ctx.stores.devices.uncleaned().find((r) => r.serial === phone.serial);
+    if (unfinished && !this.cleaning.has(phone.serial)) void this.cleanup(unfinished);
+    this.serveQueue();
+  }
+
+  private onUnavailable(serial: string): void {
+    if (this.stopped) return;
+    const { fleet, devices } = this.ctx.stores;
+    if (!this.phones.get(serial)) fleet.setState(serial, 'gone');
+    const row = devices.holding(serial);
+    if (row?.status === 'in_use') this.goOffline(row, this.ctx.now());
+    else if (row?.status === 'provisioning') this.requeue(row);
+  }
+
+  private goOffline(row: DeviceAllocationRow, since: number): void {
+    this.ctx.stores.devices.setStatus(row.id, 'offline', since);
+    this.options.log(`${row.serial} went away; allocation ${row.id} is offline for up to ${this.options.graceMs / 1000} s`);
+    this.armGrace(row.id, since);
+  }
+
+  private armGrace(allocationId: string, since: number): void {
+    clearTimeout(this.graceTimers.get(allocationId));
+    const wait = Math.max(0, since + this.options.graceMs - this.ctx.now());
+    const timer = setTimeout(() => {
+      this.graceTimers.delete(allocationId);
+      const row = this.ctx.stores.devices.get(allocationId);
+      // Billing stops when the phone went away, not when the lab gave up waiting for it.
+      if (row?.status === 'offline') this.finish(row, row.offlineSince ?? this.ctx.now(), 'device_lost');
+    }, wait);
+    timer.unref();
+    this.graceTimers.set(allocationId, timer);
+  }
+
+  // ---- assignment, preparation, release ----
+
+  /** Hands free phones to queued allocations, oldest first; an allocation no free phone matches waits. */
+  private serveQueue(): void {
+    if (this.stopped) return;
+    const { devices } = this.ctx.stores;
+    // A phone whose last cleanup has not finished is not handed out: it may still hold the last user's apps.
+    const dirty = new Set(devices.uncleaned().map((r) => r.serial));
+    for (const row of devices.active()) {
+      if (row.status !== 'queued') continue;
+      const filters = JSON.parse(row.filters) as DeviceFilter[];
+      const phone = this.phones
+        .list()
+        .filter((p) => p.state === 'device' && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
+        .sort((a, b) => a.serial.localeCompare(b.serial))[0];
+      if (!phone) continue;
+      const now = this.ctx.now();
+      if (!devices.assign(row.id, phone, now)) continue;
+      this.ctx.stores.usage.start(row.organizationId, 'devices', row.id, now);
+      void this.prepare(devices.get(row.id)!);
+    }
+  }
+
+  private async prepare(row: DeviceAllocationRow): Promise<void> {
+    const serial = row.serial!;
+    this.preparing.add(row.id);
+    try {
+      const packages = await withTimeout(this.phones.driver(serial).prepare(), this.options.prepareTimeoutMs, 'Preparing the phone');
+      if (this.stopped) return;
+      const current = this.ctx.stores.devices.get(row.id);
+      if (current?.status !== 'provisioning' || current.serial !== serial) return;
+      this.ctx.stores.devices.setPackagesBefore(row.id, packages);
+      this.ctx.stores.devices.setStatus(row.id, 'in_use');
+    } catch (error) {
+      if (this.stopped) return;
+      const current = this.ctx.stores.devices.get(row.id);
+      if (current?.status !== 'provisioning') return;
+      this.options.log(`${serial}: preparing allocation ${row.id} failed: ${(error as Error).message}`);
+      if (!this.attached(serial)) this.requeue(current);
+      else this.finish(current, this.ctx.now(), 'provisioning_failed');
+    } finally {
+      this.preparing.delete(row.id);
+    }
+  }
+
+  /** Back in the queue, at its original place (its createdAt), when its phone vanished while provisioning. */
+  private requeue(row: DeviceAllocationRow): void {
+    this.ctx.stores.usage.stop(row.id, this.ctx.now());
+    this.ctx.stores.devices.requeue(row.id);
+    this.serveQueue();
+  }
+
+  /** Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. */
+  private finish(row: DeviceAllocationRow, at: number, reason: string | null): void {
+    const { devices, usage } = this.ctx.stores;
+    clearTimeout(this.graceTimers.get(row.id));
+    this.graceTimers.delete(row.id);
+    if (!devices.release(row.id, at, reason)) return;
+    usage.stop(row.id, at);
+    const released = devices.get(row.id)!;
+    if (released.serial && released.packagesBefore && this.attached(released.serial)) void this.cleanup(released);
+    else if (!released.packagesBefore) devices.markCleaned(row.id, this.ctx.now());
+    this.serveQueue();
+  }
+
+  private async cleanup(row: DeviceAllocationRow): Promise<void> {
+    const serial = row.serial!;
+    if (this.cleaning.has(serial)) return;
+    this.cleaning.add(serial);
+    try {
+      await withTimeout(this.phones.driver(serial).cleanup(JSON.parse(row.packagesBefore!) as string[]), this.options.prepareTimeoutMs, 'Cleaning the phone');
+      if (!this.stopped) this.ctx.stores.devices.markCleaned(row.id, this.ctx.now());
+    } catch (error) {
+      // Left uncleaned: the next time the phone appears (or the engine starts) cleanup runs again.
+      this.options.log(`${serial}: cleanup after allocation ${row.id} failed: ${(error as Error).message}`);
+    } finally {
+      this.cleaning.delete(serial);
+      if (!this.stopped) this.serveQueue();
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import type { Db } from './db.js';
+
+export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
+
+export interface FleetDeviceRow {
+  serial: string;
+  platform: string;
+  type: string;
+  name: string;
+  osVersion: string;
+  state: PhoneState;
+  battery: number | null;
+  firstSeenAt: number;
+  lastSeenAt: number;
+}
+
+const COLUMNS = `serial, platform, type, name, os_version AS osVersion, state, battery, first_seen_at AS firstSeenAt,
+  last_seen_at AS lastSeenAt`;
+
+/** The inventory: every phone the lab has seen, with its last known state. */
+export function fleetStore(db: Db) {
+  const all = db.prepare<[], FleetDeviceRow>(`SELECT ${COLUMNS} FROM fleet_devices ORDER BY platform, name, serial`);
+  const one = db.prepare<[string], FleetDeviceRow>(`SELECT ${COLUMNS} FROM fleet_devices WHERE serial = ?`);
+  const upsert = db.prepare(
+    `INSERT INTO fleet_devices (serial, platform, type, name, os_version, state, battery, first_seen_at, last_seen_at)
+     VALUES (@serial, @platform, @type, @name, @osVersion, @state, @battery, @at, @at)
+     ON CONFLICT (serial) DO UPDATE SET platform = excluded.platform, type = excluded.type,
+       name = CASE WHEN excluded.name = '' THEN name ELSE excluded.name END,
+       os_version = CASE WHEN excluded.os_version = '' THEN os_version ELSE excluded.os_version END,
+       state = excluded.state, battery = COALESCE(excluded.battery, battery), last_seen_at = excluded.last_seen_at`,
+  );
+  const setState = db.prepare('UPDATE fleet_devices SET state = ? WHERE serial = ?');
+  const markAllGone = db.prepare("UPDATE fleet_devices SET state = 'gone' WHERE platform = ?");
+  return {
+    all: () => all.all(),
+    get: (serial: string) => one.get(serial),
+    upsert: (row: Omit<FleetDeviceRow, 'firstSeenAt' | 'lastSeenAt'>, at: number) => void upsert.run({ ...row, at }),
+    setState: (serial: string, state: PhoneState) => void setState.run(state, serial),
+    /** On start nothing is known to be attached until the tracker says so. */
+    markAllGone: (platform: string) => void markAllGone.run(platform),
+  };
+}
