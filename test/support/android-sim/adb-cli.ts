@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+/** Driving the real `adb` command line: a private server, `adb connect`, and plain command runs. */
+
+export interface AdbResult {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/** `$ADB` if set, else the first `adb` on PATH; undefined when there is none. */
+export function findAdb(): string | undefined {
+  const candidates = process.env.ADB ? [process.env.ADB] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'adb'));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+export interface AdbRunOptions {
+  /** The adb server's port (`-P`); 5037 when omitted, like adb itself. */
+  serverPort?: number;
+  /** The environment for adb; HOME and TMPDIR decide where it keeps adbkey and its log. */
+  env?: NodeJS.ProcessEnv;
+  adbPath?: string;
+  timeoutMs?: number;
+}
+
+export function runAdb(args: string[], options: AdbRunOptions = {}): Promise<AdbResult> {
+  const adb = options.adbPath ?? findAdb();
+  if (!adb) return Promise.reject(new Error('adb not found: install the Debian package `adb` or set $ADB'));
+  const port = options.serverPort ?? 5037;
+  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), ANDROID_ADB_SERVER_PORT: String(port) };
+  // A socket spec in the environment would override -P.
+  delete env.ADB_SERVER_SOCKET;
+  return new Promise((resolve, reject) => {
+    const child = spawn(adb, ['-P', String(port), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`adb ${args.join(' ')} timed out after ${options.timeoutMs} ms`));
+    }, options.timeoutMs ?? 60_000);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') });
+    });
+  });
+}
+
+/**
+ * Runs `adb connect 127.0.0.1:<port>` against the server on `adbServerPort` and resolves to the device's serial.
+ * Pass HOME and TMPDIR in `options.env` to keep adb's key and log out of the real home directory.
+ */
+export async function connectToAdb(
+  port: number,
+  adbServerPort = 5037,
+  options: Omit<AdbRunOptions, 'serverPort'> = {},
+): Promise<string> {
+  const serial = `127.0.0.1:${port}`;
+  const result = await runAdb(['connect', serial], { ...options, serverPort: adbServerPort, timeoutMs: options.timeoutMs ?? 30_000 });
+  const text = result.stdout.toString('utf8') + result.stderr;
+  // adb 1.0.41 exits 0 even when it gives up, so the words are the only verdict.
+  if (result.code !== 0 || !/(^|\n)(already )?connected to /.test(text)) {
+    throw new Error(`adb connect ${serial} failed: ${text.trim()}`);
+  }
+  return serial;
+}
+
+export interface AdbServer {
+  port: number;
+  /** HOME and TMPDIR point into a private temp dir; reuse this env for every adb call. */
+  env: NodeJS.ProcessEnv;
+  run(args: string[], options?: { timeoutMs?: number }): Promise<AdbResult>;
+  /** `adb kill-server`, then removes the temp dir. */
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts a private adb server on a free port with its own HOME and TMPDIR, as tests and demo mode need. */
+export async function startAdbServer(options: { port?: number; adbPath?: string } = {}): Promise<AdbServer> {
+  const root = mkdtempSync(join(tmpdir(), 'benchtop-adb-'));
+  const home = join(root, 'home');
+  const tmp = join(root, 'tmp');
+  mkdirSync(home);
+  mkdirSync(tmp);
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp };
+  delete env.ANDROID_SDK_HOME;
+  delete env.ANDROID_USER_HOME;
+  delete env.ADB_VENDOR_KEYS;
+  const port = options.port ?? (await freePort());
+  const run = (args: string[], opts: { timeoutMs?: number } = {}) =>
+    runAdb(args, { serverPort: port, env, adbPath: options.adbPath, timeoutMs: opts.timeoutMs });
+  const started = await run(['start-server'], { timeoutMs: 30_000 });
+  if (started.code !== 0) {
+    rmSync(root, { recursive: true, force: true });
+    throw new Error(`adb start-server failed: ${started.stderr.trim()}`);
+  }
+  return {
+    port,
+    env,
+    run,
+    async stop() {
+      await run(['kill-server'], { timeoutMs: 15_000 }).catch(() => undefined);
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,626 @@
+import { randomBytes } from 'node:crypto';
+import { ApkError, readApkInfo } from './apk.js';
+import type { Rgb } from './canvas.js';
+import { FsError, MemFs } from './mem-fs.js';
+
+/** The phone's state machine: power and keyguard, apps and tasks, the built-in apps' screens, settings. */
+
+export interface DeviceOptions {
+  model: string;
+  manufacturer: string;
+  brand: string;
+  productName: string;
+  deviceName: string;
+  osVersion: string;
+  sdk: number;
+  serialNo: string;
+  battery: number;
+  width: number;
+  height: number;
+  density: number;
+}
+
+export interface InstalledApp {
+  packageName: string;
+  label: string;
+  /** Fully qualified class names. */
+  activities: string[];
+  launcherActivity?: string;
+  system: boolean;
+  apkPath: string;
+  versionCode: number;
+  versionName: string;
+  color: Rgb;
+  uid: number;
+}
+
+export interface Task {
+  packageName: string;
+  activity: string;
+}
+
+export type SettingsPage = 'main' | 'wifi' | 'bluetooth' | 'display' | 'about' | `appinfo:${string}`;
+
+export const LAUNCHER_PACKAGE = 'com.android.launcher3';
+export const SYSTEMUI_PACKAGE = 'com.android.systemui';
+export const SETTINGS_PACKAGE = 'com.android.settings';
+export const BROWSER_PACKAGE = 'com.android.chrome';
+export const NOTES_PACKAGE = 'com.example.notes';
+export const ADB_KEYBOARD_IME = 'com.android.adbkeyboard/.AdbIME';
+export const LATIN_IME = 'com.android.inputmethod.latin/.LatinIME';
+
+export const KEYCODES: Record<string, number> = {
+  SOFT_LEFT: 1,
+  SOFT_RIGHT: 2,
+  HOME: 3,
+  BACK: 4,
+  CALL: 5,
+  ENDCALL: 6,
+  ...Object.fromEntries(Array.from({ length: 10 }, (_, i) => [String(i), 7 + i])),
+  STAR: 17,
+  POUND: 18,
+  DPAD_UP: 19,
+  DPAD_DOWN: 20,
+  DPAD_LEFT: 21,
+  DPAD_RIGHT: 22,
+  DPAD_CENTER: 23,
+  VOLUME_UP: 24,
+  VOLUME_DOWN: 25,
+  POWER: 26,
+  CAMERA: 27,
+  CLEAR: 28,
+  ...Object.fromEntries(Array.from({ length: 26 }, (_, i) => [String.fromCharCode(65 + i), 29 + i])),
+  COMMA: 55,
+  PERIOD: 56,
+  TAB: 61,
+  SPACE: 62,
+  ENTER: 66,
+  DEL: 67,
+  MINUS: 69,
+  EQUALS: 70,
+  SLASH: 76,
+  AT: 77,
+  MENU: 82,
+  NOTIFICATION: 83,
+  SEARCH: 84,
+  MEDIA_PLAY_PAUSE: 85,
+  PAGE_UP: 92,
+  PAGE_DOWN: 93,
+  ESCAPE: 111,
+  FORWARD_DEL: 112,
+  MOVE_HOME: 122,
+  MOVE_END: 123,
+  VOLUME_MUTE: 164,
+  APP_SWITCH: 187,
+  SLEEP: 223,
+  WAKEUP: 224,
+};
+
+const CHAR_FOR_KEY: Record<number, string> = {
+  ...Object.fromEntries(Array.from({ length: 10 }, (_, i) => [7 + i, String(i)])),
+  ...Object.fromEntries(Array.from({ length: 26 }, (_, i) => [29 + i, String.fromCharCode(97 + i)])),
+  17: '*',
+  18: '#',
+  55: ',',
+  56: '.',
+  62: ' ',
+  69: '-',
+  70: '=',
+  76: '/',
+  77: '@',
+};
+
+/** Accepts `KEYCODE_HOME`, `HOME` or `3`, as `input keyevent` does. */
+export function parseKeycode(arg: string): number | undefined {
+  if (/^\d+$/.test(arg)) return Number(arg);
+  const name = arg.toUpperCase().replace(/^KEYCODE_/, '');
+  return KEYCODES[name];
+}
+
+function colorFor(name: string): Rgb {
+  let h = 0;
+  for (const ch of name) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  const palette: Rgb[] = [
+    [0xe5, 0x39, 0x35],
+    [0x8e, 0x24, 0xaa],
+    [0x39, 0x49, 0xab],
+    [0x03, 0x9b, 0xe5],
+    [0x00, 0x89, 0x7b],
+    [0x7c, 0xb3, 0x42],
+    [0xf4, 0x51, 0x1e],
+    [0x6d, 0x4c, 0x41],
+  ];
+  return palette[h % palette.length]!;
+}
+
+export interface InstallResult {
+  ok: boolean;
+  /** The line `pm install` prints. */
+  message: string;
+  packageName?: string;
+}
+
+export class Device {
+  readonly fs = new MemFs();
+  readonly props = new Map<string, string>();
+  readonly settings = {
+    system: new Map<string, string>(),
+    secure: new Map<string, string>(),
+    global: new Map<string, string>(),
+  };
+  readonly apps = new Map<string, InstalledApp>();
+
+  awake = false;
+  locked = true;
+  screen: 'home' | 'recents' | 'app' = 'home';
+  /** Most recent first; when `screen` is 'app' the first task is in front. */
+  tasks: Task[] = [];
+  /** The launcher's long-press menu, open over this app's icon. */
+  popup?: { packageName: string; x: number; y: number };
+  lastTap?: { x: number; y: number };
+  lastLongPress?: { x: number; y: number };
+  lastSwipe?: { x1: number; y1: number; x2: number; y2: number; durationMs: number };
+  battery: number;
+  /** On USB power, as a phone on a lab's cable is. */
+  plugged = true;
+  volume = 7;
+  wifi = true;
+  bluetooth = false;
+  settingsPage: SettingsPage = 'main';
+  browser = { url: 'about:blank', history: [] as string[], urlFocused: false, draft: '', replaceDraft: false };
+  notes = { text: '', focused: false };
+  readonly pids = new Map<string, number>();
+
+  private revision = 0;
+  private nextUid = 10100;
+  private nextPid = 3000;
+
+  constructor(readonly options: DeviceOptions) {
+    this.battery = options.battery;
+    const { model, manufacturer, brand, productName, deviceName, osVersion, sdk, serialNo, density } = options;
+    const buildId = `BT${sdk}A.${String(sdk).padStart(2, '0')}0101.001`;
+    const props: Record<string, string> = {
+      'dalvik.vm.heapsize': '512m',
+      'dev.bootcomplete': '1',
+      'gsm.sim.state': 'ABSENT',
+      'init.svc.adbd': 'running',
+      'init.svc.bootanim': 'stopped',
+      'net.bt.name': 'Android',
+      'persist.sys.locale': 'en-US',
+      'persist.sys.timezone': 'UTC',
+      'persist.sys.usb.config': 'adb',
+      'ro.adb.secure': '1',
+      'ro.board.platform': 'sim',
+      'ro.boot.serialno': serialNo,
+      'ro.bootloader': 'unknown',
+      'ro.build.characteristics': 'default',
+      'ro.build.date.utc': '1700000000',
+      'ro.build.description': `${productName}-user ${osVersion} ${buildId} 1 release-keys`,
+      'ro.build.display.id': buildId,
+      'ro.build.fingerprint': `${brand}/${productName}/${deviceName}:${osVersion}/${buildId}/1:user/release-keys`,
+      'ro.build.id': buildId,
+      'ro.build.tags': 'release-keys',
+      'ro.build.type': 'user',
+      'ro.build.user': 'android-build',
+      'ro.build.version.codename': 'REL',
+      'ro.build.version.incremental': '1',
+      'ro.build.version.release': osVersion,
+      'ro.build.version.release_or_codename': osVersion,
+      'ro.build.version.sdk': String(sdk),
+      'ro.build.version.security_patch': '2025-01-05',
+      'ro.debuggable': '0',
+      'ro.hardware': 'sim',
+      'ro.opengles.version': '196610',
+      'ro.product.board': deviceName,
+      'ro.product.brand': brand,
+      'ro.product.cpu.abi': 'arm64-v8a',
+      'ro.product.cpu.abilist': 'arm64-v8a,armeabi-v7a,armeabi',
+      'ro.product.cpu.abilist32': 'armeabi-v7a,armeabi',
+      'ro.product.cpu.abilist64': 'arm64-v8a',
+      'ro.product.device': deviceName,
+      'ro.product.locale': 'en-US',
+      'ro.product.manufacturer': manufacturer,
+      'ro.product.model': model,
+      'ro.product.name': productName,
+      'ro.revision': '0',
+      'ro.secure': '1',
+      'ro.serialno': serialNo,
+      'ro.sf.lcd_density': String(density),
+      'service.bootanim.exit': '1',
+      'sys.boot_completed': '1',
+      'sys.usb.state': 'adb',
+    };
+    for (const [k, v] of Object.entries(props)) this.props.set(k, v);
+    this.settings.system.set('accelerometer_rotation', '0');
+    this.settings.system.set('user_rotation', '0');
+    this.settings.system.set('screen_brightness', '128');
+    this.settings.system.set('screen_off_timeout', '60000');
+    this.settings.secure.set('default_input_method', ADB_KEYBOARD_IME);
+    this.settings.secure.set('enabled_input_methods', `${ADB_KEYBOARD_IME}:${LATIN_IME}`);
+    this.settings.secure.set('android_id', randomBytes(8).toString('hex'));
+    this.settings.global.set('adb_enabled', '1');
+    this.settings.global.set('airplane_mode_on', '0');
+    this.settings.global.set('device_name', model);
+    this.settings.global.set('wifi_on', '1');
+    this.settings.global.set('bluetooth_on', '0');
+
+    const system = (packageName: string, label: string, apk: string, launcher?: string, color?: Rgb) => {
+      this.apps.set(packageName, {
+        packageName,
+        label,
+        activities: launcher ? [launcher] : [],
+        launcherActivity: launcher,
+        system: true,
+        apkPath: apk,
+        versionCode: sdk * 1000,
+        versionName: osVersion,
+        color: color ?? colorFor(packageName),
+        uid: 1000,
+      });
+    };
+    system('android', 'Android System', '/system/framework/framework-res.apk');
+    system(SYSTEMUI_PACKAGE, 'System UI', '/system/priv-app/SystemUI/SystemUI.apk');
+    system(LAUNCHER_PACKAGE, 'Launcher', '/system/priv-app/Launcher3/Launcher3.apk');
+    system('com.android.shell', 'Shell', '/system/priv-app/Shell/Shell.apk');
+    system('com.android.providers.settings', 'Settings Storage', '/system/priv-app/SettingsProvider/SettingsProvider.apk');
+    system('com.android.inputmethod.latin', 'Android Keyboard (AOSP)', '/system/app/LatinIME/LatinIME.apk');
+    system('com.android.adbkeyboard', 'ADB Keyboard', '/system/app/ADBKeyboard/ADBKeyboard.apk');
+    system(SETTINGS_PACKAGE, 'Settings', '/system/priv-app/Settings/Settings.apk', 'com.android.settings.Settings', [0x54, 0x6e, 0x7a]);
+    system(BROWSER_PACKAGE, 'Chrome', '/system/app/Chrome/Chrome.apk', 'com.google.android.apps.chrome.Main', [0x1e, 0x88, 0xe5]);
+    system(NOTES_PACKAGE, 'Notes', '/system/app/Notes/Notes.apk', 'com.example.notes.MainActivity', [0xf9, 0xa8, 0x25]);
+  }
+
+  /** Changes whenever anything visible changes; screen captures are cached against it. */
+  get rev(): number {
+    return this.revision;
+  }
+
+  changed(): void {
+    this.revision++;
+  }
+
+  get rotation(): 0 | 1 | 2 | 3 {
+    if (this.settings.system.get('accelerometer_rotation') === '1') return 0;
+    return ((Number(this.settings.system.get('user_rotation')) || 0) & 3) as 0 | 1 | 2 | 3;
+  }
+
+  /** The display size in the current orientation (what screencap and input coordinates use). */
+  get logicalSize(): { width: number; height: number } {
+    const { width, height } = this.options;
+    return this.rotation % 2 === 1 ? { width: height, height: width } : { width, height };
+  }
+
+  get foreground(): Task | undefined {
+    return this.screen === 'app' ? this.tasks[0] : undefined;
+  }
+
+  /** What the keyguard, the launcher or an app shows: the package uiautomator reports for the window. */
+  get windowPackage(): string {
+    if (this.locked) return SYSTEMUI_PACKAGE;
+    return this.foreground?.packageName ?? LAUNCHER_PACKAGE;
+  }
+
+  get interactive(): boolean {
+    return this.awake && !this.locked;
+  }
+
+  launcherApps(): InstalledApp[] {
+    return [...this.apps.values()]
+      .filter((a) => a.launcherActivity)
+      .sort((a, b) => a.label.localeCompare(b.label, 'en', { sensitivity: 'base' }));
+  }
+
+  // ---- power and keyguard -------------------------------------------------------------------------------
+
+  wake(): void {
+    if (this.awake) return;
+    this.awake = true;
+    this.changed();
+  }
+
+  sleep(): void {
+    if (!this.awake) return;
+    this.awake = false;
+    // No lock timeout: the keyguard engages the moment the screen goes off.
+    this.locked = true;
+    this.popup = undefined;
+    this.changed();
+  }
+
+  /** There is no PIN, so dismissing the keyguard always succeeds while the screen is on. */
+  unlock(): void {
+    if (!this.awake || !this.locked) return;
+    this.locked = false;
+    this.changed();
+  }
+
+  // ---- navigation -----------------------------------------------------------------------------------------
+
+  goHome(): void {
+    if (!this.interactive) return;
+    this.showHome();
+  }
+
+  /** What an explicit HOME intent does: the launcher comes forward even behind the keyguard. */
+  showHome(): void {
+    this.screen = 'home';
+    this.popup = undefined;
+    this.changed();
+  }
+
+  showRecents(): void {
+    if (!this.interactive) return;
+    if (this.screen === 'recents') {
+      if (this.tasks.length > 0) this.screen = 'app';
+    } else {
+      this.screen = 'recents';
+    }
+    this.popup = undefined;
+    this.changed();
+  }
+
+  back(): void {
+    if (!this.interactive) return;
+    if (this.popup) {
+      this.popup = undefined;
+    } else if (this.screen === 'recents') {
+      this.screen = this.tasks.length > 0 ? 'app' : 'home';
+    } else if (this.screen === 'app') {
+      const top = this.tasks[0]!.packageName;
+      if (top === SETTINGS_PACKAGE && this.settingsPage !== 'main') {
+        this.settingsPage = 'main';
+      } else if (top === BROWSER_PACKAGE && this.browser.urlFocused) {
+        this.browser.urlFocused = false;
+      } else if (top === BROWSER_PACKAGE && this.browser.history.length > 0) {
+        this.browser.url = this.browser.history.pop()!;
+      } else {
+        this.screen = 'home';
+      }
+    }
+    this.changed();
+  }
+
+  /** Starts (or brings forward) an activity. Activities start behind the keyguard, as on a locked phone. */
+  launch(packageName: string, activity?: string): 'started' | 'brought-to-front' | 'not-found' {
+    const app = this.apps.get(packageName);
+    const cls = activity ?? app?.launcherActivity;
+    if (!app || !cls || !app.activities.includes(cls)) return 'not-found';
+    const already = this.screen === 'app' && this.tasks[0]?.packageName === packageName && this.tasks[0].activity === cls;
+    this.tasks = [{ packageName, activity: cls }, ...this.tasks.filter((t) => t.packageName !== packageName)];
+    if (!this.pids.has(packageName)) this.pids.set(packageName, this.nextPid++);
+    this.screen = 'app';
+    this.popup = undefined;
+    if (packageName === NOTES_PACKAGE) this.notes.focused = true;
+    this.changed();
+    return already ? 'brought-to-front' : 'started';
+  }
+
+  openSettingsPage(page: SettingsPage): void {
+    this.launch(SETTINGS_PACKAGE);
+    this.settingsPage = page;
+    this.changed();
+  }
+
+  openUrl(url: string): void {
+    this.launch(BROWSER_PACKAGE);
+    if (this.browser.url !== url) {
+      this.browser.history.push(this.browser.url);
+      this.browser.url = url;
+    }
+    this.browser.urlFocused = false;
+    this.changed();
+  }
+
+  forceStop(packageName: string): void {
+    const running = this.tasks.some((t) => t.packageName === packageName) || this.pids.has(packageName);
+    if (!running) return;
+    const wasFront = this.foreground?.packageName === packageName;
+    this.tasks = this.tasks.filter((t) => t.packageName !== packageName);
+    this.pids.delete(packageName);
+    if (wasFront || (this.screen === 'app' && this.tasks.length === 0)) this.screen = 'home';
+    this.resetAppUi(packageName);
+    this.changed();
+  }
+
+  private resetAppUi(packageName: string): void {
+    if (packageName === SETTINGS_PACKAGE) this.settingsPage = 'main';
+    if (packageName === BROWSER_PACKAGE) this.browser = { ...this.browser, history: [], urlFocused: false, draft: '' };
+    if (packageName === NOTES_PACKAGE) this.notes.focused = false;
+  }
+
+  clearData(packageName: string): boolean {
+    if (!this.apps.has(packageName)) return false;
+    this.forceStop(packageName);
+    if (packageName === NOTES_PACKAGE) this.notes.text = '';
+    if (packageName === BROWSER_PACKAGE) this.browser = { url: 'about:blank', history: [], urlFocused: false, draft: '', replaceDraft: false };
+    this.changed();
+    return true;
+  }
+
+  // ---- touch and keys -------------------------------------------------------------------------------------
+
+  keyevent(code: number): void {
+    switch (code) {
+      case 224:
+        return this.wake();
+      case 223:
+        return this.sleep();
+      case 26:
+        return this.awake ? this.sleep() : this.wake();
+      case 82:
+        if (this.awake && this.locked) this.unlock();
+        return;
+      case 3:
+        return this.goHome();
+      case 4:
+        return this.back();
+      case 187:
+        return this.showRecents();
+      case 24:
+      case 25:
+        this.volume = Math.max(0, Math.min(15, this.volume + (code === 24 ? 1 : -1)));
+        return this.changed();
+      case 164:
+        this.volume = 0;
+        return this.changed();
+      case 66:
+        return this.enter();
+      case 67:
+        return this.deleteBackward();
+    }
+    const ch = CHAR_FOR_KEY[code];
+    if (ch !== undefined) this.typeText(ch);
+  }
+
+  private focusedField(): 'notes' | 'url' | undefined {
+    const top = this.interactive ? this.foreground?.packageName : undefined;
+    if (top === NOTES_PACKAGE && this.notes.focused) return 'notes';
+    if (top === BROWSER_PACKAGE && this.browser.urlFocused) return 'url';
+    return undefined;
+  }
+
+  /** Types into the focused field, if there is one; returns whether anything took the text. */
+  typeText(text: string): boolean {
+    const field = this.focusedField();
+    if (!field || text === '') return false;
+    if (field === 'notes') {
+      this.notes.text += text;
+    } else {
+      this.browser.draft = this.browser.replaceDraft ? text : this.browser.draft + text;
+      this.browser.replaceDraft = false;
+    }
+    this.changed();
+    return true;
+  }
+
+  clearFocusedText(): void {
+    const field = this.focusedField();
+    if (field === 'notes') this.notes.text = '';
+    if (field === 'url') this.browser.draft = '';
+    if (field) this.changed();
+  }
+
+  private deleteBackward(): void {
+    const field = this.focusedField();
+    if (field === 'notes') this.notes.text = [...this.notes.text].slice(0, -1).join('');
+    if (field === 'url') {
+      this.browser.draft = this.browser.replaceDraft ? '' : [...this.browser.draft].slice(0, -1).join('');
+      this.browser.replaceDraft = false;
+    }
+    if (field) this.changed();
+  }
+
+  private enter(): void {
+    const field = this.focusedField();
+    if (field === 'notes') {
+      this.notes.text += '\n';
+      this.changed();
+    } else if (field === 'url') {
+      const typed = this.browser.draft.trim();
+      this.browser.urlFocused = false;
+      if (typed) this.openUrl(normalizeUrl(typed));
+      this.changed();
+    }
+  }
+
+  focusNotes(): void {
+    this.notes.focused = true;
+    this.changed();
+  }
+
+  focusUrlBar(): void {
+    this.browser.urlFocused = true;
+    this.browser.draft = this.browser.url;
+    // Chrome selects the whole address on focus, so typing replaces it.
+    this.browser.replaceDraft = true;
+    this.changed();
+  }
+
+  setWifi(on: boolean): void {
+    this.wifi = on;
+    this.settings.global.set('wifi_on', on ? '1' : '0');
+    this.changed();
+  }
+
+  setBluetooth(on: boolean): void {
+    this.bluetooth = on;
+    this.settings.global.set('bluetooth_on', on ? '1' : '0');
+    this.changed();
+  }
+
+  // ---- packages -------------------------------------------------------------------------------------------
+
+  install(path: string, options: { allowDowngrade?: boolean } = {}): InstallResult {
+    let bytes: Buffer;
+    try {
+      bytes = this.fs.readFile(path);
+    } catch (err) {
+      const reason = err instanceof FsError ? err.message : String(err);
+      return { ok: false, message: `Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\nError: Can't open file: ${path} (${reason})` };
+    }
+    const session = `vmdl${Math.floor(Math.random() * 1e9)}.tmp`;
+    let info;
+    try {
+      info = readApkInfo(bytes);
+    } catch (err) {
+      const why = err instanceof ApkError ? err.message : 'not an APK';
+      return { ok: false, message: `Failure [INSTALL_PARSE_FAILED_NOT_APK: Failed to parse /data/app/${session}/base.apk: ${why}]` };
+    }
+    const existing = this.apps.get(info.packageName);
+    if (existing?.system) {
+      return {
+        ok: false,
+        message: `Failure [INSTALL_FAILED_UPDATE_INCOMPATIBLE: Package ${info.packageName} signatures do not match previously installed version; ignoring!]`,
+      };
+    }
+    if (existing && existing.versionCode > info.versionCode && !options.allowDowngrade) {
+      return { ok: false, message: 'Failure [INSTALL_FAILED_VERSION_DOWNGRADE]' };
+    }
+    if (existing) {
+      this.forceStop(info.packageName);
+      this.fs.remove(existing.apkPath, { system: true });
+    }
+    const token = () => randomBytes(16).toString('base64url');
+    const apkPath = `/data/app/~~${token()}==/${info.packageName}-${token()}==/base.apk`;
+    this.fs.writeSystemFile(apkPath, bytes);
+    const launcher = info.activities.find((a) => a.launcher)?.name;
+    this.apps.set(info.packageName, {
+      packageName: info.packageName,
+      label: info.label ?? humanize(info.packageName),
+      activities: info.activities.map((a) => a.name),
+      launcherActivity: launcher,
+      system: false,
+      apkPath,
+      versionCode: info.versionCode,
+      versionName: info.versionName,
+      color: colorFor(info.packageName),
+      uid: existing?.uid ?? this.nextUid++,
+    });
+    this.changed();
+    return { ok: true, message: 'Success', packageName: info.packageName };
+  }
+
+  uninstall(packageName: string): boolean {
+    const app = this.apps.get(packageName);
+    if (!app || app.system) return false;
+    this.forceStop(packageName);
+    this.fs.remove(app.apkPath, { system: true });
+    this.apps.delete(packageName);
+    if (this.popup?.packageName === packageName) this.popup = undefined;
+    if (this.settingsPage === `appinfo:${packageName}`) this.settingsPage = 'main';
+    this.changed();
+    return true;
+  }
+}
+
+export function normalizeUrl(typed: string): string {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(typed)) return typed;
+  if (/^[^\s]+\.[^\s]+$/.test(typed)) return `https://${typed}`;
+  return `https://www.google.com/search?q=${encodeURIComponent(typed)}`;
+}
+
+/** io.appium.android.apis -> "Apis": what a launcher would show if the label cannot be read. */
+function humanize(packageName: string): string {
+  const last = packageName.split('.').pop() ?? packageName;
+  return last.charAt(0).toUpperCase() + last.slice(1);
+}

@@ -1,0 +1,338 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import { androidCommands } from './android-commands.js';
+import { Device, type DeviceOptions } from './device.js';
+import { Screen } from './screen.js';
+import { BufferSink, Shell, type Sink } from './shell.js';
+import { openSyncService } from './sync-service.js';
+import { toolbox } from './toolbox.js';
+import { DeviceConnection, type ServiceSession, type StreamIo } from './transport.js';
+
+export interface SimulatedPhoneOptions {
+  model?: string;
+  manufacturer?: string;
+  brand?: string;
+  /** ro.product.name, shown as `product:` by `adb devices -l`. */
+  productName?: string;
+  /** ro.product.device, shown as `device:` by `adb devices -l`. */
+  deviceName?: string;
+  osVersion?: string;
+  sdk?: number;
+  /** ro.serialno. The adb serial of a TCP device is its address, `127.0.0.1:<port>`. */
+  serialNo?: string;
+  /** Battery level in percent. */
+  battery?: number;
+  /** Physical (portrait) display size in pixels. */
+  width?: number;
+  height?: number;
+  density?: number;
+  /** Receives one line per transport event (services opened, protocol errors); for debugging. */
+  log?: (line: string) => void;
+}
+
+export interface PhoneState {
+  listening: boolean;
+  port: number | undefined;
+  /** Open transports (adb servers connected to this phone). */
+  connections: number;
+  awake: boolean;
+  locked: boolean;
+  /** What is on the display right now. */
+  screen: 'off' | 'lockscreen' | 'home' | 'recents' | 'app';
+  /** The resumed app, which may sit behind the keyguard. */
+  foregroundPackage: string | undefined;
+  foregroundActivity: string | undefined;
+  rotation: 0 | 1 | 2 | 3;
+  /** Display size in the current orientation. */
+  width: number;
+  height: number;
+  battery: number;
+  volume: number;
+  wifi: boolean;
+  bluetooth: boolean;
+  lastTap: { x: number; y: number } | undefined;
+  lastLongPress: { x: number; y: number } | undefined;
+  lastSwipe: { x1: number; y1: number; x2: number; y2: number; durationMs: number } | undefined;
+  packages: string[];
+  thirdPartyPackages: string[];
+  /** Package names of the recent tasks, most recent first. */
+  recents: string[];
+  notesText: string;
+  browserUrl: string;
+  settingsPage: string;
+  inputMethod: string | undefined;
+  /** The last services the host opened (`shell:...`, `sync:`, ...), oldest first. */
+  recentServices: string[];
+}
+
+/** adbd's feature list minus shell_v2, cmd and abb, so clients fall back to shell v1, push + `pm install`. */
+export const DEVICE_FEATURES = ['stat_v2', 'ls_v2', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp'];
+
+/** adb treats 5555-5585 as emulator console pairs and renames such devices `emulator-N`. */
+const EMULATOR_PORTS = { first: 5555, last: 5585 };
+
+/**
+ * A simulated Android phone that speaks the device side of the ADB protocol on a loopback TCP port,
+ * so the real adb server can `adb connect` to it like to a phone in wireless debugging.
+ */
+export class SimulatedPhone {
+  private readonly device: Device;
+  private readonly screen: Screen;
+  private readonly shellInterpreter: Shell;
+  private readonly log?: (line: string) => void;
+  private server: Server | undefined;
+  private boundPort: number | undefined;
+  private readonly sockets = new Set<Socket>();
+  private readonly connections = new Set<DeviceConnection>();
+  private readonly services: string[] = [];
+
+  constructor(options: SimulatedPhoneOptions = {}) {
+    const model = options.model ?? 'Benchtop Sim';
+    const deviceName = options.deviceName ?? 'benchsim';
+    const opts: DeviceOptions = {
+      model,
+      manufacturer: options.manufacturer ?? 'Benchtop',
+      brand: options.brand ?? (options.manufacturer ?? 'benchtop').toLowerCase(),
+      productName: options.productName ?? deviceName,
+      deviceName,
+      osVersion: options.osVersion ?? '13',
+      sdk: options.sdk ?? 33,
+      serialNo: options.serialNo ?? `SIM${randomBytes(5).toString('hex').toUpperCase()}`,
+      battery: Math.max(0, Math.min(100, Math.round(options.battery ?? 85))),
+      width: options.width ?? 720,
+      height: options.height ?? 1280,
+      density: options.density ?? 320,
+    };
+    this.log = options.log;
+    this.device = new Device(opts);
+    this.screen = new Screen(this.device);
+    const commands = toolbox(() => commands.keys());
+    for (const [name, fn] of androidCommands(this.device, this.screen)) commands.set(name, fn);
+    this.shellInterpreter = new Shell(this.device.fs, commands, {
+      PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
+      HOME: '/',
+      USER: 'shell',
+      HOSTNAME: opts.deviceName,
+      EXTERNAL_STORAGE: '/sdcard',
+      ANDROID_DATA: '/data',
+      ANDROID_ROOT: '/system',
+      TMPDIR: '/data/local/tmp',
+    });
+  }
+
+  /** Listens on 127.0.0.1 and resolves to the port. Starting a stopped phone again is a replug. */
+  async start(port = 0): Promise<number> {
+    if (this.server) throw new Error('the simulated phone is already listening');
+    if (port >= EMULATOR_PORTS.first && port <= EMULATOR_PORTS.last) {
+      throw new RangeError(`port ${port} is in adb's emulator range ${EMULATOR_PORTS.first}-${EMULATOR_PORTS.last}`);
+    }
+    for (;;) {
+      const server = createServer((socket) => this.accept(socket));
+      const bound = await new Promise<number>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ port, host: '127.0.0.1' }, () => {
+          server.off('error', reject);
+          resolve((server.address() as { port: number }).port);
+        });
+      });
+      if (port === 0 && bound >= EMULATOR_PORTS.first && bound <= EMULATOR_PORTS.last) {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        continue;
+      }
+      this.server = server;
+      this.boundPort = bound;
+      return bound;
+    }
+  }
+
+  /** Unplugs the phone: stops listening and drops every transport. Its state (apps, files, screen) stays. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const conn of this.connections) conn.close();
+    for (const socket of this.sockets) socket.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  get port(): number | undefined {
+    return this.boundPort;
+  }
+
+  /** The serial adb gives this phone once connected. */
+  get adbSerial(): string | undefined {
+    return this.boundPort === undefined ? undefined : `127.0.0.1:${this.boundPort}`;
+  }
+
+  /** ro.serialno */
+  get serialNo(): string {
+    return this.device.options.serialNo;
+  }
+
+  get state(): PhoneState {
+    const d = this.device;
+    const top = d.foreground;
+    const { width, height } = d.logicalSize;
+    return {
+      listening: this.server !== undefined,
+      port: this.boundPort,
+      connections: this.connections.size,
+      awake: d.awake,
+      locked: d.locked,
+      screen: !d.awake ? 'off' : d.locked ? 'lockscreen' : d.screen,
+      foregroundPackage: top?.packageName,
+      foregroundActivity: top?.activity,
+      rotation: d.rotation,
+      width,
+      height,
+      battery: d.battery,
+      volume: d.volume,
+      wifi: d.wifi,
+      bluetooth: d.bluetooth,
+      lastTap: d.lastTap && { ...d.lastTap },
+      lastLongPress: d.lastLongPress && { ...d.lastLongPress },
+      lastSwipe: d.lastSwipe && { ...d.lastSwipe },
+      packages: [...d.apps.keys()],
+      thirdPartyPackages: [...d.apps.values()].filter((a) => !a.system).map((a) => a.packageName),
+      recents: d.tasks.map((t) => t.packageName),
+      notesText: d.notes.text,
+      browserUrl: d.browser.url,
+      settingsPage: d.settingsPage,
+      inputMethod: d.settings.secure.get('default_input_method'),
+      recentServices: [...this.services],
+    };
+  }
+
+  /** Runs a command on the phone's shell without going through adb (demo mode and direct checks). */
+  async shell(command: string): Promise<{ output: Buffer; status: number }> {
+    const sink = new BufferSink();
+    const status = await this.shellInterpreter.run(command, { stdout: sink });
+    return { output: sink.contents(), status };
+  }
+
+  /** The current screen as PNG, the same bytes `screencap -p` returns. */
+  screenshot(): Buffer {
+    return this.screen.png();
+  }
+
+  setBattery(level: number): void {
+    this.device.battery = Math.max(0, Math.min(100, Math.round(level)));
+    this.device.changed();
+  }
+
+  readFile(path: string): Buffer | undefined {
+    try {
+      return this.device.fs.readFile(path);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private banner(): string {
+    const o = this.device.options;
+    return `device::ro.product.name=${o.productName};ro.product.model=${o.model};ro.product.device=${o.deviceName};features=${DEVICE_FEATURES.join(',')}`;
+  }
+
+  private accept(socket: Socket): void {
+    this.sockets.add(socket);
+    const conn = new DeviceConnection(socket, {
+      banner: () => this.banner(),
+      openService: (service, io) => this.openService(service, io),
+      log: this.log,
+    });
+    this.connections.add(conn);
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      this.connections.delete(conn);
+    });
+  }
+
+  private openService(service: string, io: StreamIo): ServiceSession | undefined {
+    this.services.push(service);
+    if (this.services.length > 50) this.services.shift();
+    const colon = service.indexOf(':');
+    const name = colon < 0 ? service : service.slice(0, colon);
+    const arg = colon < 0 ? '' : service.slice(colon + 1);
+    const say = (text: string): ServiceSession => {
+      void io.write(text).then(() => io.end());
+      return {};
+    };
+    // `shell,v2,raw:cmd` style arguments only appear with shell_v2, which this phone does not offer.
+    const base = name.split(',')[0];
+    switch (base) {
+      case 'shell':
+        return arg === '' ? this.interactiveShell(io) : this.runCommand(arg, io);
+      case 'exec':
+        return this.runCommand(arg, io);
+      case 'sync':
+        return openSyncService(io, this.device.fs);
+      case 'framebuffer':
+        return this.framebuffer(io);
+      case 'root':
+        return say('adbd cannot run as root in production builds\n');
+      case 'unroot':
+        return say('adbd not running as root\n');
+      case 'remount':
+        return say('Not running as root. Try "adb root" first.\n');
+      default:
+        return undefined;
+    }
+  }
+
+  private runCommand(command: string, io: StreamIo): ServiceSession {
+    const stdout: Sink = { write: (data) => io.write(data) };
+    void (async () => {
+      try {
+        await this.shellInterpreter.run(command, { stdout, signal: io.signal });
+      } catch (err) {
+        this.log?.(`shell command ${JSON.stringify(command)} threw: ${(err as Error).stack ?? err}`);
+      }
+      await io.end();
+    })();
+    // Shell v1 has no way to signal stdin EOF, and no command here reads it: accept and drop input.
+    return {};
+  }
+
+  /** `adb shell` with no command: a line-at-a-time shell behind a PTY, which echoes and uses CRLF. */
+  private interactiveShell(io: StreamIo): ServiceSession {
+    const session = this.shellInterpreter.session();
+    const prompt = () => `${this.device.options.deviceName}:${session.cwd} $ `;
+    const tty: Sink = { write: (data) => io.write(Buffer.from(data.toString().replace(/\r?\n/g, '\r\n'))) };
+    let line = '';
+    void io.write(prompt());
+    return {
+      onData: async (data) => {
+        for (const ch of data.toString('utf8')) {
+          if (ch === '\r' || ch === '\n') {
+            await io.write('\r\n');
+            const command = line;
+            line = '';
+            if (command.trim() === 'exit') return io.end();
+            await this.shellInterpreter.run(command, { stdout: tty, signal: io.signal, session });
+            await io.write(prompt());
+          } else if (ch === '\x7f' || ch === '\b') {
+            if (line) await io.write('\b \b');
+            line = [...line].slice(0, -1).join('');
+          } else if (ch === '\x03') {
+            line = '';
+            await io.write(`^C\r\n${prompt()}`);
+          } else if (ch === '\x04') {
+            if (line === '') return io.end();
+          } else {
+            line += ch;
+            await io.write(ch);
+          }
+        }
+      },
+    };
+  }
+
+  /** The legacy `framebuffer:` service: a 52-byte fb_info header (version 1, RGBA 8888), then the pixels. */
+  private framebuffer(io: StreamIo): ServiceSession {
+    const canvas = this.screen.canvas();
+    const header = Buffer.alloc(52);
+    const fields = [1, 32, canvas.data.length, canvas.width, canvas.height, 0, 8, 16, 8, 8, 8, 24, 8];
+    fields.forEach((v, i) => header.writeUInt32LE(v, i * 4));
+    void io.write(Buffer.concat([header, canvas.data])).then(() => io.end());
+    return {};
+  }
+}

@@ -1,0 +1,281 @@
+import type { Socket } from 'node:net';
+import {
+  A_CLSE,
+  A_CNXN,
+  A_OKAY,
+  A_OPEN,
+  A_VERSION_SKIP_CHECKSUM,
+  A_WRTE,
+  encodeMessage,
+  MessageReader,
+  type AdbMessage,
+} from './protocol.js';
+
+/** What adbd on Android 9+ offers; the host sends at most this much per WRTE to us. */
+export const DEVICE_MAX_PAYLOAD = 1024 * 1024;
+
+/** The device end of one stream (one OPEN from the host). */
+export interface StreamIo {
+  /**
+   * Queues bytes for the host. Resolves once they have been put into WRTE packets; a stream only has one WRTE
+   * in flight and waits for the host's OKAY before the next, which is the protocol's flow control. Writing to a
+   * closed stream is a no-op, like writing to a socket whose reader has gone.
+   */
+  write(data: Buffer | string): Promise<void>;
+  /** Flushes what is queued, waits for the host to acknowledge it, then sends CLSE. */
+  end(): Promise<void>;
+  /** Aborted when the host closes the stream or the connection drops. */
+  readonly signal: AbortSignal;
+}
+
+/** A service's side of a stream: bytes from the host and the host's CLSE. */
+export interface ServiceSession {
+  /** The OKAY for a host WRTE is sent when this settles, so a slow consumer slows the host down. */
+  onData?(data: Buffer): void | Promise<void>;
+  onClose?(): void;
+}
+
+/** Returns undefined for a service the device does not offer: the host then gets CLSE, as adbd does. */
+export type ServiceOpener = (service: string, io: StreamIo) => ServiceSession | undefined;
+
+interface PendingWrite {
+  data: Buffer;
+  offset: number;
+  done: () => void;
+}
+
+class Stream implements StreamIo {
+  private readonly controller = new AbortController();
+  private readonly queue: PendingWrite[] = [];
+  private queued = 0;
+  private awaitingOkay = false;
+  private ending = false;
+  private endWaiters: Array<() => void> = [];
+  private finished = false;
+  acknowledged = false;
+  session: ServiceSession | undefined;
+  inbound: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly localId: number,
+    readonly remoteId: number,
+    private readonly conn: DeviceConnection,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get closed(): boolean {
+    return this.finished;
+  }
+
+  write(data: Buffer | string): Promise<void> {
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    if (this.finished || this.ending || buf.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.queue.push({ data: buf, offset: 0, done: resolve });
+      this.queued += buf.length;
+      // Small writes return at once and ride along in the next packet; a writer only waits once a full
+      // packet's worth is pending, so chatty output does not cost one round trip per line.
+      if (this.queued <= this.conn.outboundMaxPayload) resolve();
+      this.pump();
+    });
+  }
+
+  end(): Promise<void> {
+    if (this.finished) return Promise.resolve();
+    this.ending = true;
+    return new Promise((resolve) => {
+      this.endWaiters.push(resolve);
+      this.pump();
+    });
+  }
+
+  onOkay(): void {
+    this.awaitingOkay = false;
+    this.pump();
+  }
+
+  /** Coalesces queued writes into packets no larger than the host accepts. */
+  pump(): void {
+    if (this.finished || !this.acknowledged || this.awaitingOkay) return;
+    if (this.queue.length === 0) {
+      if (this.ending) {
+        this.conn.send({ command: A_CLSE, arg0: this.localId, arg1: this.remoteId, data: Buffer.alloc(0) });
+        this.finish();
+      }
+      return;
+    }
+    const limit = this.conn.outboundMaxPayload;
+    const parts: Buffer[] = [];
+    let size = 0;
+    while (this.queue.length > 0 && size < limit) {
+      const head = this.queue[0]!;
+      const take = Math.min(limit - size, head.data.length - head.offset);
+      parts.push(head.data.subarray(head.offset, head.offset + take));
+      head.offset += take;
+      size += take;
+      this.queued -= take;
+      if (head.offset === head.data.length) {
+        this.queue.shift();
+        head.done();
+      }
+    }
+    this.awaitingOkay = true;
+    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: Buffer.concat(parts, size) });
+  }
+
+  /** The stream is gone (CLSE either way, or the transport dropped): release everyone waiting on it. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.conn.forget(this);
+    for (const pending of this.queue.splice(0)) pending.done();
+    for (const waiter of this.endWaiters.splice(0)) waiter();
+    this.controller.abort();
+    this.session?.onClose?.();
+  }
+}
+
+export interface DeviceConnectionOptions {
+  /** The CNXN payload, e.g. `device::ro.product.name=...;ro.product.model=...;ro.product.device=...;features=...`. */
+  banner: () => string;
+  openService: ServiceOpener;
+  onOnline?: () => void;
+  log?: (line: string) => void;
+}
+
+/** The device side of one ADB transport over TCP, as adbd runs it after `adb connect`. */
+export class DeviceConnection {
+  private readonly streams = new Map<number, Stream>();
+  private readonly reader: MessageReader;
+  private nextLocalId = 1;
+  private version = 0;
+  private hostMaxPayload = 4096;
+  private online = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly options: DeviceConnectionOptions,
+  ) {
+    this.reader = new MessageReader(
+      () => (this.online ? DEVICE_MAX_PAYLOAD : 4096),
+      () => this.online && this.version < A_VERSION_SKIP_CHECKSUM,
+    );
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => this.dropAll());
+  }
+
+  get outboundMaxPayload(): number {
+    return Math.min(this.hostMaxPayload, DEVICE_MAX_PAYLOAD);
+  }
+
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  close(): void {
+    this.socket.destroy();
+    this.dropAll();
+  }
+
+  send(msg: AdbMessage): void {
+    if (this.socket.destroyed) return;
+    const withChecksum = !this.online || this.version < A_VERSION_SKIP_CHECKSUM;
+    this.socket.write(encodeMessage(msg, withChecksum));
+  }
+
+  forget(stream: Stream): void {
+    this.streams.delete(stream.localId);
+  }
+
+  private onBytes(chunk: Buffer): void {
+    let messages: AdbMessage[];
+    try {
+      messages = this.reader.push(chunk);
+    } catch (err) {
+      this.options.log?.(`dropping connection: ${(err as Error).message}`);
+      this.close();
+      return;
+    }
+    for (const msg of messages) this.handle(msg);
+  }
+
+  private handle(msg: AdbMessage): void {
+    switch (msg.command) {
+      case A_CNXN:
+        return this.onConnect(msg);
+      case A_OPEN:
+        return this.onOpen(msg);
+      case A_OKAY:
+        return this.streams.get(msg.arg1)?.onOkay();
+      case A_WRTE:
+        return this.onWrite(msg);
+      case A_CLSE:
+        return this.streams.get(msg.arg1)?.finish();
+      default:
+        // AUTH and STLS only answer requests this device never makes.
+        return;
+    }
+  }
+
+  private onConnect(msg: AdbMessage): void {
+    // A second CNXN means the host restarted the transport: everything opened before it is void.
+    this.dropAll();
+    this.version = Math.min(msg.arg0, A_VERSION_SKIP_CHECKSUM);
+    this.hostMaxPayload = msg.arg1;
+    const banner = Buffer.from(this.options.banner(), 'utf8');
+    this.send({ command: A_CNXN, arg0: this.version, arg1: DEVICE_MAX_PAYLOAD, data: banner });
+    this.online = true;
+    this.options.onOnline?.();
+  }
+
+  private onOpen(msg: AdbMessage): void {
+    if (!this.online) return;
+    const remoteId = msg.arg0;
+    const nul = msg.data.indexOf(0);
+    const service = msg.data.subarray(0, nul < 0 ? msg.data.length : nul).toString('utf8');
+    const stream = new Stream(this.nextLocalId++, remoteId, this);
+    this.options.log?.(`OPEN ${remoteId} ${JSON.stringify(service)}`);
+    this.streams.set(stream.localId, stream);
+    let session: ServiceSession | undefined;
+    try {
+      session = this.options.openService(service, stream);
+    } catch (err) {
+      this.options.log?.(`service ${service} failed to open: ${(err as Error).message}`);
+    }
+    if (!session) {
+      this.streams.delete(stream.localId);
+      this.send({ command: A_CLSE, arg0: 0, arg1: remoteId, data: Buffer.alloc(0) });
+      return;
+    }
+    stream.session = session;
+    this.send({ command: A_OKAY, arg0: stream.localId, arg1: remoteId, data: Buffer.alloc(0) });
+    stream.acknowledged = true;
+    stream.pump();
+  }
+
+  private onWrite(msg: AdbMessage): void {
+    const stream = this.streams.get(msg.arg1);
+    if (!stream) return;
+    const deliver = async () => {
+      try {
+        await stream.session?.onData?.(msg.data);
+      } catch (err) {
+        this.options.log?.(`stream ${stream.localId}: ${(err as Error).message}`);
+        await stream.end();
+      }
+      if (!stream.closed) {
+        this.send({ command: A_OKAY, arg0: stream.localId, arg1: stream.remoteId, data: Buffer.alloc(0) });
+      }
+    };
+    stream.inbound = stream.inbound.then(deliver);
+  }
+
+  private dropAll(): void {
+    for (const stream of [...this.streams.values()]) stream.finish();
+  }
+}

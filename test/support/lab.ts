@@ -1,0 +1,81 @@
+import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, type AdbServer, type SimulatedPhoneOptions } from './android-sim/index.js';
+import { startEngine, type TestEngine } from './engine.js';
+import type { EngineConfig } from '../../src/main/engine/config.js';
+
+/**
+ * A lab for fleet tests: a private real adb server, simulated phones connected to it with `adb connect`, and an
+ * engine tracking that adb server.
+ */
+export interface TestLab {
+  adb: AdbServer;
+  engine: TestEngine;
+  phones: SimulatedPhone[];
+  serials: string[];
+  /** Plugs a new simulated phone in and resolves to its serial. */
+  plug(options?: SimulatedPhoneOptions): Promise<string>;
+  /** Pulls a phone's cable (adb loses the transport). */
+  unplug(serial: string): Promise<void>;
+  /** Plugs a pulled phone back in. */
+  replug(serial: string): Promise<void>;
+  phone(serial: string): SimulatedPhone;
+  stop(): Promise<void>;
+}
+
+/** Fleet tests need Debian's adb: under CI its absence is a failure, elsewhere the suite is skipped loudly. */
+export function adbOrSkip(): boolean {
+  if (findAdb()) return true;
+  if (process.env.CI === 'true') throw new Error('adb is missing: install the Debian package `adb` (apt-get install -y adb).');
+  console.warn('SKIPPING fleet tests: adb is not installed (apt-get install -y adb).');
+  return false;
+}
+
+export async function startLab(phones: SimulatedPhoneOptions[], config: Partial<EngineConfig> = {}): Promise<TestLab> {
+  const adb = await startAdbServer();
+  const lab: TestLab = {
+    adb,
+    engine: undefined as unknown as TestEngine,
+    phones: [],
+    serials: [],
+    async plug(options = {}) {
+      const phone = new SimulatedPhone(options);
+      const port = await phone.start();
+      const serial = await connectToAdb(port, adb.port, { env: adb.env });
+      lab.phones.push(phone);
+      lab.serials.push(serial);
+      return serial;
+    },
+    async unplug(serial) {
+      await adb.run(['disconnect', serial]);
+    },
+    async replug(serial) {
+      await connectToAdb(Number(serial.split(':')[1]), adb.port, { env: adb.env });
+    },
+    phone(serial) {
+      return lab.phones[lab.serials.indexOf(serial)]!;
+    },
+    async stop() {
+      await lab.engine?.stop();
+      for (const p of lab.phones) await p.stop();
+      await adb.stop();
+    },
+  };
+  try {
+    for (const options of phones) await lab.plug(options);
+    lab.engine = await startEngine({ adb: { host: '127.0.0.1', port: adb.port }, ...config });
+  } catch (error) {
+    await lab.stop();
+    throw error;
+  }
+  return lab;
+}
+
+/** Polls until `check` returns a value (not undefined/false), or fails after the timeout with the last value seen. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
