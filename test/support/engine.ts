@@ -15,11 +15,13 @@ export interface TestEngine {
   /** Moves the engine's clock (expiry, metering), or freezes it at one millisecond (cursor ties). */
   clock: { offsetMs: number; frozenAt?: number };
   stop(): Promise<void>;
+  /** Stops the engine (keeping its data dir) and starts a new one on the same data dir. */
+  restart(overrides?: Partial<EngineConfig>): Promise<TestEngine>;
 }
 
 /** A real engine on an ephemeral loopback port with its own SQLite file in a temp dir. */
 export async function startEngine(overrides: Partial<EngineConfig> = {}): Promise<TestEngine> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'benchtop-test-'));
+  const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'benchtop-test-'));
   const config: EngineConfig = {
     ...loadConfig({}),
     host: '127.0.0.1',
@@ -43,6 +45,10 @@ export async function startEngine(overrides: Partial<EngineConfig> = {}): Promis
     async stop() {
       await engine.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+    async restart(more = {}) {
+      await engine.stop();
+      return startEngine({ ...overrides, ...more, dataDir });
     },
   };
 }
