@@ -20,7 +20,8 @@ function newestMtime(path) {
 function bundleIsFresh() {
   try {
     const built = statSync(bundle).mtimeMs;
-    const sources = ['src/main', 'src/shared', 'package-lock.json'].map((p) => newestMtime(join(root, p)));
+    // The demo mode bundles the simulated phone from test/support.
+    const sources = ['src/main', 'src/shared', 'test/support/android-sim', 'package-lock.json'].map((p) => newestMtime(join(root, p)));
     return built > Math.max(...sources);
   } catch {
     return false;

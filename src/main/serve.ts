@@ -1,13 +1,22 @@
 /**
  * Headless entry (npm run serve): the same engine as the desktop app, with no Electron import.
  */
-import { loadConfig } from './engine/config.js';
+import { isLoopback, loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
+import { startDemoPhones, type DemoPhones } from './demo.js';
 
 const config = loadConfig(process.env);
+// npm run demo: three simulated phones unless BENCHTOP_DEMO_PHONES says otherwise.
+if (process.argv.includes('--demo') && !process.env.BENCHTOP_DEMO_PHONES) config.demoPhones = 3;
 const engine = createEngine(config);
+let demo: DemoPhones | undefined;
 
 try {
+  if (config.demoPhones > 0) {
+    if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
+    demo = await startDemoPhones(config.demoPhones, config.adb.port);
+    console.log(`Demo: ${demo.serials.length} simulated phones attached through adb (${demo.serials.join(', ')})`);
+  }
   const { url, owner } = await engine.start();
   if (owner.created) {
     console.log(`Created the lab owner account: ${owner.email}`);
@@ -28,7 +37,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (signalled) return;
     signalled = true;
     console.log(`${signal}: finishing in-flight requests, then closing the database.`);
-    engine.stop().then(
+    Promise.all([engine.stop(), demo?.stop()]).then(
       () => process.exit(0),
       (error: Error) => {
         console.error(`Shutdown failed: ${error.message}`);

@@ -1,0 +1,39 @@
+/**
+ * Demo mode (`npm run demo`, or BENCHTOP_DEMO_PHONES=N npm run serve): simulated phones attached through the real
+ * adb server, so that a newcomer with no phone at hand can try the whole lab. adb is the only prerequisite.
+ */
+import { connectToAdb, runAdb, SimulatedPhone } from '../../test/support/android-sim/index.js';
+
+const MODELS = [
+  { model: 'Pixel 8', osVersion: '14', sdk: 34, battery: 92 },
+  { model: 'Galaxy S23', manufacturer: 'samsung', osVersion: '14', sdk: 34, battery: 67 },
+  { model: 'Pixel 6a', osVersion: '13', sdk: 33, battery: 48 },
+  { model: 'Moto G Power', manufacturer: 'motorola', osVersion: '12', sdk: 31, battery: 81 },
+];
+
+export interface DemoPhones {
+  serials: string[];
+  stop(): Promise<void>;
+}
+
+export async function startDemoPhones(count: number, adbServerPort: number): Promise<DemoPhones> {
+  const phones: SimulatedPhone[] = [];
+  const serials: string[] = [];
+  const stop = async () => {
+    for (const serial of serials) await runAdb(['disconnect', serial], { serverPort: adbServerPort, timeoutMs: 10_000 }).catch(() => undefined);
+    for (const phone of phones) await phone.stop();
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const spec = MODELS[i % MODELS.length]!;
+      const phone = new SimulatedPhone({ ...spec, model: count > MODELS.length ? `${spec.model} #${i + 1}` : spec.model });
+      phones.push(phone);
+      // `adb connect` starts the adb server if none is running, as a USB phone would not need.
+      serials.push(await connectToAdb(await phone.start(), adbServerPort));
+    }
+  } catch (error) {
+    await stop();
+    throw new Error(`Demo phones could not attach through adb: ${(error as Error).message}. Is adb installed (apt-get install adb)?`);
+  }
+  return { serials, stop };
+}
