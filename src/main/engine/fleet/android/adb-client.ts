@@ -35,6 +35,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
   private batteryTimer: NodeJS.Timeout | undefined;
+  private lastProblem: string | undefined;
 
   constructor(
     readonly address: { host: string; port: number },
@@ -77,6 +78,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
       for (const serial of this.phones.keys()) if (!devices.some((d: AdbDevice) => d.id === serial)) this.onRemove(serial);
       const tracker = await this.client.trackDevices();
       this.tracker = tracker;
+      this.lastProblem = undefined;
       tracker.on('add', (d: AdbDevice) => void this.onDevice(d));
       tracker.on('change', (d: AdbDevice) => void this.onDevice(d));
       tracker.on('remove', (d: AdbDevice) => this.onRemove(d.id));
@@ -89,7 +91,9 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
 
   private scheduleRetry(why: string): void {
     if (this.stopped) return;
-    this.log(`adb at ${this.address.host}:${this.address.port}: ${why}; retrying in ${RETRY_MS / 1000} s`);
+    // Said once per distinct cause, not every second while adb stays away.
+    if (why !== this.lastProblem) this.log(`adb at ${this.address.host}:${this.address.port}: ${why}; retrying every ${RETRY_MS / 1000} s`);
+    this.lastProblem = why;
     clearTimeout(this.retry);
     this.retry = setTimeout(() => void this.track(), RETRY_MS);
   }
