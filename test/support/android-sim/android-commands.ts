@@ -359,7 +359,6 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
           device.settings.system.set('accelerometer_rotation', '0');
           if (value !== undefined) device.settings.system.set('user_rotation', String(Number(value) & 3));
         } else return 1;
-        device.lastTap = undefined;
         device.changed();
         return 0;
       }
@@ -388,7 +387,6 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
       case 'put':
         if (!key || value === undefined) return 1;
         table.set(key, value);
-        if (ns === 'system' && (key === 'user_rotation' || key === 'accelerometer_rotation')) device.lastTap = undefined;
         device.changed();
         return 0;
       case 'delete':

@@ -66,7 +66,7 @@ export class Canvas {
     let pen = x;
     for (const ch of text) {
       const rows = glyph(ch);
-      for (let row = 0; row < GLYPH_HEIGHT; row++) {
+      for (let row = 0; row < rows.length; row++) {
         const bits = rows[row]!;
         for (let col = 0; col < GLYPH_WIDTH; col++) {
           if (bits & (1 << (GLYPH_WIDTH - 1 - col))) this.fillRect(pen + col * scale, y + row * scale, scale, scale, color);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApkError, readApkInfo } from './apk.js';
 import type { Rgb } from './canvas.js';
-import { FsError, MemFs } from './mem-fs.js';
+import { MemFs } from './mem-fs.js';
 
 /** The phone's state machine: power and keyguard, apps and tasks, the built-in apps' screens, settings. */
 
@@ -554,9 +554,11 @@ export class Device {
     let bytes: Buffer;
     try {
       bytes = this.fs.readFile(path);
-    } catch (err) {
-      const reason = err instanceof FsError ? err.message : String(err);
-      return { ok: false, message: `Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\nError: Can't open file: ${path} (${reason})` };
+    } catch {
+      return {
+        ok: false,
+        message: `Error: Unable to open file: ${path}\nConsider using a file under /data/local/tmp/\nError: Can't open file: ${path}\n\nException occurred while executing 'install':\njava.lang.IllegalArgumentException: Error: Can't open file: ${path}`,
+      };
     }
     const session = `vmdl${Math.floor(Math.random() * 1e9)}.tmp`;
     let info;

@@ -1,6 +1,5 @@
 import { posix } from 'node:path';
 
-export const S_IFMT = 0o170000;
 export const S_IFDIR = 0o040000;
 export const S_IFREG = 0o100000;
 
@@ -87,8 +86,12 @@ export class MemFs {
       '/vendor',
       '/dev',
       '/proc',
-      '/storage/emulated/0/Download',
+      '/storage/emulated/0/Android',
       '/storage/emulated/0/DCIM',
+      '/storage/emulated/0/Documents',
+      '/storage/emulated/0/Download',
+      '/storage/emulated/0/Movies',
+      '/storage/emulated/0/Music',
       '/storage/emulated/0/Pictures',
     ]) {
       this.mkdirp(dir);

@@ -59,7 +59,7 @@ export class MessageReader {
   private buffered = 0;
 
   constructor(
-    private readonly maxPayload: () => number,
+    private readonly maxPayload: number,
     private readonly verifyChecksum: () => boolean,
   ) {}
 
@@ -74,9 +74,7 @@ export class MessageReader {
       const length = head.readUInt32LE(12);
       if (!KNOWN_COMMANDS.has(command)) throw new ProtocolError(`unknown command 0x${command.toString(16)}`);
       if (head.readUInt32LE(20) !== (command ^ 0xffffffff) >>> 0) throw new ProtocolError('bad magic');
-      // A CNXN may carry the host's full banner before any size has been agreed.
-      const limit = command === A_CNXN ? Math.max(this.maxPayload(), 4096) : this.maxPayload();
-      if (length > limit) throw new ProtocolError(`payload of ${length} bytes exceeds ${limit}`);
+      if (length > this.maxPayload) throw new ProtocolError(`payload of ${length} bytes exceeds ${this.maxPayload}`);
       if (this.buffered < HEADER_SIZE + length) break;
       const whole = this.take(HEADER_SIZE + length);
       const data = whole.subarray(HEADER_SIZE);

@@ -113,7 +113,7 @@ export class Screen {
   }
 }
 
-export function findNode(root: UiNode, match: (n: UiNode) => boolean): UiNode | undefined {
+function findNode(root: UiNode, match: (n: UiNode) => boolean): UiNode | undefined {
   if (match(root)) return root;
   for (const child of root.children) {
     const hit = findNode(child, match);

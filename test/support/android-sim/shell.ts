@@ -423,6 +423,14 @@ class ExitSignal {
   constructor(readonly status: number) {}
 }
 
+/** `break n` / `continue n` unwinding to the n-th enclosing loop. */
+class LoopSignal {
+  constructor(
+    readonly kind: 'break' | 'continue',
+    public levels: number,
+  ) {}
+}
+
 export class BufferSink implements Sink {
   private readonly chunks: Buffer[] = [];
   write(data: Buffer | string): void {
@@ -493,6 +501,7 @@ export class Shell {
       return await this.runList(list, state, streams);
     } catch (err) {
       if (err instanceof ExitSignal) return err.status;
+      if (err instanceof LoopSignal) return 0;
       throw err;
     }
   }
@@ -538,7 +547,13 @@ export class Shell {
           while (!state.signal.aborted) {
             const cond = await this.runList(cmd.cond, state, io);
             if ((cond === 0) === cmd.until) break;
-            status = await this.runList(cmd.body, state, io);
+            try {
+              status = await this.runList(cmd.body, state, io);
+            } catch (err) {
+              if (!(err instanceof LoopSignal)) throw err;
+              if (--err.levels > 0) throw err;
+              if (err.kind === 'break') break;
+            }
           }
           return (state.status = status);
         }
@@ -580,6 +595,9 @@ export class Shell {
     switch (name) {
       case 'exit':
         throw new ExitSignal(args[0] !== undefined ? Number(args[0]) & 0xff : state.status);
+      case 'break':
+      case 'continue':
+        throw new LoopSignal(name, Math.max(1, Number(args[0] ?? 1) || 1));
       case 'cd': {
         const target = this.fs.resolve(args[0] ?? '/', state.cwd);
         if (this.fs.stat(target)?.kind !== 'dir') {

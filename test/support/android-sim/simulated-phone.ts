@@ -145,7 +145,11 @@ export class SimulatedPhone {
     }
   }
 
-  /** Unplugs the phone: stops listening and drops every transport. Its state (apps, files, screen) stays. */
+  /**
+   * Unplugs the phone: stops listening and drops every transport. Its state (apps, files, screen) stays.
+   * adb 1.0.41 marks the device offline at once and redials it by itself, about 250 ms after the drop and then
+   * every 10 s; after about a minute of refusals it forgets the device, and only `adb connect` brings it back.
+   */
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;

@@ -17,9 +17,10 @@ export const DEVICE_MAX_PAYLOAD = 1024 * 1024;
 /** The device end of one stream (one OPEN from the host). */
 export interface StreamIo {
   /**
-   * Queues bytes for the host. Resolves once they have been put into WRTE packets; a stream only has one WRTE
-   * in flight and waits for the host's OKAY before the next, which is the protocol's flow control. Writing to a
-   * closed stream is a no-op, like writing to a socket whose reader has gone.
+   * Queues bytes for the host. A stream has one WRTE in flight and waits for the host's OKAY before the next
+   * (the protocol's flow control), so this resolves at once while less than a packet is pending and otherwise
+   * when its bytes have gone out. Writing to a closed stream is a no-op, like writing to a socket whose reader
+   * has gone.
    */
   write(data: Buffer | string): Promise<void>;
   /** Flushes what is queued, waits for the host to acknowledge it, then sends CLSE. */
@@ -159,10 +160,7 @@ export class DeviceConnection {
     private readonly socket: Socket,
     private readonly options: DeviceConnectionOptions,
   ) {
-    this.reader = new MessageReader(
-      () => (this.online ? DEVICE_MAX_PAYLOAD : 4096),
-      () => this.online && this.version < A_VERSION_SKIP_CHECKSUM,
-    );
+    this.reader = new MessageReader(DEVICE_MAX_PAYLOAD, () => this.online && this.version < A_VERSION_SKIP_CHECKSUM);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
     socket.on('error', () => socket.destroy());
@@ -171,10 +169,6 @@ export class DeviceConnection {
 
   get outboundMaxPayload(): number {
     return Math.min(this.hostMaxPayload, DEVICE_MAX_PAYLOAD);
-  }
-
-  get streamCount(): number {
-    return this.streams.size;
   }
 
   close(): void {

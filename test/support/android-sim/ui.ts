@@ -24,7 +24,7 @@ export interface Bounds {
 type Paint =
   | { kind: 'fill'; color: Rgb; radius?: number }
   | { kind: 'text'; text: string; scale: number; color: Rgb; align?: 'left' | 'center' }
-  | { kind: 'lines'; lines: string[]; scale: number; color: Rgb; cursor?: boolean }
+  | { kind: 'lines'; lines: string[]; scale: number; color: Rgb; inset: number; centerSingle?: boolean; cursor?: boolean }
   | { kind: 'icon'; color: Rgb; letter: string; icon: Bounds; caption: string }
   | { kind: 'switch'; on: boolean }
   | { kind: 'border'; color: Rgb };
@@ -197,7 +197,8 @@ function launcher(l: Layout): UiNode {
   });
   const workspace = node(pkg, 'android.view.ViewGroup', box(0, l.statusBar, w, h), {
     resourceId: 'com.android.launcher3:id/workspace',
-    children: icons,
+    // No paging: icons past the bottom edge are simply not on screen, and so not in the dump either.
+    children: icons.filter((icon) => icon.bounds.bottom <= h),
   });
   const children = [workspace];
   if (device.popup) {
@@ -467,6 +468,8 @@ function browserApp(l: Layout, app: InstalledApp): UiNode {
         lines: [ellipsize(shownUrl || 'Search or type web address', fieldScale, w - 48 * dp)],
         scale: fieldScale,
         color: shownUrl ? TEXT : HINT,
+        inset: 16 * dp,
+        centerSingle: true,
         cursor: b.urlFocused,
       },
     ],
@@ -484,7 +487,7 @@ function browserApp(l: Layout, app: InstalledApp): UiNode {
   const bodyTop = pageTop + 32 * dp + textHeight(5) + 24 * dp;
   const body = node(pkg, 'android.widget.TextView', box(24 * dp, bodyTop, w - 24 * dp, bodyTop + bodyLines.length * 12 * 3), {
     text: page.body,
-    paint: [{ kind: 'lines', lines: bodyLines, scale: 3, color: SUBTLE }],
+    paint: [{ kind: 'lines', lines: bodyLines, scale: 3, color: SUBTLE, inset: 0 }],
   });
   const web = node(pkg, 'android.webkit.WebView', box(0, pageTop, w, h), {
     text: page.title,
@@ -528,7 +531,7 @@ function notesApp(l: Layout, app: InstalledApp): UiNode {
     paint: [
       { kind: 'fill', color: [0xff, 0xf8, 0xe1], radius: 8 * dp },
       { kind: 'border', color: n.focused ? ACCENT : DIVIDER },
-      { kind: 'lines', lines, scale, color: empty ? HINT : TEXT, cursor: n.focused },
+      { kind: 'lines', lines, scale, color: empty ? HINT : TEXT, inset: 16 * dp, cursor: n.focused },
     ],
     onTap: () => device.focusNotes(),
   });
@@ -623,13 +626,11 @@ function paintNode(c: Canvas, n: UiNode, dp: number): void {
       }
       case 'lines': {
         const lineH = 12 * p.scale;
-        const pad = 16 * dp;
-        const single = h < lineH * 2;
-        let y = single ? b.top + (h - textHeight(p.scale)) / 2 : b.top + pad;
-        const x = b.left + pad;
+        let y = p.centerSingle ? b.top + (h - textHeight(p.scale)) / 2 : b.top + p.inset;
+        const x = b.left + p.inset;
         let last = { x, y };
         for (const line of p.lines) {
-          if (y + textHeight(p.scale) > b.bottom) break;
+          if (y + textHeight(p.scale) > b.bottom + 1) break;
           c.text(line, x, Math.round(y), p.scale, p.color);
           last = { x: x + textWidth(line, p.scale) + p.scale, y };
           y += lineH;
