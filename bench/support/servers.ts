@@ -22,6 +22,8 @@ export function engineEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
     BENCHTOP_OWNER_EMAIL: OWNER.email,
     BENCHTOP_OWNER_PASSWORD: OWNER.password,
     BENCHTOP_LOG_LEVEL: 'warn',
+    // These benchmarks measure the control plane; the fleet benchmarks start their own adb server.
+    BENCHTOP_ADB: 'off',
   };
 }
 

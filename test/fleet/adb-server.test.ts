@@ -52,6 +52,7 @@ describe.skipIf(!hasAdb)('the adb server', () => {
       BENCHTOP_DATA_DIR: join(root, 'data'),
       BENCHTOP_OWNER_EMAIL: 'o@lab.test',
       BENCHTOP_OWNER_PASSWORD: 'password-1',
+      BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(port),
     });
     const adbEnv = { ...process.env, ...env };

@@ -26,6 +26,7 @@ describe.skipIf(!hasAdb)('demo mode: BENCHTOP_DEMO_PHONES=N npm run serve', () =
       BENCHTOP_DATA_DIR: dir,
       BENCHTOP_OWNER_EMAIL: 'demo@lab.test',
       BENCHTOP_OWNER_PASSWORD: 'password-1',
+      BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(adb.port),
       BENCHTOP_DEMO_PHONES: '2',
     });

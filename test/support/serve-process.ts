@@ -17,7 +17,8 @@ export interface ServeProcess {
 export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
   const child = spawn(process.execPath, ['scripts/serve.mjs'], {
     cwd: ROOT,
-    env: { ...process.env, BENCHTOP_PORT: '0', BENCHTOP_LOG_LEVEL: 'silent', ...env },
+    // No Android fleet unless a test asks for one: an engine looking for adb on 5037 would start a server there.
+    env: { ...process.env, BENCHTOP_PORT: '0', BENCHTOP_LOG_LEVEL: 'silent', BENCHTOP_ADB: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

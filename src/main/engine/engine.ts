@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { buildServer } from './api/server.js';
 import type { App } from './api/http.js';
+import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
@@ -45,6 +47,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
   let url = '';
   let stopping: Promise<void> | undefined;
   let fleet: Fleet | undefined;
+  let fleetReady: Promise<void> | undefined;
 
   const context = () => {
     if (!ctx) throw new Error('The engine has not started.');
@@ -64,17 +67,28 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
         if (config.logLevel !== 'silent') console.warn(`[benchtop] ${message}`);
       };
       fleet = createFleet(config, log);
-      ctx = { config, stores: createStores(db), now: options.now ?? Date.now, tokenSecret: tokenSecretOf(db) } as EngineContext;
+      ctx = {
+        config,
+        stores: createStores(db),
+        blobs: new BlobStore(join(config.dataDir, 'blobs')),
+        now: options.now ?? Date.now,
+        tokenSecret: tokenSecretOf(db),
+      } as EngineContext;
       ctx.devices = new DeviceAllocator(ctx, fleet, {
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,
         log,
       });
       const owner = await ensureLabOwner(ctx);
-      await fleet.start();
-      ctx.devices.start();
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
+      // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
+      // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
+      const devices = ctx.devices;
+      const started = fleet;
+      fleetReady = started.start().then(() => {
+        if (!stopping) devices.start();
+      });
       const { port } = app.server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
@@ -82,6 +96,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
     },
     stop() {
       stopping ??= (async () => {
+        await fleetReady;
         ctx?.devices?.stop();
         await fleet?.stop();
         await app?.close();
