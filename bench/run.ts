@@ -2,13 +2,15 @@
  * npm run bench [-- name...]: runs the benchmarks (all, or the named ones) and prints each figure next to a
  * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
  */
+import { allocation } from './allocation.js';
 import { httpThroughput } from './http-throughput.js';
+import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

@@ -154,8 +154,10 @@ export class DeviceAllocator {
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
   holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
-    const row = this.ctx.stores.devices.holding(serial);
-    if (!row) return { held: this.cleaning.has(serial) };
+    const { devices } = this.ctx.stores;
+    const row = devices.holding(serial);
+    // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
+    if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
     return row.organizationId === organizationId ? { held: true, sessionId: row.sessionId, allocationId: row.id } : { held: true };
   }
 

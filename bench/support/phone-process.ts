@@ -1,0 +1,20 @@
+/**
+ * One simulated Android phone in its own process (node --import tsx), so that the phone's work never shares an
+ * event loop with the benchmark that times it, as a real phone's never would. Options come as JSON in
+ * BENCH_PHONE_OPTIONS; it prints its port and serves until SIGTERM, or until its parent goes away.
+ */
+import { SimulatedPhone, type SimulatedPhoneOptions } from '../../test/support/android-sim/index.js';
+
+const options = JSON.parse(process.env.BENCH_PHONE_OPTIONS || '{}') as SimulatedPhoneOptions;
+const phone = new SimulatedPhone(options);
+const port = await phone.start();
+console.log(`Simulated phone listening on 127.0.0.1:${port}`);
+
+const stop = () => void phone.stop().finally(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
+// A benchmark killed outright cannot stop its children; an orphaned phone notices and stops itself.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) stop();
+}, 1000).unref();
