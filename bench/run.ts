@@ -4,13 +4,14 @@
  */
 import { allocation } from './allocation.js';
 import { httpThroughput } from './http-throughput.js';
+import { liveScreen } from './live-screen.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

@@ -50,6 +50,8 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
     BENCHTOP_ADB_HOST: '127.0.0.1',
     BENCHTOP_ADB_PORT: String(adb.port),
     BENCHTOP_DEMO_PHONES: '0',
+    // The live screen benchmark measures the transport, not the default frame cap.
+    BENCHTOP_SCREEN_MAX_FPS: '0',
   };
   const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env });
   const [, url] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, START_TIMEOUT_MS);

@@ -33,7 +33,9 @@ export async function startDemoPhones(count: number, adbServerPort: number): Pro
     }
   } catch (error) {
     await stop();
-    throw new Error(`Demo phones could not attach through adb: ${(error as Error).message}. Is adb installed (apt-get install adb)?`);
+    throw new Error(`Demo phones could not attach through adb: ${(error as Error).message}. Is adb installed (apt-get install adb)?`, {
+      cause: error,
+    });
   }
   return { serials, stop };
 }

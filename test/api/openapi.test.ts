@@ -54,6 +54,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
 ];
 
 describe('GET /api/v1/openapi.json', () => {

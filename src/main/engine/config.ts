@@ -25,9 +25,17 @@ export interface EngineConfig {
   adb: { host: string; port: number } | null;
   /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
   deviceGraceSeconds: number;
+  /** Live screen frames per second at most (0: as fast as the phone answers). */
+  screenMaxFps: number;
   /** Simulated phones to attach at start (the demo mode): a lab to try with no phone at hand. */
   demoPhones: number;
   instanceConcurrencyQuota: number;
+  /** How often each Mac host is checked over SSH (fractions of a second are fine, for tests). */
+  hostCheckIntervalSeconds: number;
+  /** How long a ready instance survives its host being unreachable before it is failed. */
+  hostGraceSeconds: number;
+  /** The largest test-result asset an upload may carry, in bytes. */
+  maxAssetBytes: number;
   plans: Record<string, PlanAllowance>;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
@@ -57,7 +65,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
         : { host: env.BENCHTOP_ADB_HOST || '127.0.0.1', port: intFrom(env.BENCHTOP_ADB_PORT, 5037, 'BENCHTOP_ADB_PORT') },
     deviceGraceSeconds: intFrom(env.BENCHTOP_DEVICE_GRACE_SECONDS, 60, 'BENCHTOP_DEVICE_GRACE_SECONDS'),
     demoPhones: intFrom(env.BENCHTOP_DEMO_PHONES, 0, 'BENCHTOP_DEMO_PHONES'),
+    screenMaxFps: intFrom(env.BENCHTOP_SCREEN_MAX_FPS, 30, 'BENCHTOP_SCREEN_MAX_FPS'),
     instanceConcurrencyQuota: intFrom(env.BENCHTOP_INSTANCE_QUOTA, 2, 'BENCHTOP_INSTANCE_QUOTA'),
+    hostCheckIntervalSeconds: intFrom(env.BENCHTOP_HOST_CHECK_SECONDS, 30, 'BENCHTOP_HOST_CHECK_SECONDS'),
+    hostGraceSeconds: intFrom(env.BENCHTOP_HOST_GRACE_SECONDS, 120, 'BENCHTOP_HOST_GRACE_SECONDS'),
+    // Traces and videos of long runs reach hundreds of MB; uploads stream to disk, so the bound is disk, not memory.
+    maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
     plans: DEFAULT_PLANS,
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
   };

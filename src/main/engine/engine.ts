@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { buildServer } from './api/server.js';
 import type { App } from './api/http.js';
-import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
@@ -70,7 +68,6 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
       ctx = {
         config,
         stores: createStores(db),
-        blobs: new BlobStore(join(config.dataDir, 'blobs')),
         now: options.now ?? Date.now,
         tokenSecret: tokenSecretOf(db),
       } as EngineContext;
@@ -86,8 +83,9 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
       const devices = ctx.devices;
       const started = fleet;
+      devices.listen();
       fleetReady = started.start().then(() => {
-        if (!stopping) devices.start();
+        if (!stopping) devices.reconcile();
       });
       const { port } = app.server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { authenticate } from '../services/auth.js';
@@ -19,6 +20,34 @@ import { validatorCompiler } from './validation.js';
 
 export const API_PREFIX = '/api/v1';
 const BODY_LIMIT = 1024 * 1024;
+/** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
+const BEARER_PROTOCOL = 'bearer.';
+const WEBSOCKET_CLOSE_GRACE_MS = 1000;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The bearer may also come as ?token= or a bearer.<token> subprotocol: for WebSockets opened by a browser. */
+    tokenInQuery?: boolean;
+  }
+}
+
+/** A URL with its token parameter blanked, so that a bearer sent in the query never reaches a log line. */
+const withoutToken = (url: string) => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+
+/** The Authorization header, or, on a route that allows it, the bearer a browser's WebSocket can send. */
+function authorizationOf(request: FastifyRequest, tokenInQuery: boolean | undefined): string | undefined {
+  const header = request.headers.authorization;
+  if (!tokenInQuery) return header;
+  // The query is parsed already; what is logged later (an unhandled error's URL) must not carry the token.
+  request.raw.url = withoutToken(request.raw.url ?? '');
+  if (header) return header;
+  const protocol = request.headers['sec-websocket-protocol']
+    ?.split(',')
+    .map((p) => p.trim())
+    .find((p) => p.startsWith(BEARER_PROTOCOL));
+  const token = protocol?.slice(BEARER_PROTOCOL.length) ?? (request.query as { token?: unknown }).token;
+  return typeof token === 'string' && token !== '' ? `Bearer ${token}` : undefined;
+}
 
 const SPEC_TAGS = [
   'Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Instances', 'Devices', 'Chats',
@@ -31,7 +60,13 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
   const app = Fastify({
     ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
     bodyLimit: BODY_LIMIT,
-    logger: ctx.config.logLevel === 'silent' ? false : { level: ctx.config.logLevel, redact: ['req.headers.authorization'] },
+    logger: ctx.config.logLevel === 'silent' ? false : {
+      level: ctx.config.logLevel,
+      redact: ['req.headers.authorization'],
+      serializers: {
+        req: (req: FastifyRequest) => ({ method: req.method, url: withoutToken(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
+      },
+    },
     // One logger for all requests: a child logger per request costs a quarter of a cheap request's time.
     childLoggerFactory: (logger) => logger,
     // Long-lived connections (SSE, terminals) must not hold a shutdown forever; idle keep-alives close at once.
@@ -59,11 +94,37 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
     app.server.keepAliveTimeout = 1;
   });
 
+  // Before the auth hook: the plugin's own onRequest hook marks an upgrade request, so that a refused upgrade (a 401
+  // from the auth hook included) has its socket destroyed after the response instead of held open.
+  await app.register(websocket, {
+    options: {
+      // Viewers only receive: nothing they send needs more room than this.
+      maxPayload: 64 * 1024,
+      // A browser that offered bearer.<token> fails the connection unless a protocol is echoed; another offered
+      // protocol is preferred, so that the token is not repeated back when there is a choice.
+      handleProtocols: (protocols) => [...protocols].find((p) => !p.startsWith(BEARER_PROTOCOL)) ?? [...protocols][0] ?? false,
+    },
+    // The default closes with no code, and waits ws's 30 s close timeout for a peer that does not answer (a laptop
+    // asleep on the LAN), holding the shutdown that long; the server's close waits for every upgraded socket.
+    preClose(done) {
+      for (const socket of this.websocketServer.clients) {
+        socket.close(1001, 'Benchtop is shutting down');
+        setTimeout(() => socket.terminate(), WEBSOCKET_CLOSE_GRACE_MS).unref();
+      }
+      // ws calls back only once every client is gone, so the shutdown goes on without waiting for it.
+      this.websocketServer.close();
+      done();
+    },
+  });
+
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, _reply, done) => {
-    if (request.is404 || request.routeOptions.config.public) return done();
+    if (request.is404) return done();
+    // routeOptions is built afresh on every read.
+    const { config } = request.routeOptions;
+    if (config.public) return done();
     try {
-      const caller = authenticate(ctx, request.headers.authorization);
+      const caller = authenticate(ctx, authorizationOf(request, config.tokenInQuery));
       if (!(caller instanceof Promise)) {
         request.caller = caller;
         return done();

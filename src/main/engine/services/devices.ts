@@ -47,6 +47,8 @@ export class DeviceAllocator {
   /** Allocations whose preparation is running now. */
   private readonly preparing = new Set<string>();
   private stopped = false;
+  /** Until the fleet has been read, an unseen phone is unknown, not gone: no allocation is touched for it. */
+  private reconciled = false;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -54,10 +56,18 @@ export class DeviceAllocator {
     private readonly options: AllocatorOptions,
   ) {}
 
-  /** Subscribes to the fleet and reconciles stored allocations with the phones actually attached. */
-  start(): void {
+  /**
+   * Listens to the fleet. Called before the fleet starts, so that no change is missed between the fleet's first
+   * look at the phones and reconcile().
+   */
+  listen(): void {
     this.phones.on('phone', (phone) => this.onPhone(phone));
     this.phones.on('gone', (serial) => this.onUnavailable(serial));
+  }
+
+  /** Once the fleet knows which phones are attached: reconciles stored allocations with them. */
+  reconcile(): void {
+    this.reconciled = true;
     const { fleet, devices } = this.ctx.stores;
     fleet.markAllGone('android');
     for (const phone of this.phones.list()) fleet.upsert(phone, this.ctx.now());
@@ -170,6 +180,7 @@ export class DeviceAllocator {
   private onPhone(phone: Phone): void {
     if (this.stopped) return;
     this.ctx.stores.fleet.upsert(phone, this.ctx.now());
+    if (!this.reconciled) return;
     if (phone.state !== 'device') return this.onUnavailable(phone.serial);
     const row = this.ctx.stores.devices.holding(phone.serial);
     if (row?.status === 'offline') {
@@ -186,7 +197,7 @@ export class DeviceAllocator {
   }
 
   private onUnavailable(serial: string): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.reconciled) return;
     const { fleet, devices } = this.ctx.stores;
     if (!this.phones.get(serial)) fleet.setState(serial, 'gone');
     const row = devices.holding(serial);
@@ -217,7 +228,7 @@ export class DeviceAllocator {
 
   /** Hands free phones to queued allocations, oldest first; an allocation no free phone matches waits. */
   private serveQueue(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.reconciled) return;
     const { devices } = this.ctx.stores;
     // A phone whose last cleanup has not finished is not handed out: it may still hold the last user's apps.
     const dirty = new Set(devices.uncleaned().map((r) => r.serial));

@@ -1,11 +1,14 @@
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { List } from '../../../../shared/api/common.js';
+import type { WebSocket } from 'ws';
+import { ErrorBody, List } from '../../../../shared/api/common.js';
 import { ActionResult, DeviceActionBody, UiElement } from '../../../../shared/api/devices.js';
 import { conflict, ServiceError } from '../../domain/errors.js';
 import type { DeviceAction } from '../../fleet/types.js';
-import { requireRole } from '../../services/auth.js';
+import { requireRole, resolveScope } from '../../services/auth.js';
 import type { EngineContext } from '../../services/context.js';
-import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
+import { LiveScreens, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
+import { BEARER, callerOf, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list } from '../present.js';
 import { DeviceParams } from './devices.js';
 
@@ -17,6 +20,43 @@ async function onPhone<T>(work: () => Promise<T>): Promise<T> {
     if (error instanceof ServiceError) throw error;
     throw conflict('device_error', `The device did not complete the command: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A viewer whose socket still holds more than this much unsent data skips frames until it drains: the newest frame
+ * wins, and nothing queues up behind a slow connection.
+ */
+const MAX_BUFFERED_BYTES = 64 * 1024;
+
+/** How a live screen closes, so that a client can tell a released phone from a failure without parsing text. */
+const CLOSE: Record<FeedEnd, [code: number, reason: string]> = {
+  device_released: [4001, 'device released'],
+  device_offline: [4002, 'device offline'],
+  capture_failed: [1011, 'screen capture failed'],
+  shutdown: [1001, 'Benchtop is shutting down'],
+};
+
+const ScreenQuery = Type.Object({
+  token: Type.Optional(Type.String({ description: 'The bearer (API key or token), for browsers, which cannot set headers on a WebSocket. A subprotocol bearer.<token> works too.' })),
+  org: Type.Optional(Type.String({ description: 'The organization to act on, when X-Organization-Id cannot be sent.' })),
+});
+
+/** A viewer over a WebSocket: a hello with the screen's size, then one binary message per frame. */
+function socketViewer(socket: WebSocket): Viewer {
+  let greeted = false;
+  return {
+    frame(frame) {
+      if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
+      if (!greeted) {
+        socket.send(JSON.stringify({ type: 'hello', width: frame.width, height: frame.height, format: frame.format }));
+        greeted = true;
+      }
+      socket.send(frame.data);
+    },
+    end(why) {
+      socket.close(...CLOSE[why]);
+    },
+  };
 }
 
 /** Driving an in_use phone of the caller's session: what the GUI's live screen and the assistant use. */
@@ -46,5 +86,44 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     requireRole(scope.role, 'readwrite');
     const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
     return onPhone(() => driver.act(req.body as DeviceAction));
+  });
+
+  const screens = new LiveScreens();
+  // No capture loop outlives the server: the database closes right after it. (preClose, because Fastify closes the
+  // server before the onClose hooks of plugins, and that close waits for every viewer's socket.)
+  app.addHook('preClose', async () => screens.close());
+  const targets = new WeakMap<FastifyRequest, ScreenTarget>();
+
+  // wsHandler rather than `websocket: true`, which would hide the route from the OpenAPI document; a plain GET
+  // gets the HTTP handler, which explains the upgrade.
+  app.route({
+    method: 'GET',
+    url: '/sessions/:sessionId/devices/:deviceId/screen',
+    config: { tokenInQuery: true },
+    schema: {
+      tags,
+      operationId: 'deviceScreen',
+      summary: 'Live frames of the device\'s screen over a WebSocket',
+      description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","format":"png"}; each ' +
+        'later message is binary, one frame (a PNG). A viewer that falls behind skips frames. Closes with 4001 when the ' +
+        'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
+      security: BEARER,
+      headers: OrganizationHeader,
+      querystring: ScreenQuery,
+      params: DeviceParams,
+      response: responses({ 101: Type.Null({ description: 'Switching to the WebSocket protocol' }), 426: ErrorBody }, errors),
+    },
+    // Everything that can refuse a viewer runs before the upgrade, so that a refusal is an ordinary HTTP error.
+    preHandler: async (req) => {
+      const header = req.headers['x-organization-id'];
+      const scope = resolveScope(ctx, callerOf(req), (Array.isArray(header) ? header[0] : header) || req.query.org);
+      targets.set(req, screenTarget(ctx, scope, req.params.sessionId, req.params.deviceId));
+    },
+    handler: (_req, reply) =>
+      reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
+    wsHandler: (socket, req) => {
+      const leave = screens.watch(targets.get(req)!, socketViewer(socket));
+      socket.on('close', leave);
+    },
   });
 }
