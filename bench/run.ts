@@ -3,6 +3,7 @@
  * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
  */
 import { allocation } from './allocation.js';
+import { assetUpload } from './asset-upload.js';
 import { httpThroughput } from './http-throughput.js';
 import { liveScreen } from './live-screen.js';
 import { screenshot } from './screenshot.js';
@@ -11,7 +12,7 @@ import { startup } from './startup.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

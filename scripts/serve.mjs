@@ -36,8 +36,8 @@ if (!bundleIsFresh()) {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    // A native addon loads from node_modules, never from a bundle.
-    external: ['better-sqlite3', 'electron'],
+    // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features).
+    external: ['better-sqlite3', 'electron', 'ssh2'],
     // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
     write: false,

@@ -40,6 +40,17 @@ const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
   ['post', '/api/v1/sessions/{sessionId}/devices', 'Devices', [201, 400, 401, 403, 404, 409]],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}', 'Devices', [200, 401, 403, 404]],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/release', 'Devices', [202, 401, 403, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/instances', 'Instances', [200, 401, 403, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/instances', 'Instances', [201, 400, 401, 403, 404, 409]],
+  ['get', '/api/v1/sessions/{sessionId}/instances/{instanceId}', 'Instances', [200, 401, 403, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/instances/{instanceId}/release', 'Instances', [202, 401, 403, 404]],
+  ['get', '/api/v1/test-results', 'Test Results', [200, 401]],
+  ['post', '/api/v1/test-results', 'Test Results', [201, 400, 401]],
+  ['get', '/api/v1/test-results/{testResultId}', 'Test Results', [200, 401, 404]],
+  ['patch', '/api/v1/test-results/{testResultId}', 'Test Results', [200, 400, 401, 404]],
+  ['get', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [200, 401, 404]],
+  ['post', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [201, 401, 404]],
+  ['get', '/api/v1/test-results/{testResultId}/assets/{assetId}', 'Test Results', [200, 401, 404]],
 ];
 
 const EXTENSIONS: Array<[string, string]> = [
@@ -51,6 +62,13 @@ const EXTENSIONS: Array<[string, string]> = [
   ['put', '/api/v1/billing/plan'],
   ['get', '/api/v1/openapi.json'],
   ['get', '/api/v1/fleet/devices'],
+  ['get', '/api/v1/fleet/hosts'],
+  ['get', '/api/v1/lab/hosts'],
+  ['post', '/api/v1/lab/hosts'],
+  ['get', '/api/v1/lab/hosts/{hostId}'],
+  ['patch', '/api/v1/lab/hosts/{hostId}'],
+  ['delete', '/api/v1/lab/hosts/{hostId}'],
+  ['post', '/api/v1/sessions/{sessionId}/instances/{instanceId}/exec'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
@@ -61,7 +79,7 @@ describe('GET /api/v1/openapi.json', () => {
   it('is OpenAPI 3.1 with the spec\'s tags', () => {
     expect(doc.openapi).toBe('3.1.0');
     const tags = doc.tags.map((tag: { name: string }) => tag.name);
-    for (const tag of ['Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Devices', 'Billing', 'Extensions']) {
+    for (const tag of ['Account', 'Organizations', 'Members', 'Invitations', 'API Keys', 'Sessions', 'Instances', 'Devices', 'Billing', 'Test Results', 'Extensions']) {
       expect(tags).toContain(tag);
     }
   });
@@ -91,5 +109,13 @@ describe('GET /api/v1/openapi.json', () => {
     expect(doc.paths['/api/v1/organizations'].post.requestBody.content['application/json'].schema.required).toEqual(['name']);
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.paths['/api/v1/sessions'].get.security).toEqual([{ bearer: [] }]);
+  });
+
+  it('describes the asset upload as multipart/form-data with name and file, and the download as binary', () => {
+    const upload = doc.paths['/api/v1/test-results/{testResultId}/assets'].post.requestBody.content['multipart/form-data'].schema;
+    expect(upload.required.sort()).toEqual(['file', 'name']);
+    expect(upload.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+    const download = doc.paths['/api/v1/test-results/{testResultId}/assets/{assetId}'].get.responses[200];
+    expect(download.content['application/octet-stream'].schema).toMatchObject({ type: 'string', format: 'binary' });
   });
 });

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { buildServer } from './api/server.js';
 import type { App } from './api/http.js';
+import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
@@ -9,6 +11,8 @@ import type { EngineContext } from './services/context.js';
 import { labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
+import { InstanceManager } from './services/instances.js';
+import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
 import { createStores } from './store/index.js';
 import { settingStore } from './store/settings.js';
@@ -38,7 +42,8 @@ function tokenSecretOf(db: Db): Uint8Array {
   return Buffer.from(secret, 'base64');
 }
 
-export function createEngine(config: EngineConfig, options: { now?: () => number } = {}): Engine {
+/** `secrets` replaces the 0600 file in the data dir: the desktop app passes the OS keychain. */
+export function createEngine(config: EngineConfig, options: { now?: () => number; secrets?: SecretStore } = {}): Engine {
   let db: Db | undefined;
   let app: App | undefined;
   let ctx: EngineContext | undefined;
@@ -68,17 +73,26 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
       ctx = {
         config,
         stores: createStores(db),
+        blobs: new BlobStore(join(config.dataDir, 'blobs')),
         now: options.now ?? Date.now,
         tokenSecret: tokenSecretOf(db),
+        secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
       ctx.devices = new DeviceAllocator(ctx, fleet, {
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,
         log,
       });
+      ctx.instances = new InstanceManager(ctx, {
+        checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
+        graceMs: config.hostGraceSeconds * 1000,
+        log,
+      });
       const owner = await ensureLabOwner(ctx);
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
+      // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
+      ctx.instances.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
       const devices = ctx.devices;
@@ -95,6 +109,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
     stop() {
       stopping ??= (async () => {
         await fleetReady;
+        await ctx?.instances?.stop();
         ctx?.devices?.stop();
         await fleet?.stop();
         await app?.close();

@@ -20,7 +20,7 @@ export type Device = Static<typeof Device>;
 
 export const Instance = Type.Object({
   id: Uuid,
-  status: Type.String(),
+  status: Type.String({ description: 'provisioning, ready, released or failed.' }),
   os: Type.String(),
   image: Type.String(),
   machine: Type.Object({
@@ -32,6 +32,7 @@ export const Instance = Type.Object({
   createdAt: DateTime,
   readyAt: Nullable(DateTime),
   releasedAt: Nullable(DateTime),
+  statusMessage: Type.Optional(Type.String({ description: 'Present when failed: which provisioning step failed, and why.' })),
 });
 export type Instance = Static<typeof Instance>;
 

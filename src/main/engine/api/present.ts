@@ -1,17 +1,22 @@
 import type { Balance, Member, Invitation, Organization } from '../../../shared/api/organizations.js';
 import type { ApiKey, User } from '../../../shared/api/account.js';
 import type { Device, Instance, Session } from '../../../shared/api/sessions.js';
+import type { Asset, TestResult, TestResultStatus } from '../../../shared/api/test-results.js';
 import type { Period } from '../domain/metering.js';
 import { iso, isoOrNull } from '../domain/time.js';
 import type { FleetDevice } from '../../../shared/api/devices.js';
+import type { FleetHost, MacHost } from '../../../shared/api/mac-hosts.js';
 import type { ApiKeyRow } from '../store/api-keys.js';
 import type { FleetDeviceRow } from '../store/fleet.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { InvitationRow } from '../store/invitations.js';
+import type { MacHostRow } from '../store/mac-hosts.js';
 import type { MemberView, OrganizationWithRole } from '../store/organizations.js';
+import type { AssetRow, TestResultRow } from '../store/test-results.js';
 import type { UserRow } from '../store/users.js';
 import type { SessionWithParts } from '../services/sessions.js';
+import type { HostHealth } from '../services/instances.js';
 
 /** Rows to API shapes: the one place where stored names and millisecond times become the spec's JSON. */
 
@@ -85,6 +90,7 @@ export const presentInstance = (i: InstanceRow): Instance => ({
   createdAt: iso(i.createdAt),
   readyAt: isoOrNull(i.readyAt),
   releasedAt: isoOrNull(i.releasedAt),
+  ...(i.statusMessage ? { statusMessage: i.statusMessage } : {}),
 });
 
 export const presentSession = (s: SessionWithParts): Session => ({
@@ -119,6 +125,82 @@ export const presentFleetDevice = (d: FleetDeviceRow, holder: { held: boolean; s
   held: holder.held,
   ...(holder.sessionId ? { heldBy: { sessionId: holder.sessionId, allocationId: holder.allocationId! } } : {}),
   lastSeenAt: iso(d.lastSeenAt),
+});
+
+export const presentTestResult = (r: TestResultRow): TestResult => ({
+  id: r.id,
+  organizationId: r.organizationId,
+  name: r.name,
+  userAgent: r.userAgent,
+  status: r.status as TestResultStatus,
+  git: r.git,
+  tags: r.tags,
+  environment: r.environment,
+  stats: r.stats,
+  sessionId: r.sessionId,
+  createdBy: r.createdBy,
+  startedAt: isoOrNull(r.startedAt),
+  finishedAt: isoOrNull(r.finishedAt),
+  createdAt: iso(r.createdAt),
+  updatedAt: iso(r.updatedAt),
+});
+
+export const presentAsset = (a: AssetRow): Asset => ({
+  id: a.id,
+  name: a.name,
+  contentType: a.contentType,
+  size: a.size,
+  sha256: a.sha256,
+  createdAt: iso(a.createdAt),
+});
+
+const presentHealth = (h: HostHealth) => ({
+  health: h.state,
+  ...(h.message ? { healthMessage: h.message } : {}),
+  checkedAt: isoOrNull(h.checkedAt),
+});
+
+/** A host for the lab owner: never its secrets, only which kind of credential it has. */
+export const presentMacHost = (h: MacHostRow, health: HostHealth): MacHost => ({
+  id: h.id,
+  name: h.name,
+  address: h.address,
+  port: h.port,
+  username: h.username,
+  auth: h.auth,
+  mode: h.mode,
+  baseImage: h.baseImage,
+  maxInstances: h.maxInstances,
+  cpuCores: h.cpuCores,
+  memoryMb: h.memoryMb,
+  diskMb: h.diskMb,
+  vmUsername: h.vmUsername,
+  vmPort: h.vmPort,
+  vmAuth: h.vmAuth,
+  workDir: h.workDir,
+  hostKeySha256: h.hostKeySha256,
+  ...presentHealth(health),
+  createdAt: iso(h.createdAt),
+  updatedAt: iso(h.updatedAt),
+});
+
+/** A host for any signed-in caller: health and room; instances only of the caller's own organization. */
+export const presentFleetHost = (
+  h: MacHostRow,
+  health: HostHealth,
+  freeSlots: number,
+  own: Array<{ sessionId: string; instanceId: string }>,
+  arch: string,
+): FleetHost => ({
+  id: h.id,
+  name: h.name,
+  mode: h.mode,
+  image: h.baseImage,
+  machine: { arch, cpuCores: h.cpuCores, memoryMb: h.memoryMb, diskMb: h.diskMb },
+  ...presentHealth(health),
+  maxInstances: h.mode === 'bare' ? 1 : h.maxInstances,
+  freeSlots,
+  instances: own,
 });
 
 /** The list wrapper; nextCursor only when another page exists. */

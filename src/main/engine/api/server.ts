@@ -11,11 +11,14 @@ import { billingRoutes } from './routes/billing.js';
 import { invitationRoutes } from './routes/invitations.js';
 import { keyRoutes } from './routes/keys.js';
 import { labRoutes } from './routes/lab.js';
+import { labHostRoutes } from './routes/lab-hosts.js';
+import { instanceRoutes } from './routes/instances.js';
 import { organizationRoutes } from './routes/organizations.js';
 import { deviceControlRoutes } from './routes/device-control.js';
 import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { testResultRoutes } from './routes/test-results.js';
 import { validatorCompiler } from './validation.js';
 
 export const API_PREFIX = '/api/v1';
@@ -162,9 +165,12 @@ export async function buildServer(ctx: EngineContext, version: string): Promise<
     organizationRoutes(a, ctx);
     billingRoutes(a, ctx);
     sessionRoutes(a, ctx);
+    testResultRoutes(a, ctx);
     deviceRoutes(a, ctx);
     deviceControlRoutes(a, ctx);
     fleetRoutes(a, ctx);
+    labHostRoutes(a, ctx);
+    instanceRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

@@ -12,12 +12,19 @@ function makeAjv(coerceTypes: boolean) {
   return ajv;
 }
 
+/** A multipart body is streamed by its handler, which checks each part as it arrives; its schema only documents the form. */
+const streamedBody = () => true;
+
 /**
  * Query strings, params and headers arrive as text, so their numbers are coerced. JSON bodies are not:
- * {"name": 123} is a wrong type and a 400, never quietly "123". Extra body fields are refused, not dropped.
+ * {"name": 123} is a wrong type and a 400, never quietly "123". Whether extra body fields are refused or ignored
+ * is each body schema's choice (additionalProperties).
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart, contentType }) => {
+    if (httpPart === 'body' && contentType === 'multipart/form-data') return streamedBody;
+    return (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  };
 }

@@ -42,10 +42,10 @@ let dummyHash: Promise<string> | undefined;
 
 /**
  * Deletes the account and its Personal organization (with its sessions and keys). Refused while the caller
- * belongs to another organization, for the lab owner, and while a device is still allocated in Personal.
+ * belongs to another organization, for the lab owner, and while a device or an instance is still active in Personal.
  */
 export function deleteAccount(ctx: EngineContext, user: UserRow): void {
-  const { organizations, devices, users } = ctx.stores;
+  const { organizations, devices, instances, users } = ctx.stores;
   if (user.id === labOwnerId(ctx)) {
     throw conflict('lab_owner', 'The lab owner account cannot be deleted.');
   }
@@ -55,6 +55,9 @@ export function deleteAccount(ctx: EngineContext, user: UserRow): void {
   const personal = organizations.personalOf(user.id);
   if (personal && devices.activeCount(personal.id) > 0) {
     throw conflict('device_allocated', 'Release the devices still allocated in your Personal organization first.');
+  }
+  if (personal && instances.activeCount(personal.id) > 0) {
+    throw conflict('instance_allocated', 'Release the instances still active in your Personal organization first.');
   }
   // personal_of and every other reference cascade from the user row.
   users.remove(user.id);

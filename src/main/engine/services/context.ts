@@ -1,9 +1,12 @@
+import type { BlobStore } from '../blobs/blob-store.js';
 import type { EngineConfig } from '../config.js';
 import type { Role } from '../domain/roles.js';
+import type { SecretStore } from '../secrets.js';
 import type { Stores } from '../store/index.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
 import type { DeviceAllocator } from './devices.js';
+import type { InstanceManager } from './instances.js';
 
 /** What every service function works with. */
 export interface EngineContext {
@@ -13,8 +16,14 @@ export interface EngineContext {
   now: () => number;
   /** HMAC key for interactive tokens, generated once per data dir. */
   tokenSecret: Uint8Array;
+  /** Uploaded content (test-result assets), by SHA-256, in the data dir. */
+  blobs: BlobStore;
   /** Device allocation over the fleet; set once the engine has started its fleet. */
   devices: DeviceAllocator;
+  /** Mac instances on the lab's hosts, and the hosts' health. */
+  instances: InstanceManager;
+  /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */
+  secrets: SecretStore;
 }
 
 /** Who is calling: an interactive (JWT) user, or an API key acting for the user who created it. */

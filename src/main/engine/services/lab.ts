@@ -1,5 +1,7 @@
+import { forbidden } from '../domain/errors.js';
 import type { UserRow } from '../store/users.js';
-import type { EngineContext } from './context.js';
+import { requireInteractive } from './auth.js';
+import type { Caller, EngineContext } from './context.js';
 
 export const OWNER_SETTING = 'owner_user_id';
 const SIGNUP_OPEN = 'signup_open';
@@ -18,4 +20,10 @@ export function updateLabSettings(ctx: EngineContext, patch: { signupOpen?: bool
 
 export function isLabOwner(ctx: EngineContext, user: UserRow): boolean {
   return labOwnerId(ctx) === user.id;
+}
+
+/** Lab administration is for the lab owner (the first account), signed in interactively. */
+export function requireLabOwner(ctx: EngineContext, caller: Caller): void {
+  requireInteractive(caller);
+  if (!isLabOwner(ctx, caller.user)) throw forbidden('not_lab_owner', 'Only the lab owner can change lab settings.');
 }

@@ -61,7 +61,7 @@ export function renameOrganization(ctx: EngineContext, caller: Caller, organizat
 }
 
 export function deleteOrganization(ctx: EngineContext, caller: Caller, organizationId: string): void {
-  const { organizations, devices, db } = ctx.stores;
+  const { organizations, devices, instances, db } = ctx.stores;
   db.transaction(() => {
     const org = adminOfShared(ctx, caller, organizationId);
     if (organizations.memberCount(org.id) > 1) {
@@ -72,6 +72,10 @@ export function deleteOrganization(ctx: EngineContext, caller: Caller, organizat
     }
     if (devices.activeCount(org.id) > 0) {
       throw conflict('device_allocated', 'Release every device allocated in this organization first.');
+    }
+    // Its instances' VMs would be left running on the lab's Macs, with nothing left to tear them down.
+    if (instances.activeCount(org.id) > 0) {
+      throw conflict('instance_allocated', 'Release every instance of this organization first.');
     }
     organizations.remove(org.id);
   }).immediate();

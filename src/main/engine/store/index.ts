@@ -4,9 +4,11 @@ import { deviceAllocationStore } from './devices.js';
 import { fleetStore } from './fleet.js';
 import { instanceStore } from './instances.js';
 import { invitationStore } from './invitations.js';
+import { macHostStore } from './mac-hosts.js';
 import { organizationStore } from './organizations.js';
 import { sessionStore } from './sessions.js';
 import { settingStore } from './settings.js';
+import { testResultStore } from './test-results.js';
 import { usageStore } from './usage.js';
 import { userStore } from './users.js';
 import { Version } from './version.js';
@@ -28,9 +30,11 @@ export function createStores(db: Db) {
     sessions: sessionStore(db),
     devices: deviceAllocationStore(db, sessionPartsVersion),
     fleet: fleetStore(db),
-    instances: instanceStore(db),
+    instances: instanceStore(db, sessionPartsVersion),
+    macHosts: macHostStore(db, sessionPartsVersion),
     usage: usageStore(db),
     settings: settingStore(db),
+    testResults: testResultStore(db),
   };
 }
 

@@ -143,4 +143,76 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX device_allocations_by_serial ON device_allocations(serial) WHERE released_at IS NULL;
   CREATE INDEX device_allocations_queue ON device_allocations(created_at) WHERE status = 'queued';
   `,
+  `
+  -- Test runs reported by CI. status is checked by the API schema, not here, so that a new status needs no table
+  -- rebuild. git, tags, environment and stats are JSON text, kept as the reporter sent them.
+  CREATE TABLE test_results (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    session_id      TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+    created_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    name            TEXT NOT NULL,
+    user_agent      TEXT,
+    status          TEXT NOT NULL,
+    git             TEXT,
+    tags            TEXT NOT NULL DEFAULT '[]',
+    environment     TEXT,
+    stats           TEXT,
+    started_at      INTEGER,
+    finished_at     INTEGER,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    -- unique per organization so that a createdAt cursor never skips or repeats
+    UNIQUE (organization_id, created_at)
+  );
+  -- a session's results, and the lookup that clears session_id when a session goes
+  CREATE INDEX test_results_by_session ON test_results(session_id, created_at);
+
+  -- The content lives in the blob store under its SHA-256, so identical files are stored once.
+  CREATE TABLE test_result_assets (
+    id             TEXT PRIMARY KEY,
+    test_result_id TEXT NOT NULL REFERENCES test_results(id) ON DELETE CASCADE,
+    name           TEXT NOT NULL,
+    content_type   TEXT NOT NULL,
+    size           INTEGER NOT NULL,
+    sha256         TEXT NOT NULL,
+    created_at     INTEGER NOT NULL
+  );
+  CREATE INDEX test_result_assets_by_result ON test_result_assets(test_result_id, created_at);
+  `,
+  `
+  -- The Macs of the lab. Their SSH credentials live in the secret store (the OS keychain, or a 0600 file headless),
+  -- never in this database. host_key_sha256 is pinned on the first successful connection.
+  CREATE TABLE mac_hosts (
+    id              TEXT PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    address         TEXT NOT NULL,
+    port            INTEGER NOT NULL,
+    username        TEXT NOT NULL,
+    auth            TEXT NOT NULL CHECK (auth IN ('privateKey', 'password')),
+    mode            TEXT NOT NULL CHECK (mode IN ('tart', 'bare')),
+    base_image      TEXT NOT NULL,
+    max_instances   INTEGER NOT NULL,
+    cpu_cores       INTEGER NOT NULL,
+    memory_mb       INTEGER NOT NULL,
+    disk_mb         INTEGER NOT NULL,
+    vm_username     TEXT NOT NULL,
+    vm_port         INTEGER NOT NULL,
+    vm_auth         TEXT NOT NULL CHECK (vm_auth IN ('default', 'privateKey', 'password')),
+    work_dir        TEXT NOT NULL,
+    host_key_sha256 TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+
+  -- Where an instance runs, and what is left to undo there: until torn_down_at is set, its VM (or the bare host's
+  -- work dir) still exists and holds one of the host's slots, even after release.
+  ALTER TABLE instances ADD COLUMN host_id TEXT REFERENCES mac_hosts(id) ON DELETE SET NULL;
+  ALTER TABLE instances ADD COLUMN vm_name TEXT;
+  ALTER TABLE instances ADD COLUMN address TEXT;
+  ALTER TABLE instances ADD COLUMN status_message TEXT;
+  ALTER TABLE instances ADD COLUMN torn_down_at INTEGER;
+  CREATE INDEX instances_on_host ON instances(host_id) WHERE torn_down_at IS NULL;
+  CREATE INDEX instances_active ON instances(organization_id) WHERE status IN ('provisioning', 'ready');
+  `,
 ];

@@ -1,18 +1,13 @@
 import { LabSettings, LabSettingsPatch } from '../../../../shared/api/account.js';
 import { Health } from '../../../../shared/api/common.js';
-import { forbidden } from '../../domain/errors.js';
-import { requireInteractive } from '../../services/auth.js';
 import type { Caller, EngineContext } from '../../services/context.js';
-import { isLabOwner, labSettings, updateLabSettings } from '../../services/lab.js';
+import { labSettings, requireLabOwner, updateLabSettings } from '../../services/lab.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 
 /** Lab administration: for the lab owner (the first account) with an interactive token. */
 export function labRoutes(app: App, ctx: EngineContext, version: string): void {
   const tags = ['Extensions'];
-  const requireOwner = (caller: Caller) => {
-    requireInteractive(caller);
-    if (!isLabOwner(ctx, caller.user)) throw forbidden('not_lab_owner', 'Only the lab owner can change lab settings.');
-  };
+  const requireOwner = (caller: Caller) => requireLabOwner(ctx, caller);
 
   app.get('/health', {
     config: { public: true },

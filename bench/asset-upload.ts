@@ -1,0 +1,184 @@
+/**
+ * Targets: a 500 MiB test-result asset uploaded as multipart/form-data reaches at least 0.7x the throughput of
+ * writing the same bytes straight to a file on the same disk (the baseline, measured in the same run), and the
+ * engine's RSS during the upload peaks less than 100 MB above its idle RSS. The engine runs in its own process and
+ * streams the file to its blob store, hashing as it goes; both sides end with an fsync, so they promise the same
+ * durability. The bytes are generated here, the same way for both, and runs alternate.
+ */
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tempDir } from './support/cleanup.js';
+import { rssMb } from './support/processes.js';
+import { detail, fmtMb, fmtRatio, median, type Benchmark } from './support/report.js';
+import { call, ownerApiKey, startEngine } from './support/servers.js';
+
+const MiB = 1024 * 1024;
+const SIZE = 500 * MiB;
+const CHUNK = MiB;
+const RUNS = 5;
+const IDLE_MS = 1000;
+const SAMPLE_MS = 10;
+const UPLOAD_TIMEOUT_MS = 120_000;
+const TARGET_RATIO = 0.7;
+const TARGET_RISE_MB = 100;
+const BOUNDARY = 'benchtop-bench-boundary';
+
+/** SIZE bytes in 1 MiB chunks, each made afresh (as a reader of a real file would hand them over), each one distinct. */
+function content(): Readable {
+  const pattern = Buffer.alloc(CHUNK);
+  for (let i = 0; i < CHUNK; i++) pattern[i] = (i * 31) % 251;
+  let index = 0;
+  return new Readable({
+    highWaterMark: CHUNK,
+    read() {
+      if (index * CHUNK >= SIZE) return void this.push(null);
+      const chunk = Buffer.allocUnsafe(CHUNK);
+      pattern.copy(chunk);
+      chunk.writeUInt32LE(index++, 0);
+      this.push(chunk);
+    },
+  });
+}
+
+async function expectedSha256(): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of content()) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+const mbPerSecond = (ms: number) => SIZE / MiB / (ms / 1000);
+const fmtThroughput = (mbs: number) => `${mbs.toFixed(0)} MiB/s`;
+
+/** The baseline: the same bytes into a file, then fsync, as the blob store does before it renames. */
+async function directWrite(dataDir: string): Promise<number> {
+  // In the engine's data dir, beside its blob store: the same disk and file system.
+  const path = join(dataDir, 'direct.bin');
+  const start = performance.now();
+  await pipeline(content(), createWriteStream(path));
+  const file = await open(path, 'r+');
+  await file.sync();
+  await file.close();
+  const ms = performance.now() - start;
+  await rm(path);
+  return ms;
+}
+
+/** The highest RSS of a process while sampling runs. */
+class PeakRss {
+  peakMb: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly pid: number) {
+    this.peakMb = rssMb(pid);
+  }
+
+  during<T>(work: Promise<T>): Promise<T> {
+    this.timer = setInterval(() => (this.peakMb = Math.max(this.peakMb, rssMb(this.pid))), SAMPLE_MS);
+    return work.finally(() => clearInterval(this.timer));
+  }
+}
+
+/** One upload of the whole content, timed from the first byte sent to the 201. */
+async function upload(api: string, apiKey: string, testResultId: string, sha256: string): Promise<number> {
+  const head = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="name"\r\n\r\ntrace.zip\r\n` +
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="trace.zip"\r\nContent-Type: application/zip\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
+  async function* body() {
+    yield head;
+    yield* content();
+    yield tail;
+  }
+  const start = performance.now();
+  const reply = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request(`${api}/test-results/${testResultId}/assets`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        'content-length': head.length + SIZE + tail.length,
+      },
+      timeout: UPLOAD_TIMEOUT_MS,
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`the upload took longer than ${UPLOAD_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    pipeline(Readable.from(body()), req).catch(reject);
+  });
+  const ms = performance.now() - start;
+  if (reply.status !== 201) throw new Error(`the upload answered ${reply.status}: ${reply.text}`);
+  const asset = JSON.parse(reply.text) as { size: number; sha256: string };
+  if (asset.size !== SIZE || asset.sha256 !== sha256) throw new Error(`the stored asset differs from what was sent: ${reply.text}`);
+  return ms;
+}
+
+export const assetUpload: Benchmark = {
+  name: 'asset-upload',
+  title: `POST /api/v1/test-results/{id}/assets, one ${SIZE / MiB} MiB file, vs writing it straight to disk (median of ${RUNS})`,
+  async run() {
+    const sha256 = await expectedSha256();
+    const dataDir = tempDir('benchtop-bench-assets-');
+    const engine = await startEngine(dataDir);
+    const apiKey = await ownerApiKey(engine.api);
+    const result = await call<{ id: string }>('POST', `${engine.api}/test-results`, { bearer: apiKey, body: { name: 'bench' } });
+
+    // Idle: started, logged in, nothing uploaded yet.
+    await sleep(IDLE_MS);
+    const rss = new PeakRss(engine.child.pid);
+    const idleMb = rss.peakMb;
+    const send = () => rss.during(upload(engine.api, apiKey, result.id, sha256));
+
+    // One untimed round first: both sides then write into page cache that the previous round freed, rather than
+    // the first of them paying for fresh memory.
+    await directWrite(dataDir);
+    await send();
+
+    const direct: number[] = [];
+    const uploads: number[] = [];
+    for (let i = 1; i <= RUNS; i++) {
+      const d = await directWrite(dataDir);
+      direct.push(d);
+      const u = await send();
+      uploads.push(u);
+      detail(`run ${i}: direct write ${fmtThroughput(mbPerSecond(d))}, upload ${fmtThroughput(mbPerSecond(u))}`);
+    }
+    await engine.child.stop();
+    detail(`engine RSS: ${fmtMb(idleMb)} idle, ${fmtMb(rss.peakMb)} at the peak of ${RUNS + 1} uploads`);
+
+    const directMbs = mbPerSecond(median(direct));
+    const uploadMbs = mbPerSecond(median(uploads));
+    const rise = rss.peakMb - idleMb;
+    return [
+      {
+        benchmark: this.name,
+        figure: `${SIZE / MiB} MiB asset upload throughput`,
+        value: fmtThroughput(uploadMbs),
+        baseline: `direct write + fsync ${fmtThroughput(directMbs)}`,
+        ratio: fmtRatio(uploadMbs, directMbs),
+        target: `>= ${TARGET_RATIO.toFixed(2)}x`,
+        met: uploadMbs / directMbs >= TARGET_RATIO,
+      },
+      {
+        benchmark: this.name,
+        figure: 'engine peak RSS during the upload',
+        value: `${fmtMb(rss.peakMb)} (+${fmtMb(rise)})`,
+        baseline: `idle ${fmtMb(idleMb)}`,
+        ratio: fmtRatio(rss.peakMb, idleMb),
+        target: `< ${TARGET_RISE_MB} MB above idle`,
+        met: rise < TARGET_RISE_MB,
+      },
+    ];
+  },
+};

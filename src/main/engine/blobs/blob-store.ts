@@ -1,0 +1,175 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { access, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Content written to a staging file and hashed, not yet at its address. */
+export interface StagedBlob {
+  /** Hex SHA-256 of the content. */
+  readonly sha256: string;
+  readonly size: number;
+  /** Moves the content to its address; content already stored there is kept once. */
+  commit(): Promise<void>;
+  /** Removes the staging file; nothing to do once committed. */
+  discard(): Promise<void>;
+}
+
+/** The source failed or ended early (the client went away, the form broke off): not the store's own fault. */
+export class BlobSourceError extends Error {
+  constructor(cause: unknown) {
+    super('The content stopped arriving before its end.', { cause });
+    this.name = 'BlobSourceError';
+  }
+}
+
+/** Chunks that arrive while a write is in flight queue up to this much; the next write takes them all at once. */
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * Hashes what it writes, so that the content is read once. It records its own I/O failures, which tells them
+ * apart from a failing source when the pipeline rejects. It opens its file itself (writes wait for that), so that
+ * the pipeline is attached to the source at once: an error the source emits meanwhile is not missed.
+ */
+class HashingFileSink extends Writable {
+  readonly hash = createHash('sha256');
+  size = 0;
+  failure: Error | undefined;
+  private file: FileHandle | undefined;
+
+  constructor(private readonly path: string) {
+    super({ highWaterMark: WRITE_BUFFER_BYTES });
+  }
+
+  override _construct(callback: (error?: Error | null) => void): void {
+    this.own(
+      open(this.path, 'wx', 0o600).then((file) => {
+        this.file = file;
+      }),
+      callback,
+    );
+  }
+
+  override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
+    const buffers = chunks.map((c) => c.chunk);
+    for (const buffer of buffers) {
+      this.hash.update(buffer);
+      this.size += buffer.length;
+    }
+    this.own(writeAll(this.file!, buffers), callback);
+  }
+
+  /** The content is on disk before anything can point at it. */
+  override _final(callback: (error?: Error | null) => void): void {
+    this.own(this.file!.sync(), callback);
+  }
+
+  /** Closes the file once nothing writes to it any more, whether the content is complete or not. */
+  async close(): Promise<void> {
+    await this.file?.close();
+  }
+
+  private own(io: Promise<void>, callback: (error?: Error | null) => void): void {
+    io.then(
+      () => callback(),
+      (error: Error) => {
+        this.failure = error;
+        callback(error);
+      },
+    );
+  }
+}
+
+/** writev may write less than asked; the rest follows until all is written. */
+async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
+  let pending = buffers;
+  while (pending.length > 0) {
+    let written = (await file.writev(pending)).bytesWritten;
+    while (pending.length > 0 && written >= pending[0]!.length) {
+      written -= pending[0]!.length;
+      pending = pending.slice(1);
+    }
+    if (written > 0) pending = [pending[0]!.subarray(written), ...pending.slice(1)];
+  }
+}
+
+/**
+ * Content-addressed files under one directory: <root>/<first two hex digits>/<sha256>. Content streams through a
+ * staging file while it is hashed, so no blob is ever held in memory, and a rename puts it at its address, so a
+ * reader never sees a partial blob. Identical content is stored once.
+ */
+export class BlobStore {
+  private readonly staging: string;
+
+  constructor(private readonly root: string) {
+    this.staging = join(root, 'staging');
+    // Staging files left by a crash belong to no request any more.
+    rmSync(this.staging, { recursive: true, force: true });
+    mkdirSync(this.staging, { recursive: true, mode: 0o700 });
+  }
+
+  pathOf(sha256: string): string {
+    return join(this.root, sha256.slice(0, 2), sha256);
+  }
+
+  /** Streams the source into a staging file. Rejects with BlobSourceError when the source, not the disk, failed. */
+  async stage(source: Readable): Promise<StagedBlob> {
+    // A source destroyed before it got here (a form that broke off) may never settle a pipeline.
+    if (source.destroyed) throw new BlobSourceError(source.errored);
+    const path = join(this.staging, randomUUID());
+    const sink = new HashingFileSink(path);
+    let failure: Error | undefined;
+    try {
+      await pipeline(source, sink);
+    } catch (error) {
+      failure = sink.failure ?? new BlobSourceError(error);
+    } finally {
+      await sink.close();
+    }
+    if (failure) {
+      await rm(path, { force: true });
+      throw failure;
+    }
+    const sha256 = sink.hash.digest('hex');
+    let settled = false;
+    return {
+      sha256,
+      size: sink.size,
+      commit: async () => {
+        await this.place(path, sha256);
+        settled = true;
+      },
+      discard: async () => {
+        if (settled) return;
+        settled = true;
+        await rm(path, { force: true });
+      },
+    };
+  }
+
+  private async place(staged: string, sha256: string): Promise<void> {
+    const target = this.pathOf(sha256);
+    if (await exists(target)) {
+      await rm(staged, { force: true });
+      return;
+    }
+    const dir = join(this.root, sha256.slice(0, 2));
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await rename(staged, target);
+    // The new directory entry is durable too, before a database row points at it.
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Opens a stored blob for reading; rejects (ENOENT) if it is not there. */
+  open(sha256: string): Promise<FileHandle> {
+    return open(this.pathOf(sha256), 'r');
+  }
+}
+
+const exists = (path: string) => access(path).then(() => true, () => false);

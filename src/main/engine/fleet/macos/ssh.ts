@@ -1,0 +1,262 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import ssh2, { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+
+// ssh2 is CommonJS; Node shows ES modules its Client as a named export, but utils only on the default export.
+const { utils } = ssh2;
+
+/** How to log in. Exactly one of privateKey and password is normally set. */
+export interface SshCredentials {
+  username: string;
+  privateKey?: string;
+  passphrase?: string;
+  password?: string;
+}
+
+export interface SshEndpoint extends SshCredentials {
+  host: string;
+  port: number;
+}
+
+export interface ExecResult {
+  /** null when the command was killed by a signal or timed out. */
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** Output past maxOutputBytes (per stream) was dropped. */
+  truncated: boolean;
+}
+
+export interface ExecOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Per stream; the rest is dropped and `truncated` is set. */
+  maxOutputBytes?: number;
+}
+
+const DEFAULT_MAX_OUTPUT = 1024 * 1024;
+
+/** The OpenSSH spelling of a host key's fingerprint: SHA256:<unpadded base64>. */
+const fingerprintOf = (key: Buffer) => `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+
+/** One word of POSIX shell: the value single-quoted, so nothing in it is expanded. */
+export const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+
+/** A readable error for a private key that cannot be used, or undefined when it parses. */
+export function privateKeyProblem(privateKey: string, passphrase?: string): string | undefined {
+  const parsed = utils.parseKey(privateKey, passphrase);
+  if (parsed instanceof Error) return parsed.message;
+  if (Array.isArray(parsed) ? parsed.length === 0 : !parsed) return 'No key found in it.';
+  return undefined;
+}
+
+/** ssh2's errors in a sentence that says what to fix; credentials are never part of one. */
+function describeConnectError(error: Error & { level?: string; code?: string }, where: string): string {
+  if (error.code === 'ECONNREFUSED') return `connection refused at ${where}`;
+  if (error.code === 'ECONNRESET') return `connection reset by ${where}`;
+  if (error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN') return `cannot resolve ${where}`;
+  if (error.code === 'EHOSTUNREACH' || error.code === 'ENETUNREACH') return `no route to ${where}`;
+  if (error.level === 'client-authentication') return `authentication failed at ${where}`;
+  if (error.level === 'client-timeout') return `timed out waiting for SSH at ${where}`;
+  return `${error.message} (${where})`;
+}
+
+/** An error whose message is fit for a status message or a log line. */
+export class SshError extends Error {
+  override name = 'SshError';
+}
+
+export interface ConnectOptions {
+  /** For the SSH handshake, login included. */
+  timeoutMs: number;
+  /** A stream to speak SSH over instead of TCP: a channel forwarded by another connection (a jump). */
+  sock?: Readable;
+  /** Refuse the server unless its key has this fingerprint. */
+  expectedHostKey?: string | null;
+  signal?: AbortSignal;
+}
+
+/** One SSH connection: exec, port forwarding for a jump, and the raw ssh2 client for shells. */
+export class SshConnection {
+  private closed = false;
+  private readonly onClose = new Set<() => void>();
+
+  private constructor(
+    readonly client: Client,
+    /** The server's host key fingerprint, as seen during this handshake. */
+    readonly hostKey: string,
+  ) {
+    client.on('close', () => {
+      this.closed = true;
+      for (const listener of this.onClose) listener();
+      this.onClose.clear();
+    });
+    // After the handshake an error (a reset socket) is followed by close; close is what the users of this wait for.
+    client.on('error', () => {});
+  }
+
+  static connect(endpoint: SshEndpoint, options: ConnectOptions): Promise<SshConnection> {
+    const where = `${endpoint.host}:${endpoint.port}`;
+    return new Promise((resolve, reject) => {
+      const client = new Client();
+      let seen = '';
+      let settled = false;
+      const settle = (error: Error | undefined) => {
+        if (settled) return;
+        settled = true;
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error) {
+          client.end();
+          reject(error);
+        } else {
+          resolve(new SshConnection(client, seen));
+        }
+      };
+      const onAbort = () => settle(new SshError(`aborted while connecting to ${where}`));
+      if (options.signal?.aborted) return onAbort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      client.once('ready', () => settle(undefined));
+      // on, not once: a second error before the connection is handed over must not go unhandled.
+      client.on('error', (error: Error & { level?: string }) => {
+        if (options.expectedHostKey && seen && seen !== options.expectedHostKey) {
+          settle(new SshError(`the host key of ${where} changed: expected ${options.expectedHostKey}, got ${seen}`));
+        } else {
+          settle(new SshError(describeConnectError(error, where)));
+        }
+      });
+      client.once('close', () => settle(new SshError(`${where} closed the connection during the handshake`)));
+      const config: ConnectConfig = {
+        host: endpoint.host,
+        port: endpoint.port,
+        username: endpoint.username,
+        readyTimeout: options.timeoutMs,
+        // A Mac that sleeps or loses its network is noticed within 15 s on a long-lived connection.
+        keepaliveInterval: 5000,
+        keepaliveCountMax: 3,
+        hostVerifier: (key: Buffer) => {
+          seen = fingerprintOf(key);
+          return !options.expectedHostKey || seen === options.expectedHostKey;
+        },
+        ...(options.sock ? { sock: options.sock } : {}),
+        ...(endpoint.privateKey ? { privateKey: endpoint.privateKey, passphrase: endpoint.passphrase } : {}),
+        ...(endpoint.password !== undefined ? { password: endpoint.password } : {}),
+      };
+      try {
+        client.connect(config);
+      } catch (error) {
+        // ssh2 throws synchronously for a key it cannot parse.
+        settle(new SshError(`cannot use the private key: ${(error as Error).message}`));
+      }
+    });
+  }
+
+  /** Runs a command through the login shell and collects its output; rejects only when the connection fails. */
+  exec(command: string, options: ExecOptions): Promise<ExecResult> {
+    const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new SshError('the SSH connection is closed'));
+      if (options.signal?.aborted) return reject(new SshError('aborted'));
+      this.guard(reject, () => this.client.exec(command, (error, channel) => {
+        if (error) return reject(new SshError(`cannot run a command: ${error.message}`));
+        const out = collector(max);
+        const err = collector(max);
+        let exitCode: number | null = null;
+        let signal: string | null = null;
+        let timedOut = false;
+        let done = false;
+        const finish = (failure?: Error) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          options.signal?.removeEventListener('abort', onAbort);
+          this.onClose.delete(onConnectionClose);
+          if (failure) return reject(failure);
+          resolve({ exitCode, signal, stdout: out.text(), stderr: err.text(), timedOut, truncated: out.truncated || err.truncated });
+        };
+        const kill = () => {
+          // OpenSSH honours the signal request; closing the channel also ends a command that writes output.
+          try {
+            channel.signal('KILL');
+          } catch {
+            /* the channel may be closing already */
+          }
+          channel.close();
+        };
+        const timer = setTimeout(() => {
+          timedOut = true;
+          kill();
+          finish();
+        }, options.timeoutMs);
+        const onAbort = () => {
+          kill();
+          finish(new SshError('aborted'));
+        };
+        const onConnectionClose = () => finish(new SshError('the SSH connection was lost'));
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        this.onClose.add(onConnectionClose);
+        channel.on('data', (chunk: Buffer) => out.add(chunk));
+        channel.stderr.on('data', (chunk: Buffer) => err.add(chunk));
+        channel.on('exit', (code: number | null, signalName?: string) => {
+          exitCode = code;
+          signal = signalName ?? null;
+        });
+        channel.on('close', () => finish());
+      }));
+    });
+  }
+
+  /** ssh2 throws synchronously when the connection has just gone away: that is a rejection here, not a crash. */
+  private guard(reject: (error: Error) => void, call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      reject(new SshError(`the SSH connection is gone: ${(error as Error).message}`));
+    }
+  }
+
+  /** A channel to address:port as seen from the server: what a jump to a VM behind the host speaks SSH over. */
+  forwardOut(address: string, port: number): Promise<ClientChannel> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new SshError('the SSH connection is closed'));
+      this.guard(reject, () => this.client.forwardOut('127.0.0.1', 0, address, port, (error, channel) => {
+        if (error) reject(new SshError(`cannot reach ${address}:${port} through the host: ${error.message}`));
+        else resolve(channel);
+      }));
+    });
+  }
+
+  /** Called once when the connection ends, for whatever reason. */
+  whenClosed(listener: () => void): void {
+    if (this.closed) listener();
+    else this.onClose.add(listener);
+  }
+
+  close(): void {
+    if (!this.closed) this.client.end();
+  }
+}
+
+function collector(max: number) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  return {
+    add(chunk: Buffer) {
+      if (size >= max) {
+        truncated = true;
+        return;
+      }
+      const room = max - size;
+      if (chunk.length > room) truncated = true;
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      chunks.push(kept);
+      size += kept.length;
+    },
+    text: () => Buffer.concat(chunks).toString('utf8'),
+    get truncated() {
+      return truncated;
+    },
+  };
+}
