@@ -215,4 +215,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX instances_on_host ON instances(host_id) WHERE torn_down_at IS NULL;
   CREATE INDEX instances_active ON instances(organization_id) WHERE status IN ('provisioning', 'ready');
   `,
+  `
+  -- Allocation and release stay fast however long the lab's history grows: these are read on every allocation,
+  -- release and phone event, and without indexes each read every past allocation or ledger row.
+  CREATE INDEX device_allocations_uncleaned ON device_allocations(serial)
+    WHERE released_at IS NOT NULL AND serial IS NOT NULL AND cleaned_at IS NULL AND packages_before IS NOT NULL;
+  CREATE INDEX device_allocations_by_org ON device_allocations(organization_id, created_at);
+  CREATE INDEX usage_ledger_open ON usage_ledger(subject_id) WHERE ended_at IS NULL;
+  `,
 ];
