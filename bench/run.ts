@@ -5,14 +5,16 @@
 import { allocation } from './allocation.js';
 import { assetUpload } from './asset-upload.js';
 import { httpThroughput } from './http-throughput.js';
+import { instanceReady } from './instance-ready.js';
 import { liveScreen } from './live-screen.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
+import { terminalEcho, terminalThroughput } from './terminal.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, instanceReady, terminalEcho, terminalThroughput];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

@@ -69,6 +69,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['patch', '/api/v1/lab/hosts/{hostId}'],
   ['delete', '/api/v1/lab/hosts/{hostId}'],
   ['post', '/api/v1/sessions/{sessionId}/instances/{instanceId}/exec'],
+  ['get', '/api/v1/sessions/{sessionId}/instances/{instanceId}/terminal'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],

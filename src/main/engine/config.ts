@@ -34,6 +34,8 @@ export interface EngineConfig {
   hostCheckIntervalSeconds: number;
   /** How long a ready instance survives its host being unreachable before it is failed. */
   hostGraceSeconds: number;
+  /** How long an instance's terminal shell outlives its last viewer, so that a reconnect resumes the same shell. */
+  terminalIdleSeconds: number;
   /** The largest test-result asset an upload may carry, in bytes. */
   maxAssetBytes: number;
   plans: Record<string, PlanAllowance>;
@@ -69,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     instanceConcurrencyQuota: intFrom(env.BENCHTOP_INSTANCE_QUOTA, 2, 'BENCHTOP_INSTANCE_QUOTA'),
     hostCheckIntervalSeconds: intFrom(env.BENCHTOP_HOST_CHECK_SECONDS, 30, 'BENCHTOP_HOST_CHECK_SECONDS'),
     hostGraceSeconds: intFrom(env.BENCHTOP_HOST_GRACE_SECONDS, 120, 'BENCHTOP_HOST_GRACE_SECONDS'),
+    terminalIdleSeconds: intFrom(env.BENCHTOP_TERMINAL_IDLE_SECONDS, 60, 'BENCHTOP_TERMINAL_IDLE_SECONDS'),
     // Traces and videos of long runs reach hundreds of MB; uploads stream to disk, so the bound is disk, not memory.
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
     plans: DEFAULT_PLANS,

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { ErrorBody } from '../../../shared/api/common.js';
 import { resolveScope } from '../services/auth.js';
 import type { Caller, EngineContext, Scope } from '../services/context.js';
@@ -39,10 +39,16 @@ export function callerOf(request: FastifyRequest): Caller {
 }
 
 /** The organization the request acts on, chosen by X-Organization-Id, the key, or Personal. */
-export function scopeOf(ctx: EngineContext, request: FastifyRequest): Scope {
+export function scopeOf(ctx: EngineContext, request: FastifyRequest, orgInQuery?: string): Scope {
   const header = request.headers['x-organization-id'];
-  return resolveScope(ctx, callerOf(request), Array.isArray(header) ? header[0] : header);
+  return resolveScope(ctx, callerOf(request), (Array.isArray(header) ? header[0] : header) || orgInQuery);
 }
+
+/** The query of a WebSocket route: what a browser cannot send as headers. The route also sets tokenInQuery. */
+export const SOCKET_QUERY = {
+  token: Type.Optional(Type.String({ description: 'The bearer (API key or token), for browsers, which cannot set headers on a WebSocket. A subprotocol bearer.<token> works too.' })),
+  org: Type.Optional(Type.String({ description: 'The organization to act on, when X-Organization-Id cannot be sent.' })),
+};
 
 export const OrganizationHeader = {
   type: 'object',

@@ -6,6 +6,7 @@ import type { MacHostRow } from '../store/mac-hosts.js';
 import { requireRole } from './auth.js';
 import type { EngineContext, Scope } from './context.js';
 import { hostSecrets } from './mac-hosts.js';
+import { Terminals, type SharedTerminal, type TerminalSize } from './terminals.js';
 
 export interface InstanceManagerOptions {
   /** How often each host is checked over SSH. */
@@ -63,11 +64,15 @@ export class InstanceManager {
   private readonly shutdown = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Interactive shells, shared by their viewers; they close with their instance. */
+  private readonly terminals: Terminals;
 
   constructor(
     private readonly ctx: EngineContext,
     private readonly options: InstanceManagerOptions,
-  ) {}
+  ) {
+    this.terminals = new Terminals(ctx.config.terminalIdleSeconds * 1000);
+  }
 
   /** Starts the periodic host checks; the first check of each host reconciles its instances. */
   start(): void {
@@ -85,6 +90,8 @@ export class InstanceManager {
     for (const timer of this.graceTimers.values()) clearTimeout(timer);
     this.graceTimers.clear();
     this.shutdown.abort();
+    // Before the connections below close under them, so that viewers learn it is a shutdown, not a lost instance.
+    this.terminals.close();
     for (const p of this.provisioning.values()) p.abort.abort();
     for (const shell of this.shells) shell.close();
     await Promise.allSettled([...[...this.provisioning.values()].map((p) => p.done), ...this.checks.values(), ...this.tearingDown.values()]);
@@ -156,9 +163,26 @@ export class InstanceManager {
    * The caller closes it. exec uses it; so can an interactive terminal.
    */
   async connect(scope: Scope, sessionId: string, instanceId: string): Promise<InstanceShell> {
+    return this.shellOf(this.readyInstance(scope, sessionId, instanceId));
+  }
+
+  /**
+   * The ready instance's interactive shell of that name: the one its viewers share, or a new one of `size`. The
+   * checks run on every call, so that joining a running shell needs the same rights as opening one.
+   */
+  async terminal(scope: Scope, sessionId: string, instanceId: string, name: string, size: TerminalSize): Promise<SharedTerminal> {
+    const row = this.readyInstance(scope, sessionId, instanceId);
+    return this.terminals.open(row.id, name, size, () => this.shellOf(row));
+  }
+
+  private readyInstance(scope: Scope, sessionId: string, instanceId: string): InstanceRow {
     requireRole(scope.role, 'readwrite');
     const row = this.get(scope, sessionId, instanceId);
     if (row.status !== 'ready') throw conflict('instance_not_ready', `That instance is ${row.status}; only a ready instance runs commands.`);
+    return row;
+  }
+
+  private async shellOf(row: InstanceRow): Promise<InstanceShell> {
     const host = row.hostId ? this.ctx.stores.macHosts.get(row.hostId) : undefined;
     if (!host) throw conflict('instance_unreachable', 'The Mac host of that instance was removed from the lab.');
     let shell: InstanceShell;
@@ -383,6 +407,7 @@ export class InstanceManager {
 
   private afterEnd(instanceId: string): void {
     this.provisioning.get(instanceId)?.abort.abort();
+    this.terminals.end(instanceId, 'instance_released');
     this.teardown(instanceId);
   }
 

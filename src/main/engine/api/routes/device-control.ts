@@ -5,10 +5,10 @@ import { ErrorBody, List } from '../../../../shared/api/common.js';
 import { ActionResult, DeviceActionBody, UiElement } from '../../../../shared/api/devices.js';
 import { conflict, ServiceError } from '../../domain/errors.js';
 import type { DeviceAction } from '../../fleet/types.js';
-import { requireRole, resolveScope } from '../../services/auth.js';
+import { requireRole } from '../../services/auth.js';
 import type { EngineContext } from '../../services/context.js';
 import { LiveScreens, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
-import { BEARER, callerOf, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
+import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { list } from '../present.js';
 import { DeviceParams } from './devices.js';
 
@@ -36,10 +36,7 @@ const CLOSE: Record<FeedEnd, [code: number, reason: string]> = {
   shutdown: [1001, 'Benchtop is shutting down'],
 };
 
-const ScreenQuery = Type.Object({
-  token: Type.Optional(Type.String({ description: 'The bearer (API key or token), for browsers, which cannot set headers on a WebSocket. A subprotocol bearer.<token> works too.' })),
-  org: Type.Optional(Type.String({ description: 'The organization to act on, when X-Organization-Id cannot be sent.' })),
-});
+const ScreenQuery = Type.Object(SOCKET_QUERY);
 
 /** A viewer over a WebSocket: a hello with the screen's size, then one binary message per frame. */
 function socketViewer(socket: WebSocket): Viewer {
@@ -115,9 +112,7 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     },
     // Everything that can refuse a viewer runs before the upgrade, so that a refusal is an ordinary HTTP error.
     preHandler: async (req) => {
-      const header = req.headers['x-organization-id'];
-      const scope = resolveScope(ctx, callerOf(req), (Array.isArray(header) ? header[0] : header) || req.query.org);
-      targets.set(req, screenTarget(ctx, scope, req.params.sessionId, req.params.deviceId));
+      targets.set(req, screenTarget(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.deviceId));
     },
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),

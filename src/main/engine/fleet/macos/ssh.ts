@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import ssh2, { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+import ssh2, { Client, type ClientChannel, type ConnectConfig, type PseudoTtyOptions } from 'ssh2';
 
 // ssh2 is CommonJS; Node shows ES modules its Client as a named export, but utils only on the default export.
 const { utils } = ssh2;
@@ -145,6 +145,8 @@ export class SshConnection {
       };
       try {
         client.connect(config);
+        // Keystrokes in a terminal (and each short step) go out at once, not after Nagle's wait for an ACK.
+        client.setNoDelay(true);
       } catch (error) {
         // ssh2 throws synchronously for a key it cannot parse.
         settle(new SshError(`cannot use the private key: ${(error as Error).message}`));
@@ -214,6 +216,18 @@ export class SshConnection {
     } catch (error) {
       reject(new SshError(`the SSH connection is gone: ${(error as Error).message}`));
     }
+  }
+
+  /** An interactive shell on a PTY; with a command, that command runs on the PTY in place of the login shell. */
+  shell(pty: PseudoTtyOptions, command?: string): Promise<ClientChannel> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new SshError('the SSH connection is closed'));
+      const opened = (error: Error | undefined, channel: ClientChannel) => {
+        if (error) reject(new SshError(`cannot open a shell: ${error.message}`));
+        else resolve(channel);
+      };
+      this.guard(reject, () => (command === undefined ? this.client.shell(pty, opened) : this.client.exec(command, { pty }, opened)));
+    });
   }
 
   /** A channel to address:port as seen from the server: what a jump to a VM behind the host speaks SSH over. */
