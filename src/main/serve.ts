@@ -3,7 +3,7 @@
  */
 import { isLoopback, loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
-import { startDemoPhones, type DemoPhones } from './demo.js';
+import type { DemoPhones } from './demo.js';
 
 const config = loadConfig(process.env);
 // npm run demo: three simulated phones unless BENCHTOP_DEMO_PHONES says otherwise.
@@ -14,6 +14,8 @@ let demo: DemoPhones | undefined;
 try {
   if (config.demoPhones > 0) {
     if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
+    // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
+    const { startDemoPhones } = await import('./demo.js');
     demo = await startDemoPhones(config.demoPhones, config.adb.port);
     console.log(`Demo: ${demo.serials.length} simulated phones attached through adb (${demo.serials.join(', ')})`);
   }

@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
-import ssh2, { Client, type ClientChannel, type ConnectConfig, type PseudoTtyOptions } from 'ssh2';
+import type { Client, ClientChannel, ConnectConfig, PseudoTtyOptions } from 'ssh2';
+import type * as Ssh2 from 'ssh2';
 
-// ssh2 is CommonJS; Node shows ES modules its Client as a named export, but utils only on the default export.
-const { utils } = ssh2;
+// ssh2 holds about 12 MB once loaded: a lab with no Mac host never loads it. It is CommonJS, so require() it.
+let ssh2: typeof Ssh2 | undefined;
+const loadSsh2 = (): typeof Ssh2 => (ssh2 ??= createRequire(import.meta.url)('ssh2') as typeof Ssh2);
 
 /** How to log in. Exactly one of privateKey and password is normally set. */
 export interface SshCredentials {
@@ -46,7 +49,7 @@ export const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
 
 /** A readable error for a private key that cannot be used, or undefined when it parses. */
 export function privateKeyProblem(privateKey: string, passphrase?: string): string | undefined {
-  const parsed = utils.parseKey(privateKey, passphrase);
+  const parsed = loadSsh2().utils.parseKey(privateKey, passphrase);
   if (parsed instanceof Error) return parsed.message;
   if (Array.isArray(parsed) ? parsed.length === 0 : !parsed) return 'No key found in it.';
   return undefined;
@@ -100,7 +103,7 @@ export class SshConnection {
   static connect(endpoint: SshEndpoint, options: ConnectOptions): Promise<SshConnection> {
     const where = `${endpoint.host}:${endpoint.port}`;
     return new Promise((resolve, reject) => {
-      const client = new Client();
+      const client = new (loadSsh2().Client)();
       let seen = '';
       let settled = false;
       const settle = (error: Error | undefined) => {
