@@ -1,7 +1,8 @@
 import { PNG } from 'pngjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
+import { connectWs, refusedUpgrade, type WsOptions } from '../support/ws.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 
@@ -18,28 +19,9 @@ interface Watcher {
   closed: Promise<{ code: number; reason: string }>;
 }
 
-interface Options {
-  headers?: Record<string, string>;
-  protocols?: string[];
-}
-
-/** A WebSocket, and the HTTP answer if the upgrade is refused, once the server has closed that connection. */
-function connect(url: string, options: Options): { ws: WebSocket; refusal: Promise<{ status: number; body: any }> } {
-  const ws = new WebSocket(url, options.protocols ?? [], { headers: options.headers });
-  const refusal = new Promise<{ status: number; body: any }>((resolve) => {
-    ws.once('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      // The server, not the client, must end a refused upgrade: a socket left open would hold its shutdown.
-      res.socket.once('close', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
-  });
-  return { ws, refusal };
-}
-
 /** Opens a live screen; rejects with the HTTP status if the upgrade is refused. */
-function watch(url: string, options: Options = {}): Promise<Watcher> {
-  const { ws, refusal } = connect(url, options);
+function watch(url: string, options: WsOptions = {}): Promise<Watcher> {
+  const { ws, refusal } = connectWs(url, options);
   const watcher: Watcher = {
     ws,
     messages: [],
@@ -59,15 +41,6 @@ function watch(url: string, options: Options = {}): Promise<Watcher> {
     ws.on('error', reject);
     void refusal.then((r) => reject(new Error(`refused: ${r.status} ${JSON.stringify(r.body)}`)));
   });
-}
-
-/** The HTTP answer to an upgrade that must be refused. */
-async function refused(url: string, options: Options = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const { ws, refusal } = connect(url, options);
-  ws.on('error', () => undefined);
-  ws.once('open', () => ws.close());
-  const r = await refusal;
-  return { ...r, headers: new Headers() };
 }
 
 async function stop(watcher: Watcher): Promise<void> {
@@ -182,7 +155,7 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
 
   it('takes the bearer from the Authorization header or a bearer.<token> subprotocol too, and API keys as well as tokens', async () => {
     const key = await c.createKey(owner);
-    const ways: Array<[string, Options]> = [
+    const ways: Array<[string, WsOptions]> = [
       ['', { headers: { authorization: `Bearer ${owner}` } }],
       ['', { protocols: [`bearer.${owner}`] }],
       [`?token=${key}`, {}],
@@ -200,22 +173,22 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
 
   it('401 before the upgrade without a valid bearer; no other route takes a token from the query', async () => {
     for (const query of ['', '?token=', '?token=mob_forged', `?token=${owner.slice(0, -6)}AAAAAA`]) {
-      const r = await refused(screen(query));
+      const r = await refusedUpgrade(screen(query));
       expect(r.status, query).toBe(401);
       expect(errorCode(r)).toBe('unauthorized');
     }
-    expect((await refused(screen(''), { protocols: ['bearer.forged'] })).status).toBe(401);
+    expect((await refusedUpgrade(screen(''), { protocols: ['bearer.forged'] })).status).toBe(401);
     const r = await c.call('GET', `/sessions/${session}/devices/${serial}/screenshot?token=${owner}`);
     expect(r.status).toBe(401);
   });
 
   it('404 for another organization\'s session or an unknown serial; 403 for an organization the caller is not in', async () => {
     const other = await c.signup('other@live.test');
-    const foreign = await refused(screen(`?token=${other.token}`));
+    const foreign = await refusedUpgrade(screen(`?token=${other.token}`));
     expect(foreign.status).toBe(404);
     expect(errorCode(foreign)).toBe('session_not_found');
-    expect((await refused(screen(`?token=${owner}`, session, 'no-such-serial'))).status).toBe(404);
-    const outsider = await refused(screen(`?token=${owner}&org=${other.personalOrgId}`));
+    expect((await refusedUpgrade(screen(`?token=${owner}`, session, 'no-such-serial'))).status).toBe(404);
+    const outsider = await refusedUpgrade(screen(`?token=${owner}&org=${other.personalOrgId}`));
     expect(outsider.status).toBe(403);
     expect(errorCode(outsider)).toBe('not_a_member');
     // X-Organization-Id, when a client can send it, wins over ?org=
@@ -244,7 +217,7 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
     await framesFor(w);
     await c.call('POST', `/sessions/${session}/devices/${serial}/release`, { token: owner });
     expect(await w.closed).toEqual({ code: 4001, reason: 'device released' });
-    const r = await refused(screen(`?token=${owner}`));
+    const r = await refusedUpgrade(screen(`?token=${owner}`));
     expect(r.status).toBe(409);
     expect(errorCode(r)).toBe('device_not_in_use');
   });

@@ -2,7 +2,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
+import { connectWs, refusedUpgrade, type WsOptions } from '../support/ws.js';
 import { errorCode } from '../support/engine.js';
 import { waitFor } from '../support/lab.js';
 import { sshdOrSkip, startMacLab, type MacLab } from '../support/mac-lab.js';
@@ -29,26 +30,8 @@ interface Term {
   until(pattern: RegExp, from?: number, timeoutMs?: number): Promise<RegExpMatchArray>;
 }
 
-interface Options {
-  headers?: Record<string, string>;
-  protocols?: string[];
-}
-
-/** A WebSocket, and the HTTP answer if the upgrade is refused, once the server has closed that connection. */
-function connect(url: string, options: Options) {
-  const ws = new WebSocket(url, options.protocols ?? [], { headers: options.headers });
-  const refusal = new Promise<{ status: number; body: any }>((resolve) => {
-    ws.once('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.socket.once('close', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
-  });
-  return { ws, refusal };
-}
-
-function attach(url: string, options: Options = {}): Promise<Term> {
-  const { ws, refusal } = connect(url, options);
+function attach(url: string, options: WsOptions = {}): Promise<Term> {
+  const { ws, refusal } = connectWs(url, options);
   const term: Term = {
     ws,
     output: '',
@@ -72,14 +55,6 @@ function attach(url: string, options: Options = {}): Promise<Term> {
     ws.on('error', reject);
     void refusal.then((r) => reject(new Error(`refused: ${r.status} ${JSON.stringify(r.body)}`)));
   });
-}
-
-/** The HTTP answer to an upgrade that must be refused. */
-async function refused(url: string, options: Options = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const { ws, refusal } = connect(url, options);
-  ws.on('error', () => undefined);
-  ws.once('open', () => ws.close());
-  return { ...(await refusal), headers: new Headers() };
 }
 
 async function detach(term: Term): Promise<void> {
@@ -218,7 +193,7 @@ describe.skipIf(!hasSshd)('instance terminal over a WebSocket (real sshd, script
 
   it('takes the bearer from the Authorization header, a bearer.<token> subprotocol, or an API key', async () => {
     const key = await lab.c.createKey(lab.owner);
-    const ways: Array<[string, Options]> = [
+    const ways: Array<[string, WsOptions]> = [
       ['', { headers: { authorization: `Bearer ${lab.owner}` } }],
       ['', { protocols: [`bearer.${lab.owner}`] }],
       [`?token=${key}`, {}],
@@ -232,19 +207,19 @@ describe.skipIf(!hasSshd)('instance terminal over a WebSocket (real sshd, script
 
   it('refuses before the upgrade: 401 bad token, 403 readonly member, 404 another organization, 409 not ready, 400, 426', async () => {
     for (const query of ['', '?token=', '?token=mob_forged', `?token=${lab.owner.slice(0, -6)}AAAAAA`]) {
-      const r = await refused(url(query));
+      const r = await refusedUpgrade(url(query));
       expect(r.status, query).toBe(401);
       expect(errorCode(r)).toBe('unauthorized');
     }
-    expect((await refused(url(''), { protocols: ['bearer.forged'] })).status).toBe(401);
+    expect((await refusedUpgrade(url(''), { protocols: ['bearer.forged'] })).status).toBe(401);
 
     const other = await lab.c.signup('other@term.test');
-    const foreign = await refused(url(`?token=${other.token}`));
+    const foreign = await refusedUpgrade(url(`?token=${other.token}`));
     expect(foreign.status).toBe(404);
     expect(errorCode(foreign)).toBe('session_not_found');
     const otherSession = await lab.newSession(other.token);
-    expect((await refused(url(`?token=${other.token}`, otherSession))).status).toBe(404);
-    const unknown = await refused(url(undefined, session, UNKNOWN));
+    expect((await refusedUpgrade(url(`?token=${other.token}`, otherSession))).status).toBe(404);
+    const unknown = await refusedUpgrade(url(undefined, session, UNKNOWN));
     expect(unknown.status).toBe(404);
     expect(errorCode(unknown)).toBe('instance_not_found');
 
@@ -252,7 +227,7 @@ describe.skipIf(!hasSshd)('instance terminal over a WebSocket (real sshd, script
     lab.macs[0]!.holdIp(true);
     try {
       const held = await lab.create(session);
-      const notReady = await refused(url(undefined, session, held.id));
+      const notReady = await refusedUpgrade(url(undefined, session, held.id));
       expect(notReady.status).toBe(409);
       expect(errorCode(notReady)).toBe('instance_not_ready');
       await lab.c.call('POST', `/sessions/${session}/instances/${held.id}/release`, { token: lab.owner });
@@ -267,15 +242,15 @@ describe.skipIf(!hasSshd)('instance terminal over a WebSocket (real sshd, script
     const shared = await lab.newSession(lab.owner, org);
     // The role is checked first, whatever the instance's state.
     const theirs = await lab.create(shared, lab.owner, org);
-    const readonly = await refused(url(`?token=${reader.token}&org=${org}`, shared, theirs.id));
+    const readonly = await refusedUpgrade(url(`?token=${reader.token}&org=${org}`, shared, theirs.id));
     expect(readonly.status).toBe(403);
     expect(errorCode(readonly)).toBe('insufficient_role');
     await lab.c.call('POST', `/sessions/${shared}/instances/${theirs.id}/release`, { token: lab.owner, org });
     await tornDown(theirs.id);
 
-    const badSize = await refused(url(`?token=${lab.owner}&cols=0`));
+    const badSize = await refusedUpgrade(url(`?token=${lab.owner}&cols=0`));
     expect(badSize.status).toBe(400);
-    expect((await refused(url(`?token=${lab.owner}&name=${encodeURIComponent('no spaces')}`))).status).toBe(400);
+    expect((await refusedUpgrade(url(`?token=${lab.owner}&name=${encodeURIComponent('no spaces')}`))).status).toBe(400);
     const plain = await lab.c.call('GET', `/sessions/${session}/instances/${instance}/terminal`, { token: lab.owner });
     expect(plain.status).toBe(426);
     expect(errorCode(plain)).toBe('websocket_required');
@@ -341,7 +316,7 @@ describe.skipIf(!hasSshd)('instance terminal over a WebSocket (real sshd, script
     await lab.c.call('POST', `/sessions/${session}/instances/${second.id}/release`, { token: lab.owner });
     expect(await a.closed).toEqual({ code: 4001, reason: 'instance released' });
     expect(await b.closed).toEqual({ code: 4001, reason: 'instance released' });
-    const r = await refused(url(undefined, session, second.id));
+    const r = await refusedUpgrade(url(undefined, session, second.id));
     expect(r.status).toBe(409);
     expect(errorCode(r)).toBe('instance_not_ready');
   });
