@@ -3,21 +3,10 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, errorCode } from '../support/engine.js';
-import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
 const ANDROID = { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] };
-
-async function allocateInUse(c: ReturnType<typeof client>, token: string, name?: string) {
-  const session = (await c.call('POST', '/sessions', { token })).body.id as string;
-  const body = name ? { filters: [...ANDROID.filters, { attribute: 'name', operator: 'EQUALS', value: name }] } : ANDROID;
-  const a = (await c.call('POST', `/sessions/${session}/devices`, { token, body })).body;
-  const d = await waitFor('in_use', async () => {
-    const x = (await c.call('GET', `/sessions/${session}/devices`, { token })).body.data.find((y: { id: string }) => y.id === a.id);
-    return x?.status === 'in_use' ? x : undefined;
-  });
-  return { session, serial: d.info.serial as string, id: a.id as string };
-}
 
 describe.skipIf(!hasAdb)('device control on an in_use phone', () => {
   let lab: TestLab;

@@ -4,10 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
 import { connectWs, refusedUpgrade, type WsOptions } from '../support/ws.js';
 import { client, errorCode } from '../support/engine.js';
-import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
-const ANDROID = [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }];
 
 interface Watcher {
   ws: WebSocket;
@@ -49,17 +48,6 @@ async function stop(watcher: Watcher): Promise<void> {
 }
 
 const framesFor = (w: Watcher, n = 1) => waitFor(`${n} frames`, () => w.frames.length >= n);
-
-async function allocateInUse(c: ReturnType<typeof client>, token: string, name: string) {
-  const session = (await c.call('POST', '/sessions', { token })).body.id as string;
-  const body = { filters: [...ANDROID, { attribute: 'name', operator: 'EQUALS', value: name }] };
-  const a = (await c.call('POST', `/sessions/${session}/devices`, { token, body })).body;
-  const d = await waitFor('in_use', async () => {
-    const x = (await c.call('GET', `/sessions/${session}/devices/${a.id}`, { token })).body;
-    return x.status === 'in_use' ? x : undefined;
-  });
-  return { session, serial: d.info.serial as string };
-}
 
 const screenUrl = (lab: TestLab, session: string, serial: string, query: string) =>
   `${lab.engine.api.replace(/^http/, 'ws')}/sessions/${session}/devices/${serial}/screen${query}`;

@@ -1,5 +1,5 @@
 import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, type AdbServer, type SimulatedPhoneOptions } from './android-sim/index.js';
-import { startEngine, type TestEngine } from './engine.js';
+import { startEngine, type client, type TestEngine } from './engine.js';
 import type { EngineConfig } from '../../src/main/engine/config.js';
 
 /**
@@ -78,4 +78,17 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Allocates an Android phone (by model name, if given) in a new session and waits until it is in_use. */
+export async function allocateInUse(c: ReturnType<typeof client>, token: string, name?: string) {
+  const session = (await c.call('POST', '/sessions', { token })).body.id as string;
+  const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }];
+  if (name) filters.push({ attribute: 'name', operator: 'EQUALS', value: name });
+  const a = (await c.call('POST', `/sessions/${session}/devices`, { token, body: { filters } })).body;
+  const d = await waitFor(`${a.id} to be in_use`, async () => {
+    const x = (await c.call('GET', `/sessions/${session}/devices/${a.id}`, { token })).body;
+    return x.status === 'in_use' ? x : undefined;
+  });
+  return { session, serial: d.info.serial as string, id: a.id as string };
 }

@@ -69,18 +69,7 @@ export const CreateTestResultBody = Type.Object({
 export type CreateTestResultBody = Static<typeof CreateTestResultBody>;
 
 /** Only the fields present change; null clears a nullable field. */
-export const UpdateTestResultBody = Type.Object({
-  name: Type.Optional(Name),
-  userAgent: Type.Optional(UserAgent),
-  status: Type.Optional(TestResultStatus),
-  git: Type.Optional(Nullable(Git)),
-  tags: Type.Optional(Tags),
-  environment: Type.Optional(Environment),
-  stats: Type.Optional(Stats),
-  sessionId: Type.Optional(SessionId),
-  startedAt: Type.Optional(Nullable(DateTime)),
-  finishedAt: Type.Optional(Nullable(DateTime)),
-});
+export const UpdateTestResultBody = Type.Partial(CreateTestResultBody);
 export type UpdateTestResultBody = Static<typeof UpdateTestResultBody>;
 
 export const TestResultListQuery = Type.Object({
