@@ -13,6 +13,8 @@ export interface EngineConfig {
   port: number;
   /** PEM files; required to listen beyond loopback, because LAN sharing is HTTPS only. */
   tls?: { certFile: string; keyFile: string };
+  /** Where LAN sharing (a lab setting) serves HTTPS on all interfaces, with the lab's self-signed certificate. */
+  lanPort: number;
   dataDir: string;
   /** The lab owner's account, created on the first start with an empty data dir. */
   ownerEmail: string;
@@ -55,6 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     host: env.BENCHTOP_HOST || '127.0.0.1',
     port: intFrom(env.BENCHTOP_PORT, 7676, 'BENCHTOP_PORT'),
     tls: env.BENCHTOP_TLS_CERT && env.BENCHTOP_TLS_KEY ? { certFile: env.BENCHTOP_TLS_CERT, keyFile: env.BENCHTOP_TLS_KEY } : undefined,
+    lanPort: intFrom(env.BENCHTOP_LAN_PORT, 7677, 'BENCHTOP_LAN_PORT'),
     dataDir: env.BENCHTOP_DATA_DIR || join(homedir(), '.benchtop'),
     ownerEmail: env.BENCHTOP_OWNER_EMAIL || 'owner@benchtop.local',
     ownerPassword: env.BENCHTOP_OWNER_PASSWORD || undefined,

@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { buildServer } from './api/server.js';
 import type { App } from './api/http.js';
+import { LanServer } from './api/lan-server.js';
 import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
-import { labOwnerId } from './services/lab.js';
+import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
 import { InstanceManager } from './services/instances.js';
@@ -42,8 +43,14 @@ function tokenSecretOf(db: Db): Uint8Array {
   return Buffer.from(secret, 'base64');
 }
 
-/** `secrets` replaces the 0600 file in the data dir: the desktop app passes the OS keychain. */
-export function createEngine(config: EngineConfig, options: { now?: () => number; secrets?: SecretStore } = {}): Engine {
+/**
+ * `secrets` replaces the 0600 file in the data dir: the desktop app passes the OS keychain. `nativeBinding` is the
+ * better-sqlite3 addon to load instead of the Node build: the desktop app's, built for Electron's ABI.
+ */
+export function createEngine(
+  config: EngineConfig,
+  options: { now?: () => number; secrets?: SecretStore; nativeBinding?: string } = {},
+): Engine {
   let db: Db | undefined;
   let app: App | undefined;
   let ctx: EngineContext | undefined;
@@ -65,11 +72,11 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
             'set BENCHTOP_TLS_CERT and BENCHTOP_TLS_KEY to PEM files, or keep the default 127.0.0.1.',
         );
       }
-      db = openDb(config.dataDir);
+      db = openDb(config.dataDir, { nativeBinding: options.nativeBinding });
       const log = (message: string) => {
         if (config.logLevel !== 'silent') console.warn(`[benchtop] ${message}`);
       };
-      fleet = createFleet(config, log);
+      fleet = createFleet({ ...config, adb: adbAddressOf(config, settingStore(db)) }, log);
       ctx = {
         config,
         stores: createStores(db),
@@ -78,6 +85,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
         tokenSecret: tokenSecretOf(db),
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
+      ctx.lanSharing = new LanServer(ctx, VERSION);
       ctx.devices = new DeviceAllocator(ctx, fleet, {
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,
@@ -91,6 +99,10 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
       const owner = await ensureLabOwner(ctx);
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
+      // LAN sharing stays on across restarts; a port taken meanwhile leaves it off (and says so) rather than the lab.
+      if (isLanSharingOn(ctx.stores.settings)) {
+        await ctx.lanSharing.enable().catch((error: Error) => log(`LAN sharing is off: ${error.message}`));
+      }
       // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
       ctx.instances.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
@@ -112,6 +124,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
         await ctx?.instances?.stop();
         ctx?.devices?.stop();
         await fleet?.stop();
+        await ctx?.lanSharing?.disable();
         await app?.close();
         db?.close();
       })();

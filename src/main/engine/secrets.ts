@@ -5,6 +5,8 @@ import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from '
  * go into SQLite, a log line or an API response. Async, so that the desktop app can put the OS keychain behind it.
  */
 export interface SecretStore {
+  /** Where the secrets live: "file" tells the lab owner that no OS keychain (Secret Service) was found. */
+  readonly kind: 'keychain' | 'file';
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
   delete(key: string): Promise<void>;
@@ -17,6 +19,7 @@ export const SECRETS_FILE = 'secrets.json';
  * rename, so a crash leaves either the old or the new file, never half of one.
  */
 export class FileSecretStore implements SecretStore {
+  readonly kind = 'file';
   private values: Record<string, string> | undefined;
 
   constructor(private readonly path: string) {}

@@ -38,7 +38,46 @@ export const CreateApiKeyBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const LabSettings = Type.Object({ signupOpen: Type.Boolean() });
-export const LabSettingsPatch = Type.Object({ signupOpen: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
+const AdbAddress = Type.Object(
+  {
+    host: Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9._:-]+$', description: 'Host name or IP address of the adb server.' }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+  },
+  { additionalProperties: false },
+);
+const Quota = Type.Integer({ minimum: 0, maximum: 10_000 });
+
+export const LabSettings = Type.Object({
+  signupOpen: Type.Boolean(),
+  lanSharing: Type.Object({
+    enabled: Type.Boolean({ description: 'The API and GUI are also served over HTTPS on every interface.' }),
+    port: Type.Integer(),
+    urls: Type.Array(Type.String(), { description: 'One https URL per LAN IPv4 address, then the host name; empty while disabled.' }),
+    certificateSha256: Nullable(Type.String({ description: "The self-signed certificate's SHA-256 fingerprint, for teammates to check; null until first enabled." })),
+  }),
+  secretStore: Type.Union([Type.Literal('keychain'), Type.Literal('file')], {
+    description: 'Where Mac host credentials are kept: "file" means no OS keychain was found, and they are in a 0600 file in the data dir.',
+  }),
+  adb: Type.Object(
+    { enabled: Type.Boolean(), host: Type.String(), port: Type.Integer() },
+    { description: 'The adb server the Android fleet tracks. A changed address takes effect at the next start of Benchtop.' },
+  ),
+  quotas: Type.Object(
+    { devices: Type.Integer(), instances: Type.Integer() },
+    { description: 'Devices and instances each organization may hold at once.' },
+  ),
+});
+export type LabSettings = Static<typeof LabSettings>;
+
+export const LabSettingsPatch = Type.Object(
+  {
+    signupOpen: Type.Optional(Type.Boolean()),
+    lanSharing: Type.Optional(Type.Boolean()),
+    adb: Type.Optional(AdbAddress),
+    quotas: Type.Optional(Type.Object({ devices: Type.Optional(Quota), instances: Type.Optional(Quota) }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
+export type LabSettingsPatch = Static<typeof LabSettingsPatch>;
 
 export { RoleName };

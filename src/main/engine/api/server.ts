@@ -57,11 +57,15 @@ const SPEC_TAGS = [
   'Billing', 'Test Results', 'Files', 'Apps', 'Extensions',
 ];
 
-/** Builds the HTTP server: one Fastify app, every route under /api/v1 with a schema, errors in one shape. */
-export async function buildServer(ctx: EngineContext, version: string): Promise<App> {
+/**
+ * Builds the HTTP server: one Fastify app, every route under /api/v1 with a schema, errors in one shape.
+ * `https` makes it serve TLS with that certificate: LAN sharing's second server, on the same context.
+ */
+export async function buildServer(ctx: EngineContext, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const tls = ctx.config.tls;
+  const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const app = Fastify({
-    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
+    ...(https ? { https } : {}),
     bodyLimit: BODY_LIMIT,
     logger: ctx.config.logLevel === 'silent' ? false : {
       level: ctx.config.logLevel,

@@ -7,6 +7,7 @@ import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
 import type { DeviceAllocator } from './devices.js';
 import type { InstanceManager } from './instances.js';
+import type { LanSharing } from './lab.js';
 
 /** What every service function works with. */
 export interface EngineContext {
@@ -24,6 +25,8 @@ export interface EngineContext {
   instances: InstanceManager;
   /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */
   secrets: SecretStore;
+  /** The HTTPS server on all interfaces that LAN sharing switches on and off. */
+  lanSharing: LanSharing;
 }
 
 /** Who is calling: an interactive (JWT) user, or an API key acting for the user who created it. */

@@ -5,6 +5,7 @@ import type { Phone, PhoneDriver } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import { requireRole } from './auth.js';
 import type { EngineContext, Scope } from './context.js';
+import { labQuotas } from './lab.js';
 
 /** The hardware side the allocator needs: which phones are attached, and a driver for each. */
 export interface PhoneSource {
@@ -110,10 +111,11 @@ export class DeviceAllocator {
     if (!fleet.all().some((phone) => matches(phone, filters))) {
       throw new ServiceError('not_found', 'no_matching_device', 'No device in this lab matches those filters, now or offline.');
     }
-    if (devices.activeCount(scope.organization.id) >= this.ctx.config.deviceConcurrencyQuota) {
+    const quota = labQuotas(this.ctx).devices;
+    if (devices.activeCount(scope.organization.id) >= quota) {
       throw conflict(
         'concurrency_limit',
-        `This organization already holds ${this.ctx.config.deviceConcurrencyQuota} devices, its quota. Release one first.`,
+        `This organization already holds ${quota} devices, its quota. Release one first.`,
       );
     }
     const id = randomUUID();

@@ -5,6 +5,7 @@ import type { InstanceRow } from '../store/instances.js';
 import type { MacHostRow } from '../store/mac-hosts.js';
 import { requireRole } from './auth.js';
 import type { EngineContext, Scope } from './context.js';
+import { labQuotas } from './lab.js';
 import { hostSecrets } from './mac-hosts.js';
 import { Terminals, type SharedTerminal, type TerminalSize } from './terminals.js';
 
@@ -107,7 +108,7 @@ export class InstanceManager {
     const id = randomUUID();
     const organizationId = scope.organization.id;
     db.transaction(() => {
-      const quota = this.ctx.config.instanceConcurrencyQuota;
+      const quota = labQuotas(this.ctx).instances;
       if (instances.activeCount(organizationId) >= quota) {
         throw conflict('concurrency_limit', `This organization already has ${quota} active instances, its quota. Release one first.`);
       }

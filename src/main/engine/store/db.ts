@@ -12,11 +12,14 @@ export const DB_FILE = 'benchtop.db';
  *
  * WAL with synchronous=FULL: a commit is on disk before the statement returns, so a kill -9 at any moment
  * loses no acknowledged write, and the next open replays the WAL by itself.
+ *
+ * `nativeBinding` is the path of a better_sqlite3.node to load instead of the one in node_modules: Electron needs a
+ * build for its own ABI, kept apart so that the Node build (tests, npm run serve) is never replaced.
  */
-export function openDb(dataDir: string): Db {
+export function openDb(dataDir: string, options: { nativeBinding?: string } = {}): Db {
   if (!existsSync(dataDir)) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, DB_FILE);
-  const db = new Database(path);
+  const db = new Database(path, options.nativeBinding ? { nativeBinding: options.nativeBinding } : {});
   chmodSync(path, 0o600);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');

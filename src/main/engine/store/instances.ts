@@ -47,6 +47,7 @@ export function instanceStore(db: Db, sessionParts: Version) {
   const activeInOrg = db.prepare<[string], { n: number }>(
     "SELECT count(*) AS n FROM instances WHERE organization_id = ? AND status IN ('provisioning', 'ready')",
   );
+  const activeInLab = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM instances WHERE status IN ('provisioning', 'ready')");
   const onHost = db.prepare<[string], InstanceRow>(
     `SELECT ${COLUMNS} FROM instances WHERE host_id = ? AND torn_down_at IS NULL ORDER BY created_at`,
   );
@@ -78,6 +79,8 @@ export function instanceStore(db: Db, sessionParts: Version) {
       sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
     /** provisioning or ready: what the organization's quota counts. */
     activeCount: (organizationId: string) => activeInOrg.get(organizationId)!.n,
+    /** provisioning or ready, across every organization: the lab's running instances. */
+    activeTotal: () => activeInLab.get()!.n,
     /** Every instance still holding a slot on the host (not yet torn down), oldest first. */
     onHost: (hostId: string) => onHost.all(hostId),
     /**

@@ -22,7 +22,7 @@ export function labRoutes(app: App, ctx: EngineContext, version: string): void {
   });
 
   app.patch('/lab/settings', {
-    schema: { tags, operationId: 'updateLabSettings', summary: 'Open or close sign-up (lab owner)', security: BEARER, body: LabSettingsPatch, response: responses({ 200: LabSettings }, [400, 401, 403]) },
+    schema: { tags, operationId: 'updateLabSettings', summary: 'Change lab settings: sign-up, LAN sharing, the adb address, quotas (lab owner); only the fields given change', security: BEARER, body: LabSettingsPatch, response: responses({ 200: LabSettings }, [400, 401, 403]) },
   }, (req) => {
     requireOwner(callerOf(req));
     return updateLabSettings(ctx, req.body);
