@@ -1,6 +1,6 @@
 // npm start: build the app and run it in Electron, or say in one line why that cannot happen on this machine.
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 
-// This is the lookup require('electron') does, minus its fallback: when the binary is missing, that require starts
-// a download, which cannot succeed offline and buries the cause under its output.
+// This is the lookup require('electron') does (ELECTRON_OVERRIDE_DIST_PATH included), minus its fallback: when the
+// binary is missing, that require starts a download, which cannot succeed offline and buries the cause under its output.
 function electronBinary() {
   let electronDir;
   try {
@@ -19,8 +19,43 @@ function electronBinary() {
   }
   const pathFile = join(electronDir, 'path.txt');
   if (!existsSync(pathFile)) return undefined;
-  const binary = join(electronDir, 'dist', readFileSync(pathFile, 'utf8'));
+  const distDir = process.env.ELECTRON_OVERRIDE_DIST_PATH || join(electronDir, 'dist');
+  const binary = join(distDir, readFileSync(pathFile, 'utf8'));
   return existsSync(binary) ? binary : undefined;
+}
+
+// src/main/index.ts loads the addon from this same path.
+const NATIVE_DIR = join(root, 'out', 'native', 'better-sqlite3');
+
+/**
+ * better-sqlite3 built for Electron's ABI, in a copy of the package under out/native: the Node build in node_modules,
+ * which the tests and `npm run serve` load, is never replaced. The package's own install script does the work
+ * (prebuild-install, else node-gyp), told to target Electron; it runs again only when Electron's version changes.
+ */
+function prepareElectronSqlite() {
+  const electronVersion = require('electron/package.json').version;
+  const stamp = join(NATIVE_DIR, '.electron-version');
+  const binding = join(NATIVE_DIR, 'build', 'Release', 'better_sqlite3.node');
+  if (existsSync(binding) && existsSync(stamp) && readFileSync(stamp, 'utf8') === electronVersion) return;
+  console.log(`Building better-sqlite3 for Electron ${electronVersion} in ${NATIVE_DIR}`);
+  const source = dirname(require.resolve('better-sqlite3/package.json'));
+  rmSync(NATIVE_DIR, { recursive: true, force: true });
+  cpSync(source, NATIVE_DIR, { recursive: true, filter: (path) => !path.startsWith(join(source, 'build')) });
+  const env = {
+    ...process.env,
+    npm_config_runtime: 'electron',
+    npm_config_target: electronVersion,
+    npm_config_disturl: 'https://electronjs.org/headers',
+    npm_config_arch: process.arch,
+  };
+  // nodedir points node-gyp at Node's headers, which are the wrong ones for Electron.
+  delete env.npm_config_nodedir;
+  const built = spawnSync('npm', ['run', 'install'], { cwd: NATIVE_DIR, env, stdio: 'inherit' });
+  if (built.status !== 0) {
+    console.error(`Could not build better-sqlite3 for Electron ${electronVersion}; see the output above.`);
+    process.exit(1);
+  }
+  writeFileSync(stamp, electronVersion);
 }
 
 const electron = electronBinary();
@@ -32,8 +67,7 @@ if (!electron) {
 const { build } = await import('electron-vite');
 await build({ root });
 
-// The engine's better-sqlite3 must also be built for Electron's ABI rather than Node's before this window can open
-// its database; building it belongs to the desktop packaging work, not to this script.
+prepareElectronSqlite();
 const child = spawn(electron, [root], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,16 +1,27 @@
 /**
  * Electron entry: the same engine as `npm run serve`, run in-process, behind one window and a tray.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { app, dialog, nativeImage } from 'electron';
 import { loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
+import { describeLabSummary, labSummary } from './engine/services/lab.js';
 import { registerIpcHandlers } from './desktop/ipc.js';
+import { openSecretStore } from './desktop/keychain.js';
 import { createTray } from './desktop/tray.js';
 import { confineToOrigin, showMainWindow } from './desktop/window.js';
 
+/** better-sqlite3 built for Electron's ABI by `npm start` (scripts/start.mjs), apart from the Node build. */
+function electronSqlite(): string | undefined {
+  const binding = join(app.getAppPath(), 'out', 'native', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  return existsSync(binding) ? binding : undefined;
+}
+
 async function main(): Promise<void> {
-  const engine = createEngine(loadConfig(process.env));
+  const config = loadConfig(process.env);
+  const secrets = await openSecretStore(config.dataDir, (message) => console.warn(`[benchtop] ${message}`));
+  const engine = createEngine(config, { secrets, nativeBinding: electronSqlite() });
 
   // Quitting waits for in-flight requests and closes the database, so no write is cut off mid-transaction.
   let engineStopped = false;
@@ -35,11 +46,11 @@ async function main(): Promise<void> {
 
   const origin = engine.url;
   confineToOrigin(origin);
-  registerIpcHandlers(engine);
+  registerIpcHandlers(engine, secrets);
 
   const icon = nativeImage.createFromPath(join(app.getAppPath(), 'resources', 'icon.png'));
   const open = () => showMainWindow(origin, icon);
-  const tray = createTray(icon, { open, quit: () => app.quit() });
+  const tray = createTray(icon, { open, quit: () => app.quit(), summary: () => describeLabSummary(labSummary(engine.context)) });
   // The icon goes as soon as quitting starts, so its menu cannot reopen a lab that is draining. This listener also
   // holds the only reference to the tray, which would vanish from the system tray if garbage-collected.
   app.once('before-quit', () => tray.destroy());

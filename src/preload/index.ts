@@ -1,5 +1,5 @@
 /**
- * Runs sandboxed, with context isolation: the page gets these three calls and never ipcRenderer itself.
+ * Runs sandboxed, with context isolation: the page gets these few calls and never ipcRenderer itself.
  */
 import { contextBridge, ipcRenderer } from 'electron';
 import { BRIDGE_GLOBAL, IPC_CHANNELS, type DesktopBridge } from '../main/desktop/ipc-channels.js';
@@ -8,6 +8,8 @@ const bridge: DesktopBridge = {
   getApiOrigin: () => ipcRenderer.invoke(IPC_CHANNELS.getApiOrigin),
   getOwnerToken: () => ipcRenderer.invoke(IPC_CHANNELS.getOwnerToken),
   openExternal: (url) => ipcRenderer.invoke(IPC_CHANNELS.openExternal, url),
+  keychainGet: (account) => ipcRenderer.invoke(IPC_CHANNELS.keychainGet, account),
+  keychainSet: (account, secret) => ipcRenderer.invoke(IPC_CHANNELS.keychainSet, account, secret),
 };
 
 contextBridge.exposeInMainWorld(BRIDGE_GLOBAL, bridge);

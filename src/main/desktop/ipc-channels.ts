@@ -17,6 +17,13 @@ export interface DesktopBridge {
   getOwnerToken(): Promise<OwnerToken>;
   /** Opens an http(s) URL in the user's browser; anything else is refused. */
   openExternal(url: string): Promise<void>;
+  /**
+   * The page's own secrets in the OS keychain (or, without one, the 0600 file), under Benchtop's service name and
+   * apart from the engine's: the page can neither read nor overwrite a Mac host's credentials through these.
+   * `account` is 1 to 100 letters, digits, dots, dashes or underscores; null when nothing is saved.
+   */
+  keychainGet(account: string): Promise<string | null>;
+  keychainSet(account: string, secret: string): Promise<void>;
 }
 
 export const BRIDGE_GLOBAL = 'benchtop';
@@ -26,4 +33,6 @@ export const IPC_CHANNELS: { readonly [K in keyof DesktopBridge]: string } = {
   getApiOrigin: 'benchtop:get-api-origin',
   getOwnerToken: 'benchtop:get-owner-token',
   openExternal: 'benchtop:open-external',
+  keychainGet: 'benchtop:keychain-get',
+  keychainSet: 'benchtop:keychain-set',
 };

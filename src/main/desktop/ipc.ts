@@ -1,6 +1,8 @@
 import { ipcMain, type IpcMainInvokeEvent } from 'electron';
 import type { Engine } from '../engine/engine.js';
+import type { SecretStore } from '../engine/secrets.js';
 import { IPC_CHANNELS, type DesktopBridge } from './ipc-channels.js';
+import { pageSecrets } from './page-secrets.js';
 import { openExternal } from './window.js';
 
 /** Arguments arrive from the page, so each handler takes them as unknown and checks them itself. */
@@ -8,7 +10,8 @@ type Handlers = {
   [K in keyof DesktopBridge]: (...args: unknown[]) => ReturnType<DesktopBridge[K]> | Awaited<ReturnType<DesktopBridge[K]>>;
 };
 
-export function registerIpcHandlers(engine: Engine): void {
+export function registerIpcHandlers(engine: Engine, secrets: SecretStore): void {
+  const keychain = pageSecrets(secrets);
   const handlers: Handlers = {
     getApiOrigin: () => engine.url,
     getOwnerToken: () => engine.ownerToken(),
@@ -16,6 +19,8 @@ export function registerIpcHandlers(engine: Engine): void {
       if (typeof url !== 'string') throw new TypeError('openExternal takes a URL string.');
       return openExternal(url);
     },
+    keychainGet: (account) => keychain.get(account),
+    keychainSet: (account, secret) => keychain.set(account, secret),
   };
 
   for (const method of Object.keys(handlers) as (keyof DesktopBridge)[]) {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { app, BrowserWindow, session, shell, type NativeImage } from 'electron';
+import { contentSecurityPolicy } from './csp.js';
 
 const PRELOAD = join(import.meta.dirname, '../preload/index.cjs');
 
@@ -29,7 +30,8 @@ export function showMainWindow(origin: string, icon: NativeImage): void {
 
 /**
  * The app shows only the engine's own pages. Links, window.open and navigations elsewhere go to the user's
- * browser, and no request may leave for another host, so no page can pull in remote content. Call once, after ready.
+ * browser, and no request may leave for another host, so no page can pull in remote content. Every response carries
+ * a strict CSP, set here rather than trusted to the server. Call once, after ready.
  */
 export function confineToOrigin(origin: string): void {
   const engineHost = new URL(origin).host;
@@ -42,6 +44,13 @@ export function confineToOrigin(origin: string): void {
     { urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*'] },
     (details, callback) => callback({ cancel: !isEngine(details.url) }),
   );
+  const csp = contentSecurityPolicy(origin);
+  session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
+    const headers = Object.fromEntries(
+      Object.entries(details.responseHeaders ?? {}).filter(([name]) => name.toLowerCase() !== 'content-security-policy'),
+    );
+    callback({ responseHeaders: { ...headers, 'Content-Security-Policy': [csp] } });
+  });
   session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false));
 
   app.on('web-contents-created', (_event, contents) => {
