@@ -63,7 +63,7 @@ describe('POST /auth/signup', () => {
 
   it('403 once the lab owner closes sign-up, and open again when reopened', async () => {
     const closed = await c.call('PATCH', '/lab/settings', { token: owner, body: { signupOpen: false } });
-    expect(closed.body).toEqual({ signupOpen: false });
+    expect(closed.body).toMatchObject({ signupOpen: false });
     const r = await c.call('POST', '/auth/signup', { body: { email: 'late@lab.test', password: 'password-1' } });
     expect(r.status).toBe(403);
     expect(errorCode(r)).toBe('signup_closed');
@@ -78,7 +78,7 @@ describe('POST /auth/signup', () => {
     expect(errorCode(r)).toBe('not_lab_owner');
     const key = await c.createKey(owner);
     expect((await c.call('GET', '/lab/settings', { token: key })).status).toBe(403);
-    expect((await c.call('GET', '/lab/settings', { token: owner })).body).toEqual({ signupOpen: true });
+    expect((await c.call('GET', '/lab/settings', { token: owner })).body).toMatchObject({ signupOpen: true });
   });
 });
 
