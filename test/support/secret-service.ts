@@ -105,7 +105,7 @@ async function untilAnswering(address: string): Promise<void> {
         await new AsyncEntry('benchtop-test', 'ready', { linux: { store: 'secret-service' } }).getPassword();
         return;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`GNOME Keyring did not answer on ${address}: ${(error as Error).message}`);
+        if (Date.now() > deadline) throw new Error(`GNOME Keyring did not answer on ${address}: ${(error as Error).message}`, { cause: error });
         await new Promise((r) => setTimeout(r, 50));
       }
     }
