@@ -28,6 +28,8 @@ try {
     }
   }
   console.log(`Benchtop is serving ${url}/api/v1 (data: ${config.dataDir})`);
+  const lan = engine.context.lanSharing.status();
+  if (lan.enabled) console.log(`LAN sharing is on: ${lan.urls.join(', ')} (certificate SHA-256 ${lan.certificateSha256})`);
 } catch (error) {
   console.error(`Benchtop could not start: ${(error as Error).message}`);
   process.exit(1);
