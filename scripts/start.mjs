@@ -50,7 +50,7 @@ function prepareElectronSqlite() {
   };
   // nodedir points node-gyp at Node's headers, which are the wrong ones for Electron.
   delete env.npm_config_nodedir;
-  const built = spawnSync('npm', ['run', 'install'], { cwd: NATIVE_DIR, env, stdio: 'inherit' });
+  const built = spawnSync('npm', ['run', 'install'], { cwd: NATIVE_DIR, env, stdio: 'inherit', shell: process.platform === 'win32' });
   if (built.status !== 0) {
     console.error(`Could not build better-sqlite3 for Electron ${electronVersion}; see the output above.`);
     process.exit(1);

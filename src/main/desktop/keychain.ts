@@ -39,7 +39,12 @@ const entry = (key: string) => new AsyncEntry(KEYCHAIN_SERVICE, key, ENTRY_OPTIO
  */
 export async function openSecretStore(dataDir: string, log: (message: string) => void = () => {}): Promise<SecretStore> {
   try {
-    await entry(PROBE_ACCOUNT).getPassword(AbortSignal.timeout(PROBE_TIMEOUT_MS));
+    // A race rather than an AbortSignal: the signal cannot stop a call the keyring's thread has already begun.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)), PROBE_TIMEOUT_MS);
+    });
+    await Promise.race([entry(PROBE_ACCOUNT).getPassword(), timeout]).finally(() => clearTimeout(timer));
     return new KeychainSecretStore();
   } catch (error) {
     log(`No OS keychain answered (${(error as Error).message}); secrets go to a 0600 file in ${dataDir}.`);
