@@ -1,7 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer, type Server } from 'node:net';
-import { statSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAN_CERTIFICATE_FILE, LAN_KEY_FILE } from '../../src/main/engine/api/lan-server.js';
@@ -72,6 +74,7 @@ describe('LAN sharing', () => {
     expect(lan.certificateSha256).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
     expect(lan.urls.length).toBeGreaterThan(0);
     for (const url of lan.urls) expect(url).toMatch(new RegExp(`^https://[^/]+:${lan.port}$`));
+    expect(lan.urls.at(-1)).toBe(`https://${hostname()}:${lan.port}`);
     port = lan.port;
     fingerprint = lan.certificateSha256;
 
@@ -93,9 +96,13 @@ describe('LAN sharing', () => {
     expect(plain.error).toBeDefined();
   });
 
-  it('keeps its key 0600 in the data dir', () => {
+  it('keeps its key 0600 in the data dir, and its certificate names this machine', () => {
     expect(statSync(join(t.dataDir, LAN_KEY_FILE)).mode & 0o777).toBe(0o600);
-    expect(statSync(join(t.dataDir, LAN_CERTIFICATE_FILE)).isFile()).toBe(true);
+    const certificate = new X509Certificate(readFileSync(join(t.dataDir, LAN_CERTIFICATE_FILE)));
+    expect(certificate.fingerprint256).toBe(fingerprint);
+    expect(certificate.checkHost(hostname())).toBe(hostname());
+    expect(certificate.checkIP('127.0.0.1')).toBe('127.0.0.1');
+    expect(Date.parse(certificate.validTo)).toBeGreaterThan(Date.now() + 365 * 86_400_000);
   });
 
   it('a restart re-enables it, with the same certificate', async () => {
@@ -127,7 +134,8 @@ describe('LAN sharing', () => {
     expect((await settings()).lanSharing.enabled).toBe(false);
   });
 
-  it('a LAN port already taken: a 4xx that says so, and LAN sharing stays off', async () => {
+  it('a LAN port already taken: the lab still starts, and turning it on is a 4xx that says so', async () => {
+    expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { lanSharing: true } })).body.lanSharing.enabled).toBe(true);
     const blocker: Server = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '0.0.0.0', resolve));
     const taken = (blocker.address() as import('node:net').AddressInfo).port;
@@ -135,6 +143,7 @@ describe('LAN sharing', () => {
     try {
       const oc = client(other.api);
       const token = await oc.login();
+      expect((await oc.call('GET', '/lab/settings', { token })).body.lanSharing.enabled).toBe(false);
       const r = await oc.call('PATCH', '/lab/settings', { token, body: { lanSharing: true } });
       expect(r.status).toBe(400);
       expect(errorCode(r)).toBe('lan_port_unavailable');
