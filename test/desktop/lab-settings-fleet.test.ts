@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeLabSummary, labSummary } from '../../src/main/engine/services/lab.js';
-import { startAdbServer, type AdbServer } from '../support/android-sim/index.js';
+import { connectToAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../support/android-sim/index.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
@@ -8,12 +8,16 @@ const hasAdb = adbOrSkip();
 
 describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated phone', () => {
   let lab: TestLab;
-  let emptyAdb: AdbServer;
+  /** A second adb server, with a phone of its own. */
+  let otherAdb: AdbServer;
+  let otherPhone: SimulatedPhone;
+  let otherSerial: string;
   let c: ReturnType<typeof client>;
   let owner: string;
 
-  const phoneState = async () =>
-    (await c.call('GET', '/fleet/devices', { token: owner })).body.data.find((p: { serial: string }) => p.serial === lab.serials[0])?.state;
+  const stateOf = async (serial: string) =>
+    (await c.call('GET', '/fleet/devices', { token: owner })).body.data.find((p: { serial: string }) => p.serial === serial)?.state;
+  const phoneState = () => stateOf(lab.serials[0]!);
   const restart = async () => {
     lab.engine = await lab.engine.restart();
     c = client(lab.engine.api);
@@ -21,14 +25,17 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
   };
 
   beforeAll(async () => {
-    [lab, emptyAdb] = await Promise.all([startLab([{ model: 'Pixel 8' }]), startAdbServer()]);
+    [lab, otherAdb] = await Promise.all([startLab([{ model: 'Pixel 8' }]), startAdbServer()]);
+    otherPhone = new SimulatedPhone({ model: 'Pixel 6' });
+    otherSerial = await connectToAdb(await otherPhone.start(), otherAdb.port, { env: otherAdb.env });
     c = client(lab.engine.api);
     owner = await c.login();
     await waitFor('the phone in the fleet', async () => (await phoneState()) === 'device');
   });
   afterAll(async () => {
     await lab?.stop();
-    await emptyAdb?.stop();
+    await otherPhone?.stop();
+    await otherAdb?.stop();
   });
 
   it('the device quota set by the lab owner is the one allocation enforces; the tray summary follows the phone', async () => {
@@ -54,21 +61,36 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
     await waitFor('the phone free again after its cleanup', () => labSummary(context()).phones.free === 1);
   });
 
-  it('the adb address is saved at once and tracked from the next start', async () => {
-    const saved = await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: emptyAdb.port } } });
-    expect(saved.status).toBe(200);
-    expect(saved.body.adb).toEqual({ enabled: true, host: '127.0.0.1', port: emptyAdb.port });
-    // Until the next start the fleet keeps tracking the adb server it started with.
-    expect(await phoneState()).toBe('device');
+  it('a new adb address is tracked at once: an allocated phone goes offline, and is in_use again when it comes back', async () => {
+    const held = await allocateInUse(c, owner);
+    const allocation = async () => (await c.call('GET', `/sessions/${held.session}/devices/${held.id}`, { token: owner })).body.status;
 
-    // An adb server with no phone: the lab's phone is no longer attached.
+    const moved = await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: otherAdb.port } } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.adb).toEqual({ enabled: true, host: '127.0.0.1', port: otherAdb.port });
+    // The new server shows its own phone only: the lab's is gone, and its allocation waits out the grace period.
+    await waitFor('the other server\'s phone', async () => (await stateOf(otherSerial)) === 'device');
+    expect(await phoneState()).toBe('gone');
+    await waitFor('the allocation offline', async () => (await allocation()) === 'offline');
+    expect(labSummary(lab.engine.engine.context).phones).toEqual({ free: 1, inUse: 0 });
+
+    await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: lab.adb.port } } });
+    await waitFor('the phone back through the lab\'s adb server', async () => (await phoneState()) === 'device');
+    await waitFor('the allocation in_use again', async () => (await allocation()) === 'in_use');
+    expect(await stateOf(otherSerial)).toBe('gone');
+    await c.call('POST', `/sessions/${held.session}/devices/${held.id}/release`, { token: owner });
+  });
+
+  it('the saved adb address is the one tracked after a restart', async () => {
+    await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: otherAdb.port } } });
     await restart();
-    expect((await c.call('GET', '/lab/settings', { token: owner })).body.adb.port).toBe(emptyAdb.port);
-    await waitFor('the phone gone from the empty adb server', async () => (await phoneState()) === 'gone');
-    expect(labSummary(lab.engine.engine.context).phones).toEqual({ free: 0, inUse: 0 });
+    expect((await c.call('GET', '/lab/settings', { token: owner })).body.adb).toEqual({ enabled: true, host: '127.0.0.1', port: otherAdb.port });
+    await waitFor('the other server\'s phone after the restart', async () => (await stateOf(otherSerial)) === 'device');
+    expect(await phoneState()).toBe('gone');
 
     await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: lab.adb.port } } });
     await restart();
     await waitFor('the phone back through the lab\'s adb server', async () => (await phoneState()) === 'device');
+    expect(await stateOf(otherSerial)).toBe('gone');
   });
 });

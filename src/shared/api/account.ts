@@ -60,7 +60,7 @@ export const LabSettings = Type.Object({
   }),
   adb: Type.Object(
     { enabled: Type.Boolean(), host: Type.String(), port: Type.Integer() },
-    { description: 'The adb server the Android fleet tracks. A changed address takes effect at the next start of Benchtop.' },
+    { description: 'The adb server the Android fleet tracks; a changed address is tracked at once, and kept across restarts.' },
   ),
   quotas: Type.Object(
     { devices: Type.Integer(), instances: Type.Integer() },

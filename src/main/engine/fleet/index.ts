@@ -7,6 +7,8 @@ import type { Phone, PhoneDriver } from './types.js';
 export interface Fleet extends PhoneSource {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Moves the Android fleet to another adb server; absent when the Android fleet is off. */
+  retarget?(address: { host: string; port: number }): Promise<void>;
 }
 
 /** A fleet with no phones, for an engine whose Android fleet is switched off (BENCHTOP_ADB=off). */

@@ -27,6 +27,8 @@ export interface EngineContext {
   secrets: SecretStore;
   /** The HTTPS server on all interfaces that LAN sharing switches on and off. */
   lanSharing: LanSharing;
+  /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
+  retargetAdb?: (address: { host: string; port: number }) => Promise<void>;
 }
 
 /** Who is calling: an interactive (JWT) user, or an API key acting for the user who created it. */

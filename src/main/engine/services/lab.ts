@@ -38,7 +38,7 @@ export function labQuotas(ctx: EngineContext): { devices: number; instances: num
 
 /**
  * The adb server to track: the address the lab owner saved, else the configured one; null when BENCHTOP_ADB=off.
- * Read when the fleet starts, so a saved change takes effect at the next start.
+ * Read when the fleet starts; a change saved while it runs is applied at once as well (updateLabSettings).
  */
 export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddress | null {
   if (!config.adb) return null;
@@ -66,7 +66,13 @@ export async function updateLabSettings(ctx: EngineContext, patch: LabSettingsPa
   if (patch.lanSharing === false) await ctx.lanSharing.disable();
   if (patch.lanSharing !== undefined) settings.set(LAN_SHARING, String(patch.lanSharing));
   if (patch.signupOpen !== undefined) settings.set(SIGNUP_OPEN, String(patch.signupOpen));
-  if (patch.adb) settings.set(ADB_ADDRESS, JSON.stringify({ host: patch.adb.host, port: patch.adb.port }));
+  if (patch.adb) {
+    const address = { host: patch.adb.host, port: patch.adb.port };
+    settings.set(ADB_ADDRESS, JSON.stringify(address));
+    // Not awaited: an address that does not answer may take the OS's whole connect timeout, and the fleet keeps
+    // retrying it anyway. The old server's phones are dropped before this returns; the new one's arrive as read.
+    void ctx.retargetAdb?.(address);
+  }
   if (patch.quotas?.devices !== undefined) settings.set(DEVICE_QUOTA, String(patch.quotas.devices));
   if (patch.quotas?.instances !== undefined) settings.set(INSTANCE_QUOTA, String(patch.quotas.instances));
   return labSettings(ctx);

@@ -29,16 +29,18 @@ export interface AndroidFleetEvents {
  * adbkit starts the adb server itself when none answers and `adb` is on PATH.
  */
 export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
-  readonly client: Client;
+  client: Client;
   private readonly phones = new Map<string, Phone>();
   private tracker: Tracker | undefined;
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
   private batteryTimer: NodeJS.Timeout | undefined;
   private lastProblem: string | undefined;
+  /** Bumped when the fleet moves to another adb server: what the old one still reports is dropped. */
+  private generation = 0;
 
   constructor(
-    readonly address: { host: string; port: number },
+    public address: { host: string; port: number },
     private readonly log: (message: string) => void,
   ) {
     super();
@@ -59,6 +61,26 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     this.tracker?.end();
   }
 
+  /**
+   * Tracks another adb server from now on (the lab owner saved a new address). The phones seen through the old one
+   * are gone; the new one's are reported as they are read, so an allocated phone that shows up again under the same
+   * serial within the grace period keeps its allocation.
+   */
+  async retarget(address: { host: string; port: number }): Promise<void> {
+    this.generation++;
+    clearTimeout(this.retry);
+    const old = this.tracker;
+    this.tracker = undefined;
+    // Its end is ours, not the server's: no retry against the old address.
+    old?.removeAllListeners('end');
+    old?.end();
+    this.address = address;
+    this.client = Adb.createClient({ host: address.host, port: address.port });
+    this.lastProblem = undefined;
+    for (const serial of [...this.phones.keys()]) this.onRemove(serial);
+    await this.track();
+  }
+
   list(): Phone[] {
     return [...this.phones.values()];
   }
@@ -72,20 +94,24 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   }
 
   private async track(): Promise<void> {
+    const generation = this.generation;
+    const current = () => generation === this.generation;
     try {
       const devices = await this.client.listDevices();
-      await Promise.all(devices.map((d: AdbDevice) => this.onDevice(d)));
+      await Promise.all(devices.map((d: AdbDevice) => this.onDevice(d, generation)));
+      if (!current()) return;
       for (const serial of this.phones.keys()) if (!devices.some((d: AdbDevice) => d.id === serial)) this.onRemove(serial);
       const tracker = await this.client.trackDevices();
+      if (!current()) return void tracker.end();
       this.tracker = tracker;
       this.lastProblem = undefined;
-      tracker.on('add', (d: AdbDevice) => void this.onDevice(d));
-      tracker.on('change', (d: AdbDevice) => void this.onDevice(d));
-      tracker.on('remove', (d: AdbDevice) => this.onRemove(d.id));
+      tracker.on('add', (d: AdbDevice) => void this.onDevice(d, generation));
+      tracker.on('change', (d: AdbDevice) => void this.onDevice(d, generation));
+      tracker.on('remove', (d: AdbDevice) => current() && this.onRemove(d.id));
       tracker.on('error', () => undefined);
       tracker.on('end', () => this.scheduleRetry('the adb server closed the device tracker'));
     } catch (error) {
-      this.scheduleRetry((error as Error).message);
+      if (current()) this.scheduleRetry((error as Error).message);
     }
   }
 
@@ -98,7 +124,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     this.retry = setTimeout(() => void this.track(), RETRY_MS);
   }
 
-  private async onDevice(device: AdbDevice): Promise<void> {
+  private async onDevice(device: AdbDevice, generation: number): Promise<void> {
     const known = this.phones.get(device.id);
     const state = device.type === 'device' || device.type === 'emulator' ? 'device' : device.type === 'unauthorized' ? 'unauthorized' : 'offline';
     let phone: Phone = known
@@ -113,7 +139,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
         phone = { ...phone, state: 'offline' };
       }
     }
-    if (this.stopped) return;
+    if (this.stopped || generation !== this.generation) return;
     this.phones.set(device.id, phone);
     this.emit('phone', phone);
   }
