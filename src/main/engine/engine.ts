@@ -86,8 +86,7 @@ export function createEngine(
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
       ctx.lanSharing = new LanServer(ctx, VERSION);
-      const android = fleet;
-      if (android.retarget) ctx.retargetAdb = (address) => android.retarget!(address);
+      ctx.retargetAdb = fleet.retarget?.bind(fleet);
       ctx.devices = new DeviceAllocator(ctx, fleet, {
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,

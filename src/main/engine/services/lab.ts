@@ -21,7 +21,12 @@ export interface LanSharing {
 
 type Settings = EngineContext['stores']['settings'];
 type AdbAddress = { host: string; port: number };
+/** loadConfig's default: what the settings show while the Android fleet is off and no address was saved. */
 const DEFAULT_ADB: AdbAddress = { host: '127.0.0.1', port: 5037 };
+const savedAdb = (settings: Settings): AdbAddress | undefined => {
+  const saved = settings.get(ADB_ADDRESS);
+  return saved ? (JSON.parse(saved) as AdbAddress) : undefined;
+};
 
 export const labOwnerId = (ctx: EngineContext) => ctx.stores.settings.get(OWNER_SETTING);
 export const isSignupOpen = (ctx: EngineContext) => ctx.stores.settings.get(SIGNUP_OPEN) !== 'false';
@@ -41,15 +46,11 @@ export function labQuotas(ctx: EngineContext): { devices: number; instances: num
  * Read when the fleet starts; a change saved while it runs is applied at once as well (updateLabSettings).
  */
 export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddress | null {
-  if (!config.adb) return null;
-  const saved = settings.get(ADB_ADDRESS);
-  return saved ? (JSON.parse(saved) as AdbAddress) : config.adb;
+  return config.adb && (savedAdb(settings) ?? config.adb);
 }
 
 export function labSettings(ctx: EngineContext): LabSettings {
-  const { settings } = ctx.stores;
-  const saved = settings.get(ADB_ADDRESS);
-  const adb = saved ? (JSON.parse(saved) as AdbAddress) : (ctx.config.adb ?? DEFAULT_ADB);
+  const adb = savedAdb(ctx.stores.settings) ?? ctx.config.adb ?? DEFAULT_ADB;
   return {
     signupOpen: isSignupOpen(ctx),
     lanSharing: ctx.lanSharing.status(),
