@@ -6,7 +6,7 @@ import { KEYCHAIN_SERVICE, openSecretStore } from '../../src/main/desktop/keycha
 import { pageSecrets } from '../../src/main/desktop/page-secrets.js';
 import { loadConfig } from '../../src/main/engine/config.js';
 import { createEngine, type Engine } from '../../src/main/engine/engine.js';
-import { SECRETS_FILE, type SecretStore } from '../../src/main/engine/secrets.js';
+import { FileSecretStore, SECRETS_FILE, type SecretStore } from '../../src/main/engine/secrets.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { secretServiceOrSkip, secretToolLookup, startSecretService, type SecretService } from '../support/secret-service.js';
 
@@ -102,6 +102,21 @@ describe.skipIf(!hasSecretService)('the OS keychain (GNOME Keyring over a privat
     } finally {
       await engine.stop();
     }
+  });
+
+  it('moves what a headless run left in the 0600 file into the keychain, and removes the file', async () => {
+    const dataDir = tempDir();
+    // What `npm run serve` uses on the same data dir.
+    await new FileSecretStore(join(dataDir, SECRETS_FILE)).set('mac-host:moved', 'from the file');
+
+    useBus(service.address);
+    const said: string[] = [];
+    const store = await openSecretStore(dataDir, (m) => said.push(m));
+    expect(store.kind).toBe('keychain');
+    expect(await store.get('mac-host:moved')).toBe('from the file');
+    expect(secretToolLookup(service.address, { service: KEYCHAIN_SERVICE, username: 'mac-host:moved' })).toBe('from the file');
+    expect(existsSync(join(dataDir, SECRETS_FILE))).toBe(false);
+    expect(said.join('\n')).toContain('Moved 1 credentials');
   });
 
   it('the bridge\'s keychain calls reach only the page\'s own entries, and check what the page sends', async () => {

@@ -3,6 +3,7 @@
  * Service of GNOME Keyring or KWallet on Linux) through @napi-rs/keyring. No Electron import, so it runs on Node.
  */
 import { AsyncEntry, type EntryOptions } from '@napi-rs/keyring';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from '../engine/secrets.js';
 
@@ -36,6 +37,8 @@ const entry = (key: string) => new AsyncEntry(KEYCHAIN_SERVICE, key, ENTRY_OPTIO
 /**
  * The keychain when it answers, probed once with a read; otherwise (no D-Bus session, no Secret Service, a keyring
  * left locked) the 0600 file in the data dir, which the engine reports as secretStore "file" so Settings warns.
+ * Credentials a headless run (or a start without a keychain) left in that file move into the keychain, so a Mac
+ * host added then keeps working, and no copy stays behind in the file.
  */
 export async function openSecretStore(dataDir: string, log: (message: string) => void = () => {}): Promise<SecretStore> {
   try {
@@ -45,9 +48,18 @@ export async function openSecretStore(dataDir: string, log: (message: string) =>
       timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)), PROBE_TIMEOUT_MS);
     });
     await Promise.race([entry(PROBE_ACCOUNT).getPassword(), timeout]).finally(() => clearTimeout(timer));
-    return new KeychainSecretStore();
   } catch (error) {
     log(`No OS keychain answered (${(error as Error).message}); secrets go to a 0600 file in ${dataDir}.`);
     return new FileSecretStore(join(dataDir, SECRETS_FILE));
   }
+  const keychain = new KeychainSecretStore();
+  const file = join(dataDir, SECRETS_FILE);
+  if (existsSync(file)) {
+    const left = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+    // The file is newer than anything the keychain holds for the same key: each move empties it.
+    for (const [key, value] of Object.entries(left)) await keychain.set(key, value);
+    rmSync(file);
+    log(`Moved ${Object.keys(left).length} credentials from ${file} into the OS keychain.`);
+  }
+  return keychain;
 }
