@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import type { CreateFileBody } from '../../../shared/api/files.js';
 import { BlobSourceError, type StagedBlob } from '../blobs/blob-store.js';
 import { NotAnApp, readAppInfo } from '../blobs/app-reader.js';
@@ -41,7 +41,7 @@ export interface UploadQuery {
 
 class TooLarge extends Error {}
 
-/** Passes at most `max` bytes through, and fails the stream past that: a PUT cannot fill the disk. */
+/** Passes at most `max` bytes through, and fails past that: a PUT cannot fill the disk beyond what it declared. */
 function capped(source: Readable, max: number): Readable {
   let seen = 0;
   const cap = new Transform({
@@ -50,8 +50,9 @@ function capped(source: Readable, max: number): Readable {
       done(seen > max ? new TooLarge() : null, chunk);
     },
   });
-  pipeline(source, cap, () => {});
-  return cap;
+  // Not pipeline(): that would destroy the request on a cap, and the client could never read the 400.
+  source.on('error', (error) => cap.destroy(error));
+  return source.pipe(cap);
 }
 
 /**
