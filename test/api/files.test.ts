@@ -28,8 +28,8 @@ const uniqueApk = (extra: Partial<Parameters<typeof buildApk>[0]> = {}) =>
 const declare = (bytes: Buffer, token = owner, filename = 'app.apk', org?: string) =>
   c.call('POST', '/files', { token, org, body: { filename, filesize: bytes.length, sha256: sha256(bytes) } });
 
-async function put(url: string, bytes: Buffer | string, headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(url, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', ...headers }, body: bytes });
+async function put(url: string, bytes: Buffer, headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(url, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', ...headers }, body: new Uint8Array(bytes) });
   return { status: res.status, body: await res.json(), headers: res.headers };
 }
 
@@ -236,7 +236,7 @@ describe('the signed URL', () => {
   it('400 when the query is missing its parts; 400 file_too_large past the declared size; 404 for a deleted file', async () => {
     const apk = uniqueApk();
     const created = await declare(apk);
-    const bare = await put(created.body.upload.url.split('?')[0], apk);
+    const bare = await put(created.body.upload.url.split('?')[0]!, apk);
     expect(bare.status).toBe(400);
     errorCode(bare);
 
@@ -413,7 +413,7 @@ describe('declared statuses', () => {
     const doc = (await c.call('GET', '/openapi.json')).body;
     const op = (path: string, method: string) => doc.paths[`/api/v1${path}`]?.[method];
     for (const [path, method] of [['/files', 'get'], ['/files', 'post'], ['/files/upload', 'post'], ['/files/{fileId}', 'get'],
-      ['/files/{fileId}', 'delete'], ['/files/{fileId}/complete', 'post'], ['/files/{fileId}/content', 'put']]) {
+      ['/files/{fileId}', 'delete'], ['/files/{fileId}/complete', 'post'], ['/files/{fileId}/content', 'put']] as const) {
       expect(op(path, method)?.tags, `${method} ${path}`).toEqual(['Files']);
     }
     expect(op('/apps', 'get').tags).toEqual(['Apps']);
