@@ -408,18 +408,6 @@ describe('declared statuses', () => {
     expect((await c.call('DELETE', `/files/${file.id}`, { token: owner })).status).toBe(204);
     expect((await c.call('GET', `/apps/${file.appId}`, { token: owner })).status).toBe(404);
   });
-
-  it('every operation is in the OpenAPI document under its tag', async () => {
-    const doc = (await c.call('GET', '/openapi.json')).body;
-    const op = (path: string, method: string) => doc.paths[`/api/v1${path}`]?.[method];
-    for (const [path, method] of [['/files', 'get'], ['/files', 'post'], ['/files/upload', 'post'], ['/files/{fileId}', 'get'],
-      ['/files/{fileId}', 'delete'], ['/files/{fileId}/complete', 'post'], ['/files/{fileId}/content', 'put']] as const) {
-      expect(op(path, method)?.tags, `${method} ${path}`).toEqual(['Files']);
-    }
-    expect(op('/apps', 'get').tags).toEqual(['Apps']);
-    expect(op('/apps/{appId}', 'get').tags).toEqual(['Apps']);
-    expect(op('/sessions/{sessionId}/devices/{deviceId}/install', 'post').tags).toEqual(['Extensions']);
-  });
 });
 
 describe('expiry and the sweeper', () => {
