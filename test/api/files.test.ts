@@ -276,6 +276,13 @@ describe('dedup and the direct upload', () => {
     expect(all.filter((f: { sha256: string }) => f.sha256 === sha256(apk))).toHaveLength(1);
   });
 
+  it('uploads of the same bytes at the same time make one file', async () => {
+    const apk = uniqueApk();
+    const replies = await Promise.all([1, 2, 3, 4].map(() => uploadForm(owner, apk)));
+    expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, 201]);
+  });
+
   it('per organization: another organization storing the same bytes gets its own file', async () => {
     const apk = uniqueApk();
     const mine = await store(apk);

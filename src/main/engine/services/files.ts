@@ -202,8 +202,12 @@ export class FileManager {
     return next;
   }
 
-  /** A direct upload: the content was staged from the form; its own SHA-256 decides which file it is. */
+  /**
+   * A direct upload: the content was staged from the form; its own SHA-256 decides which file it is. Everything
+   * after the commit runs without a pause, so that two uploads of the same bytes cannot both create a file.
+   */
   async upload(scope: Scope, filename: string, content: StagedBlob): Promise<{ file: FileRow; created: boolean }> {
+    await content.commit();
     const { files } = this.ctx.stores;
     const now = this.ctx.now();
     const expiresAt = now + this.ctx.config.fileExpiryDays * DAY_MS;
@@ -213,12 +217,10 @@ export class FileManager {
       existing = undefined;
     }
     if (existing && (existing.status === 'ready' || existing.status === 'processing')) {
-      await content.discard();
       const file = { ...existing, expiresAt: Math.max(existing.expiresAt, expiresAt), updatedAt: now };
       files.update(file);
       return { file, created: false };
     }
-    await content.commit();
     const uploaded = { filename, size: content.size, status: 'processing' as const, uploadNonce: null, uploadedSha256: content.sha256, uploadedSize: content.size, expiresAt };
     let file: FileRow;
     if (existing) {
