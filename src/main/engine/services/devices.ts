@@ -265,6 +265,9 @@ export class DeviceAllocator {
       // before installing, so that cleanup removes what installApps adds.
       if (current.packagesBefore === null) this.ctx.stores.devices.setPackagesBefore(row.id, packages);
       await this.installApps(current);
+      // Released, or requeued because the phone went away, while the apps were installing.
+      const installed = this.ctx.stores.devices.get(row.id);
+      if (this.stopped || installed?.status !== 'provisioning' || installed.serial !== serial) return;
       this.ctx.stores.devices.setStatus(row.id, 'in_use');
     } catch (error) {
       if (this.stopped) return;
