@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk, buildIpa, sha256 } from '../support/app-fixtures.js';
@@ -250,6 +251,24 @@ describe('the signed URL', () => {
     const gone = await put(again.body.upload.url, apk);
     expect(gone.status).toBe(404);
     expect(errorCode(gone)).toBe('file_not_found');
+  });
+
+  it('a PUT that breaks off leaves the file waiting for its bytes, and the engine serving', async () => {
+    const apk = uniqueApk();
+    const created = await declare(apk);
+    const url = new URL(created.body.upload.url);
+    await new Promise<void>((resolve) => {
+      const req = request(url, { method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': apk.length * 10 } });
+      req.on('error', () => resolve());
+      req.write(apk, () => setTimeout(() => req.destroy(), 50));
+    });
+    await waitFor('the partial upload to be dropped from staging', () => readdirSync(join(t.dataDir, 'blobs', 'staging')).length === 0);
+    const complete = await c.call('POST', `/files/${created.body.id}/complete`, { token: owner });
+    expect(complete.status).toBe(409);
+    expect(errorCode(complete)).toBe('file_not_uploaded');
+    // A fresh URL finishes the job.
+    const fresh = await declare(apk);
+    expect((await put(fresh.body.upload.url, apk)).status).toBe(200);
   });
 
   it('streams a body sent with any content type, JSON included, without parsing it', async () => {
