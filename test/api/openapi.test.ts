@@ -51,6 +51,16 @@ const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
   ['get', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [200, 401, 404]],
   ['post', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [201, 401, 404]],
   ['get', '/api/v1/test-results/{testResultId}/assets/{assetId}', 'Test Results', [200, 401, 404]],
+  // Files and Apps are preview; the spec shows none of their statuses
+  ['get', '/api/v1/files', 'Files', [200, 400, 401, 403]],
+  ['post', '/api/v1/files', 'Files', [200, 201, 400, 401, 403]],
+  ['post', '/api/v1/files/upload', 'Files', [200, 201, 400, 401, 403]],
+  ['get', '/api/v1/files/{fileId}', 'Files', [200, 401, 403, 404]],
+  ['delete', '/api/v1/files/{fileId}', 'Files', [204, 401, 403, 404]],
+  ['post', '/api/v1/files/{fileId}/complete', 'Files', [200, 401, 403, 404, 409]],
+  ['put', '/api/v1/files/{fileId}/content', 'Files', [200, 400, 403, 404]],
+  ['get', '/api/v1/apps', 'Apps', [200, 400, 401, 403]],
+  ['get', '/api/v1/apps/{appId}', 'Apps', [200, 401, 403, 404]],
 ];
 
 const EXTENSIONS: Array<[string, string]> = [
@@ -74,6 +84,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
+  ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
 ];
 
 describe('GET /api/v1/openapi.json', () => {

@@ -40,6 +40,8 @@ export interface EngineConfig {
   terminalIdleSeconds: number;
   /** The largest test-result asset an upload may carry, in bytes. */
   maxAssetBytes: number;
+  /** How long a stored file (an app binary) is kept after its last upload. */
+  fileExpiryDays: number;
   plans: Record<string, PlanAllowance>;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
@@ -77,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     terminalIdleSeconds: intFrom(env.BENCHTOP_TERMINAL_IDLE_SECONDS, 60, 'BENCHTOP_TERMINAL_IDLE_SECONDS'),
     // Traces and videos of long runs reach hundreds of MB; uploads stream to disk, so the bound is disk, not memory.
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
+    fileExpiryDays: intFrom(env.BENCHTOP_FILE_EXPIRY_DAYS, 30, 'BENCHTOP_FILE_EXPIRY_DAYS'),
     plans: DEFAULT_PLANS,
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
   };

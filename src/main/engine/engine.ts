@@ -12,6 +12,7 @@ import type { EngineContext } from './services/context.js';
 import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
+import { FileManager } from './services/files.js';
 import { InstanceManager } from './services/instances.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
@@ -20,6 +21,8 @@ import { settingStore } from './store/settings.js';
 import type { Db } from './store/db.js';
 
 export const VERSION = '0.1.0';
+/** Expired files and unreferenced blobs are swept this often (and at start). */
+const FILE_SWEEP_INTERVAL_MS = 3600 * 1000;
 
 export interface Engine {
   /** Opens the database, creates the lab owner on first start, and listens. */
@@ -97,6 +100,7 @@ export function createEngine(
         graceMs: config.hostGraceSeconds * 1000,
         log,
       });
+      ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
       const owner = await ensureLabOwner(ctx);
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
@@ -106,6 +110,7 @@ export function createEngine(
       }
       // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
       ctx.instances.start();
+      ctx.files.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
       const devices = ctx.devices;
@@ -124,6 +129,7 @@ export function createEngine(
         await fleetReady;
         await ctx?.instances?.stop();
         ctx?.devices?.stop();
+        await ctx?.files?.stop();
         await fleet?.stop();
         await ctx?.lanSharing?.disable();
         await app?.close();

@@ -17,6 +17,9 @@ import { organizationRoutes } from './routes/organizations.js';
 import { deviceControlRoutes } from './routes/device-control.js';
 import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
+import { fileRoutes } from './routes/files.js';
+import { appRoutes } from './routes/apps.js';
+import { installRoutes } from './routes/installs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { validatorCompiler } from './validation.js';
@@ -175,6 +178,9 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     fleetRoutes(a, ctx);
     labHostRoutes(a, ctx);
     instanceRoutes(a, ctx);
+    fileRoutes(a, ctx);
+    appRoutes(a, ctx);
+    installRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

@@ -12,8 +12,12 @@ function makeAjv(coerceTypes: boolean) {
   return ajv;
 }
 
-/** A multipart body is streamed by its handler, which checks each part as it arrives; its schema only documents the form. */
+/**
+ * A multipart or raw binary body is streamed by its handler, which checks what arrives; its schema only documents
+ * the body.
+ */
 const streamedBody = () => true;
+const STREAMED = new Set(['multipart/form-data', 'application/octet-stream']);
 
 /**
  * Query strings, params and headers arrive as text, so their numbers are coerced. JSON bodies are not:
@@ -24,7 +28,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
   return ({ schema, httpPart, contentType }) => {
-    if (httpPart === 'body' && contentType === 'multipart/form-data') return streamedBody;
+    if (httpPart === 'body' && contentType !== undefined && STREAMED.has(contentType)) return streamedBody;
     return (httpPart === 'body' ? strict : coercing).compile(schema as object);
   };
 }

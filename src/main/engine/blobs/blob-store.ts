@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { access, mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { access, mkdir, open, readdir, rename, rm, stat, utimes, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -152,6 +152,9 @@ export class BlobStore {
     const target = this.pathOf(sha256);
     if (await exists(target)) {
       await rm(staged, { force: true });
+      // Fresh again: the sweeper spares recent blobs, so content committed just before its row is written survives.
+      const now = new Date();
+      await utimes(target, now, now);
       return;
     }
     const dir = join(this.root, sha256.slice(0, 2));
@@ -164,6 +167,23 @@ export class BlobStore {
     } finally {
       await handle.close();
     }
+  }
+
+  /** Every stored blob, with when it was last committed (ms since the epoch). */
+  async list(): Promise<Array<{ sha256: string; committedAt: number }>> {
+    const out: Array<{ sha256: string; committedAt: number }> = [];
+    for (const dir of await readdir(this.root)) {
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue;
+      for (const name of await readdir(join(this.root, dir))) {
+        const info = await stat(join(this.root, dir, name)).catch(() => undefined);
+        if (info && /^[0-9a-f]{64}$/.test(name)) out.push({ sha256: name, committedAt: info.mtimeMs });
+      }
+    }
+    return out;
+  }
+
+  async remove(sha256: string): Promise<void> {
+    await rm(this.pathOf(sha256), { force: true });
   }
 
   /** Opens a stored blob for reading; rejects (ENOENT) if it is not there. */

@@ -46,6 +46,8 @@ export interface PhoneDriver {
   prepare(): Promise<string[]>;
   /** Uninstalls what was added since `packagesBefore`, force-stops apps, goes home, resets rotation. */
   cleanup(packagesBefore: readonly string[]): Promise<void>;
+  /** Installs the app file at a local path (an APK on Android), replacing an earlier version. */
+  install(appPath: string): Promise<void>;
   screenshot(): Promise<Buffer>;
   elements(): Promise<UiElement[]>;
   act(action: DeviceAction): Promise<ActionResult>;

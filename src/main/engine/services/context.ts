@@ -6,6 +6,7 @@ import type { Stores } from '../store/index.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
 import type { DeviceAllocator } from './devices.js';
+import type { FileManager } from './files.js';
 import type { InstanceManager } from './instances.js';
 import type { LanSharing } from './lab.js';
 
@@ -21,6 +22,8 @@ export interface EngineContext {
   blobs: BlobStore;
   /** Device allocation over the fleet; set once the engine has started its fleet. */
   devices: DeviceAllocator;
+  /** Stored files (app binaries) and their apps. */
+  files: FileManager;
   /** Mac instances on the lab's hosts, and the hosts' health. */
   instances: InstanceManager;
   /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */

@@ -24,6 +24,9 @@ export interface AllocatorOptions {
   log: (message: string) => void;
 }
 
+/** An installApps file that could not be installed: the allocation is released as install_failed. */
+class InstallFailed extends Error {}
+
 const FILE_REF = /^file:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -103,11 +106,13 @@ export class DeviceAllocator {
     const { sessions, devices, fleet } = this.ctx.stores;
     if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
     const filters = checkFilters(request.filters);
-    for (const ref of request.installApps ?? []) {
+    const installs = (request.installApps ?? []).map((ref) => {
       if (!FILE_REF.test(ref)) throw invalid('invalid_install_apps', `installApps entries look like file:<fileId>, not "${ref}".`);
-      // Stored files arrive with the Files API; until a file exists, every reference is unknown.
-      throw new ServiceError('not_found', 'file_not_found', `No file ${ref.slice(5)} in this organization.`);
-    }
+      const file = this.ctx.files.readyFile(scope, ref);
+      const platform = filters.find((f) => f.attribute === 'platform')?.value;
+      if (file.platform !== platform) throw invalid('wrong_platform', `${ref} is an ${file.platform} app; this allocation asks for ${platform}.`);
+      return file.id;
+    });
     if (!fleet.all().some((phone) => matches(phone, filters))) {
       throw new ServiceError('not_found', 'no_matching_device', 'No device in this lab matches those filters, now or offline.');
     }
@@ -130,6 +135,7 @@ export class DeviceAllocator {
       filters: JSON.stringify(filters),
       now: this.ctx.now(),
     });
+    this.ctx.stores.files.addInstalls(id, installs);
     this.serveQueue();
     return devices.get(id)!;
   }
@@ -257,7 +263,13 @@ export class DeviceAllocator {
       if (this.stopped) return;
       const current = this.ctx.stores.devices.get(row.id);
       if (current?.status !== 'provisioning' || current.serial !== serial) return;
-      this.ctx.stores.devices.setPackagesBefore(row.id, packages);
+      // Kept from a preparation a restart interrupted, which may have installed some of the apps already. Recorded
+      // before installing, so that cleanup removes what installApps adds.
+      if (current.packagesBefore === null) this.ctx.stores.devices.setPackagesBefore(row.id, packages);
+      await this.installApps(current);
+      // Released, or requeued because the phone went away, while the apps were installing.
+      const installed = this.ctx.stores.devices.get(row.id);
+      if (this.stopped || installed?.status !== 'provisioning' || installed.serial !== serial) return;
       this.ctx.stores.devices.setStatus(row.id, 'in_use');
     } catch (error) {
       if (this.stopped) return;
@@ -265,9 +277,22 @@ export class DeviceAllocator {
       if (current?.status !== 'provisioning') return;
       this.options.log(`${serial}: preparing allocation ${row.id} failed: ${(error as Error).message}`);
       if (!this.attached(serial)) this.requeue(current);
-      else this.finish(current, this.ctx.now(), 'provisioning_failed');
+      else this.finish(current, this.ctx.now(), error instanceof InstallFailed ? 'install_failed' : 'provisioning_failed');
     } finally {
       this.preparing.delete(row.id);
+    }
+  }
+
+  /** Installs the allocation's installApps, in order, before it goes in_use. */
+  private async installApps(row: DeviceAllocationRow): Promise<void> {
+    for (const fileId of this.ctx.stores.files.installsOf(row.id)) {
+      const file = this.ctx.stores.files.get(fileId, row.organizationId, this.ctx.now());
+      if (file?.status !== 'ready') throw new InstallFailed(`file ${fileId} is no longer stored`);
+      try {
+        await withTimeout(this.phones.driver(row.serial!).install(this.ctx.files.pathOf(file)), this.options.prepareTimeoutMs, `Installing ${file.filename}`);
+      } catch (error) {
+        throw new InstallFailed(`installing ${file.filename}: ${(error as Error).message}`);
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 import { apiKeyStore } from './api-keys.js';
 import type { Db } from './db.js';
 import { deviceAllocationStore } from './devices.js';
+import { fileStore } from './files.js';
 import { fleetStore } from './fleet.js';
 import { instanceStore } from './instances.js';
 import { invitationStore } from './invitations.js';
@@ -35,6 +36,7 @@ export function createStores(db: Db) {
     usage: usageStore(db),
     settings: settingStore(db),
     testResults: testResultStore(db),
+    files: fileStore(db),
   };
 }
 

@@ -223,4 +223,53 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX device_allocations_by_org ON device_allocations(organization_id, created_at);
   CREATE INDEX usage_ledger_open ON usage_ledger(subject_id) WHERE ended_at IS NULL;
   `,
+  `
+  -- Stored app binaries (Files, preview). The content lives in the blob store under the SHA-256 the upload really
+  -- had (uploaded_sha256), checked against the declared one at completion. One file per organization and content.
+  -- upload_nonce is the single use of the signed upload URL: the PUT that clears it is the only one that counts.
+  CREATE TABLE files (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    created_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    filename        TEXT NOT NULL,
+    size            INTEGER NOT NULL,
+    sha256          TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('pendingUpload', 'processing', 'ready', 'failed')),
+    failure_reason  TEXT,
+    platform        TEXT,
+    bundle_id       TEXT,
+    metadata        TEXT,
+    app_id          TEXT REFERENCES apps(id) ON DELETE SET NULL,
+    upload_nonce    TEXT,
+    uploaded_sha256 TEXT,
+    uploaded_size   INTEGER,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    UNIQUE (organization_id, sha256),
+    UNIQUE (organization_id, created_at)
+  );
+  CREATE INDEX files_by_app ON files(app_id, created_at);
+  CREATE INDEX files_by_expiry ON files(expires_at);
+
+  -- Apps: ready files grouped by organization, platform and bundle id.
+  CREATE TABLE apps (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    platform        TEXT NOT NULL,
+    bundle_id       TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    UNIQUE (organization_id, platform, bundle_id),
+    UNIQUE (organization_id, created_at)
+  );
+
+  -- The files an allocation asked for in installApps, installed in this order before it goes in_use.
+  CREATE TABLE allocation_installs (
+    allocation_id TEXT NOT NULL REFERENCES device_allocations(id) ON DELETE CASCADE,
+    position      INTEGER NOT NULL,
+    file_id       TEXT NOT NULL,
+    PRIMARY KEY (allocation_id, position)
+  );
+  `,
 ];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from './adb-client.js';
 import { XMLParser } from 'fast-xml-parser';
 import type { ActionResult, Button, DeviceAction, PhoneDriver, UiElement } from '../types.js';
@@ -99,6 +100,25 @@ export class AndroidDriver implements PhoneDriver {
     await this.shell('input keyevent KEYCODE_HOME');
     await this.shell('settings put system accelerometer_rotation 0');
     await this.shell('settings put system user_rotation 0');
+  }
+
+  /**
+   * Pushes the APK to /data/local/tmp (the one place `pm` may read from on every Android version) and installs it
+   * over any earlier version, like `adb install -r`; the pushed copy is removed whatever happens.
+   */
+  async install(apkPath: string): Promise<void> {
+    const remote = `/data/local/tmp/benchtop-${randomUUID()}.apk`;
+    const transfer = await this.client.getDevice(this.serial).push(apkPath, remote);
+    await new Promise<void>((resolve, reject) => {
+      transfer.on('end', resolve);
+      transfer.on('error', reject);
+    });
+    try {
+      const output = await this.shell(`pm install -r ${quote(remote)}`);
+      if (!/^Success/m.test(output)) throw new Error(output.trim().split('\n').pop() || 'pm install printed nothing');
+    } finally {
+      await this.shell(`rm -f ${quote(remote)}`);
+    }
   }
 
   async screenshot(): Promise<Buffer> {

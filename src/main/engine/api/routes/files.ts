@@ -1,0 +1,164 @@
+import multipart, { type Multipart } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { List, Uuid } from '../../../../shared/api/common.js';
+import { AppMetadata, CreatedFile, CreateFileBody, FileListQuery, FileUploadForm, StoredFile } from '../../../../shared/api/files.js';
+import { BlobSourceError, type StagedBlob } from '../../blobs/blob-store.js';
+import { invalid } from '../../domain/errors.js';
+import { iso } from '../../domain/time.js';
+import type { FileRow } from '../../store/files.js';
+import { requireRole } from '../../services/auth.js';
+import type { EngineContext } from '../../services/context.js';
+import type { UploadInstructions } from '../../services/files.js';
+import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
+import { list } from '../present.js';
+
+const FileParams = Type.Object({ fileId: Uuid });
+const UploadQuery = Type.Object({
+  expires: Type.Integer({ minimum: 0 }),
+  nonce: Type.String({ minLength: 1, maxLength: 100 }),
+  signature: Type.String({ minLength: 1, maxLength: 100 }),
+});
+const FIELDS = 10;
+const FIELD_BYTES = 64 * 1024;
+
+export const presentFile = (f: FileRow): StoredFile => ({
+  id: f.id,
+  filename: f.filename,
+  size: f.size,
+  sha256: f.sha256,
+  status: f.status,
+  ...(f.failureReason ? { failureReason: f.failureReason } : {}),
+  ...(f.platform ? { platform: f.platform } : {}),
+  ...(f.bundleId ? { bundleId: f.bundleId } : {}),
+  ...(f.metadata ? { metadata: f.metadata as AppMetadata } : {}),
+  ...(f.appId ? { appId: f.appId } : {}),
+  createdAt: iso(f.createdAt),
+  expiresAt: iso(f.expiresAt),
+});
+
+const presentCreated = (f: FileRow, upload: UploadInstructions | undefined): CreatedFile => ({
+  ...presentFile(f),
+  ...(upload ? { upload: { ...upload, expiresAt: iso(upload.expiresAt) } } : {}),
+});
+
+/** The engine's own origin as the client reached it, so that a LAN client gets an upload URL it can reach. */
+const originOf = (req: FastifyRequest) => `${req.protocol}://${req.host}`;
+
+/**
+ * Streams the form's file part to the blob store; the part's own filename names the file. The whole form is read,
+ * so that the reply follows the request's end.
+ */
+async function readForm(ctx: EngineContext, request: FastifyRequest, form: { filename?: string; content?: StagedBlob }): Promise<void> {
+  if (!request.isMultipart()) throw invalid('invalid_upload', 'Send the app as multipart/form-data with the field file.');
+  const parts = request.parts();
+  for (;;) {
+    let next: IteratorResult<Multipart>;
+    try {
+      next = await parts.next();
+    } catch (error) {
+      if ((error as { code?: string }).code === 'FST_FILES_LIMIT') throw invalid('invalid_upload', 'Send one file per upload, in the form field "file".');
+      throw invalid('invalid_upload', `The multipart form is malformed: ${(error as Error).message}.`);
+    }
+    if (next.done) break;
+    const part = next.value;
+    if (part.type === 'field') continue;
+    if (part.fieldname !== 'file') throw invalid('invalid_upload', `Send the app in the form field "file", not "${part.fieldname}".`);
+    form.filename = part.filename.trim();
+    try {
+      form.content = await ctx.blobs.stage(part.file);
+    } catch (error) {
+      if (error instanceof BlobSourceError) throw invalid('invalid_upload', 'The upload ended before the file was complete.');
+      throw error;
+    }
+    if (part.file.truncated) {
+      throw invalid('file_too_large', `The file is larger than the lab's limit of ${ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
+    }
+  }
+  if (!form.content) throw invalid('invalid_upload', 'The upload has no file part: send the app as the form field "file".');
+  if (!form.filename || form.filename.length > 255) throw invalid('invalid_upload', 'The file part needs a filename of 1 to 255 characters.');
+}
+
+/** Whatever the request still holds is read and dropped, so that the client can finish sending and read the error. */
+function drain(req: FastifyRequest): void {
+  req.raw.unpipe();
+  req.raw.resume();
+}
+
+export function fileRoutes(app: App, ctx: EngineContext): void {
+  const tags = ['Files'];
+
+  app.get('/files', {
+    schema: { tags, operationId: 'listFiles', summary: 'Stored files, newest first, cursor paginated (expired files are gone)', security: BEARER, headers: OrganizationHeader, querystring: FileListQuery, response: responses({ 200: List(StoredFile) }, [400, 401, 403]) },
+  }, (req) => {
+    const { limit = 100, before } = req.query;
+    const page = ctx.files.list(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined });
+    return list(page.files.map(presentFile), page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+  });
+
+  app.post('/files', {
+    schema: { tags, operationId: 'createFile', summary: 'Declare a file by name, size and SHA-256, and get a signed URL to PUT its bytes to', description: 'The same SHA-256 in the same organization is the same file: a ready or processing one is answered 200 without an upload; one still waiting for its bytes, or failed, gets a fresh upload URL (200). A new file is 201 with status pendingUpload. The URL is on this engine, single-use, and expires after an hour. Then call POST /files/{id}/complete.', security: BEARER, headers: OrganizationHeader, body: CreateFileBody, response: responses({ 200: CreatedFile, 201: CreatedFile }, [400, 401, 403]) },
+  }, (req, reply) => {
+    const { file, upload, created } = ctx.files.create(scopeOf(ctx, req), req.body, originOf(req));
+    return reply.code(created ? 201 : 200).send(presentCreated(file, upload));
+  });
+
+  app.get('/files/:fileId', {
+    schema: { tags, operationId: 'getFile', summary: 'A stored file, with its app metadata once ready', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 200: StoredFile }, [401, 403, 404]) },
+  }, (req) => presentFile(ctx.files.get(scopeOf(ctx, req), req.params.fileId)));
+
+  app.delete('/files/:fileId', {
+    schema: { tags, operationId: 'deleteFile', summary: 'Delete a stored file; its bytes go with the next sweep unless something else uses them', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 204: Type.Null() }, [401, 403, 404]) },
+  }, (req, reply) => {
+    ctx.files.delete(scopeOf(ctx, req), req.params.fileId);
+    return reply.code(204).send();
+  });
+
+  app.post('/files/:fileId/complete', {
+    schema: { tags, operationId: 'completeFile', summary: 'Check the uploaded bytes against the declared size and SHA-256: processing, then ready, or failed with a failureReason', description: 'Idempotent: a file past pendingUpload is answered as it is. 409 file_not_uploaded while no bytes have arrived.', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 200: StoredFile }, [401, 403, 404, 409]) },
+  }, (req) => presentFile(ctx.files.complete(scopeOf(ctx, req), req.params.fileId)));
+
+  // The two uploads read their bodies as streams, so no parser may buffer them: each gets a scope of its own.
+  app.register(async (instance) => {
+    instance.removeAllContentTypeParsers();
+    instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    const scoped = instance as unknown as App;
+    scoped.put('/files/:fileId/content', {
+      config: { public: true },
+      schema: { tags, operationId: 'uploadFileContent', summary: 'The signed upload URL: PUT the raw bytes', description: 'No bearer: the signed URL is the credential. 403 upload_url_invalid (altered or not this lab\'s), upload_url_expired, or upload_url_used (each URL takes one upload); 400 file_too_large past the declared filesize, upload_incomplete when the body breaks off.', params: FileParams, querystring: UploadQuery, body: { content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, response: responses({ 200: StoredFile }, [400, 403, 404]) },
+    }, async (req) => {
+      try {
+        return presentFile(await ctx.files.receive(req.params.fileId, req.query, req.raw));
+      } catch (error) {
+        drain(req);
+        throw error;
+      }
+    });
+  });
+
+  app.register(async (instance) => {
+    await instance.register(multipart, {
+      limits: { fileSize: ctx.config.maxAssetBytes, files: 1, fields: FIELDS, fieldSize: FIELD_BYTES, parts: FIELDS + 1 },
+    });
+    instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
+    const scoped = instance as unknown as App;
+    scoped.post('/files/upload', {
+      schema: { tags, operationId: 'uploadFile', summary: 'Upload an app directly: multipart/form-data with the field file', description: 'The part\'s filename names the file. The content\'s SHA-256 decides which file it is: the same bytes answer the existing file (200), new bytes a new file (201) that is processing until its app has been read.', security: BEARER, headers: OrganizationHeader, body: { content: { 'multipart/form-data': { schema: FileUploadForm } } }, response: responses({ 200: StoredFile, 201: StoredFile }, [400, 401, 403]) },
+    }, async (req, reply) => {
+      const scope = scopeOf(ctx, req);
+      // Refused before a byte of the content is read.
+      requireRole(scope.role, 'readwrite');
+      const form: { filename?: string; content?: StagedBlob } = {};
+      try {
+        await readForm(ctx, req, form);
+        const { file, created } = await ctx.files.upload(scope, form.filename!, form.content!);
+        return reply.code(created ? 201 : 200).send(presentFile(file));
+      } catch (error) {
+        drain(req);
+        throw error;
+      } finally {
+        await form.content?.discard();
+      }
+    });
+  });
+}

@@ -1,0 +1,386 @@
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import type { CreateFileBody } from '../../../shared/api/files.js';
+import { BlobSourceError, type StagedBlob } from '../blobs/blob-store.js';
+import { NotAnApp, readAppInfo } from '../blobs/app-reader.js';
+import { conflict, forbidden, invalid, notFound, ServiceError } from '../domain/errors.js';
+import { checkUpload, signUpload } from '../domain/upload-urls.js';
+import type { AppRow, FileRow } from '../store/files.js';
+import { requireRole } from './auth.js';
+import type { EngineContext, Scope } from './context.js';
+
+/** A signed upload URL is good for this long; a new POST /files for the same content issues a fresh one. */
+const UPLOAD_URL_TTL_MS = 60 * 60 * 1000;
+/**
+ * A blob committed this recently is never swept, even when no row points at it yet: an upload commits its content
+ * a moment before it writes the row that refers to it.
+ */
+const SWEEP_GRACE_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface FileManagerOptions {
+  sweepIntervalMs: number;
+  log: (message: string) => void;
+}
+
+/** Where the client PUTs the bytes. */
+export interface UploadInstructions {
+  method: 'PUT';
+  url: string;
+  headers: Record<string, string>;
+  expiresAt: number;
+}
+
+/** The signed URL's query, as the PUT received it. */
+export interface UploadQuery {
+  expires: number;
+  nonce: string;
+  signature: string;
+}
+
+class TooLarge extends Error {}
+
+/** Passes at most `max` bytes through, and fails past that: a PUT cannot fill the disk beyond what it declared. */
+function capped(source: Readable, max: number): Readable {
+  let seen = 0;
+  const cap = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      done(seen > max ? new TooLarge() : null, chunk);
+    },
+  });
+  // Not pipeline(): that would destroy the request on a cap, and the client could never read the 400.
+  source.on('error', (error) => cap.destroy(error));
+  return source.pipe(cap);
+}
+
+/**
+ * Stored files (app binaries) and their apps: uploads through a signed URL or a form, the check of size and
+ * SHA-256, reading the app's metadata off the request path, expiry, and the sweeper that deletes blobs nothing
+ * refers to any more.
+ */
+export class FileManager {
+  private readonly signingKey: Buffer;
+  private readonly inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly options: FileManagerOptions,
+  ) {
+    // Its own key, derived from the lab's token secret: an upload signature can never pass for a token, or back.
+    this.signingKey = createHmac('sha256', ctx.tokenSecret).update('benchtop file upload urls').digest();
+  }
+
+  /** Resumes what a stop interrupted, and sweeps now and then. */
+  start(): void {
+    for (const id of this.ctx.stores.files.processing()) this.process(id);
+    const sweep = () => void this.sweep().catch((error: Error) => this.options.log(`sweeping files failed: ${error.message}`));
+    sweep();
+    this.timer = setInterval(sweep, this.options.sweepIntervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  // ---- the API's operations ----
+
+  /**
+   * Declares a file by its SHA-256. The same content in the same organization is the same file: a ready one is
+   * answered as it is (and kept for another expiry period), one still waiting for its bytes gets a fresh URL.
+   */
+  create(scope: Scope, body: CreateFileBody, origin: string): { file: FileRow; upload?: UploadInstructions; created: boolean } {
+    requireRole(scope.role, 'readwrite');
+    this.checkSize(body.filesize);
+    const { files } = this.ctx.stores;
+    const now = this.ctx.now();
+    const sha256 = body.sha256.toLowerCase();
+    let existing = files.bySha256(scope.organization.id, sha256);
+    if (existing && existing.expiresAt <= now) {
+      files.delete(existing.id);
+      existing = undefined;
+    }
+    const nonce = randomBytes(16).toString('base64url');
+    const expiresAt = now + this.ctx.config.fileExpiryDays * DAY_MS;
+    if (!existing) {
+      const file = files.create(
+        {
+          id: randomUUID(),
+          organizationId: scope.organization.id,
+          createdBy: scope.caller.user.id,
+          filename: body.filename,
+          size: body.filesize,
+          sha256,
+          status: 'pendingUpload',
+          uploadNonce: nonce,
+          uploadedSha256: null,
+          uploadedSize: null,
+          expiresAt,
+        },
+        now,
+      );
+      return { file, upload: this.instructions(file, origin), created: true };
+    }
+    if (existing.status === 'ready' || existing.status === 'processing') {
+      const file = { ...existing, expiresAt: Math.max(existing.expiresAt, expiresAt), updatedAt: now };
+      files.update(file);
+      return { file, created: false };
+    }
+    // Waiting for its bytes, or failed: the upload starts over, under the name and size declared now.
+    const file: FileRow = {
+      ...existing,
+      filename: body.filename,
+      size: body.filesize,
+      status: 'pendingUpload',
+      failureReason: null,
+      uploadNonce: nonce,
+      uploadedSha256: null,
+      uploadedSize: null,
+      updatedAt: now,
+      expiresAt,
+    };
+    files.update(file);
+    return { file, upload: this.instructions(file, origin), created: false };
+  }
+
+  /**
+   * The PUT to a signed URL. Nothing but the URL authorizes it, so it is checked before a byte is read: the
+   * signature, the expiry, then the single use, which this request spends. The bytes stream to the blob store.
+   */
+  async receive(fileId: string, query: UploadQuery, body: Readable): Promise<FileRow> {
+    const refusal = checkUpload(this.signingKey, { fileId, expires: query.expires, nonce: query.nonce }, query.signature, this.ctx.now());
+    if (refusal === 'upload_url_invalid') throw forbidden(refusal, 'The upload URL is not one this lab signed, or it was altered.');
+    if (refusal === 'upload_url_expired') throw forbidden(refusal, 'The upload URL has expired: POST /api/v1/files again for a fresh one.');
+    const { files } = this.ctx.stores;
+    const file = files.find(fileId);
+    if (!file || file.expiresAt <= this.ctx.now()) throw notFound('file');
+    if (!files.takeUploadNonce(fileId, query.nonce)) {
+      throw forbidden('upload_url_used', 'The upload URL was used already; each one takes a single upload. POST /api/v1/files again for a fresh one.');
+    }
+    let staged: StagedBlob | undefined;
+    try {
+      staged = await this.ctx.blobs.stage(capped(body, file.size));
+      await staged.commit();
+    } catch (error) {
+      await staged?.discard();
+      if (error instanceof BlobSourceError && error.cause instanceof TooLarge) {
+        throw invalid('file_too_large', `The upload is larger than the filesize declared, ${file.size} bytes.`);
+      }
+      if (error instanceof BlobSourceError) throw invalid('upload_incomplete', 'The upload ended before its end; POST /api/v1/files again for a fresh URL.');
+      throw error;
+    }
+    files.setUploaded(fileId, staged.sha256, staged.size, this.ctx.now());
+    return files.find(fileId)!;
+  }
+
+  /** Checks what the PUT delivered against what was declared; a match goes on to processing. */
+  complete(scope: Scope, id: string): FileRow {
+    requireRole(scope.role, 'readwrite');
+    const file = this.get(scope, id);
+    if (file.status !== 'pendingUpload') return file;
+    if (file.uploadedSha256 === null || file.uploadedSize === null) {
+      throw conflict('file_not_uploaded', 'No bytes have arrived for this file yet: PUT them to its upload URL first.');
+    }
+    const now = this.ctx.now();
+    const failureReason =
+      file.uploadedSize !== file.size
+        ? `size_mismatch: ${file.uploadedSize} bytes arrived; the file was declared with ${file.size}.`
+        : file.uploadedSha256 !== file.sha256
+          ? `sha256_mismatch: the bytes that arrived have SHA-256 ${file.uploadedSha256}; the file was declared with ${file.sha256}.`
+          : null;
+    const next: FileRow = failureReason
+      ? { ...file, status: 'failed', failureReason, updatedAt: now }
+      : { ...file, status: 'processing', updatedAt: now };
+    this.ctx.stores.files.update(next);
+    if (!failureReason) this.process(id);
+    return next;
+  }
+
+  /**
+   * A direct upload: the content was staged from the form; its own SHA-256 decides which file it is. Everything
+   * after the commit runs without a pause, so that two uploads of the same bytes cannot both create a file.
+   */
+  async upload(scope: Scope, filename: string, content: StagedBlob): Promise<{ file: FileRow; created: boolean }> {
+    await content.commit();
+    const { files } = this.ctx.stores;
+    const now = this.ctx.now();
+    const expiresAt = now + this.ctx.config.fileExpiryDays * DAY_MS;
+    let existing = files.bySha256(scope.organization.id, content.sha256);
+    if (existing && existing.expiresAt <= now) {
+      files.delete(existing.id);
+      existing = undefined;
+    }
+    if (existing && (existing.status === 'ready' || existing.status === 'processing')) {
+      const file = { ...existing, expiresAt: Math.max(existing.expiresAt, expiresAt), updatedAt: now };
+      files.update(file);
+      return { file, created: false };
+    }
+    const uploaded = { filename, size: content.size, status: 'processing' as const, uploadNonce: null, uploadedSha256: content.sha256, uploadedSize: content.size, expiresAt };
+    let file: FileRow;
+    if (existing) {
+      file = { ...existing, ...uploaded, failureReason: null, updatedAt: now };
+      files.update(file);
+    } else {
+      file = files.create({ id: randomUUID(), organizationId: scope.organization.id, createdBy: scope.caller.user.id, sha256: content.sha256, ...uploaded }, now);
+    }
+    this.process(file.id);
+    return { file, created: !existing };
+  }
+
+  get(scope: Scope, id: string): FileRow {
+    const file = this.ctx.stores.files.get(id, scope.organization.id, this.ctx.now());
+    if (!file) throw notFound('file');
+    return file;
+  }
+
+  /** Newest first; `before` is a strict createdAt cursor, and one row past the page tells whether there is more. */
+  list(scope: Scope, query: { limit: number; before?: number }): { files: FileRow[]; nextCursor?: number } {
+    const rows = this.ctx.stores.files.page({
+      organizationId: scope.organization.id,
+      before: query.before ?? Number.MAX_SAFE_INTEGER,
+      now: this.ctx.now(),
+      limit: query.limit + 1,
+    });
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    return { files: page, nextCursor: more ? page[page.length - 1]!.createdAt : undefined };
+  }
+
+  /** The row goes now; its content goes with the next sweep, unless something else refers to it. */
+  delete(scope: Scope, id: string): void {
+    requireRole(scope.role, 'readwrite');
+    this.get(scope, id);
+    this.ctx.stores.files.delete(id);
+  }
+
+  /** A ready file of the organization, by id or file:<id>: what installs take. */
+  readyFile(scope: Scope, ref: string): FileRow {
+    const id = ref.startsWith('file:') ? ref.slice(5) : ref;
+    const file = UUID.test(id) ? this.ctx.stores.files.get(id, scope.organization.id, this.ctx.now()) : undefined;
+    if (!file) throw new ServiceError('not_found', 'file_not_found', `No file ${id} in this organization.`);
+    if (file.status !== 'ready') {
+      throw conflict('file_not_ready', `The file is ${file.status}${file.failureReason ? ` (${file.failureReason})` : ''}; only a ready file can be installed.`);
+    }
+    return file;
+  }
+
+  /** The local path of a file's content. */
+  pathOf(file: FileRow): string {
+    return this.ctx.blobs.pathOf(file.uploadedSha256!);
+  }
+
+  // ---- apps ----
+
+  app(scope: Scope, id: string): { app: AppRow; files: FileRow[] } {
+    const app = this.ctx.stores.files.app(id, scope.organization.id);
+    const files = app ? this.ctx.stores.files.filesOfApp(app.id, this.ctx.now()) : [];
+    if (!app || files.length === 0) throw notFound('app');
+    return { app, files };
+  }
+
+  listApps(scope: Scope, query: { limit: number; before?: number; platform?: string }) {
+    const { files } = this.ctx.stores;
+    const now = this.ctx.now();
+    const rows = files.appPage({
+      organizationId: scope.organization.id,
+      before: query.before ?? Number.MAX_SAFE_INTEGER,
+      platform: query.platform ?? null,
+      now,
+      limit: query.limit + 1,
+    });
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    return {
+      apps: page.map((app) => ({ app, files: files.filesOfApp(app.id, now) })),
+      nextCursor: more ? page[page.length - 1]!.createdAt : undefined,
+    };
+  }
+
+  // ---- housekeeping ----
+
+  /**
+   * Deletes expired files (and apps left without one), then every blob no file and no test-result asset refers
+   * to. Answers what went.
+   */
+  async sweep(): Promise<{ files: number; blobs: number }> {
+    const { files } = this.ctx.stores;
+    const now = this.ctx.now();
+    const expired = files.deleteExpired(now);
+    const inUse = files.blobsInUse();
+    let removed = 0;
+    for (const blob of await this.ctx.blobs.list()) {
+      if (this.stopped) break;
+      if (inUse.has(blob.sha256) || blob.committedAt > now - SWEEP_GRACE_MS) continue;
+      await this.ctx.blobs.remove(blob.sha256);
+      removed++;
+    }
+    return { files: expired, blobs: removed };
+  }
+
+  // ---- internals ----
+
+  private checkSize(size: number): void {
+    if (size > this.ctx.config.maxAssetBytes) {
+      throw invalid('file_too_large', `The file is larger than the lab's limit of ${this.ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
+    }
+  }
+
+  private instructions(file: FileRow, origin: string): UploadInstructions {
+    const expires = this.ctx.now() + UPLOAD_URL_TTL_MS;
+    const nonce = file.uploadNonce!;
+    const signature = signUpload(this.signingKey, { fileId: file.id, expires, nonce });
+    const query = new URLSearchParams({ expires: String(expires), nonce, signature });
+    return {
+      method: 'PUT',
+      url: `${origin}/api/v1/files/${file.id}/content?${query}`,
+      headers: { 'content-type': 'application/octet-stream' },
+      expiresAt: expires,
+    };
+  }
+
+  /** Reads the app off the request path; the file is ready or failed when it settles. */
+  private process(id: string): void {
+    const work = this.read(id)
+      .catch((error: Error) => this.options.log(`processing file ${id} failed: ${error.message}`))
+      .finally(() => this.inFlight.delete(work));
+    this.inFlight.add(work);
+  }
+
+  private async read(id: string): Promise<void> {
+    const { files } = this.ctx.stores;
+    const file = files.find(id);
+    if (!file || file.status !== 'processing') return;
+    let outcome: Partial<FileRow>;
+    try {
+      const info = await readAppInfo(this.ctx.blobs.pathOf(file.uploadedSha256!));
+      outcome = { platform: info.platform, bundleId: info.bundleId, metadata: info.metadata };
+    } catch (error) {
+      outcome = {
+        failureReason: error instanceof NotAnApp ? `not_an_app: ${error.message}` : `unreadable: ${(error as Error).message}`,
+      };
+    }
+    if (this.stopped) return;
+    // Deleted or restarted meanwhile: only the file as it still is may change.
+    const current = files.find(id);
+    if (!current || current.status !== 'processing' || current.uploadedSha256 !== file.uploadedSha256) return;
+    const now = this.ctx.now();
+    if (outcome.failureReason) files.update({ ...current, status: 'failed', failureReason: outcome.failureReason, updatedAt: now });
+    else files.ready({ ...current, ...outcome }, now);
+  }
+}
+
+/** A file's app name, version and build, whichever platform's metadata it has. */
+export function versionOf(file: FileRow): { name: string | null; version: string | null; build: string | null } {
+  const m = file.metadata ?? {};
+  return {
+    name: (m.label ?? m.displayName ?? null) as string | null,
+    version: (m.versionName ?? m.shortVersion ?? null) as string | null,
+    build: m.versionCode != null ? String(m.versionCode) : ((m.bundleVersion ?? null) as string | null),
+  };
+}
