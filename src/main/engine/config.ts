@@ -39,6 +39,8 @@ export interface EngineConfig {
   /** The largest test-result asset an upload may carry, in bytes. */
   maxAssetBytes: number;
   plans: Record<string, PlanAllowance>;
+  /** How long one assistant tool call (a tap, a screenshot) may take before it fails. */
+  assistantToolTimeoutSeconds: number;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
 }
@@ -75,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     // Traces and videos of long runs reach hundreds of MB; uploads stream to disk, so the bound is disk, not memory.
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
     plans: DEFAULT_PLANS,
+    assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
   };
 }

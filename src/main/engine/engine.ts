@@ -11,6 +11,7 @@ import type { EngineContext } from './services/context.js';
 import { labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
+import { Chats } from './services/chats.js';
 import { InstanceManager } from './services/instances.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
@@ -88,6 +89,8 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
         graceMs: config.hostGraceSeconds * 1000,
         log,
       });
+      ctx.chats = new Chats(ctx, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
+      ctx.chats.recover();
       const owner = await ensureLabOwner(ctx);
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
@@ -109,6 +112,7 @@ export function createEngine(config: EngineConfig, options: { now?: () => number
     stop() {
       stopping ??= (async () => {
         await fleetReady;
+        await ctx?.chats?.stop();
         await ctx?.instances?.stop();
         ctx?.devices?.stop();
         await fleet?.stop();

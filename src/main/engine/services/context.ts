@@ -5,6 +5,7 @@ import type { SecretStore } from '../secrets.js';
 import type { Stores } from '../store/index.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
+import type { Chats } from './chats.js';
 import type { DeviceAllocator } from './devices.js';
 import type { InstanceManager } from './instances.js';
 
@@ -22,6 +23,8 @@ export interface EngineContext {
   devices: DeviceAllocator;
   /** Mac instances on the lab's hosts, and the hosts' health. */
   instances: InstanceManager;
+  /** The assistant's executions in flight and their event log. */
+  chats: Chats;
   /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */
   secrets: SecretStore;
 }

@@ -1,4 +1,5 @@
 import { apiKeyStore } from './api-keys.js';
+import { chatStore } from './chats.js';
 import type { Db } from './db.js';
 import { deviceAllocationStore } from './devices.js';
 import { fleetStore } from './fleet.js';
@@ -35,6 +36,7 @@ export function createStores(db: Db) {
     usage: usageStore(db),
     settings: settingStore(db),
     testResults: testResultStore(db),
+    chats: chatStore(db),
   };
 }
 
