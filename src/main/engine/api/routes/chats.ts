@@ -53,8 +53,12 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
   }, (req) => list(listChats(ctx, scopeOf(ctx, req), req.params.sessionId)));
 
   app.post('/sessions/:sessionId/chats', {
-    schema: { tags, operationId: 'createChat', summary: 'Create a chat; metadata.deviceId binds a device of the session by serial', security: BEARER, headers: OrganizationHeader, params: SessionParams, body: Type.Optional(CreateChatBody), response: responses({ 201: Chat }, [400, 401, 403, 404]) },
-  }, (req, reply) => reply.code(201).send(createChat(ctx, scopeOf(ctx, req), req.params.sessionId, req.body ?? {})));
+    schema: { tags, operationId: 'createChat', summary: 'Create a chat; metadata.deviceId binds a device of the session by serial', description: 'The body is optional.', security: BEARER, headers: OrganizationHeader, params: SessionParams, body: CreateChatBody, response: responses({ 201: Chat }, [400, 401, 403, 404]) },
+    // The spec makes the body optional: no body is an empty one.
+    preValidation: async (req) => {
+      req.body ??= {};
+    },
+  }, (req, reply) => reply.code(201).send(createChat(ctx, scopeOf(ctx, req), req.params.sessionId, req.body)));
 
   app.get('/sessions/:sessionId/chats/:chatId', {
     schema: { tags, operationId: 'getChat', summary: 'A chat', security: BEARER, headers: OrganizationHeader, params: ChatParams, response: responses({ 200: Chat }, [401, 404]) },
