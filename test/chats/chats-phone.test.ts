@@ -1,7 +1,7 @@
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, errorCode } from '../support/engine.js';
-import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
 import { readEvents, startScriptedModel, type ClientEvent, type Script, type ScriptedModel } from '../support/scripted-model.js';
 
 const hasAdb = adbOrSkip();

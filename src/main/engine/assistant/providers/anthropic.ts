@@ -1,6 +1,15 @@
 import { parseArguments, parseJson, postForEvents, withPath } from './http.js';
 import { ProviderError, type HistoryItem, type Provider, type Turn, type TurnInput } from './types.js';
 
+/** The parts of a Messages stream event this reads. */
+interface StreamEvent {
+  type: string;
+  index: number;
+  content_block?: { type: string; id?: string; name?: string };
+  delta?: { type?: string; text?: string; partial_json?: string };
+  error?: { message?: string };
+}
+
 export const ANTHROPIC_DEFAULT_ENDPOINT = 'https://api.anthropic.com';
 const API_VERSION = '2023-06-01';
 const MAX_TOKENS = 4096;
@@ -47,18 +56,18 @@ export function anthropicProvider(endpoint: string, model: string, apiKey: strin
         },
         signal,
         (event) => {
-          const payload = parseJson(event.data);
+          const payload = parseJson<StreamEvent>(event.data);
           switch (payload?.type) {
             case 'content_block_start':
-              if (payload.content_block?.type === 'tool_use') {
-                blocks[payload.index] = { id: payload.content_block.id, name: payload.content_block.name, json: '' };
+              if (payload.content_block?.type === 'tool_use' && payload.index !== undefined) {
+                blocks[payload.index] = { id: payload.content_block.id ?? `tool_${payload.index}`, name: payload.content_block.name ?? '', json: '' };
               }
               break;
             case 'content_block_delta':
               if (payload.delta?.type === 'text_delta' && payload.delta.text) {
                 text += payload.delta.text;
                 onDelta(payload.delta.text);
-              } else if (payload.delta?.type === 'input_json_delta' && blocks[payload.index]) {
+              } else if (payload.delta?.type === 'input_json_delta' && payload.index !== undefined && blocks[payload.index]) {
                 blocks[payload.index]!.json += payload.delta.partial_json ?? '';
               }
               break;

@@ -53,10 +53,10 @@ export async function postForEvents(
   }
 }
 
-/** A JSON payload of an event, or a clear failure when the endpoint sends something else. */
-export function parseJson(data: string): any {
+/** A JSON payload of an event, or a clear failure when the endpoint sends something else. Fields may be missing. */
+export function parseJson<T>(data: string): Partial<T> | undefined {
   try {
-    return JSON.parse(data);
+    return JSON.parse(data) as Partial<T> | undefined;
   } catch {
     throw new ProviderError('model_error', `The model endpoint streamed something that is not JSON: ${data.slice(0, 100)}`);
   }

@@ -1,6 +1,16 @@
 import { parseArguments, parseJson, postForEvents, withPath } from './http.js';
 import type { HistoryItem, ModelToolCall, Provider, Turn, TurnInput } from './types.js';
 
+/** The parts of a chat.completion.chunk this reads. */
+interface Chunk {
+  choices: {
+    delta?: {
+      content?: string | null;
+      tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+  }[];
+}
+
 export const OPENAI_DEFAULT_ENDPOINT = 'https://api.openai.com/v1';
 
 /** The chat-completions wire format: what OpenAI, Ollama, LM Studio, the llama.cpp server and vLLM all accept. */
@@ -56,7 +66,7 @@ export function openAiProvider(endpoint: string, model: string, apiKey: string |
         signal,
         (event) => {
           if (event.data === '[DONE]') return;
-          const chunk = parseJson(event.data);
+          const chunk = parseJson<Chunk>(event.data);
           const delta = chunk?.choices?.[0]?.delta;
           if (!delta) return;
           if (typeof delta.content === 'string' && delta.content !== '') {
