@@ -100,6 +100,8 @@ export function chatStore(db: Db) {
   );
 
   const insertEvent = db.prepare('INSERT INTO execution_events (execution_id, seq, kind, data, created_at) VALUES (?, ?, ?, ?, ?)');
+  const lazySync = db.prepare('PRAGMA synchronous = NORMAL');
+  const fullSync = db.prepare('PRAGMA synchronous = FULL');
   const eventsAfter = db.prepare<[string, number], StoredEvent>(
     'SELECT seq, kind, data FROM execution_events WHERE execution_id = ? AND seq > ? ORDER BY seq',
   );
@@ -163,8 +165,19 @@ export function chatStore(db: Db) {
     },
     toolCalls: (messageId: string): ToolCallRow[] => toolCallsOf.all(messageId).map(toolCallOf),
 
-    appendEvent: (executionId: string, seq: number, kind: string, data: string, now: number) =>
-      void insertEvent.run(executionId, seq, kind, data, now),
+    /**
+     * An event's commit reaches the WAL file before it returns, so an engine that crashes keeps every event it sent;
+     * it does not wait for the disk to flush (a delta every few milliseconds would each wait for one). Only a power
+     * cut can lose the newest events, and the message's own row, written with a flush, then says how it ended.
+     */
+    appendEvent(executionId: string, seq: number, kind: string, data: string, now: number): void {
+      lazySync.run();
+      try {
+        insertEvent.run(executionId, seq, kind, data, now);
+      } finally {
+        fullSync.run();
+      }
+    },
     eventsAfter: (executionId: string, seq: number) => eventsAfter.all(executionId, seq),
   };
 }
