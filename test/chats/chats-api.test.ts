@@ -363,6 +363,11 @@ describe('events', () => {
     expect(kinds(events)).toEqual(['execution.started', 'assistant.message.started', 'assistant.message.delta', 'assistant.message.completed', 'execution.completed']);
     expect(events[2]!.data.text).toBe('Finished');
     expect(events[3]!.data.message).toEqual(r.body);
+    // A browser's EventSource cannot send Authorization: the bearer may come as ?token=.
+    const browser = await fetch(`${t.api}${chatPath(chat)}/messages/${r.body.id}/events?token=${owner}`);
+    expect(browser.status).toBe(200);
+    expect((await readEvents(browser)).events).toEqual(events);
+    expect((await fetch(`${t.api}${chatPath(chat)}/messages/${r.body.id}/events?token=forged`)).status).toBe(401);
   });
 });
 

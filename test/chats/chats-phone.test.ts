@@ -128,6 +128,8 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
       expect(res.headers.get('content-type')).toBe('image/png');
       const png = PNG.sync.read(Buffer.from(await res.arrayBuffer()));
       expect([png.width, png.height]).toEqual([720, 1280]);
+      // An <img> cannot send Authorization: the bearer may come as ?token=.
+      expect((await fetch(`${lab.engine.api.replace('/api/v1', '')}${image.url}?token=${owner}`)).status).toBe(200);
       const stranger = await c.signup('image-stranger@chats.test');
       const refused = await fetch(lab.engine.api.replace('/api/v1', '') + image.url, { headers: { authorization: `Bearer ${stranger.token}` } });
       expect(refused.status).toBe(404);

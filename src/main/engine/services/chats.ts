@@ -331,7 +331,7 @@ export async function postMessage(
   const chat = chatOf(ctx, scope, sessionId, chatId);
   const store = ctx.stores.chats;
   if (!execute) {
-    const [user] = store.addMessages(chatId, ctx.now(), [{ id: randomUUID(), role: 'user', status: 'completed', text, executionId: null, completedAt: 0 }]);
+    const [user] = store.addMessages(chatId, ctx.now(), [{ id: randomUUID(), role: 'user', status: 'completed', text, executionId: null }]);
     return { kind: 'stored', message: presentMessage(ctx, chat, user!) };
   }
   const provider = await providerFor(ctx);
@@ -342,8 +342,8 @@ export async function postMessage(
   const now = ctx.now();
   const history = historyOf(ctx, chatId, Number.MAX_SAFE_INTEGER);
   const [, assistant] = store.addMessages(chatId, now, [
-    { id: randomUUID(), role: 'user', status: 'completed', text, executionId: null, completedAt: 0 },
-    { id: randomUUID(), role: 'assistant', status: 'running', text: '', executionId: randomUUID(), completedAt: null },
+    { id: randomUUID(), role: 'user', status: 'completed', text, executionId: null },
+    { id: randomUUID(), role: 'assistant', status: 'running', text: '', executionId: randomUUID() },
   ]);
   history.push({ role: 'user', text });
   const done = ctx.chats.start(scope, chat, assistant!, history, provider);

@@ -25,6 +25,8 @@ export interface MessageRow {
   completedAt: number | null;
 }
 
+export type NewMessage = Pick<MessageRow, 'id' | 'role' | 'status' | 'text' | 'executionId'>;
+
 export interface ToolCallRow {
   id: string;
   messageId: string;
@@ -106,13 +108,15 @@ export function chatStore(db: Db) {
     'SELECT seq, kind, data FROM execution_events WHERE execution_id = ? AND seq > ? ORDER BY seq',
   );
 
-  const addMessages = db.transaction((chatId: string, now: number, messages: Omit<MessageRow, 'chatId' | 'createdAt' | 'errorCode' | 'errorMessage'>[]) => {
+  const addMessages = db.transaction((chatId: string, now: number, messages: NewMessage[]): MessageRow[] => {
     let newest = newestMessage.get(chatId)?.createdAt;
     return messages.map((m) => {
       const createdAt = uniqueCreatedAt(now, newest);
       newest = createdAt;
-      insertMessage.run(m.id, chatId, m.role, m.status, m.text, m.executionId, createdAt, m.completedAt === null ? null : createdAt);
-      return { ...m, chatId, createdAt, completedAt: m.completedAt === null ? null : createdAt, errorCode: null, errorMessage: null };
+      // A message stored as already ended (a user message) ended when it was created.
+      const completedAt = m.status === 'running' ? null : createdAt;
+      insertMessage.run(m.id, chatId, m.role, m.status, m.text, m.executionId, createdAt, completedAt);
+      return { ...m, chatId, createdAt, completedAt, errorCode: null, errorMessage: null };
     });
   });
 
@@ -133,8 +137,7 @@ export function chatStore(db: Db) {
     chats: (sessionId: string): ChatRow[] => chatsOf.all(sessionId).map(chatOf),
 
     /** Inserts the messages in order, each createdAt unique and later than the chat's newest. */
-    addMessages: (chatId: string, now: number, messages: Omit<MessageRow, 'chatId' | 'createdAt' | 'errorCode' | 'errorMessage'>[]): MessageRow[] =>
-      addMessages.immediate(chatId, now, messages),
+    addMessages: (chatId: string, now: number, messages: NewMessage[]): MessageRow[] => addMessages.immediate(chatId, now, messages),
     message: (id: string, chatId: string) => messageById.get(id, chatId),
     /** Newest first, created strictly before `before`. */
     messagePage: (chatId: string, before: number, limit: number) => messagePage.all(chatId, before, limit),

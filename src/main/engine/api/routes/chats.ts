@@ -21,13 +21,15 @@ import {
   toolCallImage,
 } from '../../services/chats.js';
 import type { EngineContext } from '../../services/context.js';
-import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
+import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { list } from '../present.js';
 
 const SessionParams = Type.Object({ sessionId: Uuid });
 const ChatParams = Type.Object({ sessionId: Uuid, chatId: Uuid });
 const MessageParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uuid });
 const ToolCallParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uuid, toolCallId: Uuid });
+/** A browser's EventSource and <img> cannot send Authorization: the bearer may come as ?token= instead. */
+const BrowserQuery = Type.Object(SOCKET_QUERY);
 const EventStream = Type.String({ description: 'text/event-stream: frames of id: <seq>, event: <kind>, data: <json>; a comment heartbeat every 15 s.' });
 
 const EVENTS_DESCRIPTION =
@@ -106,9 +108,10 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
   }, (req) => getMessage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId));
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/events', {
-    schema: { tags, operationId: 'messageEvents', summary: 'The execution\'s events (SSE)', description: EVENTS_DESCRIPTION, security: BEARER, headers: OrganizationHeader, params: MessageParams, response: responses({ 200: EventStream }, [401, 404]) },
+    config: { tokenInQuery: true },
+    schema: { tags, operationId: 'messageEvents', summary: 'The execution\'s events (SSE)', description: EVENTS_DESCRIPTION, security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: MessageParams, response: responses({ 200: EventStream }, [401, 404]) },
   }, (req, reply) => {
-    const { chat, message } = executionOf(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId);
+    const { chat, message } = executionOf(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId);
     // EventSource sends the last id it saw when it reconnects: a running execution resumes after it.
     const lastId = Number(req.headers['last-event-id']);
     stream(reply, (sse) => ctx.chats.watch(chat, message, sse, Number.isInteger(lastId) && lastId > 0 ? lastId : 0));
@@ -119,9 +122,10 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
   }, (req) => list(listToolCalls(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId)));
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/tool-calls/:toolCallId/image', {
-    schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, params: ToolCallParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, [401, 404]) },
+    config: { tokenInQuery: true },
+    schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: ToolCallParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, [401, 404]) },
   }, (req, reply) => {
-    const sha256 = toolCallImage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
+    const sha256 = toolCallImage(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
     return reply.type('image/png').header('cache-control', 'private, max-age=31536000, immutable').send(createReadStream(ctx.blobs.pathOf(sha256)));
   });
 
