@@ -371,6 +371,29 @@ describe('events', () => {
   });
 });
 
+describe('offline (no model)', () => {
+  it('answers at once, streamed in full even when it ends before the response attaches; without a device it says so', async () => {
+    expect((await c.call('PUT', '/lab/assistant', { token: owner, body: { provider: 'offline' } })).body).toEqual({ provider: 'offline', endpoint: null, model: null, hasApiKey: true });
+    try {
+      const before = model.requests.length;
+      const chat = await newChat();
+      for (const [text, answer] of [
+        ['help', /^Without a model I understand direct commands/],
+        ['tap 10 20', /^This chat is not bound to a device/],
+      ] as const) {
+        const res = await openStream(`${chatPath(chat)}/messages?stream=true`, owner, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+        const { events } = await readEvents(res);
+        expect(kinds(events)).toEqual(['execution.started', 'assistant.message.started', 'assistant.message.delta', 'assistant.message.completed', 'execution.completed']);
+        expect(events[2]!.data.text).toMatch(answer);
+        expect(events[3]!.data.message.toolCalls).toEqual([]);
+      }
+      expect(model.requests.length).toBe(before);
+    } finally {
+      await useOpenAi();
+    }
+  });
+});
+
 describe('failures and limits', () => {
   it('a model endpoint error fails the message with its status and text', async () => {
     script = () => ({ status: 503 });

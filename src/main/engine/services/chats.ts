@@ -141,6 +141,18 @@ export class Chats {
     await Promise.all(all.map((r) => r.done));
   }
 
+  /**
+   * The whole stream of a new execution, for the response to its post: live, or, if it has already ended (a quick
+   * answer can end before the response attaches), its stored events exactly as they were sent.
+   */
+  follow(message: MessageRow, subscriber: Subscriber): () => void {
+    const detach = this.events.attach(message.executionId!, subscriber);
+    if (detach) return detach;
+    for (const event of this.ctx.stores.chats.eventsAfter(message.executionId!, 0)) subscriber.event(event);
+    subscriber.end();
+    return () => undefined;
+  }
+
   /** Replays a running execution from after `afterSeq` and follows it live; a finished one replays its final state. */
   watch(chat: ChatRow, message: MessageRow, subscriber: Subscriber, afterSeq = 0): () => void {
     const detach = this.events.attach(message.executionId!, subscriber, afterSeq);

@@ -98,7 +98,7 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
     }
     const posted = await postMessage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, body.text, execute);
     if (posted.kind === 'stored') return reply.code(201).send(posted.message);
-    if (wantsStream) return stream(reply, (sse) => ctx.chats.watch(posted.chat, posted.message, sse));
+    if (wantsStream) return stream(reply, (sse) => ctx.chats.follow(posted.message, sse));
     if (mode === 'sync') await posted.done;
     return reply.code(mode === 'sync' ? 201 : 202).send(presentMessageOf(ctx, posted.chat, posted.message.id));
   });

@@ -29,6 +29,8 @@ const HELP =
   '"what\'s on screen" and "screen size", several at once joined with "and" or "then". For anything else, the lab owner ' +
   'can configure a model under /api/v1/lab/assistant.';
 
+const HELP_REQUEST = /^(help|what can you do\??)$/i;
+
 const unquote = (s: string) => s.trim().replace(/^["'“”‘’](.*)["'“”‘’]$/, '$1');
 const isPackage = (s: string) => /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/.test(s);
 const isUrl = (s: string) => /^[a-z][a-z0-9+.-]*:\/\/\S+$/i.test(s);
@@ -86,7 +88,7 @@ const atElement = (name: string, tool: 'tap' | 'long_press', done: string): Comm
 function parse(command: string): Command | undefined {
   const c = command.trim().replace(/[.!]+$/, '').replace(/\s+/g, ' ');
   let m: RegExpExecArray | null;
-  if (/^(help|what can you do\??)$/i.test(c)) return () => ({ say: HELP });
+  if (HELP_REQUEST.test(c)) return () => ({ say: HELP });
   if ((m = /^(?:tap|click)(?: on)? (\d+)[ ,]+(\d+)$/i.exec(c))) {
     const [x, y] = [Number(m[1]), Number(m[2])];
     return single({ name: 'tap', arguments: { x, y } }, 'Tapping failed', () => `Tapped (${x}, ${y}).`);
@@ -167,7 +169,7 @@ export function offlineProvider(): Provider {
       };
       const parts = request.split(SPLIT).filter((p) => p.trim() !== '');
       const commands = parts.map((p) => ({ text: p.trim(), command: parse(p) }));
-      if (tools.length === 0 && commands.some((c) => c.command)) {
+      if (tools.length === 0 && commands.some((c) => c.command && !HELP_REQUEST.test(c.text))) {
         said.push('This chat is not bound to a device, so there is nothing to drive. Create a chat with metadata.deviceId set to the serial of a device of the session.');
         return finish();
       }
