@@ -141,6 +141,35 @@ describe('chats', () => {
     expect(errorCode(await c.call('GET', `${chatPath(chat)}/messages/00000000-0000-4000-8000-000000000000`, { token: owner }))).toBe('message_not_found');
   });
 
+  it('401 on every chat operation without credentials; 403 for an organization the caller is not in, where declared', async () => {
+    script = () => ({ text: ['ok'] });
+    const chat = await newChat();
+    const m = (await c.call('POST', `${chatPath(chat)}/messages?mode=sync`, { token: owner, body: { text: 'x' } })).body.id;
+    const operations = [
+      ['GET', `/sessions/${session}/chats`, 403],
+      ['POST', `/sessions/${session}/chats`, 403],
+      ['GET', chatPath(chat), 404],
+      ['GET', `${chatPath(chat)}/messages`, 404],
+      ['POST', `${chatPath(chat)}/messages`, 403],
+      ['GET', `${chatPath(chat)}/messages/${m}`, 404],
+      ['GET', `${chatPath(chat)}/messages/${m}/events`, 404],
+      ['GET', `${chatPath(chat)}/messages/${m}/tool-calls`, 404],
+      ['POST', `${chatPath(chat)}/messages/${m}/cancel`, 403],
+    ] as const;
+    const outsider = await c.signup('outsider@chats.test');
+    const ownerPersonal = (await c.call('GET', '/organizations', { token: owner })).body.data[0].id;
+    for (const [method, path, status] of operations) {
+      const body = path.endsWith('/messages') && method === 'POST' ? { text: 'x' } : undefined;
+      const anonymous = await c.call(method, path, { body });
+      expect(anonymous.status, `${method} ${path}`).toBe(401);
+      errorCode(anonymous);
+      // Naming an organization one is not a member of: 403 where the spec declares it, else the nearest, 404.
+      const foreign = await c.call(method, path, { token: outsider.token, org: ownerPersonal, body });
+      expect(foreign.status, `${method} ${path}`).toBe(status);
+      expect(errorCode(foreign)).toBe('not_a_member');
+    }
+  });
+
   it('a readonly member reads chats but gets 403 on create, post and cancel', async () => {
     const org = await c.createOrganization(owner, 'Chat readers');
     const reader = await c.signup('reader@chats.test');

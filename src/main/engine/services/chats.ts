@@ -98,6 +98,7 @@ interface Running {
 export class Chats {
   readonly events: EventLog;
   private readonly running = new Map<string, Running>();
+  private stopped = false;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -115,6 +116,8 @@ export class Chats {
   start(scope: Scope, chat: ChatRow, message: MessageRow, history: HistoryItem[], provider: Provider): Promise<void> {
     const executionId = message.executionId!;
     const controller = new AbortController();
+    // A message posted while the engine shuts down ends at once, so that no stream holds the shutdown open.
+    if (this.stopped) controller.abort(SHUTDOWN);
     this.events.open(executionId);
     this.events.append(executionId, 'execution.started', { executionId, messageId: message.id });
     this.events.append(executionId, 'assistant.message.started', { messageId: message.id });
@@ -136,6 +139,7 @@ export class Chats {
 
   /** Ends every execution (as failed: the engine is stopping) before the database closes. */
   async stop(): Promise<void> {
+    this.stopped = true;
     const all = [...this.running.values()];
     for (const r of all) r.controller.abort(SHUTDOWN);
     await Promise.all(all.map((r) => r.done));
@@ -195,7 +199,8 @@ export class Chats {
         signal,
         toolTimeoutMs: this.options.toolTimeoutMs,
         onDelta: (delta) => {
-          if (delta === '') return;
+          // A chunk already in flight when the execution was stopped belongs to no message any more.
+          if (delta === '' || signal.aborted) return;
           text += delta;
           emit('assistant.message.delta', { messageId: message.id, text: delta });
         },
