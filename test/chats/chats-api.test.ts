@@ -235,7 +235,9 @@ describe('posting a message: the four modes', () => {
     expect(a.body).toMatchObject({ role: 'assistant', status: 'completed', text: 'Done.', toolCalls: [] });
     expect(a.body.execution.status).toBe('completed');
     expect(a.body.completedAt).not.toBeNull();
-    const b = await c.call('POST', `${chatPath(chat)}/messages?mode=sync`, { token: owner, body: { text: 'y' } });
+    // An API key acts like its member: CI can chat too.
+    const key = await c.createKey(owner);
+    const b = await c.call('POST', `${chatPath(chat)}/messages?mode=sync`, { token: key, body: { text: 'y' } });
     expect(b.status).toBe(201);
     expect(b.body.status).toBe('completed');
     // The second request carried the first exchange as history.
