@@ -1,7 +1,7 @@
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, errorCode } from '../support/engine.js';
-import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { readEvents, startScriptedModel, type ClientEvent, type Script, type ScriptedModel } from '../support/scripted-model.js';
 
 const hasAdb = adbOrSkip();
@@ -222,7 +222,7 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
 
     it('cancel during a slow tool call stops within 1 s; the tool call and the message end cancelled', async () => {
       const start = model.requests.length;
-      script = (_body, i) => (i === start ? { toolCalls: [{ name: 'long_press', arguments: { x: 10, y: 10, durationMs: 8000 } }] } : { text: ['never'] });
+      script = (_body, i) => (i === start ? { toolCalls: [{ name: 'long_press', arguments: { x: 11, y: 12, durationMs: 8000 } }] } : { text: ['never'] });
       const res = await fetch(`${lab.engine.api}${path()}/messages?stream=true`, {
         method: 'POST',
         headers: { authorization: `Bearer ${owner}`, 'content-type': 'application/json' },
@@ -235,6 +235,8 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
         return false;
       });
       const toolCall = (await created).data.toolCall;
+      // Let the 8 s press begin on the phone.
+      await new Promise((r) => setTimeout(r, 300));
       const t0 = performance.now();
       const r = await c.call('POST', `${path()}/messages/${toolCall.messageId}/cancel`, { token: owner });
       expect(performance.now() - t0).toBeLessThan(1000);
@@ -245,6 +247,8 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
       expect(kinds(events).slice(-3)).toEqual(['tool_call.completed', 'assistant.message.completed', 'execution.completed']);
       expect(events.at(-1)!.data.status).toBe('cancelled');
       expect(model.requests.length).toBe(start + 1);
+      // The phone let go too: the cancel closed the command's stream, so the 8 s press ended at once.
+      await waitFor('the long press to end on the phone', () => phone().lastLongPress?.x === 11 && phone().lastLongPress?.y === 12, 1000);
       // The phone is free for the next message at once.
       script = () => ({ text: ['ok'] });
       expect((await sync('next')).status).toBe('completed');

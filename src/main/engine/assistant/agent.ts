@@ -72,7 +72,8 @@ export async function runAgent(run: AgentRun): Promise<void> {
       let outcome: ToolOutcome;
       try {
         if (!run.device) throw new ToolError('no_device', 'This chat is not bound to a device.');
-        outcome = await untilAborted(runTool(run.device, call.name, call.arguments, id), AbortSignal.any([run.signal, timeout]));
+        const stop = AbortSignal.any([run.signal, timeout]);
+        outcome = await untilAborted(runTool(run.device, call.name, call.arguments, id, stop), stop);
       } catch (error) {
         if (run.signal.aborted) {
           end({ status: 'cancelled', error: { code: 'cancelled', message: 'The execution was stopped during this tool call.' } });

@@ -80,7 +80,7 @@ export const DEVICE_TOOLS: ToolSpec[] = [
 const meaningful = (e: UiElement) => e.text !== '' || e.contentDescription !== '' || e.clickable;
 
 /** Runs one tool on the device. Throws ToolError for a bad call; a failing phone throws what the driver threw. */
-export async function runTool(device: DeviceAccess, name: string, args: Record<string, unknown>, toolCallId: string): Promise<ToolOutcome> {
+export async function runTool(device: DeviceAccess, name: string, args: Record<string, unknown>, toolCallId: string, signal: AbortSignal): Promise<ToolOutcome> {
   if (name === 'list_elements') {
     const elements = (await device.driver().elements()).filter(meaningful);
     const forModel = elements.map((e) => {
@@ -102,6 +102,6 @@ export async function runTool(device: DeviceAccess, name: string, args: Record<s
   if (!validAction(action)) {
     throw new ToolError('invalid_arguments', `Invalid arguments for ${name}: ${validAction.errors?.[0]?.instancePath || '/'} ${validAction.errors?.[0]?.message ?? ''}.`);
   }
-  const result = await device.driver().act(action as DeviceAction);
+  const result = await device.driver().act(action as DeviceAction, signal);
   return { result, forModel: JSON.stringify(result) };
 }

@@ -48,5 +48,6 @@ export interface PhoneDriver {
   cleanup(packagesBefore: readonly string[]): Promise<void>;
   screenshot(): Promise<Buffer>;
   elements(): Promise<UiElement[]>;
-  act(action: DeviceAction): Promise<ActionResult>;
+  /** The signal, when it aborts, stops the command on the phone. */
+  act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
 }
