@@ -522,7 +522,14 @@ describe('restart', () => {
     const chat = await newChat();
     const r = await c.call('POST', `${chatPath(chat)}/messages`, { token: owner, body: { text: 'x' } });
     await waitFor('the model request', () => model.requests.at(-1)?.body.messages.at(-1).content === 'x');
+    // A client following the execution does not hold the shutdown open: its stream ends with the failure.
+    const following = readEvents(await openStream(`${chatPath(chat)}/messages/${r.body.id}/events`));
+    const stopping = performance.now();
     t = await t.restart();
+    expect(performance.now() - stopping).toBeLessThan(5000);
+    const live = (await following).events;
+    expect(kinds(live).slice(-2)).toEqual(['assistant.message.completed', 'execution.failed']);
+    expect(live.at(-1)!.data.error.code).toBe('engine_stopped');
     c = client(t.api);
     owner = await c.login();
     const m = await c.call('GET', `${chatPath(chat)}/messages/${r.body.id}`, { token: owner });
