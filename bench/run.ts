@@ -4,6 +4,7 @@
  */
 import { allocation } from './allocation.js';
 import { assetUpload } from './asset-upload.js';
+import { firstDelta, sseDelivery } from './chat-events.js';
 import { httpThroughput } from './http-throughput.js';
 import { instanceReady } from './instance-ready.js';
 import { liveScreen } from './live-screen.js';
@@ -15,6 +16,7 @@ import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, instanceReady, terminalEcho, terminalThroughput];
+ALL.push(sseDelivery, firstDelta);
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

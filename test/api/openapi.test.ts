@@ -61,6 +61,16 @@ const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
   ['put', '/api/v1/files/{fileId}/content', 'Files', [200, 400, 403, 404]],
   ['get', '/api/v1/apps', 'Apps', [200, 400, 401, 403]],
   ['get', '/api/v1/apps/{appId}', 'Apps', [200, 401, 403, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats', 'Chats', [200, 401, 403, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/chats', 'Chats', [201, 400, 401, 403, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}', 'Chats', [200, 401, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages', 'Chats', [200, 400, 401, 404]],
+  // the four modes: 202 async, 201 sync or execute=false, 200 an event stream
+  ['post', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages', 'Chats', [200, 201, 202, 400, 401, 403, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}', 'Chats', [200, 401, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}/events', 'Chats', [200, 401, 404]],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}/tool-calls', 'Chats', [200, 401, 404]],
+  ['post', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}/cancel', 'Chats', [200, 401, 403, 404]],
 ];
 
 const EXTENSIONS: Array<[string, string]> = [
@@ -85,6 +95,10 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
+  ['get', '/api/v1/lab/assistant'],
+  ['put', '/api/v1/lab/assistant'],
+  ['patch', '/api/v1/lab/assistant'],
+  ['get', '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}/tool-calls/{toolCallId}/image'],
 ];
 
 describe('GET /api/v1/openapi.json', () => {

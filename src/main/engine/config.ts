@@ -43,6 +43,8 @@ export interface EngineConfig {
   /** How long a stored file (an app binary) is kept after its last upload. */
   fileExpiryDays: number;
   plans: Record<string, PlanAllowance>;
+  /** How long one assistant tool call (a tap, a screenshot) may take before it fails. */
+  assistantToolTimeoutSeconds: number;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
 }
@@ -81,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
     fileExpiryDays: intFrom(env.BENCHTOP_FILE_EXPIRY_DAYS, 30, 'BENCHTOP_FILE_EXPIRY_DAYS'),
     plans: DEFAULT_PLANS,
+    assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
   };
 }

@@ -13,6 +13,7 @@ import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
 import { FileManager } from './services/files.js';
+import { Chats } from './services/chats.js';
 import { InstanceManager } from './services/instances.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
@@ -101,6 +102,8 @@ export function createEngine(
         log,
       });
       ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
+      ctx.chats = new Chats(ctx, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
+      ctx.chats.recover();
       const owner = await ensureLabOwner(ctx);
       app = await buildServer(ctx, VERSION);
       await app.listen({ host: config.host, port: config.port });
@@ -127,6 +130,7 @@ export function createEngine(
     stop() {
       stopping ??= (async () => {
         await fleetReady;
+        await ctx?.chats?.stop();
         await ctx?.instances?.stop();
         ctx?.devices?.stop();
         await ctx?.files?.stop();

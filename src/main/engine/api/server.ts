@@ -8,10 +8,12 @@ import { sendError } from './errors.js';
 import type { App } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
+import { chatRoutes } from './routes/chats.js';
 import { invitationRoutes } from './routes/invitations.js';
 import { keyRoutes } from './routes/keys.js';
 import { labRoutes } from './routes/lab.js';
 import { labHostRoutes } from './routes/lab-hosts.js';
+import { labAssistantRoutes } from './routes/lab-assistant.js';
 import { instanceRoutes } from './routes/instances.js';
 import { organizationRoutes } from './routes/organizations.js';
 import { deviceControlRoutes } from './routes/device-control.js';
@@ -181,6 +183,8 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     fileRoutes(a, ctx);
     appRoutes(a, ctx);
     installRoutes(a, ctx);
+    chatRoutes(a, ctx);
+    labAssistantRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

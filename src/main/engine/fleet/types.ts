@@ -50,5 +50,6 @@ export interface PhoneDriver {
   install(appPath: string): Promise<void>;
   screenshot(): Promise<Buffer>;
   elements(): Promise<UiElement[]>;
-  act(action: DeviceAction): Promise<ActionResult>;
+  /** The signal, when it aborts, stops the command on the phone. */
+  act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
 }

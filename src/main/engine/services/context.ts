@@ -5,6 +5,7 @@ import type { SecretStore } from '../secrets.js';
 import type { Stores } from '../store/index.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import type { UserRow } from '../store/users.js';
+import type { Chats } from './chats.js';
 import type { DeviceAllocator } from './devices.js';
 import type { FileManager } from './files.js';
 import type { InstanceManager } from './instances.js';
@@ -26,6 +27,8 @@ export interface EngineContext {
   files: FileManager;
   /** Mac instances on the lab's hosts, and the hosts' health. */
   instances: InstanceManager;
+  /** The assistant's executions in flight and their event log. */
+  chats: Chats;
   /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */
   secrets: SecretStore;
   /** The HTTPS server on all interfaces that LAN sharing switches on and off. */

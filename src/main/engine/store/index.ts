@@ -1,4 +1,5 @@
 import { apiKeyStore } from './api-keys.js';
+import { chatStore } from './chats.js';
 import type { Db } from './db.js';
 import { deviceAllocationStore } from './devices.js';
 import { fileStore } from './files.js';
@@ -37,6 +38,7 @@ export function createStores(db: Db) {
     settings: settingStore(db),
     testResults: testResultStore(db),
     files: fileStore(db),
+    chats: chatStore(db),
   };
 }
 

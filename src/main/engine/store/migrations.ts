@@ -272,4 +272,57 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (allocation_id, position)
   );
   `,
+  `
+  -- Chats live inside a session; metadata is the client's JSON, and its deviceId (a serial) binds the chat to a
+  -- device of that session.
+  CREATE TABLE chats (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    title           TEXT,
+    metadata        TEXT NOT NULL,
+    created_at      INTEGER NOT NULL
+  );
+  CREATE INDEX chats_by_session ON chats(session_id, created_at);
+
+  -- An assistant message carries its execution; the user message it answers does not.
+  CREATE TABLE chat_messages (
+    id            TEXT PRIMARY KEY,
+    chat_id       TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    role          TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    status        TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+    text          TEXT NOT NULL,
+    execution_id  TEXT UNIQUE,
+    error_code    TEXT,
+    error_message TEXT,
+    created_at    INTEGER NOT NULL,
+    completed_at  INTEGER,
+    UNIQUE (chat_id, created_at)
+  );
+  CREATE INDEX chat_messages_running ON chat_messages(status) WHERE status = 'running';
+
+  CREATE TABLE chat_tool_calls (
+    id            TEXT PRIMARY KEY,
+    message_id    TEXT NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
+    name          TEXT NOT NULL,
+    arguments     TEXT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+    result        TEXT,
+    error_code    TEXT,
+    error_message TEXT,
+    created_at    INTEGER NOT NULL,
+    completed_at  INTEGER
+  );
+  CREATE INDEX chat_tool_calls_by_message ON chat_tool_calls(message_id, created_at);
+
+  -- Every event of an execution, written before it is sent, so that a reattaching client gets exactly what was sent.
+  CREATE TABLE execution_events (
+    execution_id TEXT NOT NULL REFERENCES chat_messages(execution_id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    data         TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (execution_id, seq)
+  ) WITHOUT ROWID;
+  `,
 ];

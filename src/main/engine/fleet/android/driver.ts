@@ -75,9 +75,17 @@ export class AndroidDriver implements PhoneDriver {
     readonly serial: string,
   ) {}
 
-  async shell(command: string): Promise<string> {
+  async shell(command: string, signal?: AbortSignal): Promise<string> {
+    signal?.throwIfAborted();
     const stream = await this.client.getDevice(this.serial).shell(command);
-    return (await readAll(stream)).toString('utf8');
+    // Closing the stream ends the command on the phone: a cancelled long press lets go at once.
+    const stop = () => stream.destroy(new Error('The command was stopped.'));
+    signal?.addEventListener('abort', stop, { once: true });
+    try {
+      return (await readAll(stream)).toString('utf8');
+    } finally {
+      signal?.removeEventListener('abort', stop);
+    }
   }
 
   async packages(flags = ''): Promise<string[]> {
@@ -129,47 +137,48 @@ export class AndroidDriver implements PhoneDriver {
     return parseUiDump(await this.shell('uiautomator dump /dev/tty'));
   }
 
-  async act(action: DeviceAction): Promise<ActionResult> {
+  async act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
+    const shell = (command: string) => this.shell(command, signal);
     switch (action.type) {
       case 'tap':
-        await this.shell(`input tap ${action.x} ${action.y}`);
+        await shell(`input tap ${action.x} ${action.y}`);
         break;
       case 'longPress':
-        await this.shell(`input swipe ${action.x} ${action.y} ${action.x} ${action.y} ${action.durationMs ?? 800}`);
+        await shell(`input swipe ${action.x} ${action.y} ${action.x} ${action.y} ${action.durationMs ?? 800}`);
         break;
       case 'swipe':
-        await this.shell(`input swipe ${action.fromX} ${action.fromY} ${action.toX} ${action.toY} ${action.durationMs ?? 300}`);
+        await shell(`input swipe ${action.fromX} ${action.fromY} ${action.toX} ${action.toY} ${action.durationMs ?? 300}`);
         break;
       case 'typeText':
         if (INPUT_TEXT_SAFE.test(action.text)) {
-          await this.shell(`input text ${quote(action.text.replace(/ /g, '%s'))}`);
+          await shell(`input text ${quote(action.text.replace(/ /g, '%s'))}`);
         } else {
-          await this.shell(`am broadcast -a ADB_INPUT_B64 --es msg ${Buffer.from(action.text).toString('base64')}`);
+          await shell(`am broadcast -a ADB_INPUT_B64 --es msg ${Buffer.from(action.text).toString('base64')}`);
         }
         break;
       case 'pressButton':
-        await this.shell(`input keyevent ${KEYCODES[action.button]}`);
+        await shell(`input keyevent ${KEYCODES[action.button]}`);
         break;
       case 'launchApp':
-        await this.shell(`monkey -p ${quote(action.packageName)} -c android.intent.category.LAUNCHER 1`);
+        await shell(`monkey -p ${quote(action.packageName)} -c android.intent.category.LAUNCHER 1`);
         break;
       case 'terminateApp':
-        await this.shell(`am force-stop ${quote(action.packageName)}`);
+        await shell(`am force-stop ${quote(action.packageName)}`);
         break;
       case 'listApps': {
-        const out = await this.shell('cmd package query-activities --brief -a android.intent.action.MAIN -c android.intent.category.LAUNCHER');
+        const out = await shell('cmd package query-activities --brief -a android.intent.action.MAIN -c android.intent.category.LAUNCHER');
         const apps = new Set(out.split('\n').map((l) => l.trim()).filter((l) => /^[\w.]+\//.test(l)).map((l) => l.split('/')[0]!));
         return { ok: true, apps: [...apps].sort() };
       }
       case 'openUrl':
-        await this.shell(`am start -a android.intent.action.VIEW -d ${quote(action.url)}`);
+        await shell(`am start -a android.intent.action.VIEW -d ${quote(action.url)}`);
         break;
       case 'setOrientation':
-        await this.shell('settings put system accelerometer_rotation 0');
-        await this.shell(`settings put system user_rotation ${action.orientation === 'landscape' ? 1 : 0}`);
+        await shell('settings put system accelerometer_rotation 0');
+        await shell(`settings put system user_rotation ${action.orientation === 'landscape' ? 1 : 0}`);
         break;
       case 'screenSize': {
-        const m = /(\d+)x(\d+)/.exec(await this.shell('wm size'));
+        const m = /(\d+)x(\d+)/.exec(await shell('wm size'));
         if (!m) throw new Error('The phone did not report its screen size.');
         return { ok: true, width: +m[1]!, height: +m[2]! };
       }

@@ -1,0 +1,378 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { Chat, CreateChatBody, Message, ToolCall } from '../../../shared/api/chats.js';
+import { ExecutionError, runAgent } from '../assistant/agent.js';
+import { ProviderError, type HistoryItem, type Provider } from '../assistant/providers/types.js';
+import type { DeviceAccess } from '../assistant/tools.js';
+import { conflict, notFound } from '../domain/errors.js';
+import { iso, isoOrNull } from '../domain/time.js';
+import { EventLog, type ExecutionEvent, type Subscriber } from '../events/event-log.js';
+import type { ChatRow, MessageRow, RunStatus, ToolCallRow } from '../store/chats.js';
+import { providerFor } from './assistant.js';
+import { requireRole } from './auth.js';
+import type { EngineContext, Scope } from './context.js';
+import { getSession } from './sessions.js';
+
+/** The API's base path, for the URLs a message carries (its events, a screenshot's image). */
+const API_BASE = '/api/v1';
+/** How much of a chat's earlier conversation goes to the model with a new message. */
+const HISTORY_MESSAGES = 40;
+
+const RESTARTED = {
+  code: 'engine_restarted',
+  message: 'Benchtop restarted while this message was executing, so it did not finish. Send it again.',
+};
+const STOPPED = {
+  code: 'engine_stopped',
+  message: 'Benchtop was shut down while this message was executing, so it did not finish. Send it again.',
+};
+const SHUTDOWN = Symbol('shutdown');
+
+// ---- shapes ----
+
+const base = (chat: Pick<ChatRow, 'id' | 'sessionId'>) => `${API_BASE}/sessions/${chat.sessionId}/chats/${chat.id}`;
+
+export const presentChat = (c: ChatRow): Chat => ({
+  id: c.id,
+  sessionId: c.sessionId,
+  ...(c.title !== null ? { title: c.title } : {}),
+  metadata: c.metadata,
+  createdAt: iso(c.createdAt),
+});
+
+export const presentToolCall = (t: ToolCallRow): ToolCall => ({
+  id: t.id,
+  messageId: t.messageId,
+  name: t.name,
+  arguments: t.arguments,
+  status: t.status,
+  result: t.result,
+  ...(t.errorCode ? { error: { code: t.errorCode, message: t.errorMessage ?? '' } } : {}),
+  createdAt: iso(t.createdAt),
+  completedAt: isoOrNull(t.completedAt),
+});
+
+function presentMessage(ctx: EngineContext, chat: ChatRow, m: MessageRow): Message {
+  return {
+    id: m.id,
+    chatId: m.chatId,
+    role: m.role,
+    status: m.status,
+    text: m.text,
+    toolCalls: m.role === 'assistant' ? ctx.stores.chats.toolCalls(m.id).map(presentToolCall) : [],
+    execution: m.executionId ? { id: m.executionId, status: m.status, eventsUrl: `${base(chat)}/messages/${m.id}/events` } : null,
+    ...(m.errorCode ? { error: { code: m.errorCode, message: m.errorMessage ?? '' } } : {}),
+    createdAt: iso(m.createdAt),
+    completedAt: isoOrNull(m.completedAt),
+  };
+}
+
+/** The terminal event of an execution that ended with `status`. */
+function terminalEvent(executionId: string, message: Message): [kind: 'execution.completed' | 'execution.failed', data: unknown] {
+  return message.status === 'failed'
+    ? ['execution.failed', { executionId, error: message.error ?? { code: 'failed', message: 'The execution failed.' } }]
+    : ['execution.completed', { executionId, status: message.status }];
+}
+
+/** A finished execution as the spec replays it: its stored final state, the text as one delta, no tool_call events. */
+function finalStateEvents(message: Message): ExecutionEvent[] {
+  const executionId = message.execution!.id;
+  const events: [string, unknown][] = [
+    ['execution.started', { executionId, messageId: message.id }],
+    ['assistant.message.started', { messageId: message.id }],
+    ['assistant.message.delta', { messageId: message.id, text: message.text }],
+    ['assistant.message.completed', { message }],
+    terminalEvent(executionId, message),
+  ];
+  return events.map(([kind, data], i) => ({ seq: i + 1, kind, data: JSON.stringify(data) }));
+}
+
+// ---- the runtime: executions in flight ----
+
+interface Running {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** The assistant's executions in this engine, and their event log. */
+export class Chats {
+  readonly events: EventLog;
+  private readonly running = new Map<string, Running>();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly options: { toolTimeoutMs: number; log: (message: string) => void },
+  ) {
+    this.events = new EventLog(ctx.stores.chats, ctx.now);
+  }
+
+  /** At start nothing executes yet, so whatever was running when the engine last stopped has failed. */
+  recover(): number {
+    return this.ctx.stores.chats.failRunning(RESTARTED, this.ctx.now());
+  }
+
+  /** Starts the assistant on a new running message; resolves when it has ended, however it ended. */
+  start(scope: Scope, chat: ChatRow, message: MessageRow, history: HistoryItem[], provider: Provider): Promise<void> {
+    const executionId = message.executionId!;
+    const controller = new AbortController();
+    // A message posted while the engine shuts down ends at once, so that no stream holds the shutdown open.
+    if (this.stopped) controller.abort(SHUTDOWN);
+    this.events.open(executionId);
+    this.events.append(executionId, 'execution.started', { executionId, messageId: message.id });
+    this.events.append(executionId, 'assistant.message.started', { messageId: message.id });
+    const done = this.execute(scope, chat, message, history, provider, controller.signal)
+      // Nobody may be waiting (async mode): a failure to record the end is logged, never an unhandled rejection.
+      .catch((e) => this.options.log(`assistant execution ${executionId} could not be recorded: ${(e as Error).stack ?? e}`))
+      .finally(() => this.running.delete(message.id));
+    this.running.set(message.id, { controller, done });
+    return done;
+  }
+
+  /** Stops a running execution, its model request or tool call included, and waits until it has ended. */
+  async cancel(messageId: string): Promise<void> {
+    const running = this.running.get(messageId);
+    if (!running) return;
+    running.controller.abort();
+    await running.done;
+  }
+
+  /** Ends every execution (as failed: the engine is stopping) before the database closes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const all = [...this.running.values()];
+    for (const r of all) r.controller.abort(SHUTDOWN);
+    await Promise.all(all.map((r) => r.done));
+  }
+
+  /**
+   * The whole stream of a new execution, for the response to its post: live, or, if it has already ended (a quick
+   * answer can end before the response attaches), its stored events exactly as they were sent.
+   */
+  follow(message: MessageRow, subscriber: Subscriber): () => void {
+    const detach = this.events.attach(message.executionId!, subscriber);
+    if (detach) return detach;
+    for (const event of this.ctx.stores.chats.eventsAfter(message.executionId!, 0)) subscriber.event(event);
+    subscriber.end();
+    return () => undefined;
+  }
+
+  /** Replays a running execution from after `afterSeq` and follows it live; a finished one replays its final state. */
+  watch(chat: ChatRow, message: MessageRow, subscriber: Subscriber, afterSeq = 0): () => void {
+    const detach = this.events.attach(message.executionId!, subscriber, afterSeq);
+    if (detach) return detach;
+    const fresh = this.ctx.stores.chats.message(message.id, chat.id)!;
+    for (const event of finalStateEvents(presentMessage(this.ctx, chat, fresh))) subscriber.event(event);
+    subscriber.end();
+    return () => undefined;
+  }
+
+  private device(scope: Scope, chat: ChatRow, messageId: string): DeviceAccess | undefined {
+    const serial = chat.metadata.deviceId;
+    if (!serial) return undefined;
+    const { ctx } = this;
+    return {
+      // Resolved on every call, for the caller who posted the message: a released device or a lost role stops it.
+      driver: () => ctx.devices.driverFor(scope, chat.sessionId, serial),
+      async saveImage(png, toolCallId) {
+        const staged = await ctx.blobs.stage(Readable.from([png]));
+        await staged.commit();
+        const url = `${base(chat)}/messages/${messageId}/tool-calls/${toolCallId}/image`;
+        return { url, contentType: 'image/png', sha256: staged.sha256 };
+      },
+    };
+  }
+
+  private async execute(scope: Scope, chat: ChatRow, message: MessageRow, history: HistoryItem[], provider: Provider, signal: AbortSignal): Promise<void> {
+    const { ctx } = this;
+    const store = ctx.stores.chats;
+    const executionId = message.executionId!;
+    const emit = (kind: Parameters<EventLog['append']>[1], data: unknown) => this.events.append(executionId, kind, data);
+    let text = '';
+    let status: Exclude<RunStatus, 'running'> = 'completed';
+    let error: { code: string; message: string } | undefined;
+    try {
+      await runAgent({
+        provider,
+        history,
+        device: this.device(scope, chat, message.id),
+        signal,
+        toolTimeoutMs: this.options.toolTimeoutMs,
+        onDelta: (delta) => {
+          // A chunk already in flight when the execution was stopped belongs to no message any more.
+          if (delta === '' || signal.aborted) return;
+          text += delta;
+          emit('assistant.message.delta', { messageId: message.id, text: delta });
+        },
+        onToolCall: (name, args) => {
+          // What the model said before asking for a tool is kept, so that a restart loses as little as possible.
+          store.setText(message.id, text);
+          const row = store.addToolCall(randomUUID(), message.id, name, args, ctx.now());
+          emit('tool_call.created', { toolCall: presentToolCall(row) });
+          return {
+            id: row.id,
+            end: (end) => {
+              const done = end.status === 'completed'
+                ? store.finishToolCall(row.id, 'completed', end.result, undefined, ctx.now())
+                : store.finishToolCall(row.id, end.status, undefined, end.error, ctx.now());
+              emit('tool_call.completed', { toolCall: presentToolCall(done) });
+            },
+          };
+        },
+      });
+    } catch (e) {
+      if (signal.aborted) {
+        if (signal.reason === SHUTDOWN) [status, error] = ['failed', STOPPED];
+        else status = 'cancelled';
+      } else if (e instanceof ExecutionError || e instanceof ProviderError) {
+        [status, error] = ['failed', { code: e.code, message: e.message }];
+      } else {
+        this.options.log(`assistant execution ${executionId} failed: ${(e as Error).stack ?? e}`);
+        [status, error] = ['failed', { code: 'assistant_error', message: `The assistant failed unexpectedly: ${(e as Error).message}` }];
+      }
+    }
+    store.finishMessage(message.id, status, text, error, ctx.now());
+    const final = presentMessage(ctx, chat, store.message(message.id, chat.id)!);
+    emit('assistant.message.completed', { message: final });
+    emit(...terminalEvent(executionId, final));
+    this.events.close(executionId);
+  }
+}
+
+// ---- the operations ----
+
+export function createChat(ctx: EngineContext, scope: Scope, sessionId: string, body: CreateChatBody): Chat {
+  requireRole(scope.role, 'readwrite');
+  const session = getSession(ctx, scope, sessionId);
+  const deviceId = body.metadata?.deviceId;
+  if (deviceId !== undefined && !session.devices.some((d) => d.serial === deviceId && d.releasedAt === null)) {
+    throw notFound('device');
+  }
+  const row = ctx.stores.chats.createChat(
+    { id: randomUUID(), organizationId: scope.organization.id, sessionId, title: body.title ?? null, metadata: body.metadata ?? {} },
+    ctx.now(),
+  );
+  return presentChat(row);
+}
+
+export function listChats(ctx: EngineContext, scope: Scope, sessionId: string): Chat[] {
+  getSession(ctx, scope, sessionId);
+  return ctx.stores.chats.chats(sessionId).map(presentChat);
+}
+
+/** A chat of the session, which is in the caller's organization; a chat of another session is not found. */
+function chatOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string): ChatRow {
+  getSession(ctx, scope, sessionId);
+  const chat = ctx.stores.chats.chat(chatId, sessionId);
+  if (!chat) throw notFound('chat');
+  return chat;
+}
+
+export const getChat = (ctx: EngineContext, scope: Scope, sessionId: string, chatId: string): Chat =>
+  presentChat(chatOf(ctx, scope, sessionId, chatId));
+
+/** The most recent page, oldest first; nextCursor is the oldest item's createdAt, for the page before it. */
+export function listMessages(
+  ctx: EngineContext,
+  scope: Scope,
+  sessionId: string,
+  chatId: string,
+  query: { limit: number; before?: number },
+): { messages: Message[]; nextCursor?: number } {
+  const chat = chatOf(ctx, scope, sessionId, chatId);
+  const rows = ctx.stores.chats.messagePage(chatId, query.before ?? Number.MAX_SAFE_INTEGER, query.limit + 1);
+  const more = rows.length > query.limit;
+  const page = (more ? rows.slice(0, query.limit) : rows).reverse();
+  return { messages: page.map((m) => presentMessage(ctx, chat, m)), nextCursor: more ? page[0]!.createdAt : undefined };
+}
+
+function messageOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string) {
+  const chat = chatOf(ctx, scope, sessionId, chatId);
+  const message = ctx.stores.chats.message(messageId, chatId);
+  if (!message) throw notFound('message');
+  return { chat, message };
+}
+
+export function getMessage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): Message {
+  const { chat, message } = messageOf(ctx, scope, sessionId, chatId, messageId);
+  return presentMessage(ctx, chat, message);
+}
+
+export function listToolCalls(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): ToolCall[] {
+  const { message } = messageOf(ctx, scope, sessionId, chatId, messageId);
+  return ctx.stores.chats.toolCalls(message.id).map(presentToolCall);
+}
+
+/** The blob of a screenshot a tool call took. */
+export function toolCallImage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string, toolCallId: string): string {
+  const { message } = messageOf(ctx, scope, sessionId, chatId, messageId);
+  const call = ctx.stores.chats.toolCall(toolCallId);
+  const sha256 = (call?.result as { image?: { sha256?: string } } | null)?.image?.sha256;
+  if (!call || call.messageId !== message.id || !sha256) throw notFound('image');
+  return sha256;
+}
+
+/** The assistant message whose events a client follows; a user message has no execution. */
+export function executionOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string) {
+  const found = messageOf(ctx, scope, sessionId, chatId, messageId);
+  if (!found.message.executionId) throw notFound('execution');
+  return found;
+}
+
+export type Posted =
+  | { kind: 'stored'; message: Message }
+  | { kind: 'started'; chat: ChatRow; message: MessageRow; done: Promise<void> };
+
+/** The chat's conversation so far, as the model is given it: texts only, the newest last. */
+function historyOf(ctx: EngineContext, chatId: string, before: number): HistoryItem[] {
+  const rows = ctx.stores.chats.messagePage(chatId, before, HISTORY_MESSAGES).reverse();
+  const items: HistoryItem[] = [];
+  for (const m of rows) {
+    if (m.role === 'user') items.push({ role: 'user', text: m.text });
+    // Providers want a conversation that opens with the user.
+    else if (m.text !== '' && items.length > 0) items.push({ role: 'assistant', text: m.text, toolCalls: [] });
+  }
+  return items;
+}
+
+/** Stores the user message and, unless execute is false, starts the assistant on a new running message. */
+export async function postMessage(
+  ctx: EngineContext,
+  scope: Scope,
+  sessionId: string,
+  chatId: string,
+  text: string,
+  execute: boolean,
+): Promise<Posted> {
+  requireRole(scope.role, 'readwrite');
+  const chat = chatOf(ctx, scope, sessionId, chatId);
+  const store = ctx.stores.chats;
+  if (!execute) {
+    const [user] = store.addMessages(chatId, ctx.now(), [{ id: randomUUID(), role: 'user', status: 'completed', text, executionId: null }]);
+    return { kind: 'stored', message: presentMessage(ctx, chat, user!) };
+  }
+  const provider = await providerFor(ctx);
+  // Checked after the await: two posts that raced must not both start.
+  if (store.runningIn(chatId)) {
+    throw conflict('execution_running', 'The assistant is still answering the previous message in this chat. Wait for it, or cancel it.');
+  }
+  const now = ctx.now();
+  const history = historyOf(ctx, chatId, Number.MAX_SAFE_INTEGER);
+  const [, assistant] = store.addMessages(chatId, now, [
+    { id: randomUUID(), role: 'user', status: 'completed', text, executionId: null },
+    { id: randomUUID(), role: 'assistant', status: 'running', text: '', executionId: randomUUID() },
+  ]);
+  history.push({ role: 'user', text });
+  const done = ctx.chats.start(scope, chat, assistant!, history, provider);
+  return { kind: 'started', chat, message: assistant!, done };
+}
+
+export const presentMessageOf = (ctx: EngineContext, chat: ChatRow, messageId: string): Message =>
+  presentMessage(ctx, chat, ctx.stores.chats.message(messageId, chat.id)!);
+
+export async function cancelMessage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): Promise<Message> {
+  requireRole(scope.role, 'readwrite');
+  const { chat, message } = messageOf(ctx, scope, sessionId, chatId, messageId);
+  await ctx.chats.cancel(message.id);
+  return presentMessageOf(ctx, chat, message.id);
+}
