@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { defineConfig } from 'electron-vite';
+import { rendererConfig } from './vite.renderer.config.js';
 
 export default defineConfig({
   main: {
@@ -21,6 +22,8 @@ export default defineConfig({
     },
   },
   renderer: {
+    plugins: rendererConfig.plugins,
+    worker: rendererConfig.worker,
     build: {
       rolldownOptions: { input: { index: resolve('src/renderer/index.html') } },
     },

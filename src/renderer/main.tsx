@@ -1,0 +1,6 @@
+import { createRoot } from 'react-dom/client';
+import '@xterm/xterm/css/xterm.css';
+import './styles.css';
+import { App } from './app.js';
+
+createRoot(document.getElementById('root')!).render(<App />);
