@@ -44,10 +44,10 @@ function OrganizationSwitcher() {
   const current = useAuth((s) => s.organizationId);
   return (
     <label className="org-switcher">
-      <span>Organization</span>
-      <select value={current ?? ''} onChange={(e) => authStore.getState().switchOrganization(e.target.value)}>
+      Organization
+      <select aria-label="Current organization" value={current ?? ''} onChange={(e) => authStore.getState().switchOrganization(e.target.value)}>
         {organizations.map((o) => (
-          <option key={o.id} value={o.id}>{o.personal ? `${o.name} (personal)` : o.name} · {o.role}</option>
+          <option key={o.id} value={o.id}>{o.name} ({o.role})</option>
         ))}
       </select>
     </label>

@@ -31,8 +31,11 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
     const sendSize = () => {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
     };
+    // Keys typed while the socket connects are kept and sent once it is open, not dropped.
+    const early: Uint8Array[] = [];
     socket.onopen = () => {
       sendSize();
+      for (const bytes of early.splice(0)) socket.send(bytes);
       term.focus();
     };
     socket.onmessage = (event: MessageEvent<ArrayBuffer | string>) => {
@@ -43,6 +46,7 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
     socket.onclose = (event) => setClosed(CLOSE_REASONS[event.code] ?? (event.code === 1006 ? 'The terminal could not connect.' : `The terminal closed (${event.code}).`));
     const input = term.onData((data) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
+      else if (socket.readyState === WebSocket.CONNECTING) early.push(encoder.encode(data));
     });
     const resized = term.onResize(sendSize);
     const observer = new ResizeObserver(() => fit.fit());
