@@ -176,7 +176,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
         <form onSubmit={(e) => void start(e)} className="stack">
           <label>
             Phone
-            <select value={deviceId} onChange={(e) => setDeviceId(e.target.value)}>
+            <select aria-label="Phone for the new chat" value={deviceId} onChange={(e) => setDeviceId(e.target.value)}>
               {inUse.length === 0 && <option value="">No phone in use</option>}
               {inUse.map((d) => <option key={d.id} value={d.info.serial}>{d.info.name} ({d.info.serial})</option>)}
             </select>
