@@ -31,7 +31,7 @@ export function FleetScreen() {
         <ul className="changes" aria-label="Recent plug and unplug events">
           {changes.slice(0, 5).map((c) => (
             <li key={`${c.serial}-${c.at}`} className={c.change}>
-              {c.name} ({c.serial}) {c.change} at {new Date(c.at).toLocaleTimeString()}
+              {c.name || 'A phone'} ({c.serial}) {c.change} at {new Date(c.at).toLocaleTimeString()}
             </li>
           ))}
         </ul>

@@ -47,10 +47,13 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
             }
           }
         }
+        // A phone is listed before its inventory (model name) is read: earlier changes learn the name later.
+        const names = new Map(devices.data.map((d) => [d.serial, d.name]));
+        const earlier = get().changes.map((c) => (c.name ? c : { ...c, name: names.get(c.serial) ?? '' }));
         set({
           devices: devices.data,
           hosts: hosts.data,
-          changes: [...changes, ...get().changes].slice(0, MAX_CHANGES),
+          changes: [...changes, ...earlier].slice(0, MAX_CHANGES),
           loaded: true,
           error: undefined,
         });

@@ -56,13 +56,14 @@ export async function registerGui(app: App, dir = rendererDir()): Promise<void> 
   const page = { config: { public: true }, schema: { hide: true } };
   app.get('/assets/*', page, (req, reply) => {
     // File names carry a content hash: a new build has new names.
-    return reply.header('cache-control', 'public, max-age=31536000, immutable').sendFile(`assets/${(req.params as { '*': string })['*']}`);
+    return reply.sendFile(`assets/${(req.params as { '*': string })['*']}`, { maxAge: '365d', immutable: true });
   });
 
   const index = (req: FastifyRequest, reply: FastifyReply) => {
+    // The page names the current build's assets: it is checked again on every load.
     reply.header('content-security-policy', contentSecurityPolicy(req.headers.host)).header('cache-control', 'no-cache');
     if (!existsSync(join(dir, 'index.html'))) return reply.type('text/html').send(NOT_BUILT);
-    return reply.sendFile('index.html');
+    return reply.sendFile('index.html', { cacheControl: false });
   };
   app.get('/', page, (req, reply) => index(req, reply));
   app.get('/*', page, (req, reply) => {
