@@ -58,20 +58,20 @@ export function App() {
   const path = usePath();
   const user = useAuth((s) => s.user);
   const token = useAuth((s) => s.token);
-  const organizationId = useAuth((s) => s.organizationId);
-  const [starting, setStarting] = useState(true);
+  const switches = useAuth((s) => s.switches);
+  const bridge = desktopBridge();
+  const [starting, setStarting] = useState(Boolean(bridge));
 
   useEffect(() => {
-    // The desktop window signs its local owner in; a browser restores this tab's token, or shows the login.
-    const bridge = desktopBridge();
+    // The desktop window signs its local owner in; a browser checks this tab's token while the screen already
+    // loads with it, and shows the login if it no longer works.
     const start = bridge && !authStore.getState().token
       ? bridge.getOwnerToken().then(({ token: t }) => authStore.getState().useToken(t))
       : authStore.getState().restore();
     void start.finally(() => setStarting(false));
-  }, []);
+  }, [bridge]);
 
-  if (starting && token) return <main className="centered"><Spinner label="Signing in" /></main>;
-  if (!user) return <LoginScreen />;
+  if (!token) return starting ? <main className="centered"><Spinner label="Signing in" /></main> : <LoginScreen />;
 
   return (
     <div className="shell">
@@ -79,7 +79,7 @@ export function App() {
       <nav className="sidebar" aria-label="Main">
         <div className="brand">Benchtop</div>
         <ul>
-          {NAV.filter((n) => !n.ownerOnly || user.labOwner).map((n) => (
+          {NAV.filter((n) => !n.ownerOnly || user?.labOwner).map((n) => (
             <li key={n.path}>
               <a href={n.path} onClick={linkTo(n.path)} aria-current={path.startsWith(n.path) || (path === '/' && n.path === '/fleet') ? 'page' : undefined}>
                 {n.label}
@@ -89,12 +89,12 @@ export function App() {
         </ul>
         <div className="sidebar-footer">
           <OrganizationSwitcher />
-          <div className="whoami" title={user.email}>{user.email}</div>
+          <div className="whoami" title={user?.email}>{user?.email ?? ' '}</div>
           <button type="button" onClick={() => { authStore.getState().logout(); navigate('/'); }}>Sign out</button>
         </div>
       </nav>
-      {/* Keyed by organization: every screen reloads what it shows when the organization changes. */}
-      <main id="main" key={organizationId}>{route(path)}</main>
+      {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
+      <main id="main" key={switches}>{route(path)}</main>
     </div>
   );
 }

@@ -1,5 +1,4 @@
 import { createRoot } from 'react-dom/client';
-import '@xterm/xterm/css/xterm.css';
 import './styles.css';
 import { App } from './app.js';
 

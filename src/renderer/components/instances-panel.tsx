@@ -1,8 +1,10 @@
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import type { Instance } from '../../shared/api/sessions.js';
 import { api } from '../app-context.js';
 import { Empty, ErrorBanner, fmtDuration, fmtTime, Spinner, Status, useAction, useLoad, useNow } from '../ui.js';
-import { InstanceTerminal } from './terminal.js';
+
+// xterm.js is most of the bundle's weight and only a terminal needs it: it loads when one is first opened.
+const InstanceTerminal = lazy(() => import('./terminal.js').then((m) => ({ default: m.InstanceTerminal })));
 
 const INSTANCES_POLL_MS = 1500;
 
@@ -34,7 +36,11 @@ function InstanceCard({ sessionId, instance, onChange }: { sessionId: string; in
           <button type="button" role="tab" aria-selected={terminal} onClick={() => setTerminal(true)}>Terminal</button>
         </div>
       )}
-      {instance.status === 'ready' && terminal && <InstanceTerminal sessionId={sessionId} instanceId={instance.id} />}
+      {instance.status === 'ready' && terminal && (
+        <Suspense fallback={<Spinner label="Loading the terminal" />}>
+          <InstanceTerminal sessionId={sessionId} instanceId={instance.id} />
+        </Suspense>
+      )}
       {instance.status === 'ready' && !terminal && (
         <dl className="facts">
           <dt>Allocated</dt><dd>{fmtTime(instance.createdAt)}</dd>

@@ -246,6 +246,7 @@ function MacHostsSection() {
 /** Lab administration: only the lab owner reaches it. */
 export function SettingsScreen() {
   const owner = useAuth((s) => s.user?.labOwner);
+  if (owner === undefined) return <Spinner label="Loading" />;
   if (!owner) return <Page title="Settings"><p>Only the lab owner can change the lab's settings.</p></Page>;
   return (
     <Page title="Settings">

@@ -19,6 +19,8 @@ export interface AuthState {
   organizations: Organization[];
   /** The organization every request acts on (X-Organization-Id). */
   organizationId: string | undefined;
+  /** Counts the user's switches of organization: screens reload what they show when it changes. */
+  switches: number;
   busy: boolean;
   error: string | undefined;
   login(email: string, password: string): Promise<void>;
@@ -57,7 +59,9 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
       token: storage?.getItem(TOKEN_KEY) ?? undefined,
       user: undefined,
       organizations: [],
-      organizationId: undefined,
+      // A reload acts on the remembered organization at once, before the list of organizations is back.
+      organizationId: storage?.getItem(ORG_KEY) ?? undefined,
+      switches: 0,
       busy: false,
       error: undefined,
       login: (email, password) => attempt(async () => signedIn((await api().login(email, password)).token)),
@@ -67,7 +71,11 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
         const token = get().token;
         if (!token) return;
         await attempt(() => signedIn(token));
-        if (!get().token) storage?.removeItem(TOKEN_KEY);
+        if (!get().token) {
+          storage?.removeItem(TOKEN_KEY);
+          storage?.removeItem(ORG_KEY);
+          set({ organizationId: undefined });
+        }
       },
       async refreshOrganizations() {
         const orgs = await api().organizations();
@@ -77,10 +85,11 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
       switchOrganization(id) {
         if (!get().organizations.some((o) => o.id === id)) return;
         storage?.setItem(ORG_KEY, id);
-        set({ organizationId: id });
+        set({ organizationId: id, switches: get().switches + 1 });
       },
       logout() {
         storage?.removeItem(TOKEN_KEY);
+        storage?.removeItem(ORG_KEY);
         set({ token: undefined, user: undefined, organizations: [], organizationId: undefined, error: undefined });
       },
     };
