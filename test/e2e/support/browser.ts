@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { expect } from 'vitest';
 
 export const CHROMIUM = process.env.BENCHTOP_CHROMIUM ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
@@ -27,12 +26,19 @@ export async function newContext(browser: Browser): Promise<BrowserContext> {
 
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'e2e');
 
-/** Saves a full-page screenshot as test-artifacts/e2e/<suite>/<name>.png. */
+/**
+ * Saves a screenshot of the whole page as test-artifacts/e2e/<suite>/<name>.png. The window is made as tall as the
+ * page for it (Chromium's full-page capture misplaces the fixed sidebar), then restored.
+ */
 export async function snap(page: Page, suite: string, name: string): Promise<string> {
   const dir = join(ARTIFACTS, suite);
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  const size = page.viewportSize()!;
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  if (height > size.height) await page.setViewportSize({ width: size.width, height });
+  await page.screenshot({ path });
+  if (height > size.height) await page.setViewportSize(size);
   return path;
 }
 
@@ -45,7 +51,7 @@ export async function logIn(page: Page, origin: string, email: string, password:
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await expect.poll(() => page.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(true);
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
 }
 
 /** Fails the test on any error the page logs or throws (a CSP violation included). */
