@@ -34,7 +34,7 @@ describe('the GUI at /', () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toMatch(/unsafe-eval|https?:\/\/|\*/);
     // Every script and style the page loads is its own.
-    for (const [, src] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(src).toMatch(/^\/assets\//);
+    for (const [, src] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(src).toMatch(/^(\/assets\/|\.\/assets\/|\/$)/);
   });
 
   it('answers a deep link with the app, and keeps unknown API paths JSON 404s', async () => {

@@ -34,7 +34,7 @@ export function contentSecurityPolicy(host: string | undefined): string {
     "worker-src 'self'",
     "font-src 'self'",
     "object-src 'none'",
-    "base-uri 'none'",
+    "base-uri 'self'",
     "form-action 'self'",
     "frame-ancestors 'none'",
   ].join('; ');
