@@ -42,6 +42,8 @@ describe.runIf(ready)('GUI: a phone in a session', () => {
   });
 
   it('creates a session, allocates a phone with a name filter, shows its screen, and a click taps it', async () => {
+    const sockets: string[] = [];
+    page.on('websocket', (ws) => sockets.push(ws.url()));
     await page.getByRole('link', { name: 'Sessions' }).click();
     await page.getByRole('button', { name: 'New session' }).click();
     await page.getByRole('heading', { name: /^Session / }).waitFor();
@@ -57,6 +59,8 @@ describe.runIf(ready)('GUI: a phone in a session', () => {
     await screen.waitFor({ timeout: 20_000 });
     await expect.poll(() => framesShown(page), { timeout: 15_000 }).toBeGreaterThan(0);
     await snap(page, SUITE, '03-live-screen');
+    // The bearer travels as a subprotocol, never in a URL that a proxy or a log could keep.
+    expect(sockets).toEqual([expect.stringMatching(/\/screen\?org=[0-9a-f-]+$/)]);
 
     // The phone shows its launcher; the Settings icon is where the elements endpoint says it is.
     const c = client(lab.engine.api);

@@ -32,7 +32,8 @@ export function LiveScreen({ sessionId, serial, name }: { sessionId: string; ser
   const typeTimer = useRef<ReturnType<typeof setTimeout>>(undefined);
 
   useEffect(() => {
-    const socket = new WebSocket(api.screenUrl(sessionId, serial));
+    const { url, protocols } = api.screenSocket(sessionId, serial);
+    const socket = new WebSocket(url, protocols);
     socket.binaryType = 'blob';
     let shown: string | undefined;
     let pending: Blob | undefined;

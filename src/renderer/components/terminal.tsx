@@ -26,7 +26,8 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
     term.loadAddon(fit);
     term.open(host.current!);
     fit.fit();
-    const socket = new WebSocket(api.terminalUrl(sessionId, instanceId, { cols: term.cols, rows: term.rows }, name));
+    const { url, protocols } = api.terminalSocket(sessionId, instanceId, { cols: term.cols, rows: term.rows }, name);
+    const socket = new WebSocket(url, protocols);
     socket.binaryType = 'arraybuffer';
     const encoder = new TextEncoder();
     const sendSize = () => {

@@ -24,6 +24,8 @@ import type {
 } from './pending-shapes.js';
 
 export const API_PREFIX = '/api/v1';
+/** The subprotocol the server echoes, so that the one carrying the bearer is never repeated back. */
+export const SOCKET_PROTOCOL = 'benchtop';
 
 export interface List<T> {
   object: 'list';
@@ -111,15 +113,21 @@ export function createApiClient(options: ApiClientOptions) {
     return (response.status === 204 ? undefined : await response.json()) as T;
   }
 
-  /** ws(s)://.../api/v1<path> with the bearer and organization in the query: browsers cannot set WebSocket headers. */
-  const socketUrl = (path: string, query: Query = {}) => {
+  /**
+   * A WebSocket under /api/v1. Browsers cannot set headers on one: the bearer goes as a bearer.<token> subprotocol
+   * (kept out of URLs and their logs), next to a plain one for the server to pick, and the organization in the query.
+   */
+  const socket = (path: string, query: Query = {}): { url: string; protocols: string[] } => {
     const base = options.origin || (typeof location === 'undefined' ? '' : location.origin);
-    return `${base.replace(/^http/, 'ws')}${API_PREFIX}${path}${queryString({ ...query, token: options.token(), org: options.organization() })}`;
+    const token = options.token();
+    return {
+      url: `${base.replace(/^http/, 'ws')}${API_PREFIX}${path}${queryString({ ...query, org: options.organization() })}`,
+      protocols: token ? [SOCKET_PROTOCOL, `bearer.${token}`] : [],
+    };
   };
 
   return {
     raw,
-    socketUrl,
     health: () => json<Static<typeof Health>>('GET', '/health', { org: false }),
     login: (email: string, password: string) => json<AuthToken>('POST', '/auth/login', { body: { email, password }, org: false }),
     signup: (email: string, password: string, name?: string) => json<AuthToken>('POST', '/auth/signup', { body: { email, password, name }, org: false }),
@@ -157,13 +165,13 @@ export function createApiClient(options: ApiClientOptions) {
       json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
     install: (sid: string, serial: string, fileId: string) =>
       json<unknown>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId } }),
-    screenUrl: (sid: string, serial: string) => socketUrl(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
+    screenSocket: (sid: string, serial: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
 
     instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
     allocateInstance: (sid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances`, { body: { os: 'macos' } }),
     releaseInstance: (sid: string, iid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances/${seg(iid)}/release`),
-    terminalUrl: (sid: string, iid: string, size: { cols: number; rows: number }, name = 'main') =>
-      socketUrl(`/sessions/${seg(sid)}/instances/${seg(iid)}/terminal`, { ...size, name }),
+    terminalSocket: (sid: string, iid: string, size: { cols: number; rows: number }, name = 'main') =>
+      socket(`/sessions/${seg(sid)}/instances/${seg(iid)}/terminal`, { ...size, name }),
 
     chats: (sid: string) => json<List<Chat>>('GET', `/sessions/${seg(sid)}/chats`),
     createChat: (sid: string, deviceId?: string) =>
