@@ -130,4 +130,47 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     await owner.getByText('No pending invitations.').waitFor();
     await snap(owner, SUITE, '08-owner-sees-member');
   });
+
+  it('in the desktop window, signs the local owner in through the preload bridge, with no login form', async () => {
+    const token = await client(lab.api).login();
+    const context = await newContext(browser);
+    // The preload's contextBridge exposes window.benchtop; here the page gets the same object from an init script.
+    await context.addInitScript((t) => {
+      (window as any).benchtop = {
+        getApiOrigin: async () => location.origin,
+        getOwnerToken: async () => ({ token: t, expiresAt: Date.now() + 3_600_000 }),
+        openExternal: async () => undefined,
+      };
+    }, token);
+    const page = await context.newPage();
+    await page.goto(`${origin}/fleet`);
+    await page.getByRole('heading', { name: 'Fleet' }).waitFor();
+    expect(await page.getByLabel('Email').count()).toBe(0);
+    await page.getByText(OWNER_EMAIL).waitFor();
+    await context.close();
+  });
+
+  it('lets an admin revoke an invitation, and the invitee reject one', async () => {
+    const c = client(lab.api);
+    const owner = await c.login();
+    const org = await c.createOrganization(owner, 'Revocations');
+    const mate = await c.signup('declines@lab.test', 'declines-password');
+    const invite = (email: string) => c.call('POST', `/organizations/${org}/invitations`, { token: owner, body: { email, role: 'readonly' } });
+    await invite('never-joins@lab.test');
+    await invite('declines@lab.test');
+
+    const admin = await (await newContext(browser)).newPage();
+    await logIn(admin, origin, OWNER_EMAIL, OWNER_PASSWORD, '/organization');
+    await admin.getByRole('button', { name: 'Switch to Revocations' }).click();
+    await admin.getByRole('button', { name: 'Revoke the invitation of never-joins@lab.test' }).click();
+    await expect.poll(() => admin.getByRole('list', { name: 'Pending invitations' }).getByText('never-joins@lab.test').count()).toBe(0);
+    expect((await c.call('GET', `/organizations/${org}/invitations`, { token: owner })).body.data.map((i: any) => i.email)).toEqual(['declines@lab.test']);
+
+    const invitee = await (await newContext(browser)).newPage();
+    await logIn(invitee, origin, 'declines@lab.test', 'declines-password', '/organization');
+    await invitee.getByRole('button', { name: 'Reject the invitation to Revocations' }).click();
+    await expect.poll(() => invitee.getByRole('heading', { name: 'Invitations for you' }).count()).toBe(0);
+    expect((await c.call('GET', '/invitations', { token: mate.token })).body.data).toEqual([]);
+    expect((await c.call('GET', '/organizations', { token: mate.token })).body.data.map((o: any) => o.name)).toEqual(['Personal']);
+  });
 });
