@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { defineConfig } from 'electron-vite';
+import { rendererConfig } from './vite.renderer.config.js';
 
 export default defineConfig({
   main: {
@@ -21,7 +22,12 @@ export default defineConfig({
     },
   },
   renderer: {
+    // The same page as `npm run serve` builds (vite.renderer.config.ts): served by the engine at every SPA path.
+    base: rendererConfig.base,
+    plugins: rendererConfig.plugins,
+    worker: rendererConfig.worker,
     build: {
+      minify: true,
       rolldownOptions: { input: { index: resolve('src/renderer/index.html') } },
     },
   },

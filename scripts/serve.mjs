@@ -50,4 +50,8 @@ if (!bundleIsFresh()) {
   renameSync(temporary, bundle);
 }
 
+// The GUI the engine serves at /, built only when its sources changed: a clean clone serves it on the first start.
+const { buildRenderer } = await import('./build-renderer.mjs');
+await buildRenderer();
+
 await import(pathToFileURL(bundle).href);

@@ -32,7 +32,8 @@ interface Device {
 }
 
 /** Everything it starts is stopped at cleanup: the engine first, then the phone, then `adb kill-server`. */
-export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptions = {}): Promise<AndroidLab> {
+/** `engineOverrides` are added to the engine's environment last. */
+export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptions = {}, engineOverrides: NodeJS.ProcessEnv = {}): Promise<AndroidLab> {
   const adb = await startAdbServer();
   onCleanup(() => adb.stop());
 
@@ -52,6 +53,7 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
     BENCHTOP_DEMO_PHONES: '0',
     // The live screen benchmark measures the transport, not the default frame cap.
     BENCHTOP_SCREEN_MAX_FPS: '0',
+    ...engineOverrides,
   };
   const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env });
   const [, url] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, START_TIMEOUT_MS);

@@ -1,12 +1,9 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-/** Seconds granted per billing period, per metered resource, and what overage may cost. */
-export interface PlanAllowance {
-  devices: number;
-  instances: number;
-  overageCapUsd: number;
-}
+import { DEFAULT_PLANS, type PlanAllowance } from '../../shared/plans.js';
+
+export { DEFAULT_PLANS, type PlanAllowance };
 
 export interface EngineConfig {
   host: string;
@@ -48,12 +45,6 @@ export interface EngineConfig {
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
 }
-
-export const DEFAULT_PLANS: Record<string, PlanAllowance> = {
-  hobby: { devices: 10 * 3600, instances: 5 * 3600, overageCapUsd: 0 },
-  pro: { devices: 200 * 3600, instances: 100 * 3600, overageCapUsd: 100 },
-  team: { devices: 1000 * 3600, instances: 500 * 3600, overageCapUsd: 1000 },
-};
 
 /** Reads the engine configuration from the environment, with the documented defaults. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
+import { registerGui } from './gui.js';
 import type { App } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
@@ -188,11 +189,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 
-  app.get('/', { config: { public: true }, schema: { hide: true } }, (_req, reply) =>
-    reply.type('text/html').send(
-      '<!doctype html><title>Benchtop</title><h1>Benchtop</h1><p>The lab is running. The API is at <a href="/api/v1/openapi.json">/api/v1</a>.</p>',
-    ),
-  );
+  await registerGui(app);
 
   return app;
 }

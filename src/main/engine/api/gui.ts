@@ -1,0 +1,74 @@
+import fastifyStatic from '@fastify/static';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { App } from './http.js';
+
+/**
+ * The built renderer's directory: out/renderer under the package root, found from this module's own place, which is
+ * src/main/engine/api in tests and out/serve (the bundle) or out/main (Electron) when running.
+ */
+export function rendererDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, 'out', 'renderer');
+}
+
+/** A host header worth echoing into the CSP: a name or address with an optional port, nothing else. */
+const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * The page may load only its own files and talk only to its own origin (HTTP and WebSocket); images also come
+ * from blob: (live screen frames, assets fetched with the bearer) and data: (screenshots in tool calls).
+ * Inline styles are allowed because xterm.js writes its theme into a <style> element; scripts stay 'self' only.
+ */
+export function contentSecurityPolicy(host: string | undefined): string {
+  const sockets = host && HOST.test(host) ? ` ws://${host} wss://${host}` : '';
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' blob: data:",
+    `connect-src 'self'${sockets}`,
+    "worker-src 'self'",
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+const NOT_BUILT =
+  '<!doctype html><title>Benchtop</title><h1>Benchtop</h1><p>The lab is running, but its GUI is not built: run ' +
+  '<code>npm run build:renderer</code> (npm run serve does it for you). The API is at <a href="/api/v1/openapi.json">/api/v1</a>.</p>';
+
+/**
+ * Serves the GUI at /: hashed assets with a long cache, and index.html, with the CSP, for any other path that is not
+ * the API, so that a deep link such as /sessions/<id> loads the app. Every route here is public: the page carries
+ * no data, and it signs in through the API.
+ */
+export async function registerGui(app: App, dir = rendererDir()): Promise<void> {
+  // Only reply.sendFile: the routes below carry the config the auth hook reads.
+  await app.register(fastifyStatic, { root: dir, serve: false });
+
+  const page = { config: { public: true }, schema: { hide: true } };
+  app.get('/assets/*', page, (req, reply) => {
+    // File names carry a content hash: a new build has new names.
+    return reply.sendFile(`assets/${(req.params as { '*': string })['*']}`, { maxAge: '365d', immutable: true });
+  });
+
+  const index = (req: FastifyRequest, reply: FastifyReply) => {
+    // The page names the current build's assets: it is checked again on every load.
+    reply.header('content-security-policy', contentSecurityPolicy(req.headers.host)).header('cache-control', 'no-cache');
+    if (!existsSync(join(dir, 'index.html'))) return reply.type('text/html').send(NOT_BUILT);
+    return reply.sendFile('index.html', { cacheControl: false });
+  };
+  app.get('/', page, (req, reply) => index(req, reply));
+  app.get('/*', page, (req, reply) => {
+    // Unknown API paths stay JSON 404s; the GUI has no path under /api.
+    if (req.url.startsWith('/api/') || req.url === '/api') return reply.callNotFound();
+    return index(req, reply);
+  });
+}

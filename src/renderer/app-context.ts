@@ -1,0 +1,29 @@
+/**
+ * The page's one API client and its stores. The client reads the token and organization from the auth store on
+ * every request, so switching organization takes effect on the next call.
+ */
+import { useStore } from 'zustand';
+import { createApiClient } from '../shared/client/api-client.js';
+import { createAuthStore } from './stores/auth-store.js';
+import { createFleetStore } from './stores/fleet-store.js';
+import { createSessionsStore } from './stores/sessions-store.js';
+import { createUploadsStore } from './stores/uploads-store.js';
+import { browserUploadTransport } from './upload-transport.js';
+
+export const authStore = createAuthStore(() => api, typeof sessionStorage === 'undefined' ? undefined : sessionStorage);
+
+export const api = createApiClient({
+  origin: '',
+  token: () => authStore.getState().token,
+  organization: () => authStore.getState().organizationId,
+  onUnauthorized: () => authStore.getState().logout(),
+});
+
+export const fleetStore = createFleetStore(() => api);
+export const sessionsStore = createSessionsStore(() => api);
+export const uploadsStore = createUploadsStore(() => api, browserUploadTransport(() => authStore.getState().token));
+
+export const useAuth = <T>(pick: (s: ReturnType<typeof authStore.getState>) => T) => useStore(authStore, pick);
+export const useFleet = <T>(pick: (s: ReturnType<typeof fleetStore.getState>) => T) => useStore(fleetStore, pick);
+export const useSessions = <T>(pick: (s: ReturnType<typeof sessionsStore.getState>) => T) => useStore(sessionsStore, pick);
+export const useUploads = <T>(pick: (s: ReturnType<typeof uploadsStore.getState>) => T) => useStore(uploadsStore, pick);

@@ -1,0 +1,100 @@
+import { useEffect, useState, type ReactNode } from 'react';
+import { authStore, useAuth } from './app-context.js';
+import { desktopBridge } from './desktop-bridge.js';
+import { linkTo, match, navigate, usePath } from './router.js';
+import { FleetScreen } from './screens/fleet.js';
+import { LoginScreen } from './screens/login.js';
+import { OrganizationScreen } from './screens/organization.js';
+import { SessionScreen } from './screens/session.js';
+import { SessionsScreen } from './screens/sessions.js';
+import { SettingsScreen } from './screens/settings.js';
+import { FilesScreen } from './screens/files.js';
+import { TestResultScreen, TestResultsScreen } from './screens/test-results.js';
+import { UsageScreen } from './screens/usage.js';
+import { Spinner } from './ui.js';
+
+const NAV = [
+  { path: '/fleet', label: 'Fleet' },
+  { path: '/sessions', label: 'Sessions' },
+  { path: '/test-results', label: 'Test results' },
+  { path: '/files', label: 'Files & Apps' },
+  { path: '/organization', label: 'Organization' },
+  { path: '/usage', label: 'Usage' },
+  { path: '/settings', label: 'Settings', ownerOnly: true },
+];
+
+function route(path: string): ReactNode {
+  let p: Record<string, string> | undefined;
+  if ((p = match('/sessions/:id', path))) return <SessionScreen key={p.id} sessionId={p.id!} />;
+  if ((p = match('/test-results/:id', path))) return <TestResultScreen key={p.id} id={p.id!} />;
+  switch (path.replace(/\/$/, '') || '/fleet') {
+    case '/fleet': return <FleetScreen />;
+    case '/sessions': return <SessionsScreen />;
+    case '/test-results': return <TestResultsScreen />;
+    case '/files': return <FilesScreen />;
+    case '/organization': return <OrganizationScreen />;
+    case '/usage': return <UsageScreen />;
+    case '/settings': return <SettingsScreen />;
+    default: return <p className="empty">No page at {path}. <a href="/fleet" onClick={linkTo('/fleet')}>Go to the fleet</a>.</p>;
+  }
+}
+
+function OrganizationSwitcher() {
+  const organizations = useAuth((s) => s.organizations);
+  const current = useAuth((s) => s.organizationId);
+  return (
+    <label className="org-switcher">
+      Organization
+      <select aria-label="Current organization" value={current ?? ''} onChange={(e) => authStore.getState().switchOrganization(e.target.value)}>
+        {organizations.map((o) => (
+          <option key={o.id} value={o.id}>{o.name} ({o.role})</option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function App() {
+  const path = usePath();
+  const user = useAuth((s) => s.user);
+  const token = useAuth((s) => s.token);
+  const switches = useAuth((s) => s.switches);
+  const bridge = desktopBridge();
+  const [starting, setStarting] = useState(Boolean(bridge));
+
+  useEffect(() => {
+    // The desktop window signs its local owner in; a browser checks this tab's token while the screen already
+    // loads with it, and shows the login if it no longer works.
+    const start = bridge && !authStore.getState().token
+      ? bridge.getOwnerToken().then(({ token: t }) => authStore.getState().useToken(t))
+      : authStore.getState().restore();
+    void start.finally(() => setStarting(false));
+  }, [bridge]);
+
+  if (!token) return starting ? <main className="centered"><Spinner label="Signing in" /></main> : <LoginScreen />;
+
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">Skip to content</a>
+      <nav className="sidebar" aria-label="Main">
+        <div className="brand">Benchtop</div>
+        <ul>
+          {NAV.filter((n) => !n.ownerOnly || user?.labOwner).map((n) => (
+            <li key={n.path}>
+              <a href={n.path} onClick={linkTo(n.path)} aria-current={path.startsWith(n.path) || (path === '/' && n.path === '/fleet') ? 'page' : undefined}>
+                {n.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+        <div className="sidebar-footer">
+          <OrganizationSwitcher />
+          <div className="whoami" title={user?.email}>{user?.email ?? ' '}</div>
+          <button type="button" onClick={() => { authStore.getState().logout(); navigate('/'); }}>Sign out</button>
+        </div>
+      </nav>
+      {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
+      <main id="main" key={switches}>{route(path)}</main>
+    </div>
+  );
+}

@@ -1,0 +1,200 @@
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { followExecution } from '../../shared/client/execution-events.js';
+import type { Message, ToolCall } from '../../shared/client/pending-shapes.js';
+import { api } from '../app-context.js';
+import { Empty, ErrorBanner, Spinner, Status, useAction, useLoad } from '../ui.js';
+
+/** The image a screenshot tool call answered: base64 PNG, a data: URL, or a URL on the engine. */
+export function screenshotOf(result: unknown): string | undefined {
+  const pick = (v: unknown): string | undefined => {
+    if (typeof v !== 'string') return undefined;
+    if (v.startsWith('data:image/')) return v;
+    if (v.startsWith('iVBOR')) return `data:image/png;base64,${v}`;
+    if (/^(https?:\/\/|\/api\/v1\/)/.test(v) && /screenshot|image|png/i.test(v)) return v;
+    return undefined;
+  };
+  if (typeof result === 'string') return pick(result);
+  if (result && typeof result === 'object') {
+    const r = result as Record<string, unknown>;
+    for (const key of ['image', 'screenshot', 'png', 'data', 'url', 'imageUrl', 'screenshotUrl']) {
+      const found = pick(r[key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** A URL on the engine needs the bearer, which an <img> cannot send: it is fetched and shown as a blob. */
+function ToolImage({ src, alt }: { src: string; alt: string }) {
+  const [url, setUrl] = useState<string | undefined>(src.startsWith('data:') ? src : undefined);
+  useEffect(() => {
+    if (src.startsWith('data:')) return setUrl(src);
+    let revoke: string | undefined;
+    const path = new URL(src, location.origin).pathname.replace('/api/v1', '');
+    void api.raw('GET', path).then(async (r) => {
+      revoke = URL.createObjectURL(await r.blob());
+      setUrl(revoke);
+    }, () => setUrl(undefined));
+    return () => {
+      if (revoke) URL.revokeObjectURL(revoke);
+    };
+  }, [src]);
+  return url ? <img className="tool-shot" src={url} alt={alt} /> : <span className="muted">image unavailable</span>;
+}
+
+function ToolCallItem({ call }: { call: ToolCall }) {
+  const shot = screenshotOf(call.result);
+  return (
+    <li className="tool-call" aria-label={`Tool call ${call.name} ${call.status}`}>
+      <div className="tool-call-head">
+        <code>{call.name}</code> <Status value={call.status} />
+        {call.arguments !== undefined && call.arguments !== null && <code className="muted args">{JSON.stringify(call.arguments)}</code>}
+      </div>
+      {call.error && <p className="error">{call.error}</p>}
+      {shot && <ToolImage src={shot} alt={`Screenshot from ${call.name}`} />}
+    </li>
+  );
+}
+
+function MessageItem({ message }: { message: Message }) {
+  return (
+    <li className={`message ${message.role}`} aria-label={`${message.role} message`}>
+      <div className="message-role">{message.role === 'user' ? 'You' : 'Assistant'} {message.role === 'assistant' && message.status !== 'completed' && <Status value={message.status} />}</div>
+      {message.text && <div className="message-text">{message.text}</div>}
+      {message.role === 'assistant' && message.status === 'running' && !message.text && message.toolCalls.length === 0 && <Spinner label="The assistant is thinking" />}
+      {message.toolCalls.length > 0 && <ol className="timeline" aria-label="Tool calls">{message.toolCalls.map((c) => <ToolCallItem key={c.id} call={c} />)}</ol>}
+    </li>
+  );
+}
+
+const upsert = (calls: ToolCall[], call: ToolCall) =>
+  calls.some((c) => c.id === call.id) ? calls.map((c) => (c.id === call.id ? call : c)) : [...calls, call];
+
+function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) {
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [error, setError] = useState<string>();
+  const [text, setText] = useState('');
+  const following = useRef(new Map<string, AbortController>());
+  const list = useRef<HTMLOListElement>(null);
+
+  const patch = (id: string, change: (m: Message) => Message) => setMessages((ms) => ms.map((m) => (m.id === id ? change(m) : m)));
+
+  /** A running message's text comes only from its stream, never also from what is stored, or it would show twice. */
+  const follow = (message: Message) => {
+    if (!message.execution || following.current.has(message.id)) return;
+    const abort = new AbortController();
+    following.current.set(message.id, abort);
+    patch(message.id, (m) => ({ ...m, text: '', toolCalls: [] }));
+    void followExecution(api, message.execution.eventsUrl, (event) => {
+      switch (event.kind) {
+        case 'assistant.message.delta': return patch(message.id, (m) => ({ ...m, text: m.text + event.data.text }));
+        case 'tool_call.created':
+        case 'tool_call.completed': return patch(message.id, (m) => ({ ...m, toolCalls: upsert(m.toolCalls, event.data.toolCall) }));
+        case 'assistant.message.completed': return patch(message.id, (m) => ({ ...event.data.message, text: m.text || event.data.message.text, toolCalls: event.data.message.toolCalls.length ? event.data.message.toolCalls : m.toolCalls }));
+        case 'execution.failed': return patch(message.id, (m) => ({ ...m, status: 'failed' }));
+        default: return undefined;
+      }
+    }, abort.signal).catch((e: Error) => setError(e.message)).finally(() => following.current.delete(message.id));
+  };
+
+  const load = async () => {
+    try {
+      const page = await api.messages(sessionId, chatId, { limit: 100 });
+      setMessages(page.data);
+      page.data.filter((m) => m.role === 'assistant' && m.status === 'running').forEach(follow);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+
+  useEffect(() => {
+    void load();
+    const streams = following.current;
+    return () => streams.forEach((a) => a.abort());
+  }, [sessionId, chatId]);
+
+  useEffect(() => {
+    list.current?.lastElementChild?.scrollIntoView({ block: 'end' });
+  }, [messages]);
+
+  const send = async (event: FormEvent) => {
+    event.preventDefault();
+    const body = text.trim();
+    if (!body) return;
+    setText('');
+    try {
+      const assistant = await api.postMessage(sessionId, chatId, body);
+      const page = await api.messages(sessionId, chatId, { limit: 100 });
+      setMessages(page.data.map((m) => (m.id === assistant.id ? { ...m, text: '', toolCalls: [] } : m)));
+      follow(page.data.find((m) => m.id === assistant.id) ?? assistant);
+      setError(undefined);
+    } catch (e) {
+      setError((e as Error).message);
+      setText(body);
+    }
+  };
+
+  return (
+    <div className="chat">
+      {messages.length === 0 ? <Empty>Ask the assistant to do something on the phone, e.g. “tap Settings”.</Empty> : (
+        <ol ref={list} className="messages" aria-label="Messages" aria-live="polite">{messages.map((m) => <MessageItem key={m.id} message={m} />)}</ol>
+      )}
+      <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
+      <form className="composer" onSubmit={(e) => void send(e)}>
+        <label className="grow">
+          <span className="visually-hidden">Message</span>
+          <input aria-label="Message to the assistant" value={text} onChange={(e) => setText(e.target.value)} placeholder="Tell the assistant what to do on the phone" />
+        </label>
+        <button type="submit" className="primary" disabled={!text.trim()}>Send</button>
+      </form>
+    </div>
+  );
+}
+
+export function ChatsPanel({ sessionId, active }: { sessionId: string; active: boolean }) {
+  const chats = useLoad(() => api.chats(sessionId), [sessionId]);
+  const devices = useLoad(() => api.devices(sessionId), [sessionId, active]);
+  const [chatId, setChatId] = useState<string>();
+  const [deviceId, setDeviceId] = useState('');
+  const create = useAction();
+  const inUse = (devices.data?.data ?? []).filter((d) => d.status === 'in_use' && d.info.serial);
+  const all = chats.data?.data ?? [];
+  const selected = chatId ?? all.at(-1)?.id;
+
+  const start = async (event: FormEvent) => {
+    event.preventDefault();
+    const chat = await create.run(() => api.createChat(sessionId, deviceId || inUse[0]?.info.serial));
+    if (chat) {
+      await chats.reload();
+      setChatId(chat.id);
+    }
+  };
+
+  return (
+    <div className="panel chats">
+      <aside className="chat-list">
+        <form onSubmit={(e) => void start(e)} className="stack">
+          <label>
+            Phone
+            <select aria-label="Phone for the new chat" value={deviceId} onChange={(e) => setDeviceId(e.target.value)}>
+              {inUse.length === 0 && <option value="">No phone in use</option>}
+              {inUse.map((d) => <option key={d.id} value={d.info.serial}>{d.info.name} ({d.info.serial})</option>)}
+            </select>
+          </label>
+          <button type="submit" className="primary" disabled={create.pending}>New chat</button>
+        </form>
+        <ErrorBanner error={create.error ?? chats.error} />
+        <ul aria-label="Chats">
+          {all.map((c) => (
+            <li key={c.id}>
+              <button type="button" aria-current={c.id === selected} onClick={() => setChatId(c.id)}>
+                {c.title ?? `Chat ${c.id.slice(0, 8)}`}{c.metadata.deviceId && <span className="muted"> · {c.metadata.deviceId}</span>}
+              </button>
+            </li>
+          ))}
+        </ul>
+      </aside>
+      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>Start a chat bound to a phone of this session.</Empty>}
+    </div>
+  );
+}

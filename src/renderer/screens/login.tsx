@@ -1,0 +1,50 @@
+import { useState, type FormEvent } from 'react';
+import { authStore, useAuth } from '../app-context.js';
+import { ErrorBanner, Spinner } from '../ui.js';
+
+/** For browsers and LAN teammates; the desktop window signs its owner in by itself. */
+export function LoginScreen() {
+  const busy = useAuth((s) => s.busy);
+  const error = useAuth((s) => s.error);
+  const [mode, setMode] = useState<'login' | 'signup'>('login');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const auth = authStore.getState();
+    void (mode === 'login' ? auth.login(email, password) : auth.signup(email, password));
+  };
+
+  return (
+    <main className="centered">
+      <form className="card login" onSubmit={submit} aria-labelledby="login-title">
+        <h1 id="login-title">Benchtop</h1>
+        <p className="muted">{mode === 'login' ? 'Sign in to the device lab.' : 'Create an account in this lab.'}</p>
+        <label>
+          Email
+          <input type="email" name="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
+        </label>
+        <label>
+          Password
+          <input
+            type="password"
+            name="password"
+            autoComplete={mode === 'login' ? 'current-password' : 'new-password'}
+            required
+            minLength={mode === 'signup' ? 8 : 1}
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+        </label>
+        <ErrorBanner error={error} />
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? <Spinner label="Signing in" /> : mode === 'login' ? 'Sign in' : 'Create account'}
+        </button>
+        <button type="button" className="link" onClick={() => setMode(mode === 'login' ? 'signup' : 'login')}>
+          {mode === 'login' ? 'New here? Create an account' : 'Have an account? Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,259 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
+import type { AssistantProvider } from '../../shared/client/pending-shapes.js';
+import { DEFAULT_PLANS } from '../../shared/plans.js';
+import { api, useAuth } from '../app-context.js';
+import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
+
+function LabSection() {
+  const settings = useLoad(() => api.labSettings(), []);
+  const save = useAction();
+  const [adbHost, setAdbHost] = useState('');
+  const [adbPort, setAdbPort] = useState('');
+  const [devices, setDevices] = useState('');
+  const [instances, setInstances] = useState('');
+  const s = settings.data;
+  useEffect(() => {
+    if (!s) return;
+    setAdbHost(s.adb?.host ?? '');
+    setAdbPort(String(s.adb?.port ?? ''));
+    setDevices(String(s.quotas?.devices ?? ''));
+    setInstances(String(s.quotas?.instances ?? ''));
+  }, [s]);
+  const patch = (body: Parameters<typeof api.updateLabSettings>[0]) => void save.run(async () => {
+    await api.updateLabSettings(body);
+    await settings.reload();
+  });
+  if (!s) return settings.loading ? <Spinner label="Loading lab settings" /> : <ErrorBanner error={settings.error} />;
+  return (
+    <>
+      {s.secretStore === 'file' && (
+        <div className="warning" role="alert">
+          No Secret Service (keychain) is running: Benchtop keeps its secrets in a file readable only by you (0600) in its data directory.
+        </div>
+      )}
+      <ErrorBanner error={save.error} onDismiss={() => save.setError(undefined)} />
+      <section aria-labelledby="lan-title" className="card">
+        <h2 id="lan-title">LAN sharing</h2>
+        {s.lanSharing ? (
+          <>
+            <label className="toggle">
+              <input type="checkbox" checked={s.lanSharing.enabled} onChange={(e) => patch({ lanSharing: e.target.checked })} />
+              Share this lab on the LAN over HTTPS (port {s.lanSharing.port}); localhost stays as it is
+            </label>
+            {s.lanSharing.enabled && (
+              <dl className="facts">
+                <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>
+                <dt>Certificate SHA-256</dt><dd><code className="wrap">{s.lanSharing.certificateSha256 ?? '—'}</code></dd>
+              </dl>
+            )}
+          </>
+        ) : <p className="muted">This engine does not offer LAN sharing.</p>}
+        <label className="toggle">
+          <input type="checkbox" checked={s.signupOpen} onChange={(e) => patch({ signupOpen: e.target.checked })} />
+          Anyone who reaches the lab may create an account
+        </label>
+      </section>
+      <section aria-labelledby="adb-title" className="card">
+        <h2 id="adb-title">Android (adb server)</h2>
+        {s.adb ? (
+          <form className="inline-form" onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            patch({ adb: { host: adbHost.trim(), port: Number(adbPort) } });
+          }}>
+            <label>Host <input value={adbHost} required onChange={(e) => setAdbHost(e.target.value)} /></label>
+            <label>Port <input type="number" min={1} max={65535} required value={adbPort} onChange={(e) => setAdbPort(e.target.value)} /></label>
+            <button type="submit">Save adb address</button>
+            {!s.adb.enabled && <span className="muted">The Android fleet is switched off.</span>}
+          </form>
+        ) : <p className="muted">This engine does not expose the adb address.</p>}
+      </section>
+      <section aria-labelledby="quota-title" className="card">
+        <h2 id="quota-title">Quotas</h2>
+        {s.quotas ? (
+          <form className="inline-form" onSubmit={(e: FormEvent) => {
+            e.preventDefault();
+            patch({ quotas: { devices: Number(devices), instances: Number(instances) } });
+          }}>
+            <label>Phones per organization <input type="number" min={0} required value={devices} onChange={(e) => setDevices(e.target.value)} /></label>
+            <label>Instances per organization <input type="number" min={0} required value={instances} onChange={(e) => setInstances(e.target.value)} /></label>
+            <button type="submit">Save quotas</button>
+          </form>
+        ) : <p className="muted">This engine does not expose quotas.</p>}
+      </section>
+    </>
+  );
+}
+
+function PlanSection() {
+  const balance = useLoad(() => api.balance(), []);
+  const act = useAction();
+  return (
+    <section aria-labelledby="plan-title" className="card">
+      <h2 id="plan-title">Plan of the current organization</h2>
+      <ErrorBanner error={act.error ?? balance.error} />
+      {balance.data && (
+        <label>
+          Plan
+          <select value={balance.data.plan} onChange={(e) => void act.run(async () => {
+            await api.setPlan(e.target.value);
+            await balance.reload();
+          })}>
+            {Object.entries(DEFAULT_PLANS).map(([name, p]) => (
+              <option key={name} value={name}>{name}: {p.devices / 3600} phone hours, {p.instances / 3600} instance hours</option>
+            ))}
+          </select>
+        </label>
+      )}
+    </section>
+  );
+}
+
+function AssistantSection() {
+  const current = useLoad(() => api.assistant(), []);
+  const act = useAction();
+  const [provider, setProvider] = useState<AssistantProvider>('offline');
+  const [endpoint, setEndpoint] = useState('');
+  const [model, setModel] = useState('');
+  const [apiKey, setApiKey] = useState('');
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    if (!current.data) return;
+    setProvider(current.data.provider);
+    setEndpoint(current.data.endpoint);
+    setModel(current.data.model);
+  }, [current.data]);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setSaved(false);
+    const done = await act.run(() => api.setAssistant({ provider, endpoint: endpoint.trim(), model: model.trim(), ...(apiKey ? { apiKey } : {}) }));
+    if (done) {
+      setApiKey('');
+      setSaved(true);
+      await current.reload();
+    }
+  };
+  return (
+    <section aria-labelledby="assistant-title" className="card">
+      <h2 id="assistant-title">Assistant provider</h2>
+      <ErrorBanner error={act.error ?? current.error} />
+      <form className="stack" onSubmit={(e) => void submit(e)}>
+        <label>Provider
+          <select value={provider} onChange={(e) => setProvider(e.target.value as AssistantProvider)}>
+            <option value="offline">Offline (no model)</option>
+            <option value="openai">OpenAI-compatible (OpenAI, Ollama, LM Studio, llama.cpp)</option>
+            <option value="anthropic">Anthropic</option>
+          </select>
+        </label>
+        <label>Endpoint <input value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="http://127.0.0.1:11434/v1" /></label>
+        <label>Model <input value={model} onChange={(e) => setModel(e.target.value)} /></label>
+        <label>API key <input type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder={current.data?.hasApiKey ? 'stored; type to replace' : 'none stored'} /></label>
+        <div className="button-row"><button type="submit">Save assistant</button>{saved && <span role="status" className="ok">Saved.</span>}</div>
+      </form>
+    </section>
+  );
+}
+
+const EMPTY_HOST = { name: '', address: '', port: '22', username: '', privateKey: '', password: '', mode: 'tart', baseImage: 'ghcr.io/cirruslabs/macos-sequoia-base:latest', maxInstances: '2' };
+
+function MacHostForm({ host, onDone }: { host?: MacHost; onDone(): void }) {
+  const [f, setF] = useState(host ? { ...EMPTY_HOST, name: host.name, address: host.address, port: String(host.port), username: host.username, mode: host.mode, baseImage: host.baseImage, maxInstances: String(host.maxInstances) } : EMPTY_HOST);
+  const act = useAction();
+  const set = (k: keyof typeof EMPTY_HOST) => (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value });
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const body: CreateMacHostBody = {
+      name: f.name.trim(),
+      address: f.address.trim(),
+      port: Number(f.port),
+      username: f.username.trim(),
+      mode: f.mode as CreateMacHostBody['mode'],
+      baseImage: f.baseImage.trim(),
+      ...(f.mode === 'tart' ? { maxInstances: Number(f.maxInstances) } : {}),
+      ...(f.privateKey ? { privateKey: f.privateKey } : {}),
+      ...(f.password ? { password: f.password } : {}),
+    };
+    const done = await act.run(() => (host ? api.updateLabHost(host.id, body) : api.addLabHost(body)));
+    if (done) onDone();
+  };
+  return (
+    <form className="card stack" onSubmit={(e) => void submit(e)} aria-label={host ? `Edit ${host.name}` : 'Add a Mac host'}>
+      <div className="grid-2">
+        <label>Name <input required value={f.name} onChange={set('name')} /></label>
+        <label>Address <input required value={f.address} onChange={set('address')} placeholder="mac-mini.local" /></label>
+        <label>SSH port <input type="number" min={1} max={65535} value={f.port} onChange={set('port')} /></label>
+        <label>User <input required value={f.username} onChange={set('username')} /></label>
+        <label>Mode
+          <select value={f.mode} onChange={set('mode')}><option value="tart">tart (VMs)</option><option value="bare">bare (the Mac itself)</option></select>
+        </label>
+        <label>{f.mode === 'tart' ? 'Base image' : 'System description'} <input required value={f.baseImage} onChange={set('baseImage')} /></label>
+        {f.mode === 'tart' && <label>Instances at once <input type="number" min={1} max={16} value={f.maxInstances} onChange={set('maxInstances')} /></label>}
+        <label>Password <input type="password" autoComplete="off" value={f.password} onChange={set('password')} placeholder={host ? 'unchanged' : ''} /></label>
+      </div>
+      <label>Private key <textarea rows={3} value={f.privateKey} onChange={set('privateKey')} placeholder={host ? 'unchanged' : '-----BEGIN OPENSSH PRIVATE KEY-----'} /></label>
+      <ErrorBanner error={act.error} />
+      <div className="button-row">
+        <button type="submit" className="primary" disabled={act.pending}>{act.pending ? <Spinner label="Checking the host" /> : host ? 'Save host' : 'Add host'}</button>
+        <button type="button" onClick={onDone}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+function MacHostsSection() {
+  const hosts = useLoad(() => api.labHosts(), [], 5000);
+  const [editing, setEditing] = useState<MacHost | 'new'>();
+  const act = useAction();
+  const done = () => {
+    setEditing(undefined);
+    void hosts.reload();
+  };
+  return (
+    <section aria-labelledby="hosts-title" className="card">
+      <h2 id="hosts-title">Mac hosts</h2>
+      <ErrorBanner error={act.error ?? hosts.error} />
+      {hosts.data?.data.length === 0 && <Empty>No Mac hosts: add a Mac reachable over SSH to run macOS instances.</Empty>}
+      {hosts.data && hosts.data.data.length > 0 && (
+        <table className="table" aria-label="Mac hosts">
+          <thead><tr><th>Name</th><th>Address</th><th>Mode</th><th>Health</th><th>Checked</th><th><span className="visually-hidden">Actions</span></th></tr></thead>
+          <tbody>
+            {hosts.data.data.map((h) => (
+              <tr key={h.id}>
+                <td>{h.name}</td>
+                <td><code>{h.username}@{h.address}:{h.port}</code></td>
+                <td>{h.mode}</td>
+                <td><Status value={h.health} />{h.healthMessage && <span className="muted"> {h.healthMessage}</span>}</td>
+                <td>{fmtTime(h.checkedAt)}</td>
+                <td className="button-row">
+                  <button type="button" aria-label={`Edit ${h.name}`} onClick={() => setEditing(h)}>Edit</button>
+                  <button type="button" className="danger" aria-label={`Remove ${h.name}`} onClick={() => void act.run(async () => {
+                    await api.deleteLabHost(h.id);
+                    await hosts.reload();
+                  })}>Remove</button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {editing ? <MacHostForm key={editing === 'new' ? 'new' : editing.id} host={editing === 'new' ? undefined : editing} onDone={done} /> : (
+        <button type="button" onClick={() => setEditing('new')}>Add a Mac host</button>
+      )}
+    </section>
+  );
+}
+
+/** Lab administration: only the lab owner reaches it. */
+export function SettingsScreen() {
+  const owner = useAuth((s) => s.user?.labOwner);
+  if (owner === undefined) return <Spinner label="Loading" />;
+  if (!owner) return <Page title="Settings"><p>Only the lab owner can change the lab's settings.</p></Page>;
+  return (
+    <Page title="Settings">
+      <LabSection />
+      <AssistantSection />
+      <MacHostsSection />
+      <PlanSection />
+    </Page>
+  );
+}

@@ -1,0 +1,159 @@
+import { useEffect, useState } from 'react';
+import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-results.js';
+import type { Static } from 'typebox';
+import { api } from '../app-context.js';
+import { linkTo } from '../router.js';
+import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
+
+/** stats is free-form JSON, as the reporter sent it. */
+const statsOf = (r: TestResult) => (r.stats ?? {}) as Record<string, unknown>;
+
+const STATUSES: Array<Static<typeof TestResultStatus>> = ['queued', 'running', 'passed', 'failed', 'skipped', 'interrupted'];
+
+export function TestResultsScreen() {
+  const [status, setStatus] = useState<Static<typeof TestResultStatus> | ''>('');
+  const [text, setText] = useState('');
+  const [pages, setPages] = useState<TestResult[]>([]);
+  const [cursor, setCursor] = useState<string>();
+  const first = useLoad(() => api.testResults({ limit: 50, status: status || undefined }), [status]);
+  const [more, setMore] = useState<{ loading: boolean; error?: string }>({ loading: false });
+
+  useEffect(() => {
+    setPages(first.data?.data ?? []);
+    setCursor(first.data?.nextCursor);
+  }, [first.data]);
+
+  const loadMore = async () => {
+    setMore({ loading: true });
+    try {
+      const page = await api.testResults({ limit: 50, status: status || undefined, before: cursor });
+      setPages((p) => [...p, ...page.data]);
+      setCursor(page.nextCursor);
+      setMore({ loading: false });
+    } catch (e) {
+      setMore({ loading: false, error: (e as Error).message });
+    }
+  };
+
+  const needle = text.trim().toLowerCase();
+  const shown = pages.filter((r) => !needle || r.name.toLowerCase().includes(needle) || (r.git?.branch ?? '').toLowerCase().includes(needle) || r.tags.some((t) => t.toLowerCase().includes(needle)));
+
+  return (
+    <Page title="Test results">
+      <div className="toolbar">
+        <label>
+          Status
+          <select value={status} onChange={(e) => setStatus(e.target.value as typeof status)}>
+            <option value="">any</option>
+            {STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
+          </select>
+        </label>
+        <label>
+          Name, branch or tag
+          <input type="search" value={text} onChange={(e) => setText(e.target.value)} placeholder="Filter" />
+        </label>
+      </div>
+      <ErrorBanner error={first.error ?? more.error} />
+      {first.loading && <Spinner label="Loading test results" />}
+      {!first.loading && shown.length === 0 ? <Empty>No test results. Reporters post them to /api/v1/test-results.</Empty> : (
+        <table className="table" aria-label="Test results">
+          <thead><tr><th>Name</th><th>Status</th><th>Branch</th><th>Commit</th><th>Passed / failed</th><th>Created</th></tr></thead>
+          <tbody>
+            {shown.map((r) => (
+              <tr key={r.id}>
+                <td><a href={`/test-results/${r.id}`} onClick={linkTo(`/test-results/${r.id}`)}>{r.name}</a></td>
+                <td><Status value={r.status} /></td>
+                <td>{r.git?.branch ?? <span className="muted">—</span>}</td>
+                <td>{r.git?.commitSha ? <code>{String(r.git.commitSha).slice(0, 8)}</code> : <span className="muted">—</span>}</td>
+                <td>{r.stats ? `${String(statsOf(r).expected ?? '—')} / ${String(statsOf(r).unexpected ?? '—')}` : <span className="muted">—</span>}</td>
+                <td>{fmtTime(r.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {cursor && <button type="button" disabled={more.loading} onClick={() => void loadMore()}>{more.loading ? <Spinner label="Loading" /> : 'Load older results'}</button>}
+    </Page>
+  );
+}
+
+/** An asset is fetched with the bearer; images are shown inline, anything else is saved under its name. */
+function AssetItem({ resultId, asset }: { resultId: string; asset: Asset }) {
+  const image = asset.contentType.startsWith('image/');
+  const [url, setUrl] = useState<string>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    if (!image) return;
+    let revoke: string | undefined;
+    void api.assetBlob(resultId, asset.id).then((b) => setUrl((revoke = URL.createObjectURL(b))), (e: Error) => setError(e.message));
+    return () => {
+      if (revoke) URL.revokeObjectURL(revoke);
+    };
+  }, [resultId, asset.id, image]);
+  const download = async () => {
+    setBusy(true);
+    try {
+      const href = URL.createObjectURL(await api.assetBlob(resultId, asset.id));
+      const a = document.createElement('a');
+      a.href = href;
+      a.download = asset.name;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(href), 1000);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <figure className="asset">
+      {image && (url ? <img src={url} alt={asset.name} /> : !error && <Spinner label={`Loading ${asset.name}`} />)}
+      <figcaption>
+        <span>{asset.name}</span> <span className="muted">{fmtBytes(asset.size)}</span>
+        <button type="button" disabled={busy} aria-label={`Download ${asset.name}`} onClick={() => void download()}>{busy ? 'Downloading…' : 'Download'}</button>
+      </figcaption>
+      <ErrorBanner error={error} />
+    </figure>
+  );
+}
+
+export function TestResultScreen({ id }: { id: string }) {
+  const result = useLoad(() => api.testResult(id), [id]);
+  const assets = useLoad(() => api.assets(id), [id]);
+  const r = result.data;
+  if (!r) return <Page title="Test result">{result.loading ? <Spinner label="Loading" /> : <ErrorBanner error={result.error} />}</Page>;
+  const stats = statsOf(r);
+  const duration = typeof stats.duration === 'number' ? fmtDuration(stats.duration) : undefined;
+  return (
+    <Page title={r.name} actions={<Status value={r.status} />}>
+      <div className="stats" aria-label="Statistics">
+        {(['expected', 'unexpected', 'flaky', 'skipped'] as const).map((k) => (
+          <div key={k} className={`stat stat-${k}`}><span className="stat-value">{String(stats[k] ?? '—')}</span><span className="stat-label">{k}</span></div>
+        ))}
+        <div className="stat"><span className="stat-value">{duration ?? '—'}</span><span className="stat-label">duration</span></div>
+      </div>
+      <h2>Git</h2>
+      {r.git ? (
+        <dl className="facts">
+          <dt>Branch</dt><dd>{r.git.branch ?? '—'}</dd>
+          <dt>Commit</dt><dd><code>{r.git.commitSha ?? '—'}</code></dd>
+          <dt>Message</dt><dd>{r.git.commitMessage ?? '—'}</dd>
+          <dt>Author</dt><dd>{r.git.authorName ?? '—'}</dd>
+        </dl>
+      ) : <Empty>The reporter sent no git information.</Empty>}
+      <h2>Run</h2>
+      <dl className="facts">
+        <dt>Started</dt><dd>{fmtTime(r.startedAt)}</dd>
+        <dt>Finished</dt><dd>{fmtTime(r.finishedAt)}</dd>
+        <dt>Reporter</dt><dd>{r.userAgent ?? '—'}</dd>
+        <dt>Tags</dt><dd>{r.tags.length ? r.tags.map((t) => <span key={t} className="chip">{t}</span>) : '—'}</dd>
+        {r.sessionId && <><dt>Session</dt><dd><a href={`/sessions/${r.sessionId}`} onClick={linkTo(`/sessions/${r.sessionId}`)}>{r.sessionId.slice(0, 8)}</a></dd></>}
+      </dl>
+      <h2>Assets</h2>
+      <ErrorBanner error={assets.error} />
+      {assets.data && assets.data.data.length === 0 && <Empty>No assets were uploaded.</Empty>}
+      <div className="gallery">{assets.data?.data.map((a) => <AssetItem key={a.id} resultId={id} asset={a} />)}</div>
+    </Page>
+  );
+}

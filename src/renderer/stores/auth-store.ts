@@ -1,0 +1,97 @@
+import { createStore } from 'zustand/vanilla';
+import type { User } from '../../shared/api/account.js';
+import type { Organization } from '../../shared/api/organizations.js';
+import type { ApiClient } from '../../shared/client/api-client.js';
+
+/** Where a signed-in tab keeps its token across reloads: per tab, gone when the tab closes. */
+export interface TokenStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+const TOKEN_KEY = 'benchtop.token';
+const ORG_KEY = 'benchtop.organization';
+
+export interface AuthState {
+  token: string | undefined;
+  user: User | undefined;
+  organizations: Organization[];
+  /** The organization every request acts on (X-Organization-Id). */
+  organizationId: string | undefined;
+  /** Counts the user's switches of organization: screens reload what they show when it changes. */
+  switches: number;
+  busy: boolean;
+  error: string | undefined;
+  login(email: string, password: string): Promise<void>;
+  signup(email: string, password: string): Promise<void>;
+  /** Signs in with a token obtained elsewhere: the desktop window's local owner token. */
+  useToken(token: string): Promise<void>;
+  /** Checks a stored token and loads who it belongs to; signs out when it no longer works. */
+  restore(): Promise<void>;
+  refreshOrganizations(): Promise<void>;
+  switchOrganization(id: string): void;
+  logout(): void;
+}
+
+export type AuthStore = ReturnType<typeof createAuthStore>;
+
+/** `api` must read its token and organization from this store (see app-context.ts). */
+export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
+  return createStore<AuthState>()((set, get) => {
+    const signedIn = async (token: string) => {
+      set({ token });
+      const [user, orgs] = await Promise.all([api().me(), api().organizations()]);
+      const remembered = storage?.getItem(ORG_KEY);
+      const current = orgs.data.find((o) => o.id === remembered) ?? orgs.data.find((o) => o.personal) ?? orgs.data[0];
+      storage?.setItem(TOKEN_KEY, token);
+      set({ user, organizations: orgs.data, organizationId: current?.id, busy: false, error: undefined });
+    };
+    const attempt = async (work: () => Promise<void>) => {
+      set({ busy: true, error: undefined });
+      try {
+        await work();
+      } catch (error) {
+        set({ token: undefined, user: undefined, busy: false, error: (error as Error).message });
+      }
+    };
+    return {
+      token: storage?.getItem(TOKEN_KEY) ?? undefined,
+      user: undefined,
+      organizations: [],
+      // A reload acts on the remembered organization at once, before the list of organizations is back.
+      organizationId: storage?.getItem(ORG_KEY) ?? undefined,
+      switches: 0,
+      busy: false,
+      error: undefined,
+      login: (email, password) => attempt(async () => signedIn((await api().login(email, password)).token)),
+      signup: (email, password) => attempt(async () => signedIn((await api().signup(email, password)).token)),
+      useToken: (token) => attempt(() => signedIn(token)),
+      async restore() {
+        const token = get().token;
+        if (!token) return;
+        await attempt(() => signedIn(token));
+        if (!get().token) {
+          storage?.removeItem(TOKEN_KEY);
+          storage?.removeItem(ORG_KEY);
+          set({ organizationId: undefined });
+        }
+      },
+      async refreshOrganizations() {
+        const orgs = await api().organizations();
+        const stillThere = orgs.data.some((o) => o.id === get().organizationId);
+        set({ organizations: orgs.data, organizationId: stillThere ? get().organizationId : orgs.data.find((o) => o.personal)?.id });
+      },
+      switchOrganization(id) {
+        if (!get().organizations.some((o) => o.id === id)) return;
+        storage?.setItem(ORG_KEY, id);
+        set({ organizationId: id, switches: get().switches + 1 });
+      },
+      logout() {
+        storage?.removeItem(TOKEN_KEY);
+        storage?.removeItem(ORG_KEY);
+        set({ token: undefined, user: undefined, organizations: [], organizationId: undefined, error: undefined });
+      },
+    };
+  });
+}

@@ -1,0 +1,79 @@
+import { createStore } from 'zustand/vanilla';
+import type { FleetDevice } from '../../shared/api/devices.js';
+import type { FleetHost } from '../../shared/api/mac-hosts.js';
+import type { ApiClient } from '../../shared/client/api-client.js';
+
+/** A phone that appeared or disappeared between two polls: what the Fleet screen lists as plug and unplug. */
+export interface FleetChange {
+  serial: string;
+  name: string;
+  change: 'plugged' | 'unplugged';
+  at: number;
+}
+
+export interface FleetState {
+  devices: FleetDevice[];
+  hosts: FleetHost[];
+  changes: FleetChange[];
+  loaded: boolean;
+  error: string | undefined;
+  refresh(): Promise<void>;
+  /** Polls every intervalMs until the returned function is called. */
+  poll(intervalMs: number): () => void;
+}
+
+const MAX_CHANGES = 20;
+/** A phone counts as attached when adb sees it in any state but gone. */
+const attached = (d: FleetDevice) => d.state !== 'gone';
+
+export function createFleetStore(api: () => ApiClient, now: () => number = Date.now) {
+  return createStore<FleetState>()((set, get) => ({
+    devices: [],
+    hosts: [],
+    changes: [],
+    loaded: false,
+    error: undefined,
+    async refresh() {
+      try {
+        const [devices, hosts] = await Promise.all([api().fleetDevices(), api().fleetHosts()]);
+        const { loaded, devices: before } = get();
+        const changes: FleetChange[] = [];
+        if (loaded) {
+          const was = new Map(before.map((d) => [d.serial, attached(d)]));
+          for (const d of devices.data) {
+            const isAttached = attached(d);
+            if ((was.get(d.serial) ?? false) !== isAttached) {
+              changes.push({ serial: d.serial, name: d.name, change: isAttached ? 'plugged' : 'unplugged', at: now() });
+            }
+          }
+        }
+        // A phone is listed before its inventory (model name) is read: earlier changes learn the name later.
+        const names = new Map(devices.data.map((d) => [d.serial, d.name]));
+        const earlier = get().changes.map((c) => (c.name ? c : { ...c, name: names.get(c.serial) ?? '' }));
+        set({
+          devices: devices.data,
+          hosts: hosts.data,
+          changes: [...changes, ...earlier].slice(0, MAX_CHANGES),
+          loaded: true,
+          error: undefined,
+        });
+      } catch (error) {
+        set({ error: (error as Error).message });
+      }
+    },
+    poll(intervalMs) {
+      let stopped = false;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      // One request at a time: a slow answer delays the next poll instead of piling requests up.
+      const tick = async () => {
+        await get().refresh();
+        if (!stopped) timer = setTimeout(tick, intervalMs);
+      };
+      void tick();
+      return () => {
+        stopped = true;
+        clearTimeout(timer);
+      };
+    },
+  }));
+}

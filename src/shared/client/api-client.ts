@@ -1,0 +1,212 @@
+/**
+ * The typed client of /api/v1, shared by the renderer, its stores and their tests. Response types come from the
+ * TypeBox schemas the engine validates with, so a change of shape breaks the build here, not at run time.
+ */
+import type { Static } from 'typebox';
+import type { ApiKey, AuthToken, User } from '../api/account.js';
+import type { ErrorBody, Health } from '../api/common.js';
+import type { DeviceAction } from '../../main/engine/fleet/types.js';
+import type { ActionResult, AllocateDeviceBody, FleetDevice } from '../api/devices.js';
+import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
+import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
+import type { Device, Instance, Session } from '../api/sessions.js';
+import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
+import type {
+  App,
+  AssistantProvider,
+  AssistantSettings,
+  Chat,
+  CreatedFile,
+  LabSettings,
+  LabSettingsPatch,
+  Message,
+  StoredFile,
+} from './pending-shapes.js';
+
+export const API_PREFIX = '/api/v1';
+/** The subprotocol the server echoes, so that the one carrying the bearer is never repeated back. */
+export const SOCKET_PROTOCOL = 'benchtop';
+
+export interface List<T> {
+  object: 'list';
+  data: T[];
+  nextCursor?: string;
+}
+
+/** An error answered by the API, carrying its body's code and message; or a network failure (status 0). */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export interface ApiClientOptions {
+  /** The engine's origin, e.g. http://127.0.0.1:7676; '' for the page's own origin. */
+  origin: string;
+  token(): string | undefined;
+  /** The organization to act on (X-Organization-Id); undefined for the caller's default. */
+  organization(): string | undefined;
+  /** Told when a request answers 401, so that the app can sign out. */
+  onUnauthorized?(): void;
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface RequestOptions {
+  body?: unknown;
+  query?: Query;
+  /** false: no X-Organization-Id (account-level calls). */
+  org?: boolean;
+  signal?: AbortSignal;
+}
+
+const queryString = (query: Query = {}) => {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+};
+
+const seg = encodeURIComponent;
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+export function createApiClient(options: ApiClientOptions) {
+  const headers = (org = true, json = false): Record<string, string> => {
+    const h: Record<string, string> = {};
+    const token = options.token();
+    if (token) h.authorization = `Bearer ${token}`;
+    const organization = org ? options.organization() : undefined;
+    if (organization) h['x-organization-id'] = organization;
+    if (json) h['content-type'] = 'application/json';
+    return h;
+  };
+
+  /** Any /api/v1 call answering a Response; a non-2xx answer throws the API's own message. */
+  async function raw(method: string, path: string, o: RequestOptions = {}): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(`${options.origin}${API_PREFIX}${path}${queryString(o.query)}`, {
+        method,
+        headers: headers(o.org !== false, o.body !== undefined),
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+        signal: o.signal,
+      });
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') throw error;
+      throw new ApiError(0, 'network_error', `Benchtop did not answer: ${(error as Error).message}`);
+    }
+    if (response.ok) return response;
+    let body: Partial<ErrorBody> | undefined;
+    try {
+      body = (await response.json()) as ErrorBody;
+    } catch {
+      body = undefined;
+    }
+    if (response.status === 401) options.onUnauthorized?.();
+    throw new ApiError(response.status, body?.error?.code ?? 'http_error', body?.error?.message ?? `HTTP ${response.status} ${response.statusText}`);
+  }
+
+  async function json<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+    const response = await raw(method, path, o);
+    return (response.status === 204 ? undefined : await response.json()) as T;
+  }
+
+  /**
+   * A WebSocket under /api/v1. Browsers cannot set headers on one: the bearer goes as a bearer.<token> subprotocol
+   * (kept out of URLs and their logs), next to a plain one for the server to pick, and the organization in the query.
+   */
+  const socket = (path: string, query: Query = {}): { url: string; protocols: string[] } => {
+    const base = options.origin || (typeof location === 'undefined' ? '' : location.origin);
+    const token = options.token();
+    return {
+      url: `${base.replace(/^http/, 'ws')}${API_PREFIX}${path}${queryString({ ...query, org: options.organization() })}`,
+      protocols: token ? [SOCKET_PROTOCOL, `bearer.${token}`] : [],
+    };
+  };
+
+  return {
+    raw,
+    health: () => json<Static<typeof Health>>('GET', '/health', { org: false }),
+    login: (email: string, password: string) => json<AuthToken>('POST', '/auth/login', { body: { email, password }, org: false }),
+    signup: (email: string, password: string, name?: string) => json<AuthToken>('POST', '/auth/signup', { body: { email, password, name }, org: false }),
+    me: () => json<User>('GET', '/me', { org: false }),
+
+    organizations: () => json<List<Organization>>('GET', '/organizations', { org: false }),
+    createOrganization: (name: string) => json<Organization>('POST', '/organizations', { body: { name }, org: false }),
+    members: (orgId: string) => json<List<Member>>('GET', `/organizations/${seg(orgId)}/members`),
+    changeRole: (orgId: string, userId: string, role: Member['role']) =>
+      json<unknown>('PATCH', `/organizations/${seg(orgId)}/members/${seg(userId)}`, { body: { role } }),
+    organizationInvitations: (orgId: string) => json<List<Invitation>>('GET', `/organizations/${seg(orgId)}/invitations`),
+    invite: (orgId: string, email: string, role: Member['role']) =>
+      json<Invitation>('POST', `/organizations/${seg(orgId)}/invitations`, { body: { email, role } }),
+    revokeInvitation: (orgId: string, invitationId: string) =>
+      json<void>('DELETE', `/organizations/${seg(orgId)}/invitations/${seg(invitationId)}`),
+    myInvitations: () => json<List<Invitation>>('GET', '/invitations', { org: false }),
+    acceptInvitation: (id: string) => json<void>('POST', `/invitations/${seg(id)}/accept`, { org: false }),
+    rejectInvitation: (id: string) => json<void>('POST', `/invitations/${seg(id)}/reject`, { org: false }),
+
+    keys: () => json<List<ApiKey>>('GET', '/keys'),
+    createKey: (name: string) => json<ApiKey & { apiKey: string }>('POST', '/keys', { body: { name } }),
+    deleteKey: (id: string) => json<void>('DELETE', `/keys/${seg(id)}`),
+
+    fleetDevices: () => json<List<FleetDevice>>('GET', '/fleet/devices'),
+    fleetHosts: () => json<List<FleetHost>>('GET', '/fleet/hosts'),
+
+    sessions: (query: { limit?: number; before?: string } = {}) => json<List<Session>>('GET', '/sessions', { query }),
+    createSession: () => json<Session>('POST', '/sessions'),
+    session: (sid: string) => json<Session>('GET', `/sessions/${seg(sid)}`),
+
+    devices: (sid: string) => json<List<Device>>('GET', `/sessions/${seg(sid)}/devices`),
+    allocateDevice: (sid: string, body: AllocateDeviceBody) => json<Device>('POST', `/sessions/${seg(sid)}/devices`, { body }),
+    releaseDevice: (sid: string, serial: string) => json<Device>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/release`),
+    act: (sid: string, serial: string, action: DeviceAction) =>
+      json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
+    install: (sid: string, serial: string, fileId: string) =>
+      json<unknown>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId } }),
+    screenSocket: (sid: string, serial: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
+
+    instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
+    allocateInstance: (sid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances`, { body: { os: 'macos' } }),
+    releaseInstance: (sid: string, iid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances/${seg(iid)}/release`),
+    terminalSocket: (sid: string, iid: string, size: { cols: number; rows: number }, name = 'main') =>
+      socket(`/sessions/${seg(sid)}/instances/${seg(iid)}/terminal`, { ...size, name }),
+
+    chats: (sid: string) => json<List<Chat>>('GET', `/sessions/${seg(sid)}/chats`),
+    createChat: (sid: string, deviceId?: string) =>
+      json<Chat>('POST', `/sessions/${seg(sid)}/chats`, { body: { metadata: deviceId ? { deviceId } : {} } }),
+    messages: (sid: string, cid: string, query: { limit?: number; before?: string } = {}) =>
+      json<List<Message>>('GET', `/sessions/${seg(sid)}/chats/${seg(cid)}/messages`, { query }),
+    postMessage: (sid: string, cid: string, text: string) =>
+      json<Message>('POST', `/sessions/${seg(sid)}/chats/${seg(cid)}/messages`, { body: { text } }),
+    cancelMessage: (sid: string, cid: string, mid: string) =>
+      json<Message>('POST', `/sessions/${seg(sid)}/chats/${seg(cid)}/messages/${seg(mid)}/cancel`),
+
+    testResults: (query: { limit?: number; before?: string; status?: Static<typeof TestResultStatus> } = {}) =>
+      json<List<TestResult>>('GET', '/test-results', { query }),
+    testResult: (id: string) => json<TestResult>('GET', `/test-results/${seg(id)}`),
+    assets: (id: string) => json<List<Asset>>('GET', `/test-results/${seg(id)}/assets`),
+    assetBlob: async (id: string, assetId: string) => (await raw('GET', `/test-results/${seg(id)}/assets/${seg(assetId)}`)).blob(),
+
+    files: (query: { limit?: number; before?: string } = {}) => json<List<StoredFile>>('GET', '/files', { query }),
+    file: (id: string) => json<StoredFile>('GET', `/files/${seg(id)}`),
+    createFile: (filename: string, filesize: number, sha256: string) =>
+      json<CreatedFile>('POST', '/files', { body: { filename, filesize, sha256 } }),
+    completeFile: (id: string) => json<StoredFile>('POST', `/files/${seg(id)}/complete`),
+    apps: () => json<List<App>>('GET', '/apps'),
+
+    balance: () => json<Balance>('GET', '/billing/balance'),
+    setPlan: (plan: string) => json<Balance>('PUT', '/billing/plan', { body: { plan } }),
+
+    labSettings: () => json<LabSettings>('GET', '/lab/settings', { org: false }),
+    updateLabSettings: (patch: LabSettingsPatch) => json<LabSettings>('PATCH', '/lab/settings', { body: patch, org: false }),
+    labHosts: () => json<List<MacHost>>('GET', '/lab/hosts', { org: false }),
+    addLabHost: (body: CreateMacHostBody) => json<MacHost>('POST', '/lab/hosts', { body, org: false }),
+    updateLabHost: (id: string, body: UpdateMacHostBody) => json<MacHost>('PATCH', `/lab/hosts/${seg(id)}`, { body, org: false }),
+    deleteLabHost: (id: string) => json<void>('DELETE', `/lab/hosts/${seg(id)}`, { org: false }),
+    assistant: () => json<AssistantSettings>('GET', '/lab/assistant', { org: false }),
+    setAssistant: (body: { provider: AssistantProvider; endpoint: string; model: string; apiKey?: string }) =>
+      json<AssistantSettings>('PUT', '/lab/assistant', { body, org: false }),
+  };
+}

@@ -1,0 +1,99 @@
+/** The engine serves the built renderer at /: the page with a strict CSP, hashed assets, and the SPA fallback. */
+import Fastify from 'fastify';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contentSecurityPolicy, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
+import type { App } from '../../src/main/engine/api/http.js';
+import { errorCode, startEngine, type TestEngine } from '../support/engine.js';
+
+describe('the GUI at /', () => {
+  let lab: TestEngine;
+  let origin: string;
+
+  beforeAll(async () => {
+    lab = await startEngine();
+    origin = lab.api.replace(/\/api\/v1$/, '');
+  });
+  afterAll(() => lab?.stop());
+
+  it('serves index.html with a CSP that allows only its own origin, its sockets, and blob:/data: images', async () => {
+    const r = await fetch(`${origin}/`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await r.text();
+    expect(html).toContain('<div id="root">');
+    const csp = r.headers.get('content-security-policy')!;
+    const host = new URL(origin).host;
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain(`connect-src 'self' ws://${host} wss://${host}`);
+    expect(csp).toContain("img-src 'self' blob: data:");
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/unsafe-eval|https?:\/\/|\*/);
+    // Every script and style the page loads is its own.
+    for (const [, src] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(src).toMatch(/^(\/assets\/|\.\/assets\/|\/$)/);
+  });
+
+  it('answers a deep link with the app, and keeps unknown API paths JSON 404s', async () => {
+    const deep = await fetch(`${origin}/sessions/0b9f3c2e-1111-4c4c-9999-123456789abc`);
+    expect(deep.status).toBe(200);
+    expect(deep.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(await deep.text()).toContain('<div id="root">');
+
+    for (const path of ['/api/v1/no-such-thing', '/api/other', '/api']) {
+      const r = await fetch(origin + path);
+      expect(r.status, path).toBe(404);
+      expect(errorCode({ status: r.status, body: await r.json(), headers: r.headers })).toBe('route_not_found');
+    }
+    const post = await fetch(`${origin}/`, { method: 'POST' });
+    expect(post.status).toBe(404);
+  });
+
+  it('serves hashed assets with a long cache, and nothing outside the build', async () => {
+    const script = readdirSync(join(rendererDir(), 'assets')).find((f) => f.endsWith('.js'))!;
+    const r = await fetch(`${origin}/assets/${script}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/javascript/);
+    expect(r.headers.get('cache-control')).toContain('immutable');
+
+    const missing = await fetch(`${origin}/assets/no-such-file.js`);
+    expect(missing.status).toBe(404);
+    // Encoded traversal stays inside the build: refused, or (once a client normalizes %2e%2e) the app's page.
+    for (const path of ['/assets/..%2f..%2fpackage.json', '/assets/%2e%2e/%2e%2e/package.json', '/assets/..%5c..%5cpackage.json']) {
+      const r2 = await fetch(origin + path);
+      expect(r2.status, path).toBeLessThan(500);
+      expect(await r2.text(), path).not.toContain('"name": "benchtop"');
+    }
+    const refused = await fetch(`${origin}/assets/..%2f..%2fpackage.json`);
+    expect([400, 404]).toContain(refused.status);
+    errorCode({ status: refused.status, body: await refused.json(), headers: refused.headers });
+  });
+
+  it('leaves the GUI out of the OpenAPI document', async () => {
+    const doc = await (await fetch(`${lab.api}/openapi.json`)).json();
+    expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/api/v1/'))).toEqual([]);
+  });
+
+  it('says how to build the GUI when it is not built, instead of failing', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'benchtop-no-gui-'));
+    const app = Fastify() as unknown as App;
+    await registerGui(app, empty);
+    const r = await app.inject({ method: 'GET', url: '/fleet' });
+    expect(r.statusCode).toBe(200);
+    expect(r.body).toContain('npm run build:renderer');
+    expect(r.headers['content-security-policy']).toContain("default-src 'self'");
+    await app.close();
+    rmSync(empty, { recursive: true, force: true });
+  });
+
+  it('never echoes a malformed Host header into the policy', () => {
+    expect(contentSecurityPolicy('127.0.0.1:7676')).toContain('ws://127.0.0.1:7676 wss://127.0.0.1:7676');
+    expect(contentSecurityPolicy('[::1]:7676')).toContain('wss://[::1]:7676');
+    for (const host of ['evil.test; script-src *', 'a b', undefined, "x' 'unsafe-inline"]) {
+      expect(contentSecurityPolicy(host)).toContain("connect-src 'self';");
+    }
+  });
+});

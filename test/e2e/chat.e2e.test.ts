@@ -1,0 +1,63 @@
+/**
+ * A chat bound to a phone, in Chromium: "tap Settings" streams the assistant's text, shows its tool calls with their
+ * screenshots, and the phone ends up in Settings. Needs the Chats API and its assistant (issue 5), with the lab's
+ * default provider.
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+
+const ready = chromiumOrSkip() && adbOrSkip();
+const SUITE = 'chat';
+
+describe.runIf(ready)('GUI: a chat that drives a phone', () => {
+  let lab: TestLab;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [lab, browser] = await Promise.all([startLab([{ model: 'Pixel 7', osVersion: '14' }]), launchChromium()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await lab?.stop();
+  });
+
+  it('"tap Settings": the tool calls show with their screenshots, and the phone shows Settings', async () => {
+    const c = client(lab.engine.api);
+    const token = await c.login();
+    const { session, serial } = await allocateInUse(c, token);
+
+    const page = await (await newContext(browser)).newPage();
+    await logIn(page, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, `/sessions/${session}`);
+    await page.getByRole('tab', { name: 'Chats' }).click();
+    await page.getByLabel('Phone for the new chat').selectOption(serial);
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByLabel('Message to the assistant').fill('tap Settings');
+    await page.getByRole('button', { name: 'Send' }).click();
+
+    const assistant = page.getByRole('listitem', { name: 'assistant message' }).last();
+    const calls = assistant.getByRole('list', { name: 'Tool calls' });
+    await calls.getByRole('listitem').first().waitFor({ timeout: 30_000 });
+    await snap(page, SUITE, '01-streaming');
+    await calls.getByRole('img', { name: /^Screenshot from / }).first().waitFor({ timeout: 30_000 });
+    await expect.poll(() => assistant.getByText('running').count(), { timeout: 60_000 }).toBe(0);
+    expect((await assistant.innerText()).trim().length).toBeGreaterThan(0);
+    await snap(page, SUITE, '02-completed');
+
+    // The phone really is in Settings.
+    const elements = async () =>
+      (await c.call('GET', `/sessions/${session}/devices/${encodeURIComponent(serial)}/elements`, { token })).body.data as Array<{ text: string }>;
+    await waitFor('Settings on the phone', async () => (await elements()).some((e) => /Network|Display|About phone/.test(e.text)));
+
+    // A reload shows the stored conversation once: the text is not doubled by a replayed stream.
+    const text = await assistant.locator('.message-text').innerText();
+    await page.reload();
+    await page.getByRole('tab', { name: 'Chats' }).click();
+    const again = page.getByRole('listitem', { name: 'assistant message' }).last();
+    await again.locator('.message-text').waitFor();
+    expect(await again.locator('.message-text').innerText()).toBe(text);
+    await snap(page, SUITE, '03-reloaded');
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The remaining screens in Chromium, each against data put in through the API: sessions with infinite scroll, test
+ * results with their detail and asset gallery, usage as a chart, and the lab owner's settings; plus keyboard use.
+ */
+import { PNG } from 'pngjs';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
+import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+
+const hasChromium = chromiumOrSkip();
+const SUITE = 'screens';
+const SESSIONS = 70;
+
+function png(width: number, height: number, rgb: [number, number, number]): Buffer {
+  const image = new PNG({ width, height });
+  for (let i = 0; i < width * height; i++) image.data.set([...rgb, 255], i * 4);
+  return PNG.sync.write(image);
+}
+
+describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () => {
+  let lab: TestEngine;
+  let browser: Browser;
+  let page: Page;
+  let token: string;
+  const c = () => client(lab.api);
+
+  beforeAll(async () => {
+    [lab, browser] = await Promise.all([startEngine(), launchChromium()]);
+    token = await c().login();
+    for (let i = 0; i < SESSIONS; i++) await c().call('POST', '/sessions', { token });
+    page = await (await newContext(browser)).newPage();
+    await logIn(page, originOf(lab.api), OWNER_EMAIL, OWNER_PASSWORD, '/sessions');
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await lab?.stop();
+  });
+
+  it('scrolls through every session, page after page, newest first', async () => {
+    const rows = page.getByRole('table', { name: 'Sessions' }).locator('tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBeLessThan(SESSIONS);
+    await snap(page, SUITE, '01-sessions');
+    await expect.poll(async () => {
+      await page.mouse.wheel(0, 5000);
+      return rows.count();
+    }, { timeout: 15_000 }).toBe(SESSIONS);
+    const newest = (await c().call('GET', '/sessions?limit=1', { token })).body.data[0].id as string;
+    expect(await rows.first().textContent()).toContain(newest.slice(0, 8));
+  });
+
+  it('filters test results and shows one with its stats, git info, an inline image and a downloadable trace', async () => {
+    const create = (body: unknown) => c().call('POST', '/test-results', { token, body }).then((r) => r.body.id as string);
+    const passed = await create({
+      name: 'checkout-e2e',
+      status: 'passed',
+      git: { branch: 'main', commitSha: '0123abcdef', commitMessage: 'Pay with one tap', authorName: 'Ada' },
+      stats: { expected: 42, unexpected: 0, flaky: 1, skipped: 2, duration: 81234 },
+    });
+    await create({ name: 'login-smoke', status: 'failed', stats: { expected: 3, unexpected: 1 } });
+    const upload = async (name: string, data: Buffer, type: string) => {
+      const form = new FormData();
+      form.set('name', name);
+      form.set('file', new Blob([new Uint8Array(data)], { type }), name);
+      const r = await fetch(`${lab.api}/test-results/${passed}/assets`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+      expect(r.status).toBe(201);
+    };
+    await upload('home.png', png(120, 240, [47, 111, 237]), 'image/png');
+    await upload('trace.zip', Buffer.from('PK trace bytes'), 'application/zip');
+
+    await page.getByRole('link', { name: 'Test results' }).click();
+    const table = page.getByRole('table', { name: 'Test results' });
+    await table.getByText('login-smoke').waitFor();
+    await page.getByLabel('Status').selectOption('passed');
+    await expect.poll(() => table.getByText('login-smoke').count()).toBe(0);
+    await page.getByLabel('Name, branch or tag').fill('checkout');
+    await table.getByRole('link', { name: 'checkout-e2e' }).click();
+
+    await page.getByRole('heading', { name: 'checkout-e2e' }).waitFor();
+    await page.getByText('Pay with one tap').waitFor();
+    expect(await page.getByLabel('Statistics').innerText()).toMatch(/42[\s\S]*expected/i);
+    const image = page.getByRole('img', { name: 'home.png' });
+    await image.waitFor();
+    await expect.poll(() => image.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(120);
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Download trace.zip' }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe('trace.zip');
+    await snap(page, SUITE, '02-test-result');
+  });
+
+  it('charts seconds used and remaining for the period', async () => {
+    await page.getByRole('link', { name: 'Usage' }).click();
+    const chart = page.getByRole('img', { name: /devices: .* remaining; instances: / });
+    await chart.waitFor();
+    const balance = (await c().call('GET', '/billing/balance', { token })).body;
+    expect(await page.getByText(`Plan ${balance.plan}`).count()).toBe(1);
+    await snap(page, SUITE, '03-usage');
+  });
+
+  it('lets the lab owner add a Mac host in Settings, and shows the API\'s message for a bad one', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('button', { name: 'Add a Mac host' }).click();
+    const form = page.getByRole('form', { name: 'Add a Mac host' });
+    await form.getByLabel('Name').fill('mac-mini');
+    await form.getByLabel('Address').fill('bad address!');
+    await form.getByLabel('User').fill('admin');
+    await form.getByLabel('Password').fill('secret-password');
+    await form.getByRole('button', { name: 'Add host' }).click();
+    await form.getByRole('alert').waitFor();
+    await form.getByLabel('Address').fill('127.0.0.1');
+    await form.getByLabel('SSH port').fill('1');
+    await form.getByRole('button', { name: 'Add host' }).click();
+    const hosts = page.getByRole('table', { name: 'Mac hosts' });
+    await hosts.getByText('mac-mini').waitFor({ timeout: 20_000 });
+    expect(await page.content()).not.toContain('secret-password');
+    await snap(page, SUITE, '04-settings');
+  });
+
+  it('works from the keyboard: skip link, navigation and the session tabs', async () => {
+    await page.goto(`${originOf(lab.api)}/fleet`);
+    await page.getByRole('heading', { name: 'Fleet' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Fleet');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+
+    const newest = (await c().call('GET', '/sessions?limit=1', { token })).body.data[0].id as string;
+    await page.goto(`${originOf(lab.api)}/sessions/${newest}`);
+    await page.getByRole('tab', { name: 'Devices' }).focus();
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getByRole('tab', { name: 'Instances' }).getAttribute('aria-selected')).toBe('true');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-Instances');
+
+    // Every control on the screens visited has a name a screen reader can say.
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll('button, input, select, textarea, a[href]')].filter((el) => {
+        const labelled = el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || (el as HTMLInputElement).labels?.length;
+        return !labelled && !(el.textContent ?? '').trim();
+      }).map((el) => el.outerHTML.slice(0, 80)),
+    );
+    expect(unnamed).toEqual([]);
+  });
+});

@@ -1,0 +1,65 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.BENCHTOP_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+
+/** The end-to-end tests need Debian's chromium: under CI its absence is a failure, elsewhere they are skipped loudly. */
+export function chromiumOrSkip(): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  if (process.env.CI === 'true') throw new Error(`chromium is missing at ${CHROMIUM}: install the Debian package \`chromium\` (apt-get install -y chromium).`);
+  console.warn(`SKIPPING end-to-end tests: chromium is not installed at ${CHROMIUM} (apt-get install -y chromium).`);
+  return false;
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+/** A fresh browser profile, like a teammate's browser: its own storage, a laptop-sized window. */
+export async function newContext(browser: Browser): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  context.setDefaultTimeout(15_000);
+  return context;
+}
+
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'e2e');
+
+/**
+ * Saves a screenshot of the whole page as test-artifacts/e2e/<suite>/<name>.png. The window is made as tall as the
+ * page for it (Chromium's full-page capture misplaces the fixed sidebar), then restored.
+ */
+export async function snap(page: Page, suite: string, name: string): Promise<string> {
+  const dir = join(ARTIFACTS, suite);
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  const size = page.viewportSize()!;
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  if (height > size.height) await page.setViewportSize({ width: size.width, height });
+  await page.screenshot({ path });
+  if (height > size.height) await page.setViewportSize(size);
+  return path;
+}
+
+/** The origin the engine serves the GUI at, from its API URL. */
+export const originOf = (api: string) => api.replace(/\/api\/v1$/, '');
+
+/** Signs in through the login form and waits for the app's navigation. */
+export async function logIn(page: Page, origin: string, email: string, password: string, path = '/'): Promise<void> {
+  await page.goto(origin + path);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}
+
+/** Fails the test on any error the page logs or throws (a CSP violation included). */
+export function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  return errors;
+}
