@@ -2,31 +2,14 @@
 // changed), because Node resolving and reading a thousand module files costs more start-up time than the
 // engine's own work: the bundle is ready in well under a second and holds less memory.
 import { randomUUID } from 'node:crypto';
-import { readdirSync, renameSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { isFresh, root } from './freshness.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bundle = join(root, 'out', 'serve', 'serve.mjs');
-
-function newestMtime(path) {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
-  return newest;
-}
-
-function bundleIsFresh() {
-  try {
-    const built = statSync(bundle).mtimeMs;
-    // The demo mode bundles the simulated phone from test/support.
-    const sources = ['src/main', 'src/shared', 'test/support/android-sim', 'package-lock.json'].map((p) => newestMtime(join(root, p)));
-    return built > Math.max(...sources);
-  } catch {
-    return false;
-  }
-}
+// The demo mode bundles the simulated phone from test/support.
+const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'test/support/android-sim', 'package-lock.json']);
 
 if (!bundleIsFresh()) {
   const { build } = await import('esbuild');

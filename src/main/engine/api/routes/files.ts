@@ -1,15 +1,14 @@
-import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
 import { AppMetadata, CreatedFile, CreateFileBody, FileListQuery, FileUploadForm, StoredFile } from '../../../../shared/api/files.js';
-import { BlobSourceError, type StagedBlob } from '../../blobs/blob-store.js';
 import { invalid } from '../../domain/errors.js';
 import { iso } from '../../domain/time.js';
 import type { FileRow } from '../../store/files.js';
 import { requireRole } from '../../services/auth.js';
 import type { EngineContext } from '../../services/context.js';
 import type { UploadInstructions } from '../../services/files.js';
+import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list } from '../present.js';
 
@@ -19,8 +18,6 @@ const UploadQuery = Type.Object({
   nonce: Type.String({ minLength: 1, maxLength: 100 }),
   signature: Type.String({ minLength: 1, maxLength: 100 }),
 });
-const FIELDS = 10;
-const FIELD_BYTES = 64 * 1024;
 
 export const presentFile = (f: FileRow): StoredFile => ({
   id: f.id,
@@ -44,40 +41,6 @@ const presentCreated = (f: FileRow, upload: UploadInstructions | undefined): Cre
 
 /** The engine's own origin as the client reached it, so that a LAN client gets an upload URL it can reach. */
 const originOf = (req: FastifyRequest) => `${req.protocol}://${req.host}`;
-
-/**
- * Streams the form's file part to the blob store; the part's own filename names the file. The whole form is read,
- * so that the reply follows the request's end.
- */
-async function readForm(ctx: EngineContext, request: FastifyRequest, form: { filename?: string; content?: StagedBlob }): Promise<void> {
-  if (!request.isMultipart()) throw invalid('invalid_upload', 'Send the app as multipart/form-data with the field file.');
-  const parts = request.parts();
-  for (;;) {
-    let next: IteratorResult<Multipart>;
-    try {
-      next = await parts.next();
-    } catch (error) {
-      if ((error as { code?: string }).code === 'FST_FILES_LIMIT') throw invalid('invalid_upload', 'Send one file per upload, in the form field "file".');
-      throw invalid('invalid_upload', `The multipart form is malformed: ${(error as Error).message}.`);
-    }
-    if (next.done) break;
-    const part = next.value;
-    if (part.type === 'field') continue;
-    if (part.fieldname !== 'file') throw invalid('invalid_upload', `Send the app in the form field "file", not "${part.fieldname}".`);
-    form.filename = part.filename.trim();
-    try {
-      form.content = await ctx.blobs.stage(part.file);
-    } catch (error) {
-      if (error instanceof BlobSourceError) throw invalid('invalid_upload', 'The upload ended before the file was complete.');
-      throw error;
-    }
-    if (part.file.truncated) {
-      throw invalid('file_too_large', `The file is larger than the lab's limit of ${ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
-    }
-  }
-  if (!form.content) throw invalid('invalid_upload', 'The upload has no file part: send the app as the form field "file".');
-  if (!form.filename || form.filename.length > 255) throw invalid('invalid_upload', 'The file part needs a filename of 1 to 255 characters.');
-}
 
 /** Whatever the request still holds is read and dropped, so that the client can finish sending and read the error. */
 function drain(req: FastifyRequest): void {
@@ -136,29 +99,20 @@ export function fileRoutes(app: App, ctx: EngineContext): void {
     });
   });
 
-  app.register(async (instance) => {
-    await instance.register(multipart, {
-      limits: { fileSize: ctx.config.maxAssetBytes, files: 1, fields: FIELDS, fieldSize: FIELD_BYTES, parts: FIELDS + 1 },
-    });
-    instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    const scoped = instance as unknown as App;
+  multipartRoutes(app, ctx, (scoped) => {
     scoped.post('/files/upload', {
       schema: { tags, operationId: 'uploadFile', summary: 'Upload an app directly: multipart/form-data with the field file', description: 'The part\'s filename names the file. The content\'s SHA-256 decides which file it is: the same bytes answer the existing file (200), new bytes a new file (201) that is processing until its app has been read.', security: BEARER, headers: OrganizationHeader, body: { content: { 'multipart/form-data': { schema: FileUploadForm } } }, response: responses({ 200: StoredFile, 201: StoredFile }, [400, 401, 403]) },
     }, async (req, reply) => {
       const scope = scopeOf(ctx, req);
       // Refused before a byte of the content is read.
       requireRole(scope.role, 'readwrite');
-      const form: { filename?: string; content?: StagedBlob } = {};
-      try {
-        await readForm(ctx, req, form);
-        const { file, created } = await ctx.files.upload(scope, form.filename!, form.content!);
+      return withMultipartUpload(ctx, req, { expected: 'the app in the form field "file"', tooLargeCode: 'file_too_large' }, async ({ content, filename }) => {
+        if (!content) throw invalid('invalid_upload', 'The upload has no file part: send the app as the form field "file".');
+        const name = filename?.trim() ?? '';
+        if (name === '' || name.length > 255) throw invalid('invalid_upload', 'The file part needs a filename of 1 to 255 characters.');
+        const { file, created } = await ctx.files.upload(scope, name, content);
         return reply.code(created ? 201 : 200).send(presentFile(file));
-      } catch (error) {
-        drain(req);
-        throw error;
-      } finally {
-        await form.content?.discard();
-      }
+      });
     });
   });
 }

@@ -1,5 +1,3 @@
-import multipart, { type Multipart } from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
@@ -11,9 +9,7 @@ import {
   TestResultListQuery,
   UpdateTestResultBody,
 } from '../../../../shared/api/test-results.js';
-import { BlobSourceError } from '../../blobs/blob-store.js';
 import { byteRange } from '../../domain/byte-range.js';
-import { invalid, ServiceError } from '../../domain/errors.js';
 import { iso } from '../../domain/time.js';
 import type { EngineContext } from '../../services/context.js';
 import {
@@ -26,6 +22,7 @@ import {
   updateTestResult,
   type AssetUpload,
 } from '../../services/test-results.js';
+import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list, presentAsset, presentTestResult } from '../present.js';
 
@@ -38,62 +35,11 @@ const RawContent = Type.Unsafe({
   content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
 });
 
-/** The form may carry a few text fields beside name; anything larger than this is not a file name. */
-const FIELD_BYTES = 64 * 1024;
-const FIELDS = 20;
-
 /** A file name for Content-Disposition: an ASCII fallback, and the exact name in RFC 5987 form. */
 function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
   const exact = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${exact}`;
-}
-
-/** What the multipart parser reports about the form, in the API's terms. */
-function formError(error: unknown): ServiceError {
-  switch ((error as { code?: string }).code) {
-    case 'FST_FILES_LIMIT':
-      return invalid('invalid_upload', 'Send one file per upload, in the form field "file".');
-    case 'FST_FIELDS_LIMIT':
-    case 'FST_PARTS_LIMIT':
-      return invalid('invalid_upload', `The form has more than ${FIELDS} fields.`);
-    default:
-      return invalid('invalid_upload', `The multipart form is malformed: ${(error as Error).message}.`);
-  }
-}
-
-/**
- * Reads the form part by part. The file streams into the blob store's staging area as it arrives, whatever the
- * order of the parts, so that memory stays flat whatever the file's size.
- */
-async function readUpload(ctx: EngineContext, request: FastifyRequest, upload: AssetUpload): Promise<void> {
-  if (!request.isMultipart()) throw invalid('invalid_upload', 'Send the asset as multipart/form-data with the fields name and file.');
-  const parts = request.parts();
-  for (;;) {
-    let next: IteratorResult<Multipart>;
-    try {
-      next = await parts.next();
-    } catch (error) {
-      throw formError(error);
-    }
-    if (next.done) return;
-    const part = next.value;
-    if (part.type === 'field') {
-      if (part.fieldname === 'name' && typeof part.value === 'string') upload.name = part.value;
-      continue;
-    }
-    if (part.fieldname !== 'file') throw invalid('invalid_upload', `Send the content in the form field "file", not "${part.fieldname}".`);
-    try {
-      upload.content = await ctx.blobs.stage(part.file);
-    } catch (error) {
-      if (error instanceof BlobSourceError) throw invalid('invalid_upload', 'The upload ended before the file was complete.');
-      throw error;
-    }
-    upload.declaredType = part.mimetype;
-    if (part.file.truncated) {
-      throw invalid('asset_too_large', `The file is larger than the lab's limit of ${ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
-    }
-  }
 }
 
 export function testResultRoutes(app: App, ctx: EngineContext): void {
@@ -146,32 +92,17 @@ export function testResultRoutes(app: App, ctx: EngineContext): void {
   });
 
   // Only the upload reads multipart/form-data, so the parser is registered for it alone.
-  app.register(async (instance) => {
-    await instance.register(multipart, {
-      limits: { fileSize: ctx.config.maxAssetBytes, files: 1, fields: FIELDS, fieldSize: FIELD_BYTES, parts: FIELDS + 1 },
-    });
-    // Any other body reaches the handler unread, which answers what to send instead.
-    instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    const scoped = instance as unknown as App;
+  multipartRoutes(app, ctx, (scoped) => {
     scoped.post('/test-results/:testResultId/assets', {
       schema: { tags, operationId: 'uploadTestResultAsset', summary: 'Upload an asset: multipart/form-data with name and file', description: `The file streams to disk; at most BENCHTOP_MAX_ASSET_BYTES (${ctx.config.maxAssetBytes} bytes here). The spec declares no 400 here: a form without name or file is answered with its nearest declared status, and the error code invalid_upload (asset_too_large for an oversized file).`, security: BEARER, headers: OrganizationHeader, params: TestResultParams, body: { content: { 'multipart/form-data': { schema: AssetUploadForm } } }, response: responses({ 201: Asset }, [401, 404]) },
     }, async (req, reply) => {
       const scope = scopeOf(ctx, req);
       // Refused before a byte of the content is read.
       getTestResult(ctx, scope, req.params.testResultId);
-      const upload: AssetUpload = {};
-      try {
-        await readUpload(ctx, req, upload);
+      return withMultipartUpload(ctx, req, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {
+        const upload: AssetUpload = { name: form.fields.name, content: form.content, declaredType: form.contentType };
         return reply.code(201).send(presentAsset(await addAsset(ctx, scope, req.params.testResultId, upload)));
-      } catch (error) {
-        // Whatever the form still holds is read and dropped, as Node does with a body nobody read, so that the
-        // client can finish sending and read the error.
-        req.raw.unpipe();
-        req.raw.resume();
-        throw error;
-      } finally {
-        await upload.content?.discard();
-      }
+      });
     });
   });
 }
