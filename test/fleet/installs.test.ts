@@ -156,6 +156,29 @@ describe.skipIf(!hasAdb)('installing stored files on phones (real adb, simulated
     expect((await c.call('GET', `/sessions/${session}/devices`, { token: owner })).body.data).toEqual([]);
   });
 
+  it('a release while installApps is still installing cleans the phone after the install, so the app does not stay', async () => {
+    const serial = await lab.plug({ model: 'Pixel 6', osVersion: '14', installMs: 1500 });
+    const phone = lab.phone(serial);
+    const fileId = await readyFile(buildApk({ packageName: 'com.example.slow' }));
+    const session = (await c.call('POST', '/sessions', { token: owner })).body.id;
+    const a = await c.call('POST', `/sessions/${session}/devices`, {
+      token: owner,
+      body: { filters: [android, { attribute: 'name', operator: 'EQUALS', value: 'Pixel 6' }], installApps: [`file:${fileId}`] },
+    });
+    expect(a.body.status).toBe('provisioning');
+    // Preparing takes a few adb commands; then pm install runs for 1.5 s, and the release lands in the middle of it.
+    await new Promise((r) => setTimeout(r, 700));
+    const released = await c.call('POST', `/sessions/${session}/devices/${a.body.id}/release`, { token: owner });
+    expect(released.status).toBe(202);
+    expect(phone.state.packages).not.toContain('com.example.slow');
+    await free(serial);
+    // Past the end of the install that was in flight: whatever it put on the phone is there by now.
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(phone.state.packages).not.toContain('com.example.slow');
+    // The tests after this one count on two phones.
+    await lab.unplug(serial);
+  });
+
   it('an installApps file deleted before the phone is assigned releases the allocation as install_failed', async () => {
     const fileId = await readyFile(buildApk({ packageName: 'com.example.vanishing' }));
     // Both phones busy: the allocation queues.

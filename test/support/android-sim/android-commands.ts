@@ -724,6 +724,7 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
           await complain(ctx, 'Error: APK content must be streamed');
           return 1;
         }
+        if (device.options.installMs > 0) await delay(device.options.installMs, undefined, { signal: ctx.signal }).catch(() => undefined);
         const result = device.install(path, { allowDowngrade: rest.includes('-d') });
         if (result.ok) await print(ctx, result.message + '\n');
         else if (result.message.startsWith('Failure')) await print(ctx, result.message + '\n');

@@ -18,6 +18,7 @@ export interface DeviceOptions {
   width: number;
   height: number;
   density: number;
+  installMs: number;
 }
 
 export interface InstalledApp {

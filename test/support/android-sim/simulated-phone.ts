@@ -26,6 +26,8 @@ export interface SimulatedPhoneOptions {
   width?: number;
   height?: number;
   density?: number;
+  /** How long `pm install` takes, as a real package manager's dexopt does; immediate by default. */
+  installMs?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
   log?: (line: string) => void;
 }
@@ -102,6 +104,7 @@ export class SimulatedPhone {
       width: options.width ?? 720,
       height: options.height ?? 1280,
       density: options.density ?? 320,
+      installMs: options.installMs ?? 0,
     };
     this.log = options.log;
     this.device = new Device(opts);

@@ -48,8 +48,8 @@ export class DeviceAllocator {
   private readonly graceTimers = new Map<string, NodeJS.Timeout>();
   /** Phones being cleaned after a release: not free until their cleanup finishes. */
   private readonly cleaning = new Set<string>();
-  /** Allocations whose preparation is running now. */
-  private readonly preparing = new Set<string>();
+  /** Allocations whose preparation is running now, and its end. */
+  private readonly preparing = new Map<string, Promise<void>>();
   private stopped = false;
   /** Until the fleet has been read, an unseen phone is unknown, not gone: no allocation is touched for it. */
   private reconciled = false;
@@ -255,9 +255,14 @@ export class DeviceAllocator {
     }
   }
 
-  private async prepare(row: DeviceAllocationRow): Promise<void> {
+  private prepare(row: DeviceAllocationRow): Promise<void> {
+    const running = this.preparation(row).finally(() => this.preparing.delete(row.id));
+    this.preparing.set(row.id, running);
+    return running;
+  }
+
+  private async preparation(row: DeviceAllocationRow): Promise<void> {
     const serial = row.serial!;
-    this.preparing.add(row.id);
     try {
       const packages = await withTimeout(this.phones.driver(serial).prepare(), this.options.prepareTimeoutMs, 'Preparing the phone');
       if (this.stopped) return;
@@ -278,8 +283,6 @@ export class DeviceAllocator {
       this.options.log(`${serial}: preparing allocation ${row.id} failed: ${(error as Error).message}`);
       if (!this.attached(serial)) this.requeue(current);
       else this.finish(current, this.ctx.now(), error instanceof InstallFailed ? 'install_failed' : 'provisioning_failed');
-    } finally {
-      this.preparing.delete(row.id);
     }
   }
 
@@ -311,8 +314,10 @@ export class DeviceAllocator {
     if (!devices.release(row.id, at, reason)) return;
     usage.stop(row.id, at);
     const released = devices.get(row.id)!;
-    if (released.serial && released.packagesBefore && this.attached(released.serial)) void this.cleanup(released);
-    else if (!released.packagesBefore) devices.markCleaned(row.id, this.ctx.now());
+    // A release while installApps are still installing cleans up after the install in flight, or it would stay.
+    if (released.serial && released.packagesBefore && this.attached(released.serial)) {
+      void (this.preparing.get(row.id) ?? Promise.resolve()).then(() => this.cleanup(released));
+    } else if (!released.packagesBefore) devices.markCleaned(row.id, this.ctx.now());
     this.serveQueue();
   }
 
