@@ -139,6 +139,22 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
     }
   });
 
+  it('a release during tart clone deletes the clone once it lands, so no VM is left on the Mac', async () => {
+    mac.slowClone(1.5);
+    try {
+      const session = await lab.newSession();
+      const instance = await lab.create(session);
+      await waitFor('tart clone to start', () => mac.calls().some((c) => c.startsWith('clone ') && c.includes(instance.id)));
+      expect((await release(session, instance.id)).body.status).toBe('released');
+      await tornDown(instance.id);
+      // Past the end of the clone that was under way: had it been abandoned, its VM would be there by now.
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(vmOf(instance.id)).toBeUndefined();
+    } finally {
+      mac.slowClone(null);
+    }
+  });
+
   it('409 concurrency_limit past the quota, and 409 no_capacity when no host has a free slot', async () => {
     const session = await lab.newSession();
     const a = await lab.create(session);

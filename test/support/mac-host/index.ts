@@ -61,6 +61,8 @@ export interface MacHostSim {
   calls(): string[];
   /** Makes `tart clone` fail with this message (null: succeed again). */
   failClone(message: string | null): void;
+  /** Makes `tart clone` take this long (null: at once again). */
+  slowClone(seconds: number | null): void;
   /** While held, `tart ip` does not answer: provisioning hangs there. */
   holdIp(held: boolean): void;
   /** The body of POST /lab/hosts for this host. */
@@ -220,6 +222,10 @@ export async function startMacHost(): Promise<MacHostSim> {
     failClone(message) {
       if (message === null) rmSync(join(state, 'fail-clone'), { force: true });
       else writeFileSync(join(state, 'fail-clone'), message);
+    },
+    slowClone(seconds) {
+      if (seconds === null) rmSync(join(state, 'clone-seconds'), { force: true });
+      else writeFileSync(join(state, 'clone-seconds'), String(seconds));
     },
     holdIp(held) {
       if (held) writeFileSync(join(state, 'hold-ip'), '');

@@ -382,7 +382,7 @@ export class InstanceManager {
     try {
       const mac = await this.macOf(host);
       const image = { baseImage: row.image, machine: { cpuCores: row.cpuCores, memoryMb: row.memoryMb, diskMb: row.diskMb } };
-      const { address } = await mac.provision(row.vmName!, image, signal, resume);
+      const { address } = await mac.provision(row.vmName!, image, signal, this.shutdown.signal, resume);
       if (this.stopped || signal.aborted) return;
       if (this.ctx.stores.instances.markReady(row.id, this.ctx.now(), address)) {
         this.options.log(`instance ${row.id} is ready on ${host.name}`);

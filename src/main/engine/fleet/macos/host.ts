@@ -135,9 +135,10 @@ export class MacHost {
 
   /**
    * Brings an instance up and answers its address (a VM's IP; null on a bare host). Ready means a command has run
-   * inside it. `resume` continues an instance whose provisioning an engine restart interrupted.
+   * inside it. `resume` continues an instance whose provisioning an engine restart interrupted. `signal` stops it
+   * between steps; `shutdown` also cuts short the clone, which runs on otherwise (see createVm).
    */
-  async provision(name: string, image: InstanceImage, signal: AbortSignal, resume = false): Promise<{ address: string | null }> {
+  async provision(name: string, image: InstanceImage, signal: AbortSignal, shutdown: AbortSignal, resume = false): Promise<{ address: string | null }> {
     const conn = await this.connect(signal);
     try {
       if (this.spec.mode === 'bare') {
@@ -147,7 +148,7 @@ export class MacHost {
       const existing = resume ? (await this.list(conn, signal)).find((vm) => vm.name === name) : undefined;
       if (!existing?.running) {
         if (existing) await step(conn, 'tart delete', `tart delete ${q(name)}`, SHORT_STEP_MS, signal);
-        await this.createVm(conn, name, image, signal);
+        await this.createVm(conn, name, image, signal, shutdown);
       }
       const address = await this.waitForIp(conn, name, signal);
       const vm = await this.connectToVm(conn, address, signal, VM_SSH_WAIT_MS);
@@ -205,9 +206,13 @@ export class MacHost {
 
   // ---- tart ----
 
-  private async createVm(conn: SshConnection, name: string, image: InstanceImage, signal: AbortSignal): Promise<void> {
+  private async createVm(conn: SshConnection, name: string, image: InstanceImage, signal: AbortSignal, shutdown: AbortSignal): Promise<void> {
     const { cpuCores, memoryMb, diskMb } = image.machine;
-    await step(conn, 'tart clone', `tart clone ${q(image.baseImage)} ${q(name)}`, CLONE_TIMEOUT_MS, signal);
+    // Closing the channel does not stop tart clone on the Mac: a clone given up midway would land after teardown had
+    // looked for it, and its VM would stay. So a release lets it finish, and teardown (which waits) deletes it. Only a
+    // shutdown walks away; the next start's reconciliation finds the clone.
+    await step(conn, 'tart clone', `tart clone ${q(image.baseImage)} ${q(name)}`, CLONE_TIMEOUT_MS, shutdown);
+    signal.throwIfAborted();
     const diskGb = Math.ceil(diskMb / 1024);
     await step(conn, 'tart set', `tart set ${q(name)} --cpu ${cpuCores} --memory ${memoryMb} --disk-size ${diskGb}`, SHORT_STEP_MS, signal);
     await step(conn, 'tart set --random-mac', `tart set ${q(name)} --random-mac`, SHORT_STEP_MS, signal);
