@@ -139,13 +139,19 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
     }
   });
 
-  it('a release during tart clone deletes the clone once it lands, so no VM is left on the Mac', async () => {
+  it('a release during tart clone deletes the clone once it lands, so no VM is left on the Mac; the host cannot be removed meanwhile', async () => {
     mac.slowClone(1.5);
     try {
       const session = await lab.newSession();
       const instance = await lab.create(session);
       await waitFor('tart clone to start', () => mac.calls().some((c) => c.startsWith('clone ') && c.includes(instance.id)));
+      const removeHost = () => lab.c.call('DELETE', `/lab/hosts/${lab.hostIds[0]}`, { token: lab.owner });
+      let refused = await removeHost();
+      expect([refused.status, errorCode(refused)]).toEqual([409, 'host_in_use']);
       expect((await release(session, instance.id)).body.status).toBe('released');
+      // Released, but its VM is still to be deleted: forgetting the host now would leave the VM on the Mac.
+      refused = await removeHost();
+      expect([refused.status, errorCode(refused)]).toEqual([409, 'teardown_pending']);
       await tornDown(instance.id);
       // Past the end of the clone that was under way: had it been abandoned, its VM would be there by now.
       await new Promise((r) => setTimeout(r, 2000));

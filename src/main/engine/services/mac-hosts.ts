@@ -148,12 +148,20 @@ export async function updateHost(ctx: EngineContext, hostId: string, patch: Upda
   return ctx.stores.macHosts.get(host.id)!;
 }
 
-/** Refused while an instance is provisioning or ready on it; instances still being torn down are let go. */
+/**
+ * Refused while an instance is provisioning or ready on it, and while a reachable host still has released VMs to
+ * delete (forgetting the host then would leave them on the Mac). A host that is down is let go with its leftovers:
+ * the lab owner removing it is the only way they could ever be dropped.
+ */
 export async function deleteHost(ctx: EngineContext, hostId: string): Promise<void> {
   const host = getHost(ctx, hostId);
-  const active = ctx.stores.instances.onHost(host.id).filter((i) => i.status === 'provisioning' || i.status === 'ready');
+  const onHost = ctx.stores.instances.onHost(host.id);
+  const active = onHost.filter((i) => i.status === 'provisioning' || i.status === 'ready');
   if (active.length > 0) {
     throw conflict('host_in_use', `${active.length} instance(s) still run on ${host.name}; they must be released first.`);
+  }
+  if (onHost.length > 0 && ctx.instances.healthOf(host.id).state !== 'down') {
+    throw conflict('teardown_pending', `${host.name} is still deleting ${onHost.length} released instance(s); try again in a moment.`);
   }
   ctx.stores.macHosts.remove(host.id);
   await ctx.secrets.delete(secretKey(host.id));
