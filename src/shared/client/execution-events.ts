@@ -4,7 +4,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { API_PREFIX, type ApiClient } from './api-client.js';
-import type { ExecutionEvent } from './pending-shapes.js';
+import type { ExecutionEvent } from '../api/chats.js';
 
 /** Resolves when the stream ends (the execution finished) or the signal aborts it. */
 export async function followExecution(
