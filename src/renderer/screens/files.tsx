@@ -74,7 +74,7 @@ export function FilesScreen() {
         onDrop={onDrop}
       >
         <span>Drop an .apk or .ipa here, or choose one</span>
-        <input type="file" accept=".apk,.ipa,.aab,.zip" multiple aria-label="Choose app files to upload" onChange={(e) => take(e.target.files)} />
+        <input type="file" accept=".apk,.ipa" multiple aria-label="Choose app files to upload" onChange={(e) => take(e.target.files)} />
       </label>
       <Uploads />
       <h2>Apps</h2>

@@ -29,14 +29,14 @@ function LabSection() {
     <>
       {s.secretStore === 'file' && (
         <div className="warning" role="alert">
-          No Secret Service (keychain) is running: Benchtop keeps its secrets in a file readable only by you (0600) in its data directory.
+          No OS keychain (Secret Service) is running: Mac host credentials and the assistant's API key are kept in a file readable only by you (0600) in the data directory.
         </div>
       )}
       <ErrorBanner error={save.error} onDismiss={() => save.setError(undefined)} />
       <section aria-labelledby="lan-title" className="card">
         <h2 id="lan-title">LAN sharing</h2>
         <label className="toggle">
-          <input type="checkbox" checked={s.lanSharing.enabled} onChange={(e) => patch({ lanSharing: e.target.checked })} />
+          <input type="checkbox" checked={s.lanSharing.enabled} disabled={save.pending} onChange={(e) => patch({ lanSharing: e.target.checked })} />
           Share this lab on the LAN over HTTPS (port {s.lanSharing.port}); localhost stays as it is
         </label>
         {s.lanSharing.enabled && (
@@ -46,7 +46,7 @@ function LabSection() {
           </dl>
         )}
         <label className="toggle">
-          <input type="checkbox" checked={s.signupOpen} onChange={(e) => patch({ signupOpen: e.target.checked })} />
+          <input type="checkbox" checked={s.signupOpen} disabled={save.pending} onChange={(e) => patch({ signupOpen: e.target.checked })} />
           Anyone who reaches the lab may create an account
         </label>
       </section>
