@@ -25,7 +25,7 @@ function InstallApp({ sessionId, device }: { sessionId: string; device: Device }
       <label>
         Install an app
         <select value={fileId} onChange={(e) => setFileId(e.target.value)} required>
-          <option value="">{files.error ? 'Files are unavailable' : ready.length ? 'Choose an uploaded file' : 'No uploaded apps yet'}</option>
+          <option value="">{ready.length ? 'Choose an uploaded file' : `No ${device.info.platform} app uploaded yet (Files & Apps)`}</option>
           {ready.map((f) => <option key={f.id} value={f.id}>{f.filename}{f.bundleId ? ` (${f.bundleId})` : ''}</option>)}
         </select>
       </label>
