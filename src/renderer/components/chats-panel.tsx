@@ -155,7 +155,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
               {inUse.map((d) => <option key={d.id} value={d.info.serial}>{d.info.name} ({d.info.serial})</option>)}
             </select>
           </label>
-          <button type="submit" className="primary" disabled={create.pending}>New chat</button>
+          <button type="submit" className="primary" disabled={create.pending || inUse.length === 0}>New chat</button>
         </form>
         <ErrorBanner error={create.error ?? chats.error} />
         <ul aria-label="Chats">
@@ -168,7 +168,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
           ))}
         </ul>
       </aside>
-      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>Start a chat bound to a phone of this session.</Empty>}
+      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
     </div>
   );
 }
