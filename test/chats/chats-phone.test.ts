@@ -70,12 +70,14 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
         'tool_call.created', 'tool_call.completed', // launch_app
         'tool_call.created', 'tool_call.completed', // list_elements
         'tool_call.created', 'tool_call.completed', // tap
+        'tool_call.created', 'tool_call.completed', // screenshot: the screen the commands left
         'assistant.message.delta', 'assistant.message.completed', 'execution.completed',
       ]);
       const message = events.at(-2)!.data.message;
       expect(message.toolCalls.map((t: { name: string; status: string }) => `${t.name}:${t.status}`)).toEqual([
-        'list_apps:completed', 'launch_app:completed', 'list_elements:completed', 'tap:completed',
+        'list_apps:completed', 'launch_app:completed', 'list_elements:completed', 'tap:completed', 'screenshot:completed',
       ]);
+      expect(message.toolCalls[4].result.image).toMatchObject({ contentType: 'image/png' });
       expect(message.toolCalls[1].arguments).toEqual({ packageName: 'com.android.settings' });
       expect(message.text).toMatch(/^Opened com\.android\.settings\. Tapped "Wi-Fi" at \(\d+, \d+\)\.$/);
       expect(phone().foregroundPackage).toBe('com.android.settings');
@@ -91,7 +93,7 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
       expect(phone().lastTap).toEqual({ x: 120, y: 300 });
 
       m = await sync('swipe up');
-      expect(m.toolCalls.map((t: { name: string }) => t.name)).toEqual(['screen_size', 'swipe']);
+      expect(m.toolCalls.map((t: { name: string }) => t.name)).toEqual(['screen_size', 'swipe', 'screenshot']);
       expect(m.text).toBe('Swiped up.');
       expect(phone().lastSwipe).toMatchObject({ x1: 360, x2: 360 });
       expect(phone().lastSwipe!.y1).toBeGreaterThan(phone().lastSwipe!.y2);

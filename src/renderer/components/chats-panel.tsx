@@ -1,68 +1,35 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
+import type { Message, ScreenshotResult, ToolCall } from '../../shared/api/chats.js';
 import { followExecution } from '../../shared/client/execution-events.js';
-import type { Message, ToolCall } from '../../shared/client/pending-shapes.js';
 import { api } from '../app-context.js';
 import { Empty, ErrorBanner, Spinner, Status, useAction, useLoad } from '../ui.js';
 
-/** The image a screenshot tool call answered: base64 PNG, a data: URL, or a URL on the engine. */
-export function screenshotOf(result: unknown): string | undefined {
-  const pick = (v: unknown): string | undefined => {
-    if (typeof v !== 'string') return undefined;
-    if (v.startsWith('data:image/')) return v;
-    if (v.startsWith('iVBOR')) return `data:image/png;base64,${v}`;
-    if (/^(https?:\/\/|\/api\/v1\/)/.test(v) && /screenshot|image|png/i.test(v)) return v;
-    return undefined;
-  };
-  if (typeof result === 'string') return pick(result);
-  if (result && typeof result === 'object') {
-    const r = result as Record<string, unknown>;
-    for (const key of ['image', 'screenshot', 'png', 'data', 'url', 'imageUrl', 'screenshotUrl']) {
-      const found = pick(r[key]);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
-
-/** A URL on the engine needs the bearer, which an <img> cannot send: it is fetched and shown as a blob. */
-function ToolImage({ src, alt }: { src: string; alt: string }) {
-  const [url, setUrl] = useState<string | undefined>(src.startsWith('data:') ? src : undefined);
-  useEffect(() => {
-    if (src.startsWith('data:')) return setUrl(src);
-    let revoke: string | undefined;
-    const path = new URL(src, location.origin).pathname.replace('/api/v1', '');
-    void api.raw('GET', path).then(async (r) => {
-      revoke = URL.createObjectURL(await r.blob());
-      setUrl(revoke);
-    }, () => setUrl(undefined));
-    return () => {
-      if (revoke) URL.revokeObjectURL(revoke);
-    };
-  }, [src]);
-  return url ? <img className="tool-shot" src={url} alt={alt} /> : <span className="muted">image unavailable</span>;
-}
-
 function ToolCallItem({ call }: { call: ToolCall }) {
-  const shot = screenshotOf(call.result);
+  const shot = call.name === 'screenshot' && call.status === 'completed' ? (call.result as ScreenshotResult).image : undefined;
+  const args = Object.keys(call.arguments).length > 0 ? JSON.stringify(call.arguments) : undefined;
   return (
     <li className="tool-call" aria-label={`Tool call ${call.name} ${call.status}`}>
       <div className="tool-call-head">
         <code>{call.name}</code> <Status value={call.status} />
-        {call.arguments !== undefined && call.arguments !== null && <code className="muted args">{JSON.stringify(call.arguments)}</code>}
+        {args && <code className="muted args">{args}</code>}
       </div>
-      {call.error && <p className="error">{call.error}</p>}
-      {shot && <ToolImage src={shot} alt={`Screenshot from ${call.name}`} />}
+      {call.error && <p className="error">{call.error.message}</p>}
+      {shot && <img className="tool-shot" src={api.browserUrl(shot.url)} alt={`Screenshot from ${call.name}`} />}
     </li>
   );
 }
 
-function MessageItem({ message }: { message: Message }) {
+function MessageItem({ message, onCancel }: { message: Message; onCancel?(): void }) {
   return (
     <li className={`message ${message.role}`} aria-label={`${message.role} message`}>
-      <div className="message-role">{message.role === 'user' ? 'You' : 'Assistant'} {message.role === 'assistant' && message.status !== 'completed' && <Status value={message.status} />}</div>
+      <div className="message-role">
+        {message.role === 'user' ? 'You' : 'Assistant'} {message.role === 'assistant' && message.status !== 'completed' && <Status value={message.status} />}
+        {onCancel && <button type="button" className="link" aria-label="Stop the assistant" onClick={onCancel}>Stop</button>}
+      </div>
       {message.text && <div className="message-text">{message.text}</div>}
       {message.role === 'assistant' && message.status === 'running' && !message.text && message.toolCalls.length === 0 && <Spinner label="The assistant is thinking" />}
       {message.toolCalls.length > 0 && <ol className="timeline" aria-label="Tool calls">{message.toolCalls.map((c) => <ToolCallItem key={c.id} call={c} />)}</ol>}
+      {message.error && <p className="error">{message.error.message}</p>}
     </li>
   );
 }
@@ -90,8 +57,10 @@ function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) 
         case 'assistant.message.delta': return patch(message.id, (m) => ({ ...m, text: m.text + event.data.text }));
         case 'tool_call.created':
         case 'tool_call.completed': return patch(message.id, (m) => ({ ...m, toolCalls: upsert(m.toolCalls, event.data.toolCall) }));
-        case 'assistant.message.completed': return patch(message.id, (m) => ({ ...event.data.message, text: m.text || event.data.message.text, toolCalls: event.data.message.toolCalls.length ? event.data.message.toolCalls : m.toolCalls }));
-        case 'execution.failed': return patch(message.id, (m) => ({ ...m, status: 'failed' }));
+        // A finished execution's replay has no tool_call events: the final message carries its tool calls.
+        case 'assistant.message.completed': return patch(message.id, () => event.data.message);
+        case 'execution.completed': return patch(message.id, (m) => ({ ...m, status: event.data.status }));
+        case 'execution.failed': return patch(message.id, (m) => ({ ...m, status: 'failed', error: event.data.error }));
         default: return undefined;
       }
     }, abort.signal).catch((e: Error) => setError(e.message)).finally(() => following.current.delete(message.id));
@@ -117,6 +86,9 @@ function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) 
     list.current?.lastElementChild?.scrollIntoView({ block: 'end' });
   }, [messages]);
 
+  /** The stream ends the message as cancelled; the answer is only needed for its error. */
+  const cancel = (messageId: string) => void api.cancelMessage(sessionId, chatId, messageId).catch((e: Error) => setError(e.message));
+
   const send = async (event: FormEvent) => {
     event.preventDefault();
     const body = text.trim();
@@ -137,7 +109,9 @@ function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) 
   return (
     <div className="chat">
       {messages.length === 0 ? <Empty>Ask the assistant to do something on the phone, e.g. “tap Settings”.</Empty> : (
-        <ol ref={list} className="messages" aria-label="Messages" aria-live="polite">{messages.map((m) => <MessageItem key={m.id} message={m} />)}</ol>
+        <ol ref={list} className="messages" aria-label="Messages" aria-live="polite">{messages.map((m) => (
+          <MessageItem key={m.id} message={m} onCancel={m.role === 'assistant' && m.status === 'running' ? () => cancel(m.id) : undefined} />
+        ))}</ol>
       )}
       <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
       <form className="composer" onSubmit={(e) => void send(e)}>
@@ -181,7 +155,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
               {inUse.map((d) => <option key={d.id} value={d.info.serial}>{d.info.name} ({d.info.serial})</option>)}
             </select>
           </label>
-          <button type="submit" className="primary" disabled={create.pending}>New chat</button>
+          <button type="submit" className="primary" disabled={create.pending || inUse.length === 0}>New chat</button>
         </form>
         <ErrorBanner error={create.error ?? chats.error} />
         <ul aria-label="Chats">
@@ -194,7 +168,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
           ))}
         </ul>
       </aside>
-      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>Start a chat bound to a phone of this session.</Empty>}
+      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
     </div>
   );
 }

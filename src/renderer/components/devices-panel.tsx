@@ -10,24 +10,26 @@ const DEVICES_POLL_MS = 1500;
 function InstallApp({ sessionId, device }: { sessionId: string; device: Device }) {
   const files = useLoad(() => api.files({ limit: 100 }), []);
   const [fileId, setFileId] = useState('');
+  const [launch, setLaunch] = useState(true);
   const install = useAction();
   const [done, setDone] = useState<string>();
   const ready = (files.data?.data ?? []).filter((f) => f.status === 'ready' && (!f.platform || f.platform === device.info.platform));
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setDone(undefined);
-    const file = ready.find((f) => f.id === fileId);
-    if ((await install.run(() => api.install(sessionId, device.info.serial!, fileId))) !== undefined) setDone(`Installed ${file?.filename ?? 'the app'}.`);
+    const result = await install.run(() => api.install(sessionId, device.info.serial!, fileId, launch));
+    if (result) setDone(`Installed ${result.bundleId}${result.launched ? ' and launched it' : ''}.`);
   };
   return (
     <form className="inline-form" onSubmit={(e) => void submit(e)}>
       <label>
         Install an app
         <select value={fileId} onChange={(e) => setFileId(e.target.value)} required>
-          <option value="">{files.error ? 'Files are unavailable' : ready.length ? 'Choose an uploaded file' : 'No uploaded apps yet'}</option>
+          <option value="">{ready.length ? 'Choose an uploaded file' : `No ${device.info.platform} app uploaded yet (Files & Apps)`}</option>
           {ready.map((f) => <option key={f.id} value={f.id}>{f.filename}{f.bundleId ? ` (${f.bundleId})` : ''}</option>)}
         </select>
       </label>
+      <label className="toggle"><input type="checkbox" checked={launch} onChange={(e) => setLaunch(e.target.checked)} /> Launch it</label>
       <button type="submit" disabled={!fileId || install.pending}>{install.pending ? <Spinner label="Installing" /> : 'Install'}</button>
       {done && <span role="status" className="ok">{done}</span>}
       <ErrorBanner error={install.error ?? files.error} />

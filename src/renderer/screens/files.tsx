@@ -1,6 +1,6 @@
 import { useState, type DragEvent } from 'react';
+import type { App } from '../../shared/api/files.js';
 import { api, uploadsStore, useUploads } from '../app-context.js';
-import type { App, StoredFile } from '../../shared/client/pending-shapes.js';
 import { Empty, ErrorBanner, fmtBytes, fmtTime, Page, Progress, Status, useLoad } from '../ui.js';
 
 const PHASE_LABELS = { hashing: 'Computing SHA-256', uploading: 'Uploading', processing: 'Processing', ready: 'Ready', failed: 'Failed' };
@@ -28,7 +28,6 @@ function Uploads() {
 }
 
 function AppGroup({ app }: { app: App }) {
-  const files = app.files.filter((f): f is StoredFile => typeof f === 'object');
   return (
     <article className="card app" aria-label={`App ${app.bundleId}`}>
       <header className="card-header">
@@ -36,7 +35,13 @@ function AppGroup({ app }: { app: App }) {
         <span className="chip">{app.platform}</span>
       </header>
       <p className="muted">Latest version {app.latestVersion ?? '—'} · {app.files.length} file{app.files.length === 1 ? '' : 's'} · updated {fmtTime(app.updatedAt)}</p>
-      {files.length > 0 && <ul>{files.map((f) => <li key={f.id}>{f.filename} <span className="muted">{fmtBytes(f.size)}</span></li>)}</ul>}
+      {app.files.length > 0 && (
+        <ul aria-label={`Files of ${app.bundleId}`}>
+          {app.files.map((f) => (
+            <li key={f.id}>{f.version ?? 'no version'}{f.build && <span className="muted"> ({f.build})</span>} <span className="muted">· {fmtTime(f.createdAt)}</span></li>
+          ))}
+        </ul>
+      )}
     </article>
   );
 }
@@ -69,7 +74,7 @@ export function FilesScreen() {
         onDrop={onDrop}
       >
         <span>Drop an .apk or .ipa here, or choose one</span>
-        <input type="file" accept=".apk,.ipa,.aab,.zip" multiple aria-label="Choose app files to upload" onChange={(e) => take(e.target.files)} />
+        <input type="file" accept=".apk,.ipa" multiple aria-label="Choose app files to upload" onChange={(e) => take(e.target.files)} />
       </label>
       <Uploads />
       <h2>Apps</h2>

@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
-import type { AssistantProvider } from '../../shared/client/pending-shapes.js';
+import type { AssistantProvider } from '../../shared/api/chats.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api, useAuth } from '../app-context.js';
 import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
@@ -15,10 +15,10 @@ function LabSection() {
   const s = settings.data;
   useEffect(() => {
     if (!s) return;
-    setAdbHost(s.adb?.host ?? '');
-    setAdbPort(String(s.adb?.port ?? ''));
-    setDevices(String(s.quotas?.devices ?? ''));
-    setInstances(String(s.quotas?.instances ?? ''));
+    setAdbHost(s.adb.host);
+    setAdbPort(String(s.adb.port));
+    setDevices(String(s.quotas.devices));
+    setInstances(String(s.quotas.instances));
   }, [s]);
   const patch = (body: Parameters<typeof api.updateLabSettings>[0]) => void save.run(async () => {
     await api.updateLabSettings(body);
@@ -29,57 +29,49 @@ function LabSection() {
     <>
       {s.secretStore === 'file' && (
         <div className="warning" role="alert">
-          No Secret Service (keychain) is running: Benchtop keeps its secrets in a file readable only by you (0600) in its data directory.
+          No OS keychain (Secret Service) is running: Mac host credentials and the assistant's API key are kept in a file readable only by you (0600) in the data directory.
         </div>
       )}
       <ErrorBanner error={save.error} onDismiss={() => save.setError(undefined)} />
       <section aria-labelledby="lan-title" className="card">
         <h2 id="lan-title">LAN sharing</h2>
-        {s.lanSharing ? (
-          <>
-            <label className="toggle">
-              <input type="checkbox" checked={s.lanSharing.enabled} onChange={(e) => patch({ lanSharing: e.target.checked })} />
-              Share this lab on the LAN over HTTPS (port {s.lanSharing.port}); localhost stays as it is
-            </label>
-            {s.lanSharing.enabled && (
-              <dl className="facts">
-                <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>
-                <dt>Certificate SHA-256</dt><dd><code className="wrap">{s.lanSharing.certificateSha256 ?? '—'}</code></dd>
-              </dl>
-            )}
-          </>
-        ) : <p className="muted">This engine does not offer LAN sharing.</p>}
         <label className="toggle">
-          <input type="checkbox" checked={s.signupOpen} onChange={(e) => patch({ signupOpen: e.target.checked })} />
+          <input type="checkbox" checked={s.lanSharing.enabled} disabled={save.pending} onChange={(e) => patch({ lanSharing: e.target.checked })} />
+          Share this lab on the LAN over HTTPS (port {s.lanSharing.port}); localhost stays as it is
+        </label>
+        {s.lanSharing.enabled && (
+          <dl className="facts">
+            <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>
+            <dt>Certificate SHA-256</dt><dd><code className="wrap">{s.lanSharing.certificateSha256 ?? '—'}</code></dd>
+          </dl>
+        )}
+        <label className="toggle">
+          <input type="checkbox" checked={s.signupOpen} disabled={save.pending} onChange={(e) => patch({ signupOpen: e.target.checked })} />
           Anyone who reaches the lab may create an account
         </label>
       </section>
       <section aria-labelledby="adb-title" className="card">
         <h2 id="adb-title">Android (adb server)</h2>
-        {s.adb ? (
-          <form className="inline-form" onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            patch({ adb: { host: adbHost.trim(), port: Number(adbPort) } });
-          }}>
-            <label>Host <input value={adbHost} required onChange={(e) => setAdbHost(e.target.value)} /></label>
-            <label>Port <input type="number" min={1} max={65535} required value={adbPort} onChange={(e) => setAdbPort(e.target.value)} /></label>
-            <button type="submit">Save adb address</button>
-            {!s.adb.enabled && <span className="muted">The Android fleet is switched off.</span>}
-          </form>
-        ) : <p className="muted">This engine does not expose the adb address.</p>}
+        <form className="inline-form" onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          patch({ adb: { host: adbHost.trim(), port: Number(adbPort) } });
+        }}>
+          <label>Host <input value={adbHost} required onChange={(e) => setAdbHost(e.target.value)} /></label>
+          <label>Port <input type="number" min={1} max={65535} required value={adbPort} onChange={(e) => setAdbPort(e.target.value)} /></label>
+          <button type="submit">Save adb address</button>
+          {!s.adb.enabled && <span className="muted">The Android fleet is switched off (BENCHTOP_ADB=off).</span>}
+        </form>
       </section>
       <section aria-labelledby="quota-title" className="card">
         <h2 id="quota-title">Quotas</h2>
-        {s.quotas ? (
-          <form className="inline-form" onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            patch({ quotas: { devices: Number(devices), instances: Number(instances) } });
-          }}>
-            <label>Phones per organization <input type="number" min={0} required value={devices} onChange={(e) => setDevices(e.target.value)} /></label>
-            <label>Instances per organization <input type="number" min={0} required value={instances} onChange={(e) => setInstances(e.target.value)} /></label>
-            <button type="submit">Save quotas</button>
-          </form>
-        ) : <p className="muted">This engine does not expose quotas.</p>}
+        <form className="inline-form" onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          patch({ quotas: { devices: Number(devices), instances: Number(instances) } });
+        }}>
+          <label>Phones per organization <input type="number" min={0} max={10000} required value={devices} onChange={(e) => setDevices(e.target.value)} /></label>
+          <label>Instances per organization <input type="number" min={0} max={10000} required value={instances} onChange={(e) => setInstances(e.target.value)} /></label>
+          <button type="submit">Save quotas</button>
+        </form>
       </section>
     </>
   );
@@ -120,13 +112,15 @@ function AssistantSection() {
   useEffect(() => {
     if (!current.data) return;
     setProvider(current.data.provider);
-    setEndpoint(current.data.endpoint);
-    setModel(current.data.model);
+    setEndpoint(current.data.endpoint ?? '');
+    setModel(current.data.model ?? '');
   }, [current.data]);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
-    const done = await act.run(() => api.setAssistant({ provider, endpoint: endpoint.trim(), model: model.trim(), ...(apiKey ? { apiKey } : {}) }));
+    const done = await act.run(() => api.setAssistant(provider === 'offline'
+      ? { provider }
+      : { provider, endpoint: endpoint.trim() || null, model: model.trim() || null, ...(apiKey ? { apiKey } : {}) }));
     if (done) {
       setApiKey('');
       setSaved(true);
@@ -145,9 +139,15 @@ function AssistantSection() {
             <option value="anthropic">Anthropic</option>
           </select>
         </label>
-        <label>Endpoint <input value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="http://127.0.0.1:11434/v1" /></label>
-        <label>Model <input value={model} onChange={(e) => setModel(e.target.value)} /></label>
-        <label>API key <input type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder={current.data?.hasApiKey ? 'stored; type to replace' : 'none stored'} /></label>
+        {provider === 'offline' ? (
+          <p className="muted">The built-in interpreter runs direct commands such as “tap Settings”, “type hello” or “swipe up”, with no model.</p>
+        ) : (
+          <>
+            <label>Endpoint <input value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder={provider === 'openai' ? 'https://api.openai.com/v1 (default), or e.g. http://127.0.0.1:11434/v1' : 'https://api.anthropic.com (default)'} /></label>
+            <label>Model <input required value={model} onChange={(e) => setModel(e.target.value)} placeholder={provider === 'openai' ? 'e.g. llama3.1 or gpt-4o' : 'e.g. claude-sonnet-4-5'} /></label>
+            <label>API key <input type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder={current.data?.hasApiKey ? 'stored; type to replace' : 'none stored'} /></label>
+          </>
+        )}
         <div className="button-row"><button type="submit">Save assistant</button>{saved && <span role="status" className="ok">Saved.</span>}</div>
       </form>
     </section>

@@ -1,6 +1,6 @@
 import { createStore } from 'zustand/vanilla';
 import type { ApiClient } from '../../shared/client/api-client.js';
-import type { StoredFile } from '../../shared/client/pending-shapes.js';
+import type { StoredFile } from '../../shared/api/files.js';
 
 export type UploadPhase = 'hashing' | 'uploading' | 'processing' | 'ready' | 'failed';
 

@@ -38,7 +38,7 @@ export const ToolCall = Type.Object({
   name: Type.String(),
   arguments: Type.Record(Type.String(), Type.Unknown()),
   status: MessageStatus,
-  result: Type.Unknown({ description: 'What the tool returned; a screenshot\'s is {image: {url, contentType}}: GET the url (with the same bearer) for the PNG.' }),
+  result: Type.Unknown({ description: 'What the tool returned; a screenshot\'s is {image: {url, contentType, sha256}}: GET the url (with the same bearer, or ?token=) for the PNG.' }),
   error: Type.Optional(ErrorDetail),
   createdAt: DateTime,
   completedAt: Nullable(DateTime),
@@ -58,6 +58,28 @@ export const Message = Type.Object({
   completedAt: Nullable(DateTime),
 });
 export type Message = Static<typeof Message>;
+
+/** A completed screenshot tool call's result: GET image.url with the bearer, or ?token= from an <img>. */
+export const ScreenshotResult = Type.Object({
+  image: Type.Object({ url: Type.String(), contentType: Type.Literal('image/png'), sha256: Type.String() }),
+});
+export type ScreenshotResult = Static<typeof ScreenshotResult>;
+
+/** The data of each Server-Sent Event of an execution, by its kind (the event: line), in the order they come. */
+export const ExecutionEventData = {
+  'execution.started': Type.Object({ executionId: Uuid, messageId: Uuid }),
+  'assistant.message.started': Type.Object({ messageId: Uuid }),
+  'assistant.message.delta': Type.Object({ messageId: Uuid, text: Type.String() }),
+  'tool_call.created': Type.Object({ toolCall: ToolCall }),
+  'tool_call.completed': Type.Object({ toolCall: ToolCall }),
+  'assistant.message.completed': Type.Object({ message: Message }),
+  'execution.completed': Type.Object({ executionId: Uuid, status: Type.Union([Type.Literal('completed'), Type.Literal('cancelled')]) }),
+  'execution.failed': Type.Object({ executionId: Uuid, error: ErrorDetail }),
+};
+export type ExecutionEventKind = keyof typeof ExecutionEventData;
+export type ExecutionEvent = {
+  [K in ExecutionEventKind]: { kind: K; data: Static<(typeof ExecutionEventData)[K]> };
+}[ExecutionEventKind];
 
 const Options = {
   mode: Type.Optional(Type.Union([Type.Literal('async'), Type.Literal('sync')], { description: 'async (default): 202 at once; sync: 201 once the assistant has finished.' })),
@@ -103,6 +125,8 @@ export const AssistantConfigPatch = Type.Object(
 );
 export type AssistantConfigPatch = Static<typeof AssistantConfigPatch>;
 
+export type AssistantProvider = Static<typeof AssistantProvider>;
+
 export const AssistantConfigBody = Type.Object(
   {
     provider: AssistantProvider,
@@ -112,3 +136,4 @@ export const AssistantConfigBody = Type.Object(
   },
   { additionalProperties: false },
 );
+export type AssistantConfigBody = Static<typeof AssistantConfigBody>;

@@ -3,25 +3,16 @@
  * TypeBox schemas the engine validates with, so a change of shape breaks the build here, not at run time.
  */
 import type { Static } from 'typebox';
-import type { ApiKey, AuthToken, User } from '../api/account.js';
+import type { ApiKey, AuthToken, LabSettings, LabSettingsPatch, User } from '../api/account.js';
+import type { AssistantConfig, AssistantConfigBody, Chat, Message } from '../api/chats.js';
 import type { ErrorBody, Health } from '../api/common.js';
 import type { DeviceAction } from '../../main/engine/fleet/types.js';
 import type { ActionResult, AllocateDeviceBody, FleetDevice } from '../api/devices.js';
+import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
-import type {
-  App,
-  AssistantProvider,
-  AssistantSettings,
-  Chat,
-  CreatedFile,
-  LabSettings,
-  LabSettingsPatch,
-  Message,
-  StoredFile,
-} from './pending-shapes.js';
 
 export const API_PREFIX = '/api/v1';
 /** The subprotocol the server echoes, so that the one carrying the bearer is never repeated back. */
@@ -126,8 +117,12 @@ export function createApiClient(options: ApiClientOptions) {
     };
   };
 
+  /** A URL the API gave (an image of a tool call), for an <img>, which cannot send headers: the bearer goes as ?token=. */
+  const browserUrl = (url: string): string => `${options.origin}${url}${queryString({ token: options.token(), org: options.organization() })}`;
+
   return {
     raw,
+    browserUrl,
     health: () => json<Static<typeof Health>>('GET', '/health', { org: false }),
     login: (email: string, password: string) => json<AuthToken>('POST', '/auth/login', { body: { email, password }, org: false }),
     signup: (email: string, password: string, name?: string) => json<AuthToken>('POST', '/auth/signup', { body: { email, password, name }, org: false }),
@@ -163,8 +158,8 @@ export function createApiClient(options: ApiClientOptions) {
     releaseDevice: (sid: string, serial: string) => json<Device>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/release`),
     act: (sid: string, serial: string, action: DeviceAction) =>
       json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
-    install: (sid: string, serial: string, fileId: string) =>
-      json<unknown>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId } }),
+    install: (sid: string, serial: string, fileId: string, launch: boolean) =>
+      json<InstallResult>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId, launch } }),
     screenSocket: (sid: string, serial: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
 
     instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
@@ -205,8 +200,7 @@ export function createApiClient(options: ApiClientOptions) {
     addLabHost: (body: CreateMacHostBody) => json<MacHost>('POST', '/lab/hosts', { body, org: false }),
     updateLabHost: (id: string, body: UpdateMacHostBody) => json<MacHost>('PATCH', `/lab/hosts/${seg(id)}`, { body, org: false }),
     deleteLabHost: (id: string) => json<void>('DELETE', `/lab/hosts/${seg(id)}`, { org: false }),
-    assistant: () => json<AssistantSettings>('GET', '/lab/assistant', { org: false }),
-    setAssistant: (body: { provider: AssistantProvider; endpoint: string; model: string; apiKey?: string }) =>
-      json<AssistantSettings>('PUT', '/lab/assistant', { body, org: false }),
+    assistant: () => json<AssistantConfig>('GET', '/lab/assistant', { org: false }),
+    setAssistant: (body: AssistantConfigBody) => json<AssistantConfig>('PUT', '/lab/assistant', { body, org: false }),
   };
 }

@@ -1,10 +1,11 @@
 /**
- * Follows one message execution's Server-Sent Events. fetch with a ReadableStream rather than EventSource, because
- * EventSource cannot send the Authorization header.
+ * Follows one message execution's Server-Sent Events. fetch with a ReadableStream rather than EventSource: the bearer
+ * goes in the Authorization header, not in a ?token= URL, and a finished stream is not reconnected to (EventSource
+ * would, and be sent the final state again).
  */
 import { createParser } from 'eventsource-parser';
 import { API_PREFIX, type ApiClient } from './api-client.js';
-import type { ExecutionEvent } from './pending-shapes.js';
+import type { ExecutionEvent } from '../api/chats.js';
 
 /** Resolves when the stream ends (the execution finished) or the signal aborts it. */
 export async function followExecution(

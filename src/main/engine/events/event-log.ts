@@ -1,15 +1,8 @@
+import type { ExecutionEventKind } from '../../../shared/api/chats.js';
 import type { StoredEvent } from '../store/chats.js';
 
 /** The kinds of SPEC.md, in the order an execution emits them. */
-export type EventKind =
-  | 'execution.started'
-  | 'assistant.message.started'
-  | 'assistant.message.delta'
-  | 'tool_call.created'
-  | 'tool_call.completed'
-  | 'assistant.message.completed'
-  | 'execution.completed'
-  | 'execution.failed';
+export type EventKind = ExecutionEventKind;
 
 /** One event as sent: data is the JSON text, serialized once for the store and every subscriber. */
 export type ExecutionEvent = StoredEvent;

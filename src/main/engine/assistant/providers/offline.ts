@@ -6,6 +6,8 @@ import type { HistoryItem, ModelToolCall, Provider, Turn } from './types.js';
  * "open com.android.settings", "what's on screen"), several at once with "and" or "then". It answers through the
  * same turns as a model, so its tool calls and events are those a model would cause. It replays the tool results
  * of the current message on every turn to find where it is, which keeps it stateless like a model endpoint.
+ * A request that acted on the phone ends with a screenshot: with no model to describe it, the chat shows the screen
+ * the commands left.
  */
 
 type Call = Omit<ModelToolCall, 'id'>;
@@ -30,6 +32,9 @@ const HELP =
   'can configure a model under /api/v1/lab/assistant.';
 
 const HELP_REQUEST = /^(help|what can you do\??)$/i;
+
+/** The tools that change what is on the screen. */
+const ACTIONS = new Set(['tap', 'long_press', 'swipe', 'type_text', 'press_button', 'launch_app', 'terminate_app', 'open_url']);
 
 const unquote = (s: string) => s.trim().replace(/^["'“”‘’](.*)["'“”‘’]$/, '$1');
 const isPackage = (s: string) => /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/.test(s);
@@ -174,6 +179,7 @@ export function offlineProvider(): Provider {
         return finish();
       }
       let next = 0;
+      let acted = false;
       for (const { text, command } of commands) {
         if (!command) {
           said.push(`I can't do "${text}" without a model. ${HELP}`);
@@ -194,8 +200,14 @@ export function offlineProvider(): Provider {
             said.push(`${step.failing}: ${done.error}`);
             return finish();
           }
+          acted ||= ACTIONS.has(step.call.name);
           mine.push(done.result);
         }
+      }
+      if (acted) {
+        const shot = results[next];
+        if (!shot) return { text: '', toolCalls: [{ id: `offline_${next}`, name: 'screenshot', arguments: {} }] };
+        if (shot.error !== undefined) said.push(`Taking a screenshot failed: ${shot.error}`);
       }
       return finish();
     },
