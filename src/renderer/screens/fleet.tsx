@@ -20,11 +20,13 @@ export function FleetScreen() {
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
 
+  // Unplugged phones stay listed (so that one which went missing can be seen), but only attached ones are the fleet.
+  const attached = devices.filter((d) => d.state !== 'gone').length;
   const free = devices.filter((d) => d.state === 'device' && !d.held).length;
   const freeSlots = hosts.reduce((n, h) => n + h.freeSlots, 0);
 
   return (
-    <Page title="Fleet" actions={<span className="muted" aria-live="polite">{loaded ? `${free} of ${devices.length} phones free · ${freeSlots} Mac slots free` : ''}</span>}>
+    <Page title="Fleet" actions={<span className="muted" aria-live="polite">{loaded ? `${free} of ${attached} phones free · ${freeSlots} Mac slots free` : ''}</span>}>
       <ErrorBanner error={error} />
       {!loaded && <Spinner label="Loading the fleet" />}
       {changes.length > 0 && (
