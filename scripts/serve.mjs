@@ -20,7 +20,9 @@ if (!bundleIsFresh()) {
     format: 'esm',
     target: 'node20',
     // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features).
-    external: ['better-sqlite3', 'electron', 'ssh2'],
+    // The rest are large and loaded on first use (a model request, an app upload, LAN sharing's certificate): left
+    // out of the bundle, a lab that never uses them does not parse them at every start.
+    external: ['better-sqlite3', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
     // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
     write: false,

@@ -3,7 +3,6 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { conflict } from '../domain/errors.js';
 import type { EngineContext } from '../services/context.js';
 import type { LanSharing } from '../services/lab.js';
@@ -94,6 +93,8 @@ export class LanServer implements LanSharing {
     if (stored && stored.notAfter > this.ctx.now()) return stored;
     const name = hostname();
     const now = new Date(this.ctx.now());
+    // Loaded only to make a certificate: once per lab, and never for a lab that keeps to localhost.
+    const { generate } = await import('selfsigned');
     const pems = await generate([{ name: 'commonName', value: name }, { name: 'organizationName', value: 'Benchtop' }], {
       keyType: 'ec',
       curve: 'P-256',

@@ -25,6 +25,7 @@ import { appRoutes } from './routes/apps.js';
 import { installRoutes } from './routes/installs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
+import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
 export const API_PREFIX = '/api/v1';
@@ -84,6 +85,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     childLoggerFactory: (logger) => logger,
     // Long-lived connections (SSE, terminals) must not hold a shutdown forever; idle keep-alives close at once.
     forceCloseConnections: 'idle',
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     return503OnClosing: true,
   }).withTypeProvider() as unknown as App;
 

@@ -1,5 +1,6 @@
 import AjvModule from 'ajv';
 import formatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 
 // ajv and ajv-formats are CommonJS; their default export arrives wrapped under ESM.
@@ -29,6 +30,21 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const coercing = makeAjv(true);
   return ({ schema, httpPart, contentType }) => {
     if (httpPart === 'body' && contentType !== undefined && STREAMED.has(contentType)) return streamedBody;
-    return (httpPart === 'body' ? strict : coercing).compile(schema as object);
+    return compiledOnFirstUse(() => (httpPart === 'body' ? strict : coercing).compile(schema as object));
   };
+}
+
+/**
+ * Compiling every route's schemas up front is most of the engine's start-up; each compiles on its route's first
+ * request instead. Fastify reads a failed validation's errors from the function, so they are passed on.
+ */
+function compiledOnFirstUse(compile: () => ValidateFunction): ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  const validate = ((data: unknown) => {
+    compiled ??= compile();
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  }) as ValidateFunction;
+  return validate;
 }

@@ -1,7 +1,4 @@
-import ApkReader from '@devicefarmer/adbkit-apkreader';
-import bplist from 'bplist-parser';
-import { parse as parseXmlPlist } from 'plist';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import type { Entry, ZipFile } from 'yauzl';
 
 /** What an app binary says about itself. */
 export interface AppInfo {
@@ -23,10 +20,13 @@ export class NotAnApp extends Error {}
 const MAX_PLIST_BYTES = 4 * 1024 * 1024;
 const INFO_PLIST = /^Payload\/[^/]+\.app\/Info\.plist$/;
 
-const openZip = (path: string) =>
-  new Promise<ZipFile>((resolve, reject) =>
+// The readers load on the first upload: a lab that never stores an app never pays their start-up cost.
+async function openZip(path: string): Promise<ZipFile> {
+  const { default: yauzl } = await import('yauzl');
+  return new Promise<ZipFile>((resolve, reject) =>
     yauzl.open(path, { lazyEntries: true, autoClose: false }, (error, zip) => (error ? reject(error) : resolve(zip))),
   );
+}
 
 /** The entries' names, and the Info.plist entry when there is one; the central directory is all that is read. */
 async function survey(zip: ZipFile): Promise<{ manifest: boolean; infoPlist?: Entry }> {
@@ -57,6 +57,7 @@ const integer = (value: unknown): number | null => (typeof value === 'number' &&
 async function readApk(path: string): Promise<AppInfo> {
   let manifest;
   try {
+    const { default: ApkReader } = await import('@devicefarmer/adbkit-apkreader');
     manifest = await (await ApkReader.open(path)).readManifest();
   } catch (error) {
     throw new NotAnApp(`The APK's AndroidManifest.xml cannot be read: ${(error as Error).message}`);
@@ -83,7 +84,8 @@ async function readApk(path: string): Promise<AppInfo> {
   };
 }
 
-function parsePlist(bytes: Buffer): Record<string, unknown> {
+async function parsePlist(bytes: Buffer): Promise<Record<string, unknown>> {
+  const [{ default: bplist }, { parse: parseXmlPlist }] = await Promise.all([import('bplist-parser'), import('plist')]);
   try {
     const value = bytes.subarray(0, 8).toString('latin1') === 'bplist00' ? bplist.parseBuffer(bytes)[0] : parseXmlPlist(bytes.toString('utf8'));
     if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
@@ -128,7 +130,7 @@ export async function readAppInfo(path: string): Promise<AppInfo> {
       throw new NotAnApp(`Not an app: the zip archive is damaged: ${(error as Error).message}`);
     }
     if (found.manifest) return await readApk(path);
-    if (found.infoPlist) return readIpa(parsePlist(await readEntry(zip, found.infoPlist)));
+    if (found.infoPlist) return readIpa(await parsePlist(await readEntry(zip, found.infoPlist)));
     throw new NotAnApp('Not an app: the archive has neither AndroidManifest.xml (an APK) nor Payload/*.app/Info.plist (an IPA).');
   } finally {
     zip.close();

@@ -1,5 +1,4 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { request } from 'undici';
 import { ProviderError } from './types.js';
 
 /** How much of an error body goes into the failure text: enough to read, never a whole HTML page. */
@@ -16,6 +15,8 @@ export async function postForEvents(
   signal: AbortSignal,
   onEvent: (event: EventSourceMessage) => void,
 ): Promise<void> {
+  // undici loads with the first model request: the offline interpreter, the default, never needs it.
+  const { request } = await import('undici');
   let res;
   try {
     res = await request(url, {
