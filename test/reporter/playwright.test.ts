@@ -46,7 +46,7 @@ test('greets', async ({ page }, testInfo) => {
   await page.screenshot({ path });
   await testInfo.attach('screenshot', { path, contentType: 'image/png' });
 });
-test.skip('is skipped', async () => {});
+test.fixme('is not ready yet, so the run counts it as skipped', async () => {});
 `);
   return dir;
 }
