@@ -37,14 +37,22 @@ class HashingFileSink extends Writable {
   size = 0;
   failure: Error | undefined;
   private file: FileHandle | undefined;
+  /**
+   * Opened from the start and awaited by close(): a source can fail while the open is still under way, and a file
+   * opened after close() had looked would stay behind, open, in staging.
+   */
+  private readonly opening: Promise<FileHandle>;
 
-  constructor(private readonly path: string) {
+  constructor(path: string) {
     super({ highWaterMark: WRITE_BUFFER_BYTES });
+    this.opening = open(path, 'wx', 0o600);
+    // Its failure is reported through _construct; this handler only keeps it from counting as unhandled.
+    this.opening.catch(() => undefined);
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
     this.own(
-      open(this.path, 'wx', 0o600).then((file) => {
+      this.opening.then((file) => {
         this.file = file;
       }),
       callback,
@@ -67,7 +75,8 @@ class HashingFileSink extends Writable {
 
   /** Closes the file once nothing writes to it any more, whether the content is complete or not. */
   async close(): Promise<void> {
-    await this.file?.close();
+    const file = await this.opening.catch(() => undefined);
+    await file?.close();
   }
 
   private own(io: Promise<void>, callback: (error?: Error | null) => void): void {
