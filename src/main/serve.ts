@@ -35,13 +35,28 @@ try {
   process.exit(1);
 }
 
+/** adb reports a disconnected phone within moments; a phone it still shows after a second is left listed. */
+async function waitUntilGone(serials: string[], stateOf: (serial: string) => string | undefined): Promise<void> {
+  const deadline = Date.now() + 1000;
+  while (serials.some((s) => stateOf(s) !== 'gone') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
 let signalled = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (signalled) return;
     signalled = true;
     console.log(`${signal}: finishing in-flight requests, then closing the database.`);
-    Promise.all([engine.stop(), demo?.stop()]).then(
+    // The demo's phones go first, while the engine still sees them leave: new ones, under new serials, attach at
+    // the next start, so these are dropped from the inventory rather than listed as gone forever.
+    const detachDemo = async () => {
+      if (!demo) return;
+      await demo.stop();
+      const { fleet } = engine.context.stores;
+      await waitUntilGone(demo.serials, (serial) => fleet.get(serial)?.state);
+      for (const serial of demo.serials) fleet.forget(serial);
+    };
+    detachDemo().finally(() => engine.stop()).then(
       () => process.exit(0),
       (error: Error) => {
         console.error(`Shutdown failed: ${error.message}`);

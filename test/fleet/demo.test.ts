@@ -19,17 +19,17 @@ describe.skipIf(!hasAdb)('demo mode: BENCHTOP_DEMO_PHONES=N npm run serve', () =
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('attaches N simulated phones through the real adb server, ready to allocate, and detaches them on exit', async () => {
+  it('attaches N simulated phones through the real adb server, ready to allocate, and detaches them on exit, leaving none behind for the next start', async () => {
     adb = await startAdbServer();
-    serve = await startServeProcess({
+    const env = {
       ...(adb.env as Record<string, string>),
       BENCHTOP_DATA_DIR: dir,
       BENCHTOP_OWNER_EMAIL: 'demo@lab.test',
       BENCHTOP_OWNER_PASSWORD: 'password-1',
       BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(adb.port),
-      BENCHTOP_DEMO_PHONES: '2',
-    });
+    };
+    serve = await startServeProcess({ ...env, BENCHTOP_DEMO_PHONES: '2' });
     expect(serve.output()).toMatch(/Demo: 2 simulated phones attached/);
     const token = (await call(serve.api, 'POST', '/auth/login', { body: { email: 'demo@lab.test', password: 'password-1' } })).body.token;
     const fleet = await waitFor('two demo phones', async () => {
@@ -50,5 +50,14 @@ describe.skipIf(!hasAdb)('demo mode: BENCHTOP_DEMO_PHONES=N npm run serve', () =
     expect((await serve.exited).code).toBe(0);
     const devices = (await adb.run(['devices'])).stdout.toString();
     expect(devices).not.toMatch(/127\.0\.0\.1:\d+\s+device/);
+
+    // The next start's demo phones are new ones: the last run's are not left in the fleet as gone.
+    serve = await startServeProcess({ ...env, BENCHTOP_DEMO_PHONES: '2' });
+    const again = (await call(serve.api, 'POST', '/auth/login', { body: { email: 'demo@lab.test', password: 'password-1' } })).body.token;
+    await waitFor('the new demo phones', async () =>
+      (await call(serve!.api, 'GET', '/fleet/devices', { token: again })).body.data.filter((p: { state: string }) => p.state === 'device').length === 2);
+    expect((await call(serve.api, 'GET', '/fleet/devices', { token: again })).body.data).toHaveLength(2);
+    serve.child.kill('SIGTERM');
+    expect((await serve.exited).code).toBe(0);
   });
 });

@@ -31,6 +31,7 @@ export function fleetStore(db: Db) {
   );
   const setState = db.prepare('UPDATE fleet_devices SET state = ? WHERE serial = ?');
   const markAllGone = db.prepare("UPDATE fleet_devices SET state = 'gone' WHERE platform = ?");
+  const forget = db.prepare("DELETE FROM fleet_devices WHERE serial = ? AND state = 'gone'");
   return {
     all: () => all.all(),
     get: (serial: string) => one.get(serial),
@@ -38,5 +39,7 @@ export function fleetStore(db: Db) {
     setState: (serial: string, state: PhoneState) => void setState.run(state, serial),
     /** On start nothing is known to be attached until the tracker says so. */
     markAllGone: (platform: string) => void markAllGone.run(platform),
+    /** Drops a phone that is gone from the inventory: the demo's simulated phones, which never come back. */
+    forget: (serial: string) => void forget.run(serial),
   };
 }
