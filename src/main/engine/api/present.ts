@@ -205,3 +205,6 @@ export const presentFleetHost = (
 
 /** The list wrapper; nextCursor only when another page exists. */
 export const list = <T>(data: T[], nextCursor?: string) => ({ object: 'list' as const, data, ...(nextCursor ? { nextCursor } : {}) });
+
+/** A keyset page: its cursor is the last item's createdAt (epoch ms), given back as the next request's `before`. */
+export const page = <T>(data: T[], nextCursor: number | undefined) => list(data, nextCursor === undefined ? undefined : iso(nextCursor));

@@ -6,7 +6,7 @@ import type { EngineContext } from '../../services/context.js';
 import { versionOf } from '../../services/files.js';
 import type { AppRow, FileRow } from '../../store/files.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { list } from '../present.js';
+import { page } from '../present.js';
 
 /** An app as its newest ready file describes it, with every ready file it groups. */
 const presentApp = ({ app, files }: { app: AppRow; files: FileRow[] }): AppView => {
@@ -34,8 +34,8 @@ export function appRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listApps', summary: 'Apps (ready files grouped by platform and bundle id), newest first, cursor paginated', security: BEARER, headers: OrganizationHeader, querystring: AppListQuery, response: responses({ 200: List(AppSchema) }, [400, 401, 403]) },
   }, (req) => {
     const { limit = 100, before, platform } = req.query;
-    const page = ctx.files.listApps(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, platform });
-    return list(page.apps.map(presentApp), page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+    const result = ctx.files.listApps(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, platform });
+    return page(result.apps.map(presentApp), result.nextCursor);
   });
 
   app.get('/apps/:appId', {

@@ -4,7 +4,6 @@ import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
 import { Chat, CreateChatBody, Message, MessageListQuery, PostMessageBody, PostMessageQuery, ToolCall } from '../../../../shared/api/chats.js';
 import { invalid } from '../../domain/errors.js';
-import { iso } from '../../domain/time.js';
 import { openSse } from '../../events/sse.js';
 import type { Subscriber } from '../../events/event-log.js';
 import {
@@ -22,7 +21,7 @@ import {
 } from '../../services/chats.js';
 import type { EngineContext } from '../../services/context.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
-import { list } from '../present.js';
+import { list, page } from '../present.js';
 
 const SessionParams = Type.Object({ sessionId: Uuid });
 const ChatParams = Type.Object({ sessionId: Uuid, chatId: Uuid });
@@ -70,8 +69,8 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listMessages', summary: 'The most recent page of messages, oldest first; nextCursor pages back', security: BEARER, headers: OrganizationHeader, params: ChatParams, querystring: MessageListQuery, response: responses({ 200: List(Message) }, [400, 401, 404]) },
   }, (req) => {
     const { limit = 100, before } = req.query;
-    const page = listMessages(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, { limit, before: before ? Date.parse(before) : undefined });
-    return list(page.messages, page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+    const result = listMessages(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, { limit, before: before ? Date.parse(before) : undefined });
+    return page(result.messages, result.nextCursor);
   });
 
   app.post('/sessions/:sessionId/chats/:chatId/messages', {

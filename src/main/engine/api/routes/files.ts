@@ -10,7 +10,7 @@ import type { EngineContext } from '../../services/context.js';
 import type { UploadInstructions } from '../../services/files.js';
 import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { list } from '../present.js';
+import { page } from '../present.js';
 
 const FileParams = Type.Object({ fileId: Uuid });
 const UploadQuery = Type.Object({
@@ -55,8 +55,8 @@ export function fileRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listFiles', summary: 'Stored files, newest first, cursor paginated (expired files are gone)', security: BEARER, headers: OrganizationHeader, querystring: FileListQuery, response: responses({ 200: List(StoredFile) }, [400, 401, 403]) },
   }, (req) => {
     const { limit = 100, before } = req.query;
-    const page = ctx.files.list(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined });
-    return list(page.files.map(presentFile), page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+    const result = ctx.files.list(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined });
+    return page(result.files.map(presentFile), result.nextCursor);
   });
 
   app.post('/files', {

@@ -1,11 +1,10 @@
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
 import { Session, SessionListQuery } from '../../../../shared/api/sessions.js';
-import { iso } from '../../domain/time.js';
 import type { EngineContext } from '../../services/context.js';
 import { createSession, getSession, listSessions } from '../../services/sessions.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { list, presentSession } from '../present.js';
+import { page, presentSession } from '../present.js';
 
 export function sessionRoutes(app: App, ctx: EngineContext): void {
   const tags = ['Sessions'];
@@ -14,8 +13,8 @@ export function sessionRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listSessions', summary: 'Sessions, newest first, cursor paginated', security: BEARER, headers: OrganizationHeader, querystring: SessionListQuery, response: responses({ 200: List(Session) }, [400, 401, 403]) },
   }, (req) => {
     const { limit = 100, before, days } = req.query;
-    const page = listSessions(ctx, scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, days });
-    return list(page.sessions.map(presentSession), page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+    const result = listSessions(ctx, scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, days });
+    return page(result.sessions.map(presentSession), result.nextCursor);
   });
 
   app.post('/sessions', {

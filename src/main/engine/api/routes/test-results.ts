@@ -10,7 +10,6 @@ import {
   UpdateTestResultBody,
 } from '../../../../shared/api/test-results.js';
 import { byteRange } from '../../domain/byte-range.js';
-import { iso } from '../../domain/time.js';
 import type { EngineContext } from '../../services/context.js';
 import {
   addAsset,
@@ -24,7 +23,7 @@ import {
 } from '../../services/test-results.js';
 import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { list, presentAsset, presentTestResult } from '../present.js';
+import { list, page, presentAsset, presentTestResult } from '../present.js';
 
 const TestResultParams = Type.Object({ testResultId: Uuid });
 const AssetParams = Type.Object({ testResultId: Uuid, assetId: Uuid });
@@ -49,8 +48,8 @@ export function testResultRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listTestResults', summary: 'Test results, newest first, cursor paginated', description: 'The spec declares no 400 here: a malformed query is answered with its nearest declared status, and the error code invalid_request.', security: BEARER, headers: OrganizationHeader, querystring: TestResultListQuery, response: responses({ 200: List(TestResult) }, [401]) },
   }, (req) => {
     const { limit = 100, before, status, sessionId } = req.query;
-    const page = listTestResults(ctx, scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId });
-    return list(page.testResults.map(presentTestResult), page.nextCursor === undefined ? undefined : iso(page.nextCursor));
+    const result = listTestResults(ctx, scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId });
+    return page(result.testResults.map(presentTestResult), result.nextCursor);
   });
 
   app.post('/test-results', {
