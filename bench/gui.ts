@@ -13,7 +13,7 @@ import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import WebSocket from 'ws';
 import { loadConfig } from '../src/main/engine/config.js';
-import { startAdbServer } from '../test/support/android-sim/index.js';
+import { startAdbServer } from '../src/sim/android/index.js';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup, tempDir } from './support/cleanup.js';

@@ -9,7 +9,7 @@ import { isFresh, root } from './freshness.mjs';
 
 const bundle = join(root, 'out', 'serve', 'serve.mjs');
 // The demo mode bundles the simulated phone from test/support.
-const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'test/support/android-sim', 'package-lock.json']);
+const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'package-lock.json']);
 
 if (!bundleIsFresh()) {
   const { build } = await import('esbuild');

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectToAdb, startAdbServer, type AdbServer, type SimulatedPhoneOptions } from '../../test/support/android-sim/index.js';
+import { connectToAdb, startAdbServer, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 import { onCleanup, tempDir } from './cleanup.js';
 import { startChild } from './processes.js';
 import { call, engineEnv, ownerApiKey, ROOT, type Server } from './servers.js';

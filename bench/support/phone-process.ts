@@ -3,7 +3,7 @@
  * event loop with the benchmark that times it, as a real phone's never would. Options come as JSON in
  * BENCH_PHONE_OPTIONS; it prints its port and serves until SIGTERM, or until its parent goes away.
  */
-import { SimulatedPhone, type SimulatedPhoneOptions } from '../../test/support/android-sim/index.js';
+import { SimulatedPhone, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 
 const options = JSON.parse(process.env.BENCH_PHONE_OPTIONS || '{}') as SimulatedPhoneOptions;
 const phone = new SimulatedPhone(options);

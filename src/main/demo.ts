@@ -2,7 +2,7 @@
  * Demo mode (`npm run demo`, or BENCHTOP_DEMO_PHONES=N npm run serve): simulated phones attached through the real
  * adb server, so that a newcomer with no phone at hand can try the whole lab. adb is the only prerequisite.
  */
-import { connectToAdb, runAdb, SimulatedPhone } from '../../test/support/android-sim/index.js';
+import { connectToAdb, runAdb, SimulatedPhone } from '../sim/android/index.js';
 
 const MODELS = [
   { model: 'Pixel 8', osVersion: '14', sdk: 34, battery: 92 },

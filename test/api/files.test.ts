@@ -166,7 +166,7 @@ describe('the signed upload flow', () => {
   });
 
   it('a file that is not an app fails with a reason: not a zip, a zip without a manifest, a broken plist, no bundle id', async () => {
-    const { writeZip } = await import('../support/android-sim/apk.js');
+    const { writeZip } = await import('../../src/sim/android/apk.js');
     const cases: Array<[Buffer, RegExp]> = [
       [Buffer.from('definitely not a zip archive'), /^not_an_app: Not an app: the file is not a zip archive/],
       [writeZip([{ name: 'README.txt', data: Buffer.from('hello') }]), /neither AndroidManifest\.xml .* nor Payload\/\*\.app\/Info\.plist/],

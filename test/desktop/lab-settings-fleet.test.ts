@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeLabSummary, labSummary } from '../../src/main/engine/services/lab.js';
-import { connectToAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../support/android-sim/index.js';
+import { connectToAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 

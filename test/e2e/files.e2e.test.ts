@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApk, readZipEntry, writeZip } from '../support/android-sim/apk.js';
+import { buildApk, readZipEntry, writeZip } from '../../src/sim/android/apk.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
 import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 

@@ -3,7 +3,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connectToAdb, runAdb, SimulatedPhone } from '../support/android-sim/index.js';
+import { connectToAdb, runAdb, SimulatedPhone } from '../../src/sim/android/index.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApk } from '../support/android-sim/index.js';
+import { buildApk } from '../../src/sim/android/index.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';

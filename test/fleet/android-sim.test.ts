@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Adb from '@devicefarmer/adbkit';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApk, connectToAdb, findAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../support/android-sim/index.js';
+import { buildApk, connectToAdb, findAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 
 /*
  * The simulated phone against the real adb: a private adb server (its own port, HOME and TMPDIR), `adb connect`,

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startAdbServer, type AdbServer } from '../support/android-sim/index.js';
+import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUploadsStore, type UploadTransport } from '../../src/renderer/stores/uploads-store.js';
-import { buildApk } from '../support/android-sim/apk.js';
+import { buildApk } from '../../src/sim/android/apk.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { clientFor } from './support.js';
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { build, buildBinary, type PlistValue } from 'plist';
-import { writeZip } from './android-sim/apk.js';
+import { writeZip } from '../../src/sim/android/apk.js';
 
-export { buildApk } from './android-sim/apk.js';
+export { buildApk } from '../../src/sim/android/apk.js';
 
 export const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 

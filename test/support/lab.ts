@@ -1,4 +1,4 @@
-import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, type AdbServer, type SimulatedPhoneOptions } from './android-sim/index.js';
+import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 import { startEngine, type client, type TestEngine } from './engine.js';
 import type { EngineConfig } from '../../src/main/engine/config.js';
 
