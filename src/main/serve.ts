@@ -1,6 +1,7 @@
 /**
  * Headless entry (npm run serve): the same engine as the desktop app, with no Electron import.
  */
+import { adbAvailable } from './adb-presence.js';
 import { isLoopback, loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
 import type { DemoPhones } from './demo.js';
@@ -12,6 +13,13 @@ const engine = createEngine(config);
 let demo: DemoPhones | undefined;
 
 try {
+  // A machine without adb still serves, with the Android fleet off. A remote adb server (BENCHTOP_ADB_HOST) is
+  // never second-guessed: the fleet keeps retrying it until it answers.
+  if (config.adb && isLoopback(config.adb.host) && !(await adbAvailable(config.adb))) {
+    if (config.demoPhones > 0) throw new Error('demo phones need adb, which is not installed (Debian: sudo apt-get install -y adb)');
+    config.adb = null;
+    console.log('The Android fleet is off: adb is not installed. To enable it, install adb (Debian: sudo apt-get install -y adb) and restart.');
+  }
   if (config.demoPhones > 0) {
     if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
     // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
