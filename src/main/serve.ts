@@ -9,17 +9,20 @@ import type { DemoPhones } from './demo.js';
 const config = loadConfig(process.env);
 // npm run demo: three simulated phones unless BENCHTOP_DEMO_PHONES says otherwise.
 if (process.argv.includes('--demo') && !process.env.BENCHTOP_DEMO_PHONES) config.demoPhones = 3;
+// A machine without adb still serves, with the Android fleet off. A remote adb server (BENCHTOP_ADB_HOST) is never
+// second-guessed: the fleet keeps retrying it until it answers.
+if (config.adb && isLoopback(config.adb.host) && !(await adbAvailable(config.adb))) {
+  if (config.demoPhones > 0) {
+    console.error('Benchtop could not start: demo phones need adb, which is not installed (Debian: sudo apt-get install -y adb)');
+    process.exit(1);
+  }
+  config.adb = null;
+  console.log('The Android fleet is off: adb is not installed. To enable it, install adb (Debian: sudo apt-get install -y adb) and restart.');
+}
 const engine = createEngine(config);
 let demo: DemoPhones | undefined;
 
 try {
-  // A machine without adb still serves, with the Android fleet off. A remote adb server (BENCHTOP_ADB_HOST) is
-  // never second-guessed: the fleet keeps retrying it until it answers.
-  if (config.adb && isLoopback(config.adb.host) && !(await adbAvailable(config.adb))) {
-    if (config.demoPhones > 0) throw new Error('demo phones need adb, which is not installed (Debian: sudo apt-get install -y adb)');
-    config.adb = null;
-    console.log('The Android fleet is off: adb is not installed. To enable it, install adb (Debian: sudo apt-get install -y adb) and restart.');
-  }
   if (config.demoPhones > 0) {
     if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
     // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
