@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { buildServer } from './api/server.js';
+import { buildServer, type ApiServices } from './api/server.js';
 import type { App } from './api/http.js';
 import { LanServer } from './api/lan-server.js';
 import { BlobStore } from './blobs/blob-store.js';
@@ -9,9 +9,10 @@ import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
-import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
+import { adbAddressOf, isLanSharingOn, labOwnerId, labQuotas } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
-import { DeviceAllocator } from './services/devices.js';
+import { DeviceControl } from './services/device-control.js';
+import { DeviceAllocator, type AppFiles } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { Chats } from './services/chats.js';
 import { InstanceManager } from './services/instances.js';
@@ -89,23 +90,29 @@ export function createEngine(
         tokenSecret: tokenSecretOf(db),
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
-      ctx.lanSharing = new LanServer(ctx, VERSION);
+      const c = ctx;
+      const api = () => services;
+      ctx.lanSharing = new LanServer(config, (https) => buildServer(c, api(), VERSION, { https }), c.now);
       ctx.retargetAdb = fleet.retarget?.bind(fleet);
-      ctx.devices = new DeviceAllocator(ctx, fleet, {
+      const appFiles: AppFiles = { readyFile: (scope, ref) => c.files.readyFile(scope, ref), pathOf: (file) => c.files.pathOf(file) };
+      ctx.devices = new DeviceAllocator(ctx.stores, fleet, appFiles, ctx.now, {
+        deviceQuota: () => labQuotas(c).devices,
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,
         log,
       });
+      const control = new DeviceControl(ctx.stores, ctx.devices, fleet, appFiles, { screenMaxFps: config.screenMaxFps });
+      const services: ApiServices = { allocator: ctx.devices, control };
       ctx.instances = new InstanceManager(ctx, {
         checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
         graceMs: config.hostGraceSeconds * 1000,
         log,
       });
       ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
-      ctx.chats = new Chats(ctx, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
+      ctx.chats = new Chats(ctx, control, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
       ctx.chats.recover();
       const owner = await ensureLabOwner(ctx);
-      app = await buildServer(ctx, VERSION);
+      app = await buildServer(ctx, services, VERSION);
       await app.listen({ host: config.host, port: config.port });
       // LAN sharing stays on across restarts; a port taken meanwhile leaves it off (and says so) rather than the lab.
       if (isLanSharingOn(ctx.stores.settings)) {

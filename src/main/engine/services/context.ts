@@ -1,10 +1,7 @@
 import type { BlobStore } from '../blobs/blob-store.js';
 import type { EngineConfig } from '../config.js';
-import type { Role } from '../domain/roles.js';
 import type { SecretStore } from '../secrets.js';
 import type { Stores } from '../store/index.js';
-import type { OrganizationRow } from '../store/organizations.js';
-import type { UserRow } from '../store/users.js';
 import type { Chats } from './chats.js';
 import type { DeviceAllocator } from './devices.js';
 import type { FileManager } from './files.js';
@@ -37,17 +34,4 @@ export interface EngineContext {
   retargetAdb?: (address: { host: string; port: number }) => Promise<void>;
 }
 
-/** Who is calling: an interactive (JWT) user, or an API key acting for the user who created it. */
-export interface Caller {
-  kind: 'user' | 'key';
-  user: UserRow;
-  /** Set for API keys: the key and the one organization it is bound to. */
-  key?: { id: string; organizationId: string };
-}
-
-/** The organization a request acts on, and the caller's role in it as of this request. */
-export interface Scope {
-  caller: Caller;
-  organization: OrganizationRow;
-  role: Role;
-}
+export type { Caller, Scope } from './scope.js';

@@ -5,7 +5,8 @@ import type { EngineContext } from '../../services/context.js';
 import { requireLabOwner } from '../../services/lab.js';
 import { createHost, deleteHost, getHost, updateHost } from '../../services/mac-hosts.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
-import { list, presentMacHost } from '../present.js';
+import { list } from '../presenters/common.js';
+import { presentMacHost } from '../presenters/fleet.js';
 
 /** The lab's Mac hosts: lab administration, for the lab owner with an interactive token. Secrets are write-only. */
 export function labHostRoutes(app: App, ctx: EngineContext): void {
