@@ -7,6 +7,7 @@ import type { EngineContext } from '../services/context.js';
 import type { DeviceControl } from '../services/device-control.js';
 import type { DeviceAllocator } from '../services/devices.js';
 import { sendError } from './errors.js';
+import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
 import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
@@ -29,7 +30,7 @@ import { testResultRoutes } from './routes/test-results.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
-export const API_PREFIX = '/api/v1';
+export { API_PREFIX };
 const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
