@@ -9,13 +9,15 @@ import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
-import { adbAddressOf, isLanSharingOn, labOwnerId, labQuotas } from './services/lab.js';
+import { adbAddressOf, isLanSharingOn, labOwnerId, labQuotas, requireLabOwner } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceControl } from './services/device-control.js';
 import { DeviceAllocator, type AppFiles } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { Chats } from './services/chats.js';
+import { HostSecretStore } from './services/host-secrets.js';
 import { InstanceManager } from './services/instances.js';
+import { MacHosts } from './services/mac-hosts.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
 import { createStores } from './store/index.js';
@@ -63,6 +65,7 @@ export function createEngine(
   let stopping: Promise<void> | undefined;
   let fleet: Fleet | undefined;
   let fleetReady: Promise<void> | undefined;
+  let instanceManager: InstanceManager | undefined;
 
   const context = () => {
     if (!ctx) throw new Error('The engine has not started.');
@@ -102,12 +105,17 @@ export function createEngine(
         log,
       });
       const control = new DeviceControl(ctx.stores, ctx.devices, fleet, appFiles, { screenMaxFps: config.screenMaxFps });
-      const services: ApiServices = { allocator: ctx.devices, control };
-      ctx.instances = new InstanceManager(ctx, {
+      const hostSecrets = new HostSecretStore(ctx.secrets);
+      const instances = new InstanceManager(ctx.stores, hostSecrets, ctx.now, {
+        instanceQuota: () => labQuotas(c).instances,
+        terminalIdleMs: config.terminalIdleSeconds * 1000,
         checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
         graceMs: config.hostGraceSeconds * 1000,
         log,
       });
+      instanceManager = instances;
+      const macHosts = new MacHosts(ctx.stores, hostSecrets, instances, ctx.now, { requireLabOwner: (caller) => requireLabOwner(c, caller) });
+      const services: ApiServices = { allocator: ctx.devices, control, instances, macHosts };
       ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
       ctx.chats = new Chats(ctx, control, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
       ctx.chats.recover();
@@ -119,7 +127,7 @@ export function createEngine(
         await ctx.lanSharing.enable().catch((error: Error) => log(`LAN sharing is off: ${error.message}`));
       }
       // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
-      ctx.instances.start();
+      instances.start();
       ctx.files.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
@@ -138,7 +146,7 @@ export function createEngine(
       stopping ??= (async () => {
         await fleetReady;
         await ctx?.chats?.stop();
-        await ctx?.instances?.stop();
+        await instanceManager?.stop();
         ctx?.devices?.stop();
         await ctx?.files?.stop();
         await fleet?.stop();

@@ -6,6 +6,8 @@ import { authenticate, resolveScope } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import type { DeviceControl } from '../services/device-control.js';
 import type { DeviceAllocator } from '../services/devices.js';
+import type { InstanceManager } from '../services/instances.js';
+import type { MacHosts } from '../services/mac-hosts.js';
 import { sendError } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
@@ -74,6 +76,8 @@ const SPEC_TAGS = [
 export interface ApiServices {
   allocator: DeviceAllocator;
   control: DeviceControl;
+  instances: InstanceManager;
+  macHosts: MacHosts;
 }
 
 export async function buildServer(ctx: EngineContext, services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
@@ -190,9 +194,9 @@ export async function buildServer(ctx: EngineContext, services: ApiServices, ver
     testResultRoutes(a, ctx);
     deviceRoutes(a, services.allocator);
     deviceControlRoutes(a, services.control);
-    fleetRoutes(a, ctx);
-    labHostRoutes(a, ctx);
-    instanceRoutes(a, ctx);
+    fleetRoutes(a, ctx, services.macHosts);
+    labHostRoutes(a, services.macHosts);
+    instanceRoutes(a, services.instances);
     fileRoutes(a, ctx);
     appRoutes(a, ctx);
     chatRoutes(a, ctx);

@@ -5,7 +5,6 @@ import type { Stores } from '../store/index.js';
 import type { Chats } from './chats.js';
 import type { DeviceAllocator } from './devices.js';
 import type { FileManager } from './files.js';
-import type { InstanceManager } from './instances.js';
 import type { LanSharing } from './lab.js';
 
 /** What every service function works with. */
@@ -22,8 +21,6 @@ export interface EngineContext {
   devices: DeviceAllocator;
   /** Stored files (app binaries) and their apps. */
   files: FileManager;
-  /** Mac instances on the lab's hosts, and the hosts' health. */
-  instances: InstanceManager;
   /** The assistant's executions in flight and their event log. */
   chats: Chats;
   /** Credentials the engine must read back (Mac hosts' SSH keys and passwords): the keychain, or a 0600 file. */
