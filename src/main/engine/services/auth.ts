@@ -57,7 +57,7 @@ export class Auth {
   }
 
   /** The membership and its organization, or undefined for a non-member. */
-  private membershipOf(organizationId: string, userId: string) {
+  private membership(organizationId: string, userId: string) {
     return this.cache.memo(`member:${organizationId}:${userId}`, (): { membership: MembershipRow; organization: OrganizationRow } | undefined => {
       const membership = this.stores.organizations.membership(organizationId, userId);
       return membership && { membership, organization: this.stores.organizations.get(organizationId)! };
@@ -133,7 +133,7 @@ export class Auth {
     if (caller.key && wanted !== caller.key.organizationId) {
       throw forbidden('wrong_organization', 'This API key is bound to another organization.');
     }
-    const found = wanted && UUID.test(wanted) ? this.membershipOf(wanted, caller.user.id) : undefined;
+    const found = wanted && UUID.test(wanted) ? this.membership(wanted, caller.user.id) : undefined;
     if (!found) {
       if (caller.key) throw unauthorized('The API key is no longer valid: its creator left the organization.');
       throw forbidden('not_a_member', 'You are not a member of that organization.');

@@ -28,6 +28,19 @@ export const presentToolCall = (t: ToolCallRow): ToolCall => ({
   completedAt: isoOrNull(t.completedAt),
 });
 
+export const presentMessage = (chat: ChatRow, m: MessageRow, toolCalls: ToolCallRow[]): Message => ({
+  id: m.id,
+  chatId: m.chatId,
+  role: m.role,
+  status: m.status,
+  text: m.text,
+  toolCalls: toolCalls.map(presentToolCall),
+  execution: m.executionId ? { id: m.executionId, status: m.status, eventsUrl: `${base(chat)}/messages/${m.id}/events` } : null,
+  ...(m.errorCode ? { error: { code: m.errorCode, message: m.errorMessage ?? '' } } : {}),
+  createdAt: iso(m.createdAt),
+  completedAt: isoOrNull(m.completedAt),
+});
+
 /** What the chats service builds its events and answers with. */
 export const chatPresenter: ChatPresenter = {
   chat: presentChat,

@@ -10,7 +10,7 @@ import {
   UpdateTestResultBody,
 } from '../../../../shared/api/test-results.js';
 import { byteRange } from '../../domain/byte-range.js';
-import type { TestResults } from '../../services/test-results.js';
+import type { AssetUpload, TestResults } from '../../services/test-results.js';
 import { multipartRoutes, withMultipartUpload, type MultipartUploads } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list, page } from '../presenters/common.js';
