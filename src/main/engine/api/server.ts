@@ -6,6 +6,7 @@ import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
+import { boundedClose } from './shutdown.js';
 import type { App } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
@@ -108,6 +109,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
   app.addHook('preClose', async () => {
     app.server.keepAliveTimeout = 1;
   });
+  boundedClose(app);
 
   // Before the auth hook: the plugin's own onRequest hook marks an upgrade request, so that a refused upgrade (a 401
   // from the auth hook included) has its socket destroyed after the response instead of held open.
