@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, type ErrorKind } from '../domain/errors.js';
+import { redactUrl } from './redact.js';
 
 const STATUS_OF: Record<ErrorKind, number> = {
   invalid: 400,
@@ -64,7 +65,7 @@ export function errorStatus(request: FastifyRequest, natural: number): number {
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: Error): FastifyReply {
   const mapped = classify(error);
-  if (mapped.status >= 500) request.log.error({ err: error, reqId: request.id, url: request.url }, 'unhandled error');
+  if (mapped.status >= 500) request.log.error({ err: error, reqId: request.id, url: redactUrl(request.url) }, 'unhandled error');
   const status = errorStatus(request, mapped.status);
   return reply.code(status).type('application/json').send({ error: { code: mapped.code, message: mapped.message } });
 }

@@ -6,6 +6,7 @@ import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
+import { redactUrl } from './redact.js';
 import { boundedClose } from './shutdown.js';
 import type { App } from './http.js';
 import { accountRoutes } from './routes/account.js';
@@ -42,8 +43,8 @@ declare module 'fastify' {
   }
 }
 
-/** A URL with its token parameter blanked, so that a bearer sent in the query never reaches a log line. */
-const withoutToken = (url: string) => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+/** A URL with its token (and upload signature) blanked, so that neither reaches a log line. */
+const withoutToken = redactUrl;
 
 /** The Authorization header, or, on a route that allows it, the bearer a browser's WebSocket can send. */
 function authorizationOf(request: FastifyRequest, tokenInQuery: boolean | undefined): string | undefined {
