@@ -2,6 +2,8 @@ import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { invalid } from '../domain/errors.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../domain/json-depth.js';
 import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
@@ -102,6 +104,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body, done) => {
     if (!request.routeOptions.schema?.body || body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) return done(invalid('json_too_deep', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     parseJson(request, body as string, done);
   });
 
