@@ -1,5 +1,8 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type TestEngine } from '../support/engine.js';
+import { client, errorCode, startEngine, type Reply, type TestEngine } from '../support/engine.js';
 
 let t: TestEngine;
 let c: ReturnType<typeof client>;
@@ -42,5 +45,107 @@ describe('deeply nested JSON (issue 13.4)', () => {
     const r = await c.call('POST', '/test-results', { token: owner, body: { name: 'fine', stats } });
     expect(r.status).toBe(201);
     expect(r.body.stats).toEqual(stats);
+  });
+});
+
+/** One request with a chosen Host header, which fetch() does not let a caller set. */
+function withHost(url: string, method: string, host: string, options: { token?: string; body?: unknown } = {}): Promise<Reply> {
+  const target = new URL(url);
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers: Record<string, string> = { host };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (body) headers['content-type'] = 'application/json';
+  const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, method, headers, agent: false, rejectUnauthorized: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode!, body: parsed, headers: new Headers(res.headers as Record<string, string>) });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the Host header, against DNS rebinding (issue 13.3)', () => {
+  const port = () => new URL(t.api).port;
+
+  it('refuses a name the lab is not reached by: no account made, no fleet read', async () => {
+    const signup = await withHost(`${t.api}/auth/signup`, 'POST', `attacker.example:${port()}`, { body: { email: 'victim@x.test', password: 'password-123' } });
+    expect(signup.status).toBe(403);
+    expect(errorCode(signup)).toBe('host_not_allowed');
+    expect((await c.call('POST', '/auth/login', { body: { email: 'victim@x.test', password: 'password-123' } })).status).toBe(401);
+
+    const fleet = await withHost(`${t.api}/fleet/devices`, 'GET', `attacker.example:${port()}`, { token: owner });
+    expect(fleet.status).toBeGreaterThanOrEqual(400);
+    expect(fleet.status).toBeLessThan(500);
+    expect(errorCode(fleet)).toBe('host_not_allowed');
+    // An operation that declares neither 403 nor 404 gets the nearest status it declares.
+    const me = await withHost(`${t.api}/me`, 'GET', 'attacker.example', { token: owner });
+    expect(me.status).toBe(401);
+    expect(errorCode(me)).toBe('host_not_allowed');
+    // The GUI and unknown paths too: a rebinding page reads nothing.
+    const gui = await withHost(t.api.replace('/api/v1', '/'), 'GET', 'attacker.example');
+    expect(gui.status).toBe(403);
+    expect(errorCode(gui)).toBe('host_not_allowed');
+  });
+
+  it('refuses a look-alike of a loopback name', async () => {
+    for (const host of ['localhost.attacker.example', '127.0.0.1.nip.io', 'evil-localhost', 'localhost:7676@attacker.example']) {
+      const r = await withHost(`${t.api}/health`, 'GET', host);
+      expect(r.status, host).toBe(403);
+    }
+  });
+
+  it('accepts the loopback names and addresses, any IP address, and this machine\'s host name', async () => {
+    for (const host of [`127.0.0.1:${port()}`, `localhost:${port()}`, 'LOCALHOST', `[::1]:${port()}`, 'app.localhost', '10.1.2.3:7677', '[fe80::1]', hostname(), `${hostname()}:7677`]) {
+      const r = await withHost(`${t.api}/me`, 'GET', host, { token: owner });
+      expect(r.status, host).toBe(200);
+    }
+  });
+
+  it('accepts the names the lab owner adds in BENCHTOP_ALLOWED_HOSTS', async () => {
+    const other = await startEngine({ allowedHosts: ['lab.example.com', '.devices.example.org'] });
+    try {
+      for (const host of ['lab.example.com', 'LAB.example.com:7676', 'phones.devices.example.org', 'devices.example.org']) {
+        expect((await withHost(`${other.api}/health`, 'GET', host)).status, host).toBe(200);
+      }
+      expect((await withHost(`${other.api}/health`, 'GET', 'example.com')).status).toBe(403);
+      expect((await withHost(`${other.api}/health`, 'GET', 'notlab.example.com')).status).toBe(403);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('applies on the LAN port as on loopback: its advertised names pass, others are refused', async () => {
+    const lanEngine = await startEngine({ lanPort: 0 });
+    try {
+      const lc = client(lanEngine.api);
+      const token = await lc.login();
+      const lan = (await lc.call('PATCH', '/lab/settings', { token, body: { lanSharing: true } })).body.lanSharing;
+      expect(lan.enabled).toBe(true);
+      const base = `https://127.0.0.1:${lan.port}/api/v1`;
+      for (const url of lan.urls as string[]) {
+        const host = new URL(url).host;
+        expect((await withHost(`${base}/health`, 'GET', host)).status, host).toBe(200);
+      }
+      const refused = await withHost(`${base}/auth/signup`, 'POST', 'attacker.example', { body: { email: 'v2@x.test', password: 'password-123' } });
+      expect(refused.status).toBe(403);
+      expect(errorCode(refused)).toBe('host_not_allowed');
+    } finally {
+      await lanEngine.stop();
+    }
   });
 });

@@ -8,6 +8,7 @@ import { authenticate } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
+import { checkHost } from './host-check.js';
 import { redactUrl } from './redact.js';
 import { boundedClose } from './shutdown.js';
 import type { App } from './http.js';
@@ -137,6 +138,8 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
       done();
     },
   });
+
+  checkHost(app, ctx.config.allowedHosts);
 
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, _reply, done) => {
