@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { hostname } from 'node:os';
@@ -49,16 +50,16 @@ describe('deeply nested JSON (issue 13.4)', () => {
 });
 
 /** One request with a chosen Host header, which fetch() does not let a caller set. */
-function withHost(url: string, method: string, host: string, options: { token?: string; body?: unknown } = {}): Promise<Reply> {
+function withHost(url: string, method: string, host: string | undefined, options: { token?: string; body?: unknown; from?: string } = {}): Promise<Reply> {
   const target = new URL(url);
   const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-  const headers: Record<string, string> = { host };
+  const headers: Record<string, string> = host ? { host } : {};
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (body) headers['content-type'] = 'application/json';
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname + target.search, method, headers, agent: false, rejectUnauthorized: false },
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, method, headers, agent: false, rejectUnauthorized: false, localAddress: options.from },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -147,5 +148,77 @@ describe('the Host header, against DNS rebinding (issue 13.3)', () => {
     } finally {
       await lanEngine.stop();
     }
+  });
+});
+
+/** A request from another loopback address (the whole of 127/8 is this machine): another client, as the engine sees it. */
+const from = (address: string, method: string, path: string, options: { token?: string; body?: unknown } = {}) =>
+  withHost(`${tt.api}${path}`, method, undefined, { ...options, from: address });
+let tt: TestEngine;
+
+describe('throttling of failed logins, sign-ups and invitation acceptances (issue 13.2)', () => {
+  beforeAll(async () => {
+    tt = await startEngine();
+  });
+  afterAll(() => tt.stop());
+  const login = (address: string, email: string, password: string) => from(address, 'POST', '/auth/login', { body: { email, password } });
+
+  it('holds an account to 10 quick failures, then answers 429 with Retry-After, and lets it in once that has passed', async () => {
+    const lc = client(tt.api);
+    await lc.signup('target@lab.test', 'right-password');
+    for (let i = 0; i < 10; i++) expect((await login('127.0.0.2', 'target@lab.test', `guess-${i}`)).status).toBe(401);
+    const held = await login('127.0.0.2', 'target@lab.test', 'guess-10');
+    expect(held.status).toBe(429);
+    expect(errorCode(held)).toBe('too_many_attempts');
+    const retryAfter = Number(held.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // Held means not checked: the right password from a new address does not get in (nor learn it was right).
+    expect((await login('127.0.0.3', 'TARGET@lab.test', 'right-password')).status).toBe(429);
+    tt.clock.offsetMs += retryAfter * 1000;
+    expect((await login('127.0.0.3', 'target@lab.test', 'right-password')).status).toBe(200);
+  });
+
+  it('does not lock the owner out: an address that logged in before stays in while others guess', async () => {
+    const lc = client(tt.api);
+    await lc.signup('owner2@lab.test', 'owner-password');
+    expect((await login('127.0.0.4', 'owner2@lab.test', 'owner-password')).status).toBe(200);
+    for (let i = 0; i < 12; i++) await login('127.0.0.5', 'owner2@lab.test', `guess-${i}`);
+    expect((await login('127.0.0.5', 'owner2@lab.test', 'guess')).status).toBe(429);
+    expect((await login('127.0.0.4', 'owner2@lab.test', 'owner-password')).status).toBe(200);
+  });
+
+  it('holds one address to 30 quick failures across every account it tries', async () => {
+    // Each failed login costs a password hash: the clock stands still, so that no attempt refills meanwhile.
+    tt.clock.frozenAt = Date.now();
+    for (let i = 0; i < 30; i++) expect((await login('127.0.0.6', `nobody-${i}@lab.test`, 'x-password')).status).toBe(401);
+    const held = await login('127.0.0.6', 'nobody-31@lab.test', 'x-password');
+    expect(held.status).toBe(429);
+    expect(held.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect((await login('127.0.0.7', 'nobody-31@lab.test', 'x-password')).status).toBe(401);
+    tt.clock.frozenAt = undefined;
+  });
+
+  it('holds sign-ups that fail (an email already taken) the same way', async () => {
+    tt.clock.frozenAt = Date.now();
+    for (let i = 0; i < 30; i++) expect((await from('127.0.0.8', 'POST', '/auth/signup', { body: { email: 'target@lab.test', password: 'password-123' } })).status).toBe(409);
+    const held = await from('127.0.0.8', 'POST', '/auth/signup', { body: { email: 'fresh@lab.test', password: 'password-123' } });
+    expect(held.status).toBe(429);
+    expect(errorCode(held)).toBe('too_many_attempts');
+    expect(held.headers.get('retry-after')).toMatch(/^\d+$/);
+    tt.clock.frozenAt = undefined;
+  });
+
+  it('holds failed invitation acceptances, with the nearest status the operation declares (403)', async () => {
+    const lc = client(tt.api);
+    const user = await lc.signup('joiner@lab.test');
+    for (let i = 0; i < 10; i++) {
+      const r = await from('127.0.0.9', 'POST', `/invitations/${randomUUID()}/accept`, { token: user.token });
+      expect(r.status).toBe(404);
+    }
+    const held = await from('127.0.0.9', 'POST', `/invitations/${randomUUID()}/accept`, { token: user.token });
+    expect(held.status).toBe(403);
+    expect(errorCode(held)).toBe('too_many_attempts');
+    expect(held.headers.get('retry-after')).toMatch(/^\d+$/);
   });
 });

@@ -8,6 +8,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  too_many: 429,
 };
 
 /**
@@ -20,6 +21,8 @@ const FALLBACKS: Record<number, number[]> = {
   403: [403, 404, 401],
   404: [404, 403, 400, 401],
   409: [409, 400, 403],
+  // Rate limits are 'not shown' by the spec; an operation without 429 (accepting an invitation) refuses with 403.
+  429: [429, 403, 400],
 };
 
 interface Mapped {

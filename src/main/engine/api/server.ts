@@ -9,6 +9,7 @@ import type { EngineContext } from '../services/context.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
 import { checkHost } from './host-check.js';
+import { throttleAttempts } from './throttle.js';
 import { redactUrl } from './redact.js';
 import { boundedClose } from './shutdown.js';
 import type { App } from './http.js';
@@ -140,6 +141,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
   });
 
   checkHost(app, ctx.config.allowedHosts);
+  if (ctx.config.throttleLogins) throttleAttempts(app, ctx, ctx.now);
 
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, _reply, done) => {
