@@ -28,8 +28,13 @@ const FILE_SWEEP_INTERVAL_MS = 3600 * 1000;
 export interface Engine {
   /** Opens the database, creates the lab owner on first start, and listens. */
   start(): Promise<{ url: string; owner: { created: boolean; email: string; generatedPassword?: string } }>;
-  /** Finishes in-flight requests, then closes the database. Safe to call twice. */
-  stop(): Promise<void>;
+  /**
+   * Ends running messages, finishes in-flight requests, then closes the database. Safe to call twice.
+   * `beforeFleetStops` runs once the chats have stopped, while the fleet still tracks phones: where phones that
+   * leave with the engine (the demo's) detach, so that a message running on one ends failed, not completed on a
+   * tool error.
+   */
+  stop(options?: { beforeFleetStops?: () => Promise<void> }): Promise<void>;
   readonly url: string;
   /** An interactive token for the lab owner, for the desktop window, which signs in without a password. */
   ownerToken(): Promise<{ token: string; expiresAt: number }>;
@@ -127,10 +132,11 @@ export function createEngine(
       url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
       return { url, owner };
     },
-    stop() {
+    stop(options = {}) {
       stopping ??= (async () => {
         await fleetReady;
         await ctx?.chats?.stop();
+        await options.beforeFleetStops?.();
         await ctx?.instances?.stop();
         ctx?.devices?.stop();
         await ctx?.files?.stop();
