@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, errorCode, startEngine, type Reply, type TestEngine } from '../support/engine.js';
@@ -220,5 +221,102 @@ describe('throttling of failed logins, sign-ups and invitation acceptances (issu
     expect(held.status).toBe(403);
     expect(errorCode(held)).toBe('too_many_attempts');
     expect(held.headers.get('retry-after')).toMatch(/^\d+$/);
+  });
+});
+
+/** Raw bytes to the engine, and the raw answer up to the end of the connection or 3 s. */
+async function rawExchange(api: string, text: string): Promise<{ status: number; headers: string; body: any }> {
+  const { hostname: host, port } = new URL(api);
+  const socket = connect(Number(port), host);
+  let answer = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d) => (answer += d));
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  socket.write(text);
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 3000);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    // One complete answer is enough: the rest of the connection does not matter.
+    socket.on('data', () => {
+      const [head, body] = answer.split('\r\n\r\n');
+      const length = /content-length: (\d+)/i.exec(head ?? '');
+      if (length && body !== undefined && Buffer.byteLength(body) >= Number(length[1])) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  socket.destroy();
+  const [head = '', ...rest] = answer.split('\r\n\r\n');
+  const bodyText = rest.join('\r\n\r\n');
+  let body: unknown = bodyText;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    /* not JSON */
+  }
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0), headers: head, body };
+}
+
+const errorBody = (body: any) => {
+  expect(Object.keys(body ?? {})).toEqual(['error']);
+  expect(body.error.code).toMatch(/^[a-z0-9_]+$/);
+  expect(typeof body.error.message).toBe('string');
+  return body.error.code as string;
+};
+
+describe('router and parser errors keep the error contract (issue 13.5)', () => {
+  let session: string;
+  beforeAll(async () => {
+    session = (await c.call('POST', '/sessions', { token: owner })).body.id;
+  });
+
+  it('a path parameter over 100 characters (a too-long serial) is simply not found', async () => {
+    const serial = 'x'.repeat(150);
+    for (const path of [`/sessions/${session}/devices/${serial}`, `/sessions/${session}/devices/${serial}/screenshot`, `/sessions/${'a'.repeat(500)}`]) {
+      const r = await c.call('GET', path, { token: owner });
+      expect(r.status, path).toBe(404);
+      // The operation answers, not the router: the route is there, the resource is not.
+      expect(errorBody(r.body), path).not.toBe('route_not_found');
+    }
+    // DELETE /organizations/{id} declares no 404: a too-long id gets a status it declares.
+    const r = await c.call('DELETE', `/organizations/${'a'.repeat(150)}`, { token: owner });
+    expect([401, 403, 409]).toContain(r.status);
+    errorBody(r.body);
+  });
+
+  it('an undecodable percent-escape in the path is the nearest declared status, with the error body', async () => {
+    const get = await rawExchange(t.api, `GET /api/v1/sessions/%ff%fe HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner}\r\nConnection: close\r\n\r\n`);
+    expect(get.status).toBe(404);
+    errorBody(get.body);
+    // PATCH /organizations/{id} declares no 404 (nor 400 for this): the nearest it declares.
+    const patch = await rawExchange(t.api, `PATCH /api/v1/organizations/%ff HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    expect([400, 401, 403, 409]).toContain(patch.status);
+    errorBody(patch.body);
+    const nowhere = await rawExchange(t.api, 'GET /api/v1/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    expect(nowhere.status).toBe(404);
+    errorBody(nowhere.body);
+  });
+
+  it('a 100 KB URL gets the error body and a status its operation declares', async () => {
+    const r = await rawExchange(t.api, `GET /api/v1/sessions/${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    expect([400, 401, 403, 404]).toContain(r.status);
+    errorBody(r.body);
+    const list = await rawExchange(t.api, `GET /api/v1/test-results?x=${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    // GET /test-results declares only 200 and 401.
+    expect(list.status).toBe(401);
+    errorBody(list.body);
+  });
+
+  it('a garbage request line gets a 400 with the error body', async () => {
+    for (const line of ['GARBAGE\r\n\r\n', 'GET\r\n\r\n', '\x00\x01\x02 / HTTP/1.1\r\n\r\n', 'GET / HTTP/9.9\r\nHost: x\r\n\r\n']) {
+      const r = await rawExchange(t.api, line);
+      expect(r.status, JSON.stringify(line)).toBe(400);
+      errorBody(r.body);
+    }
   });
 });

@@ -61,7 +61,11 @@ function declaredStatuses(request: FastifyRequest): number[] | undefined {
 }
 
 export function errorStatus(request: FastifyRequest, natural: number): number {
-  const declared = declaredStatuses(request);
+  return nearestDeclared(declaredStatuses(request), natural);
+}
+
+/** The natural status if the operation declares it (or declares nothing), else the nearest one it does declare. */
+export function nearestDeclared(declared: number[] | undefined, natural: number): number {
   if (!declared || natural >= 500 || declared.includes(natural)) return natural;
   return (FALLBACKS[natural] ?? [natural]).find((s) => declared.includes(s)) ?? natural;
 }

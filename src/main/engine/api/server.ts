@@ -11,6 +11,7 @@ import { registerGui } from './gui.js';
 import { checkHost } from './host-check.js';
 import { throttleAttempts } from './throttle.js';
 import { redactUrl } from './redact.js';
+import { MAX_PARAM_LENGTH, RouterErrors } from './router-errors.js';
 import { boundedClose } from './shutdown.js';
 import type { App } from './http.js';
 import { accountRoutes } from './routes/account.js';
@@ -77,8 +78,12 @@ const SPEC_TAGS = [
 export async function buildServer(ctx: EngineContext, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const tls = ctx.config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
+  const routerErrors = new RouterErrors();
   const app = Fastify({
     ...(https ? { https } : {}),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerErrors.frameworkError,
+    clientErrorHandler: routerErrors.clientError,
     bodyLimit: BODY_LIMIT,
     logger: ctx.config.logLevel === 'silent' ? false : {
       level: ctx.config.logLevel,
@@ -95,6 +100,7 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     return503OnClosing: true,
   }).withTypeProvider() as unknown as App;
 
+  routerErrors.attach(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error as Error));
   app.setNotFoundHandler((request, reply) =>
