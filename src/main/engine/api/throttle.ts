@@ -31,27 +31,30 @@ function emailOf(req: FastifyRequest): string | undefined {
   return typeof email === 'string' ? `email:${email.trim().toLowerCase()}` : undefined;
 }
 
-/** One set of throttles per engine: the loopback and LAN servers share it, so a second port is no second chance. */
-const throttlesOf = new WeakMap<object, Record<ThrottledAttempt, LoginThrottle>>();
+/**
+ * The counts of failed attempts, one throttle per kind. One per engine: the loopback and LAN servers share it, so
+ * a second port is no second chance.
+ */
+export class AttemptThrottles {
+  readonly login = new LoginThrottle();
+  readonly signup = new LoginThrottle();
+  readonly invitation = new LoginThrottle();
+
+  constructor(readonly now: () => number) {}
+}
 
 /**
  * Throttles the routes that set `config.throttle`: a refused attempt is never checked (a right password learns
  * nothing), and gets 429 too_many_attempts with Retry-After, or the nearest status its operation declares.
- * `owner` identifies the engine whose servers share the counts; `now` is the engine's clock.
  */
-export function throttleAttempts(app: App, owner: object, now: () => number): void {
-  let throttles = throttlesOf.get(owner);
-  if (!throttles) {
-    throttles = { login: new LoginThrottle(), signup: new LoginThrottle(), invitation: new LoginThrottle() };
-    throttlesOf.set(owner, throttles);
-  }
-  const all = throttles;
+export function throttleAttempts(app: App, throttles: AttemptThrottles): void {
+  const { now } = throttles;
   // Hooks only on the throttled routes: every other request pays nothing.
   app.addHook('onRoute', (route: RouteOptions) => {
     const kind = route.config?.throttle;
     if (!kind) return;
     const attempt = ATTEMPTS[kind];
-    const throttle = all[kind];
+    const throttle = throttles[kind];
     const who = (req: FastifyRequest) => ({ account: attempt.account(req), address: req.ip });
     const check = (req: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
       const wait = throttle.waitMs(who(req), now());
