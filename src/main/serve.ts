@@ -58,8 +58,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (signalled) return;
     signalled = true;
     console.log(`${signal}: finishing in-flight requests, then closing the database.`);
-    // The demo's phones go first, while the engine still sees them leave: new ones, under new serials, attach at
-    // the next start, so these are dropped from the inventory rather than listed as gone forever.
+    // The demo's phones go once the chats have stopped (a message running on one ends failed), while the engine
+    // still sees them leave: new ones, under new serials, attach at the next start, so these are dropped from the
+    // inventory rather than listed as gone forever.
     const detachDemo = async () => {
       if (!demo) return;
       await demo.stop();
@@ -67,7 +68,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       await waitUntilGone(demo.serials, (serial) => fleet.get(serial)?.state);
       for (const serial of demo.serials) fleet.forget(serial);
     };
-    detachDemo().finally(() => engine.stop()).then(
+    const beforeFleetStops = () => detachDemo().catch((error: Error) => console.error(`The demo phones did not detach: ${error.message}`));
+    engine.stop({ beforeFleetStops }).then(
       () => process.exit(0),
       (error: Error) => {
         console.error(`Shutdown failed: ${error.message}`);
