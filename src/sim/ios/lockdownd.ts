@@ -76,7 +76,7 @@ export function serveLockdown(socket: Socket, host: LockdownHost): void {
         });
         tls.on('error', () => socket.destroy());
         // The host ends TLS after StopSession and goes on in plain text; the phone hangs up here instead.
-        tls.on('end', () => socket.destroy());
+        tls.on('end', () => tls.end());
         stream = tls;
         channel.rebind(tls);
         return;

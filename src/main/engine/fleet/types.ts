@@ -52,4 +52,6 @@ export interface PhoneDriver {
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
+  /** Frames the phone streams itself (WDA's MJPEG on an iPhone), when it can; else the live screen polls screenshot(). */
+  liveFrames?(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'png' | 'jpeg'; width: number; height: number }>;
 }

@@ -74,6 +74,7 @@ export class DeviceAllocator {
     this.reconciled = true;
     const { fleet, devices } = this.ctx.stores;
     fleet.markAllGone('android');
+    fleet.markAllGone('ios');
     for (const phone of this.phones.list()) fleet.upsert(phone, this.ctx.now());
     for (const row of devices.uncleaned()) {
       if (this.attached(row.serial!)) void this.cleanup(row);

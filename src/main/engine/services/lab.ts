@@ -1,3 +1,4 @@
+import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { LabSettings, LabSettingsPatch } from '../../../shared/api/account.js';
 import type { EngineConfig } from '../config.js';
 import { forbidden } from '../domain/errors.js';
@@ -56,6 +57,7 @@ export function labSettings(ctx: EngineContext): LabSettings {
     lanSharing: ctx.lanSharing.status(),
     secretStore: ctx.secrets.kind,
     adb: { enabled: ctx.config.adb !== null, host: adb.host, port: adb.port },
+    usbmuxd: { enabled: ctx.config.usbmuxd !== null, address: formatUsbmuxdAddress(ctx.config.usbmuxd ?? { path: DEFAULT_USBMUXD_SOCKET }) },
     quotas: labQuotas(ctx),
   };
 }

@@ -79,7 +79,7 @@ export function screenTarget(ctx: EngineContext, scope: Scope, sessionId: string
   const { id } = ctx.devices.find(scope, sessionId, serial);
   return {
     key: id,
-    source: () => screencapSource(driver, ctx.config.screenMaxFps),
+    source: () => (driver.liveFrames ? { frames: (signal) => driver.liveFrames!(signal) } : screencapSource(driver, ctx.config.screenMaxFps)),
     ended: () => {
       const status = ctx.stores.devices.get(id)?.status;
       if (status === 'in_use') return undefined;

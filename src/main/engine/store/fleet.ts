@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 
-export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
+export type PhoneState = 'device' | 'unauthorized' | 'wda_unavailable' | 'offline' | 'gone';
 
 export interface FleetDeviceRow {
   serial: string;

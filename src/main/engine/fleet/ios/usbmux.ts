@@ -40,6 +40,7 @@ export interface AfcClient {
   createDirectory(path: string): Promise<void>;
   deleteDirectory(path: string): Promise<void>;
   createWriteStream(path: string, opts?: { autoDestroy?: boolean }): Promise<NodeJS.WritableStream>;
+  getFileInfo(path: string): Promise<{ size: number }>;
   close(): void;
 }
 export interface InstallationProxyClient {
@@ -92,9 +93,15 @@ export function appiumIosDevice(): AppiumIosDevice {
 }
 
 /** A fresh connection to usbmuxd: each Connect uses up one, as in every usbmuxd client. */
-export function usbmuxdSocket(address: UsbmuxdAddress, timeout = 5000): Promise<Socket> {
+export async function usbmuxdSocket(address: UsbmuxdAddress, timeout = 5000): Promise<Socket> {
   const { getDefaultSocket } = appiumIosDevice();
-  return 'path' in address ? getDefaultSocket({ socketPath: address.path, timeout }) : getDefaultSocket({ socketHost: address.host, socketPort: address.port, timeout });
+  const socket = await ('path' in address
+    ? getDefaultSocket({ socketPath: address.path, timeout })
+    : getDefaultSocket({ socketHost: address.host, socketPort: address.port, timeout }));
+  // appium-ios-device listens for no socket errors: a phone pulled out (ECONNRESET) would otherwise crash the engine.
+  // A failed socket ends its requests anyway, which time out or fail where they are awaited.
+  socket.on('error', () => undefined);
+  return socket;
 }
 
 export async function openUsbmux(address: UsbmuxdAddress): Promise<UsbmuxClient> {
@@ -144,6 +151,16 @@ export async function listen(address: UsbmuxdAddress, onEvent: (event: MuxEvent)
 }
 
 /**
+ * A lockdown session in TLS. appium-ios-device swaps its socket for a TLS one that has no error listener, so a phone
+ * pulled out mid-session would crash the process with ECONNRESET: the listener is added here.
+ */
+async function lockdownSession(address: UsbmuxdAddress, udid: string): Promise<LockdownSession> {
+  const lockdown = (await appiumIosDevice().utilities.startLockdownSession(udid, await usbmuxdSocket(address))) as LockdownSession;
+  lockdown._plistService._socketClient.on('error', () => undefined);
+  return lockdown;
+}
+
+/**
  * Values from lockdownd inside one TLS session (the pair record from usbmuxd), each query's answer or undefined.
  * appium-ios-device pipes its TLS stream into the plist decoder a second time when a session starts, so each answer
  * arrives twice: the queue is emptied before every request, or the next request would read the previous answer.
@@ -153,7 +170,7 @@ export async function readLockdownValues(
   udid: string,
   queries: Array<{ Domain?: string; Key?: string }>,
 ): Promise<unknown[]> {
-  const lockdown = (await appiumIosDevice().utilities.startLockdownSession(udid, await usbmuxdSocket(address))) as LockdownSession;
+  const lockdown = await lockdownSession(address, udid);
   try {
     const values: unknown[] = [];
     for (const query of queries) {
@@ -167,7 +184,7 @@ export async function readLockdownValues(
 }
 
 type LockdownSession = LockdownClient & {
-  _plistService: { replyQueue: unknown[] };
+  _plistService: { replyQueue: unknown[]; _socketClient: Socket };
   startService(name: string, timeout?: number): Promise<{ Port: number; EnableServiceSSL?: boolean }>;
 };
 
@@ -179,7 +196,7 @@ type LockdownSession = LockdownClient & {
  */
 export async function startService(address: UsbmuxdAddress, udid: string, name: string): Promise<Socket> {
   const aid = appiumIosDevice();
-  const lockdown = (await aid.utilities.startLockdownSession(udid, await usbmuxdSocket(address))) as LockdownSession;
+  const lockdown = await lockdownSession(address, udid);
   let service: { Port: number; EnableServiceSSL?: boolean };
   try {
     lockdown._plistService.replyQueue.length = 0;
@@ -193,7 +210,11 @@ export async function startService(address: UsbmuxdAddress, udid: string, name: 
     if (!device) throw new Error(`The iPhone ${udid} is not attached.`);
     const record = service.EnableServiceSSL ? await mux.readPairRecord(udid) : null;
     const socket = await mux.connect(device.Properties.DeviceID, service.Port);
-    return record ? aid.upgradeToSSL(socket, record.HostPrivateKey, record.HostCertificate) : socket;
+    socket.on('error', () => undefined);
+    if (!record) return socket;
+    const tls = aid.upgradeToSSL(socket, record.HostPrivateKey, record.HostCertificate);
+    tls.on('error', () => undefined);
+    return tls;
   } catch (error) {
     mux.close();
     throw error;
