@@ -1,4 +1,6 @@
+import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { NOTES, SAFARI, SETTINGS } from '../../src/sim/ios/index.js';
 import { buildIpa } from '../support/app-fixtures.js';
@@ -135,6 +137,32 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     expect(board.orientation).toBe('PORTRAIT');
     expect(board.foreground).toBeUndefined();
     expect(board.running.size).toBe(0);
+  });
+
+  it("streams the live screen from WDA's MJPEG server as JPEG frames, and a tap shows in a later frame", async () => {
+    const session = await newSession();
+    const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['name', 'EQUALS', 'Ana’s iPhone']) });
+    await untilInUse(session, r.body.id);
+    const phone = bus.phones[0]!;
+    const messages: Array<Buffer | Record<string, unknown>> = [];
+    const ws = new WebSocket(`${engine.api.replace(/^http/, 'ws')}/sessions/${session}/devices/${phone.udid}/screen?token=${owner}`);
+    ws.on('message', (data: Buffer, binary: boolean) => messages.push(binary ? data : JSON.parse(data.toString())));
+    const frames = () => messages.filter((m): m is Buffer => Buffer.isBuffer(m));
+    await waitFor('two frames', () => frames().length >= 2, 10_000);
+    expect(messages[0]).toEqual({ type: 'hello', width: 750, height: 1334, format: 'jpeg' });
+    const home = jpeg.decode(frames().at(-1)!);
+    expect([home.width, home.height]).toEqual([750, 1334]);
+    await act(session, phone.udid, { type: 'launchApp', packageName: SETTINGS });
+    const seen = frames().length;
+    await waitFor('a frame of Settings', () => frames().length > seen + 1, 10_000);
+    const settings = jpeg.decode(frames().at(-1)!);
+    // Settings' grouped grey background replaces the blue wallpaper in the middle of the screen.
+    const at = (img: { data: Uint8Array }, x: number, y: number) => [...img.data.subarray((y * 750 + x) * 4, (y * 750 + x) * 4 + 3)];
+    expect(at(home, 375, 1200)[2]).toBeGreaterThan(100);
+    expect(Math.abs(at(settings, 375, 1200)[0]! - 242)).toBeLessThan(20);
+    ws.close();
+    await c.call('POST', `/sessions/${session}/devices/${phone.udid}/release`, { token: owner });
+    await waitFor('cleaned', async () => (await fleet()).find((p) => p.serial === phone.udid && !p.held));
   });
 
   it('installs an IPA through AFC and installation_proxy, launches it, and uninstalls it at release', async () => {

@@ -39,19 +39,17 @@ export interface MjpegSettings {
  */
 export class WebDriverAgent {
   readonly http: Server;
-  readonly mjpeg: Server;
   sessionId: string | undefined;
   readonly settings: MjpegSettings = { mjpegServerFramerate: 10, mjpegServerScreenshotQuality: 25 };
   /** Every request served, newest last: what a test inspects to see which commands the engine sent. */
   readonly requests: string[] = [];
-  private readonly streams = new Set<ServerResponse>();
+  private readonly streams = new Set<Socket>();
 
   constructor(
     private readonly board: Springboard,
     private readonly device: { udid: string; version: string },
   ) {
     this.http = createServer((req, res) => void this.route(req, res));
-    this.mjpeg = createServer((req, res) => this.stream(req, res));
     this.http.keepAliveTimeout = 60_000;
   }
 
@@ -60,41 +58,47 @@ export class WebDriverAgent {
   }
 
   acceptMjpeg(socket: Socket): void {
-    this.mjpeg.emit('connection', socket);
+    this.stream(socket);
   }
 
   stop(): void {
     for (const res of this.streams) res.destroy();
     this.http.closeAllConnections();
-    this.mjpeg.closeAllConnections();
   }
 
-  private stream(_req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * WDA's MJPEG server is a plain socket server, not an HTTP framework: it reads the request, answers with HTTP/1.0
+   * headers and then writes multipart parts for as long as the client stays, at mjpegServerFramerate.
+   */
+  private stream(socket: Socket): void {
     const boundary = '--BoundaryString';
-    res.writeHead(200, {
-      Server: 'WDA MJPEG Server',
-      Connection: 'close',
-      'Max-Age': '0',
-      Expires: '0',
-      'Cache-Control': 'no-cache, private',
-      Pragma: 'no-cache',
-      'Content-Type': `multipart/x-mixed-replace; boundary=${boundary}`,
-    });
-    this.streams.add(res);
+    socket.on('error', () => undefined);
+    let request = '';
     let timer: NodeJS.Timeout | undefined;
     const send = () => {
-      if (res.destroyed) return;
+      if (socket.destroyed) return;
       const frame = this.board.jpeg(this.settings.mjpegServerScreenshotQuality);
-      const ok = res.write(Buffer.concat([Buffer.from(`${boundary}\r\nContent-type: image/jpeg\r\nContent-Length: ${frame.length}\r\n\r\n`), frame, Buffer.from('\r\n\r\n')]));
+      const ok = socket.write(Buffer.concat([Buffer.from(`${boundary}\r\nContent-type: image/jpeg\r\nContent-Length: ${frame.length}\r\n\r\n`), frame, Buffer.from('\r\n\r\n')]));
       const next = () => (timer = setTimeout(send, 1000 / Math.max(1, this.settings.mjpegServerFramerate)));
       // A slow viewer gets fewer frames, never a backlog: the next frame waits for the socket to drain.
       if (ok) next();
-      else res.once('drain', next);
+      else socket.once('drain', next);
     };
-    send();
-    res.on('close', () => {
+    const onData = (chunk: Buffer) => {
+      request += chunk.toString('latin1');
+      if (!request.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      socket.write(
+        'HTTP/1.0 200 OK\r\nServer: WDA MJPEG Server\r\nConnection: close\r\nMax-Age: 0\r\nExpires: 0\r\n' +
+          `Cache-Control: no-cache, private\r\nPragma: no-cache\r\nContent-Type: multipart/x-mixed-replace; boundary=${boundary}\r\n\r\n`,
+      );
+      this.streams.add(socket);
+      send();
+    };
+    socket.on('data', onData);
+    socket.on('close', () => {
       clearTimeout(timer);
-      this.streams.delete(res);
+      this.streams.delete(socket);
     });
   }
 

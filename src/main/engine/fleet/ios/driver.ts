@@ -260,6 +260,10 @@ export class IosDriver implements PhoneDriver {
           pending = pending.subarray(end + 4);
         }
         for (;;) {
+          // Each part ends in a blank line before the next boundary.
+          let skip = 0;
+          while (pending[skip] === 0x0d || pending[skip] === 0x0a) skip++;
+          pending = pending.subarray(skip);
           const head = pending.indexOf('\r\n\r\n');
           if (head < 0) break;
           const length = /content-length:\s*(\d+)/i.exec(pending.subarray(0, head).toString('latin1'));

@@ -150,14 +150,65 @@ export async function listen(address: UsbmuxdAddress, onEvent: (event: MuxEvent)
   return { close: () => mux.close(), closed };
 }
 
+interface PlistServiceInternals {
+  replyQueue: unknown[];
+  _decoder: EventEmitter;
+  _socketClient: Socket;
+  receivePlist(timeout?: number): Promise<unknown>;
+}
+
 /**
- * A lockdown session in TLS. appium-ios-device swaps its socket for a TLS one that has no error listener, so a phone
- * pulled out mid-session would crash the process with ECONNRESET: the listener is added here.
+ * appium-ios-device's PlistService looks for a reply every 50 ms (setInterval), which adds up to 50 ms to every
+ * lockdown and installation_proxy message. Replies are taken as they are decoded instead.
  */
-async function lockdownSession(address: UsbmuxdAddress, udid: string): Promise<LockdownSession> {
-  const lockdown = (await appiumIosDevice().utilities.startLockdownSession(udid, await usbmuxdSocket(address))) as LockdownSession;
-  lockdown._plistService._socketClient.on('error', () => undefined);
-  return lockdown;
+function answerOnArrival(service: PlistServiceInternals): void {
+  service.receivePlist = (timeout = 5000) =>
+    new Promise((resolve, reject) => {
+      const queued = service.replyQueue.shift();
+      if (queued !== undefined) return resolve(queued);
+      const onData = () => {
+        const next = service.replyQueue.shift();
+        if (next === undefined) return;
+        clearTimeout(timer);
+        service._decoder.off('data', onData);
+        resolve(next);
+      };
+      const timer = setTimeout(() => {
+        service._decoder.off('data', onData);
+        reject(new Error(`Failed to receive any data within the timeout: ${timeout}`));
+      }, timeout);
+      // Registered after the service's own listener, which queues the reply first.
+      service._decoder.on('data', onData);
+    });
+}
+
+type LockdownWithService = LockdownClient & {
+  _plistService: PlistServiceInternals;
+  startSession(hostId: unknown, systemBuid: unknown): Promise<unknown>;
+  enableSessionSSL(key: unknown, cert: unknown): void;
+  startService(name: string, timeout?: number): Promise<{ Port: number; EnableServiceSSL?: boolean }>;
+};
+
+/**
+ * A lockdown session in TLS with the pair record usbmuxd keeps, as appium-ios-device's startLockdownSession opens
+ * it, plus: replies taken on arrival, and an error listener on the TLS socket it swaps in (it has none, so a phone
+ * pulled out mid-session would crash the process with ECONNRESET).
+ */
+async function lockdownSession(address: UsbmuxdAddress, udid: string): Promise<LockdownWithService> {
+  const mux = await openUsbmux(address);
+  try {
+    const record = await mux.readPairRecord(udid);
+    if (!record) throw new Error(`No pair record for ${udid}: the iPhone has not trusted this computer.`);
+    const lockdown = (await mux.connectLockdown(udid)) as LockdownWithService;
+    answerOnArrival(lockdown._plistService);
+    await lockdown.startSession(record.HostID, record.SystemBUID);
+    lockdown.enableSessionSSL(record.HostPrivateKey, record.HostCertificate);
+    lockdown._plistService._socketClient.on('error', () => undefined);
+    return lockdown;
+  } catch (error) {
+    mux.close();
+    throw error;
+  }
 }
 
 /**
@@ -183,10 +234,6 @@ export async function readLockdownValues(
   }
 }
 
-type LockdownSession = LockdownClient & {
-  _plistService: { replyQueue: unknown[]; _socketClient: Socket };
-  startService(name: string, timeout?: number): Promise<{ Port: number; EnableServiceSSL?: boolean }>;
-};
 
 /**
  * Starts a lockdown service (com.apple.afc, installation_proxy, syslog_relay) and returns the connection to it:
@@ -227,7 +274,9 @@ export async function afcService(address: UsbmuxdAddress, udid: string): Promise
 
 export async function installationProxy(address: UsbmuxdAddress, udid: string): Promise<InstallationProxyClient> {
   const aid = appiumIosDevice();
-  return new aid.InstallationProxyService(new aid.PlistService(await startService(address, udid, 'com.apple.mobile.installation_proxy')));
+  const service = new aid.PlistService(await startService(address, udid, 'com.apple.mobile.installation_proxy')) as PlistServiceInternals;
+  answerOnArrival(service);
+  return new aid.InstallationProxyService(service);
 }
 
 export async function syslogService(address: UsbmuxdAddress, udid: string): Promise<SyslogClient> {
