@@ -10,7 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { AndroidFleet } from '../src/main/engine/fleet/android/adb-client.js';
+import { AndroidFleet } from '../src/main/engine/fleet/android/android-fleet.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtRatio, type Benchmark, type Figure } from './support/report.js';

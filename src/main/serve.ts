@@ -38,7 +38,7 @@ try {
     }
   }
   console.log(`Benchtop is serving ${url}/api/v1 (data: ${config.dataDir})`);
-  const lan = engine.context.lanSharing.status();
+  const lan = engine.services.lanSharing.status();
   if (lan.enabled) console.log(`LAN sharing is on: ${lan.urls.join(', ')} (certificate SHA-256 ${lan.certificateSha256})`);
 } catch (error) {
   console.error(`Benchtop could not start: ${(error as Error).message}`);
@@ -60,7 +60,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     // The demo's phones go first, while the engine still sees them leave: new ones, under new serials, attach at
     // the next start, so these are dropped from the inventory rather than listed as gone forever.
     const detachDemo = async () => {
-      const { fleet } = engine.context.stores;
+      const { fleet } = engine.stores;
       if (demoIphones) {
         await demoIphones.stop();
         await waitUntilGone(demoIphones.udids, (serial) => fleet.get(serial)?.state);

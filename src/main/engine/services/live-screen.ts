@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PhoneDriver } from '../fleet/types.js';
-import type { EngineContext, Scope } from './context.js';
 
 /** One encoded picture of the screen, with its size so that a viewer need not decode it to learn it. */
 export interface Frame {
@@ -45,7 +44,7 @@ const RETRY_MS = 300;
 const CHECK_MS = 500;
 
 /** Width and height from the IHDR chunk, which every PNG has first: no need to decode the image. */
-function pngSize(png: Buffer): { width: number; height: number } {
+export function pngSize(png: Buffer): { width: number; height: number } {
   if (png.length < 24 || png.toString('latin1', 12, 16) !== 'IHDR') throw new Error('screencap did not return a PNG');
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }
@@ -70,24 +69,6 @@ export function screencapSource(driver: PhoneDriver, maxFps: number): FrameSourc
   };
 }
 
-/**
- * The phone a caller may watch: an in_use phone of their session. Throws not_found or device_not_in_use otherwise,
- * so that the API can refuse before it upgrades the connection.
- */
-export function screenTarget(ctx: EngineContext, scope: Scope, sessionId: string, serial: string): ScreenTarget {
-  const driver = ctx.devices.driverFor(scope, sessionId, serial);
-  const { id } = ctx.devices.find(scope, sessionId, serial);
-  return {
-    key: id,
-    source: () => (driver.liveFrames ? { frames: (signal) => driver.liveFrames!(signal) } : screencapSource(driver, ctx.config.screenMaxFps)),
-    ended: () => {
-      const status = ctx.stores.devices.get(id)?.status;
-      if (status === 'in_use') return undefined;
-      return status === 'offline' ? 'device_offline' : 'device_released';
-    },
-  };
-}
-
 /** One capture loop and the viewers it fans out to. */
 class Feed {
   private readonly viewers = new Set<Viewer>();
@@ -101,6 +82,11 @@ class Feed {
   ) {
     this.timer = setInterval(() => this.stillLive(), CHECK_MS);
     void this.run();
+  }
+
+  /** The newest frame, while the feed runs. */
+  get newest(): Frame | undefined {
+    return this.stopping.signal.aborted ? undefined : this.latest;
   }
 
   join(viewer: Viewer): void {
@@ -181,6 +167,11 @@ export class LiveScreens {
     feed.join(viewer);
     const joined = feed;
     return () => joined.leave(viewer);
+  }
+
+  /** The newest frame of the allocation's feed, while one runs: what a screenshot returns instead of a capture. */
+  latest(key: string): Frame | undefined {
+    return this.feeds.get(key)?.newest;
   }
 
   /** Ends every feed: the server is closing. */

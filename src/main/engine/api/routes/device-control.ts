@@ -3,24 +3,12 @@ import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
 import { ActionResult, DeviceActionBody, UiElement } from '../../../../shared/api/devices.js';
-import { conflict, ServiceError } from '../../domain/errors.js';
-import type { DeviceAction } from '../../fleet/types.js';
-import { requireRole } from '../../services/auth.js';
-import type { EngineContext } from '../../services/context.js';
-import { LiveScreens, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
+import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
+import type { DeviceControl } from '../../services/device-control.js';
+import type { FeedEnd, Viewer } from '../../services/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
-import { list } from '../present.js';
+import { list } from '../presenters/common.js';
 import { DeviceParams } from './devices.js';
-
-/** A phone that fails a command is a conflict with its state, not a bug of ours: the caller may retry. */
-async function onPhone<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof ServiceError) throw error;
-    throw conflict('device_error', `The device did not complete the command: ${(error as Error).message}`);
-  }
-}
 
 /**
  * A viewer whose socket still holds more than this much unsent data skips frames until it drains: the newest frame
@@ -57,39 +45,30 @@ function socketViewer(socket: WebSocket): Viewer {
 }
 
 /** Driving an in_use phone of the caller's session: what the GUI's live screen and the assistant use. */
-export function deviceControlRoutes(app: App, ctx: EngineContext): void {
+export function deviceControlRoutes(app: App, control: DeviceControl): void {
   const tags = ['Extensions'];
   const errors = [401, 403, 404, 409] as const;
 
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot', {
     schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, errors) },
   }, async (req, reply) => {
-    const driver = ctx.devices.driverFor(scopeOf(ctx, req), req.params.sessionId, req.params.deviceId);
-    const png = await onPhone(() => driver.screenshot());
-    return reply.type('image/png').header('cache-control', 'no-store').send(png);
+    const frame = await control.screenshot(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId });
+    return reply.type(`image/${frame.format}`).header('cache-control', 'no-store').send(frame.data);
   });
 
   app.get('/sessions/:sessionId/devices/:deviceId/elements', {
     schema: { tags, operationId: 'deviceElements', summary: 'The UI elements on screen, flattened from the hierarchy', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: List(UiElement) }, errors) },
-  }, async (req) => {
-    const driver = ctx.devices.driverFor(scopeOf(ctx, req), req.params.sessionId, req.params.deviceId);
-    return list(await onPhone(() => driver.elements()));
-  });
+  }, async (req) => list(await control.elements(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId })));
 
   app.post('/sessions/:sessionId/devices/:deviceId/actions', {
     schema: { tags, operationId: 'deviceAction', summary: 'Tap, swipe, type, press a button, launch or stop an app, open a URL, rotate', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: DeviceActionBody, response: responses({ 200: ActionResult }, [400, ...errors]) },
-  }, async (req) => {
-    const scope = scopeOf(ctx, req);
-    requireRole(scope.role, 'readwrite');
-    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
-    return onPhone(() => driver.act(req.body as DeviceAction));
-  });
+  }, (req) => control.act(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
 
-  const screens = new LiveScreens();
-  // No capture loop outlives the server: the database closes right after it. (preClose, because Fastify closes the
-  // server before the onClose hooks of plugins, and that close waits for every viewer's socket.)
-  app.addHook('preClose', async () => screens.close());
-  const targets = new WeakMap<FastifyRequest, ScreenTarget>();
+  app.post('/sessions/:sessionId/devices/:deviceId/install', {
+    schema: { tags, operationId: 'installApp', summary: 'Install a stored file (a ready app of your organization) on an in_use device', description: 'file is a file id or file:<fileId>. An unknown or expired file is 404 file_not_found; an app of the other platform is 400 wrong_platform; a file not ready yet is 409 file_not_ready. The app is uninstalled when the device is released.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: InstallBody, response: responses({ 200: InstallResult }, [400, ...errors]) },
+  }, (req) => control.install(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
+
+  const screens = new WeakMap<FastifyRequest, ReturnType<DeviceControl['liveScreen']>>();
 
   // wsHandler rather than `websocket: true`, which would hide the route from the OpenAPI document; a plain GET
   // gets the HTTP handler, which explains the upgrade.
@@ -112,12 +91,12 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     },
     // Everything that can refuse a viewer runs before the upgrade, so that a refusal is an ordinary HTTP error.
     preHandler: async (req) => {
-      targets.set(req, screenTarget(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.deviceId));
+      screens.set(req, control.liveScreen(scopeOf(req, req.query.org), { sessionId: req.params.sessionId, serial: req.params.deviceId }));
     },
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket, req) => {
-      const leave = screens.watch(targets.get(req)!, socketViewer(socket));
+      const leave = screens.get(req)!.watch(socketViewer(socket));
       socket.on('close', leave);
     },
   });
