@@ -29,6 +29,8 @@ export interface PhoneDriver {
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
+  /** Restarts the phone; resolves once it has been asked to (the phone then drops off the bus and comes back). */
+  reboot(): Promise<void>;
 }
 
 /** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */

@@ -4,6 +4,7 @@ import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { Phone, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
+import type { FleetDeviceRow } from '../store/fleet.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
@@ -166,6 +167,16 @@ export class DeviceAllocator {
     const row = this.find(scope, sessionId, deviceId);
     if (row.releasedAt === null) this.finish(row, this.now(), null);
     return this.stores.devices.get(row.id)!;
+  }
+
+  /** The organization's allocations not yet released, in every session, oldest first (what /ws's devices.list shows). */
+  held(scope: Scope): DeviceAllocationRow[] {
+    return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);
+  }
+
+  /** The lab's phones as last seen, attached or not. */
+  inventory(): FleetDeviceRow[] {
+    return this.stores.fleet.all();
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
