@@ -40,4 +40,6 @@ export interface PhoneSource {
   driver(serial: string): PhoneDriver;
   on(event: 'phone', listener: (phone: Phone) => void): unknown;
   on(event: 'gone', listener: (serial: string) => void): unknown;
+  off(event: 'phone', listener: (phone: Phone) => void): unknown;
+  off(event: 'gone', listener: (serial: string) => void): unknown;
 }

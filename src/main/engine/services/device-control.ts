@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
-import type { PhoneDriver, PhoneSource } from '../fleet/types.js';
+import type { Phone, PhoneDriver, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
@@ -91,18 +91,29 @@ export class DeviceControl {
     requireRole(scope.role, 'readwrite');
     const { id } = this.holding(scope, target);
     const driver = this.phones.driver(target.serial);
-    await onPhone(() => driver.reboot(), 'reboot');
-    const deadline = Date.now() + options.timeoutMs;
-    // Back means seen away first: right after the request the phone may still be up for a moment.
+    // Back means seen away first. The fleet's events say so: a phone may be away for less than any polling interval.
     let away = false;
-    for (;;) {
-      const row = this.stores.devices.get(id);
-      if (!row || row.releasedAt !== null) throw conflict('device_released', 'The device was released while it rebooted.');
-      const attached = this.phones.get(target.serial)?.state === 'device';
-      if (row.status !== 'in_use' || !attached) away = true;
-      else if (away) break;
-      if (Date.now() > deadline) throw conflict('device_error', `The device did not come back within ${options.timeoutMs / 1000} s of its reboot.`);
-      await delay(options.pollMs ?? 50);
+    const left = (phone: Phone) => {
+      if (phone.serial === target.serial && phone.state !== 'device') away = true;
+    };
+    const gone = (serial: string) => {
+      if (serial === target.serial) away = true;
+    };
+    this.phones.on('phone', left);
+    this.phones.on('gone', gone);
+    try {
+      await onPhone(() => driver.reboot(), 'reboot');
+      const deadline = Date.now() + options.timeoutMs;
+      for (;;) {
+        const row = this.stores.devices.get(id);
+        if (!row || row.releasedAt !== null) throw conflict('device_released', 'The device was released while it rebooted.');
+        if (away && row.status === 'in_use' && this.phones.get(target.serial)?.state === 'device') break;
+        if (Date.now() > deadline) throw conflict('device_error', `The device did not come back within ${options.timeoutMs / 1000} s of its reboot.`);
+        await delay(options.pollMs ?? 50);
+      }
+    } finally {
+      this.phones.off('phone', left);
+      this.phones.off('gone', gone);
     }
     // A phone restarts on its lock screen: wake it and go home, as before it was handed over.
     await onPhone(() => driver.prepare(), 'wake up after its reboot');

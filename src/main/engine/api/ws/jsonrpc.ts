@@ -48,7 +48,7 @@ export const unsupported = (message: string) => new RpcError(RPC_ERRORS.serverEr
 /** A method: its params' schema, and a handler that gets params that passed it. */
 export interface RpcMethod<Call> {
   params: TSchema;
-  handle(params: any, call: Call): unknown;
+  handle(params: unknown, call: Call): unknown;
 }
 
 interface Request {

@@ -1,5 +1,5 @@
 import AjvModule from 'ajv';
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { BUTTONS, DeviceActionBody, DeviceFilter, type Button, type DeviceAction, type UiElement } from '../../../../shared/api/devices.js';
 import type { Frame } from '../../services/live-screen.js';
 import type { DeviceAllocationRow } from '../../store/devices.js';
@@ -21,7 +21,7 @@ const DeviceId = Type.String({ minLength: 1, maxLength: 200, description: 'The p
 const Coordinate = Type.Number({ minimum: 0, maximum: 20000 });
 const DurationMs = Type.Optional(Type.Number({ minimum: 0, maximum: 60000 }));
 const BundleId = Type.String({ minLength: 1, maxLength: 255 });
-const on = <T extends Record<string, any>>(fields: T) => Type.Object({ deviceId: DeviceId, ...fields });
+const on = <T extends Record<string, TSchema>>(fields: T) => Type.Object({ deviceId: DeviceId, ...fields });
 
 export const PARAMS = {
   none: Type.Object({}),
@@ -67,13 +67,18 @@ export type Params<K extends keyof typeof PARAMS> = Static<(typeof PARAMS)[K]>;
 // ---- params to device actions ----
 
 const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
-const validAction = new Ajv({ strict: false }).compile(DeviceActionBody);
+const ajv = new Ajv({ strict: false });
+/** One validator per action type, from the shared union's members, so that an error names the field that failed. */
+const validators = new Map(
+  (DeviceActionBody.anyOf as Array<{ properties: { type: { const: string } } }>).map((member) => [member.properties.type.const, ajv.compile(member)]),
+);
 
 /** The action, checked against the shared vocabulary: a package name or URL it refuses is a bad param here too. */
 export function checked(action: DeviceAction): DeviceAction {
   const { type } = action;
-  if (!validAction(action)) {
-    const e = validAction.errors?.[0];
+  const validate = validators.get(type)!;
+  if (!validate(action)) {
+    const e = validate.errors?.[0];
     throw invalidParams(`Invalid params: ${type} ${e ? `${e.instancePath.replace(/^\//, '') || 'action'} ${e.message}` : 'is not valid'}.`);
   }
   return action;
