@@ -25,17 +25,18 @@ async function rpcClient(url: string, apiKey: string) {
     ws.once('open', () => resolve());
     ws.once('error', reject);
   });
-  const pending = new Map<number, (reply: { result?: any; error?: { code: number; message: string } }) => void>();
+  type Reply = { result?: Record<string, unknown>; error?: { code: number; message: string } };
+  const pending = new Map<number, (reply: Reply) => void>();
   ws.on('message', (data) => {
-    const reply = JSON.parse(data.toString());
+    const reply = JSON.parse(data.toString()) as Reply & { id: number };
     pending.get(reply.id)?.(reply);
     pending.delete(reply.id);
   });
   let nextId = 1;
   return {
-    async call(method: string, params: Record<string, unknown>): Promise<any> {
+    async call(method: string, params: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
       const id = nextId++;
-      const reply = await new Promise<{ result?: any; error?: { code: number; message: string } }>((resolve, reject) => {
+      const reply = await new Promise<Reply>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`${method} timed out`)), REQUEST_TIMEOUT_MS);
         pending.set(id, (r) => {
           clearTimeout(timer);
@@ -87,7 +88,7 @@ export const wsRpc: Benchmark = {
       return png.length;
     };
     const wsShot = async () => {
-      const { data } = await rpc.call('device.screenshot', { deviceId: lab.serial });
+      const data = (await rpc.call('device.screenshot', { deviceId: lab.serial }))?.data;
       const png = Buffer.from(String(data).slice(String(data).indexOf(',') + 1), 'base64');
       if (png.length < 1000) throw new Error(`device.screenshot returned ${png.length} bytes`);
       return png.length;
