@@ -174,7 +174,7 @@ export class DeviceAllocator {
     return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);
   }
 
-  /** The lab's phones as last seen, attached or not. */
+  /** Every phone the lab has seen, with its last known state. */
   inventory(): FleetDeviceRow[] {
     return this.stores.fleet.all();
   }
