@@ -94,6 +94,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
+  ['get', '/ws'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
   ['get', '/api/v1/lab/assistant'],

@@ -49,6 +49,7 @@ import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
+import { wsRpcRoute } from './ws/route.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
@@ -57,11 +58,15 @@ const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
 const WEBSOCKET_CLOSE_GRACE_MS = 1000;
+/** How long /ws's device.reboot waits for a phone to come back: a real phone restarts in one to two minutes. */
+const REBOOT_TIMEOUT_MS = 180_000;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The bearer may also come as ?token= or a bearer.<token> subprotocol: for WebSockets opened by a browser. */
     tokenInQuery?: boolean;
+    /** Set for routes with a WebSocket handler: an upgrade to any other route is a 404 before the upgrade. */
+    upgrades?: boolean;
   }
 }
 
@@ -191,15 +196,25 @@ export async function buildServer(services: ApiServices, version: string, option
 
   checkHost(app, config.allowedHosts);
   if (services.attempts) throttleAttempts(app, services.attempts);
+  // Every route with a WebSocket handler says so in its config, so that an upgrade elsewhere can be refused.
+  app.addHook('onRoute', (route) => {
+    if (route.wsHandler || route.websocket) route.config = { ...route.config, upgrades: true };
+  });
 
   const { auth } = services;
   const scopes: ScopeResolver = (caller, organization) => auth.resolveScope(caller, organization);
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     request.resolveScope = scopes;
     if (request.is404) return done();
     // routeOptions is built afresh on every read.
     const routeConfig = request.routeOptions.config;
+    // An upgrade to a path with no WebSocket (the GUI's catch-all included) is refused before it happens, rather than
+    // accepted and closed with no status. The websocket plugin destroys the socket once this answer is sent.
+    if (request.ws && !routeConfig.upgrades) {
+      reply.code(404).send({ error: { code: 'route_not_found', message: `No WebSocket at ${request.url.split('?')[0]}.` } });
+      return;
+    }
     if (routeConfig.public) return done();
     try {
       const caller = auth.authenticate(authorizationOf(request, routeConfig.tokenInQuery));
@@ -253,6 +268,14 @@ export async function buildServer(services: ApiServices, version: string, option
     labAssistantRoutes(a, s.assistant, s.labOwner);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
+
+  // Outside /api/v1, where the Mobile Next clients look for it: the fleet's URL is wss://<host>/ws.
+  wsRpcRoute(app, {
+    allocator: services.allocator,
+    control: services.control,
+    createSession: (scope) => services.sessions.createSession(scope),
+    rebootTimeoutMs: REBOOT_TIMEOUT_MS,
+  });
 
   await registerGui(app);
 
