@@ -26,6 +26,8 @@ import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
+import { createMcpLab } from './mcp/lab.js';
+import { mcpRoutes } from './mcp/route.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
@@ -198,6 +200,10 @@ export async function buildServer(ctx: EngineContext, services: ApiServices, ver
     labAssistantRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
+
+  // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
+  const lab = createMcpLab(ctx, services);
+  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
 
   await registerGui(app);
 

@@ -168,6 +168,11 @@ export class DeviceAllocator {
     return this.stores.devices.get(row.id)!;
   }
 
+  /** The organization's allocations not yet released, oldest first: the phones it holds or waits for. */
+  held(scope: Scope): DeviceAllocationRow[] {
+    return this.stores.devices.active().filter((r) => r.organizationId === scope.organization.id);
+  }
+
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
   holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
     const { devices } = this.stores;

@@ -9,7 +9,7 @@ import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../htt
 import { page } from '../presenters/common.js';
 
 /** An app as its newest ready file describes it, with every ready file it groups. */
-const presentApp = ({ app, files }: { app: AppRow; files: FileRow[] }): AppView => {
+export const presentApp = ({ app, files }: { app: AppRow; files: FileRow[] }): AppView => {
   const newest = versionOf(files[0]!);
   return {
     id: app.id,
