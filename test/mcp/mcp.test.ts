@@ -61,7 +61,7 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
 
   it('an unauthenticated POST is 401 with the API\'s error body; a bad bearer too', async () => {
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
-    for (const headers of [{}, { authorization: 'Bearer mob_nope' }, { authorization: 'Basic abc' }]) {
+    for (const headers of [{}, { authorization: 'Bearer mob_nope' }, { authorization: 'Basic abc' }] as Record<string, string>[]) {
       const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) });
       expect(r.status).toBe(401);
       expect(errorCode({ status: r.status, body: await r.json(), headers: r.headers })).toBe('unauthorized');
@@ -229,6 +229,33 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
     expect((await c.call('GET', `/sessions/${sessionId}/devices/${serial}`, { token: key })).body.status).toBe('released');
     const r = await agent.call('mobile_take_screenshot', { device: serial });
     expect(r.isError).toBe(true);
+  });
+
+  it('GET /mcp opens the session\'s SSE stream, for its owner only; an open stream does not hold the engine\'s stop', async () => {
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    });
+    expect(init.status).toBe(200);
+    expect((await init.json()).result.serverInfo.name).toBe('benchtop');
+    const id = init.headers.get('mcp-session-id')!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const session = { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' };
+    expect((await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).status).toBe(202);
+
+    const missing = await fetch(url, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } });
+    expect(missing.status).toBe(400);
+    expect(errorCode({ status: 400, body: await missing.json(), headers: missing.headers })).toBe('mcp_session_required');
+    const foreign = await fetch(url, { headers: { ...session, authorization: `Bearer ${other}`, accept: 'text/event-stream' } });
+    expect(foreign.status).toBe(404);
+    await foreign.body?.cancel();
+
+    // Left open: afterAll's engine stop must end it rather than wait for it.
+    const stream = await fetch(url, { headers: { ...session, accept: 'text/event-stream' } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
   });
 
   it('DELETE ends the session: its id is then unknown', async () => {

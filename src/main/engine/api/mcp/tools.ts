@@ -14,7 +14,15 @@ const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? A
  * often as 120. The action built from them is then checked against the shared vocabulary, as a REST body is.
  */
 const ajv = new Ajv({ strict: false, coerceTypes: true, allErrors: true });
-const validAction = new Ajv({ strict: false }).compile(DeviceActionBody);
+/**
+ * Compiled on first use: compiling every tool's schema and the action union takes most of a second, which the
+ * engine's start should not pay for an endpoint that may never be called.
+ */
+const lazily = <T>(make: () => T): (() => T) => {
+  let value: T | undefined;
+  return () => (value ??= make());
+};
+const validAction = lazily(() => new Ajv({ strict: false }).compile(DeviceActionBody));
 
 /** What one tool call returns: MCP content blocks, isError when the call failed and the agent should change course. */
 export interface ToolResult {
@@ -70,7 +78,7 @@ function tool<S extends TObject>(
   annotations: ToolAnnotations,
   run: (call: ToolCall, args: Static<S>) => Promise<ToolResult | string>,
 ): McpTool {
-  const validate: ValidateFunction = ajv.compile(inputSchema);
+  const validator = lazily((): ValidateFunction => ajv.compile(inputSchema));
   return {
     name,
     title,
@@ -78,7 +86,9 @@ function tool<S extends TObject>(
     inputSchema,
     annotations,
     async call(call, raw) {
+      // ajv coerces in place: the SDK's copy of the arguments stays as the client sent it.
       const args = structuredClone(raw);
+      const validate = validator();
       if (!validate(args)) {
         const problems = (validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'arguments'} ${e.message}`).join('; ');
         return failure(`Invalid arguments for ${name}: ${problems}. Fix them and call ${name} again.`);
@@ -146,8 +156,9 @@ const target = (device: string) => ({ serial: device });
 /** Builds an action and checks it against the shared vocabulary, as POST .../actions checks its body. */
 function checked(action: DeviceAction): DeviceAction {
   // Not as a type guard: the action is typed already, and a failed guard would narrow it to never.
-  if (!(validAction(action) as boolean)) {
-    const problems = (validAction.errors ?? []).map((e) => `${e.instancePath.slice(1) || action.type} ${e.message}`).join('; ');
+  const validate = validAction();
+  if (!(validate(action) as boolean)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || action.type} ${e.message}`).join('; ');
     throw new ToolFailure(`That is not a valid ${action.type}: ${problems}. Fix the arguments and call again.`);
   }
   return action;
