@@ -15,6 +15,10 @@ const SESSION_HEADER = 'mcp-session-id';
 /** A session nobody used for this long is closed: an agent that went away does not hold memory forever. */
 const IDLE_MS = 60 * 60 * 1000;
 const SWEEP_MS = 5 * 60 * 1000;
+/** A body that is not JSON: the transport's parse error, in JSON-RPC terms. */
+const PARSE_ERROR = Symbol('parse error');
+/** /mcp is not an operation of the API: the OpenAPI document leaves it out (README documents it). */
+const HIDDEN = { schema: { hide: true } };
 
 const INSTRUCTIONS =
   'Benchtop is a device lab: real phones (and Mac build machines) shared by a team. Take a phone with ' +
@@ -154,7 +158,7 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
       scopeOf(req);
     });
 
-    mcp.post(MCP_PATH, async (req, reply) => {
+    mcp.post(MCP_PATH, HIDDEN, async (req, reply) => {
       const body = req.body;
       if (body === PARSE_ERROR) {
         return reply.code(400).send({ jsonrpc: '2.0', error: { code: ErrorCode.ParseError, message: 'Parse error: the body is not JSON.' }, id: null });
@@ -187,13 +191,13 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
     });
 
     // The standalone SSE stream, for messages the server sends outside a request.
-    mcp.get(MCP_PATH, async (req, reply) => {
+    mcp.get(MCP_PATH, HIDDEN, async (req, reply) => {
       const session = sessionOf(req, reply);
       if (session) return handOver(req, reply, session.transport, undefined);
     });
 
     // The client ends its session: the transport answers and calls onsessionclosed.
-    mcp.delete(MCP_PATH, async (req, reply) => {
+    mcp.delete(MCP_PATH, HIDDEN, async (req, reply) => {
       const session = sessionOf(req, reply);
       if (!session) return;
       await handOver(req, reply, session.transport, undefined);
@@ -202,4 +206,3 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
   }
 }
 
-const PARSE_ERROR = Symbol('parse error');
