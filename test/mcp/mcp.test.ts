@@ -71,6 +71,23 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
     await expect(connect(url, 'mob_nope')).rejects.toThrow();
   });
 
+  it('malformed requests are 4xx, never a 500; a web page of another origin is refused', async () => {
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers }, body });
+    const notJson = await post({}, '{"jsonrpc":');
+    expect(notJson.status).toBe(400);
+    expect((await notJson.json()).error.code).toBe(-32700);
+    const noSession = await post({}, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    expect(noSession.status).toBe(400);
+    expect(errorCode({ status: 400, body: await noSession.json(), headers: noSession.headers })).toBe('mcp_session_required');
+    const text = await post({ 'content-type': 'text/plain', 'mcp-session-id': agent.transport.sessionId! }, 'hello');
+    expect(text.status).toBe(415);
+    await text.body?.cancel();
+    const page = await post({ origin: 'https://evil.example' }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    expect(page.status).toBe(403);
+    expect(errorCode({ status: 403, body: await page.json(), headers: page.headers })).toBe('forbidden_origin');
+  });
+
   it('lists mobile-mcp\'s tools by their names, with JSON-schema arguments, and the lab_* tools', async () => {
     const { tools } = await agent.mcp.listTools();
     const names = tools.map((t) => t.name);
