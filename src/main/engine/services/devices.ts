@@ -4,6 +4,7 @@ import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { Phone, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
+import type { FleetDeviceRow } from '../store/fleet.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
@@ -171,6 +172,11 @@ export class DeviceAllocator {
   /** The organization's allocations not yet released, oldest first: the phones it holds or waits for. */
   held(scope: Scope): DeviceAllocationRow[] {
     return this.stores.devices.active().filter((r) => r.organizationId === scope.organization.id);
+  }
+
+  /** Every phone the lab has seen, with its last known state. */
+  inventory(): FleetDeviceRow[] {
+    return this.stores.fleet.all();
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */

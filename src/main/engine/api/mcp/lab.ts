@@ -8,17 +8,26 @@ import type { ExecOutcome } from '../../services/instances.js';
 import type { Scope } from '../../services/scope.js';
 import type { DeviceAllocationRow } from '../../store/devices.js';
 import type { DeviceFilter } from '../../domain/device-filters.js';
-import { notFound } from '../../domain/errors.js';
-import type { EngineContext } from '../../services/context.js';
-import type { DeviceControl } from '../../services/device-control.js';
-import type { DeviceAllocator } from '../../services/devices.js';
-import { createSession } from '../../services/sessions.js';
-import { getTestResult, listAssets, listTestResults } from '../../services/test-results.js';
+import { presentApp, presentFile } from '../presenters/files.js';
 import { presentFleetDevice } from '../presenters/fleet.js';
 import { presentInstance } from '../presenters/sessions.js';
 import { presentAsset, presentTestResult } from '../presenters/test-results.js';
-import { presentApp } from '../routes/apps.js';
-import { presentFile } from '../routes/files.js';
+import type { DeviceControl } from '../../services/device-control.js';
+import type { DeviceAllocator } from '../../services/devices.js';
+import type { FileManager } from '../../services/files.js';
+import type { InstanceManager } from '../../services/instances.js';
+import type { Sessions } from '../../services/sessions.js';
+import type { TestResults } from '../../services/test-results.js';
+
+/** The engine's services the MCP tools use (a subset of server.ts's ApiServices). */
+export interface McpServices {
+  allocator: DeviceAllocator;
+  control: DeviceControl;
+  sessions: Sessions;
+  instances: InstanceManager;
+  testResults: TestResults;
+  files: FileManager;
+}
 
 /** One line of a phone's log, as GET .../logs streams it. */
 export interface LogLine {
@@ -71,18 +80,9 @@ export interface McpLab {
   };
 }
 
-/**
- * The lab as the MCP tools see it, over the engine's services. (The services not yet converted off EngineContext
- * are reached through it; the device tools go through DeviceControl and DeviceAllocator only.)
- */
-export function createMcpLab(ctx: EngineContext, services: { allocator: DeviceAllocator; control: DeviceControl }): McpLab {
-  const { allocator, control } = services;
-  /** An instance of the organization by id: its session is found from the instance, as /mcp names no session. */
-  const instanceOf = (scope: Scope, instanceId: string) => {
-    const row = ctx.stores.instances.get(instanceId);
-    if (!row || row.organizationId !== scope.organization.id) throw notFound('instance');
-    return row;
-  };
+/** The lab as the MCP tools see it, over the engine's services: the same calls, and presenters, as the REST routes. */
+export function createMcpLab(services: McpServices): McpLab {
+  const { allocator, control, sessions, instances, testResults, files } = services;
   return {
     control,
     devices: {
@@ -90,22 +90,22 @@ export function createMcpLab(ctx: EngineContext, services: { allocator: DeviceAl
       find: (scope, sessionId, deviceId) => allocator.find(scope, sessionId, deviceId),
       release: (scope, sessionId, deviceId) => allocator.release(scope, sessionId, deviceId),
       held: (scope) => allocator.held(scope),
-      fleet: (scope) => ctx.stores.fleet.all().map((d) => presentFleetDevice(d, allocator.holder(d.serial, scope.organization.id))),
+      fleet: (scope) => allocator.inventory().map((d) => presentFleetDevice(d, allocator.holder(d.serial, scope.organization.id))),
     },
-    createSession: (scope) => createSession(ctx, scope).id,
+    createSession: (scope) => sessions.createSession(scope).id,
     instances: {
-      create: (scope, sessionId) => presentInstance(ctx.instances.create(scope, sessionId, { os: 'macos' })),
-      get: (scope, id) => presentInstance(ctx.instances.get(scope, instanceOf(scope, id).sessionId, id)),
-      exec: (scope, id, body) => ctx.instances.exec(scope, instanceOf(scope, id).sessionId, id, body),
-      release: (scope, id) => presentInstance(ctx.instances.release(scope, instanceOf(scope, id).sessionId, id)),
+      create: (scope, sessionId) => presentInstance(instances.create(scope, sessionId, { os: 'macos' })),
+      get: (scope, id) => presentInstance(instances.find(scope, id)),
+      exec: (scope, id, body) => instances.exec(scope, instances.find(scope, id).sessionId, id, body),
+      release: (scope, id) => presentInstance(instances.release(scope, instances.find(scope, id).sessionId, id)),
     },
     testResults: {
-      list: (scope, query) => listTestResults(ctx, scope, query).testResults.map(presentTestResult),
-      get: (scope, id) => ({ testResult: presentTestResult(getTestResult(ctx, scope, id)), assets: listAssets(ctx, scope, id).map(presentAsset) }),
+      list: (scope, query) => testResults.listTestResults(scope, query).testResults.map(presentTestResult),
+      get: (scope, id) => ({ testResult: presentTestResult(testResults.getTestResult(scope, id)), assets: testResults.listAssets(scope, id).map(presentAsset) }),
     },
     files: {
-      list: (scope, limit) => ctx.files.list(scope, { limit }).files.map(presentFile),
-      apps: (scope, query) => ctx.files.listApps(scope, query).apps.map(presentApp),
+      list: (scope, limit) => files.list(scope, { limit }).files.map(presentFile),
+      apps: (scope, query) => files.listApps(scope, query).apps.map(presentApp),
     },
   };
 }
