@@ -10,6 +10,7 @@ import { instanceReady } from './instance-ready.js';
 import { ios } from './ios.js';
 import { liveScreen } from './live-screen.js';
 import { loginThrottle } from './login-throttle.js';
+import { mcp } from './mcp.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
@@ -19,7 +20,8 @@ import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, ios, wsRpc];
+
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, ios, wsRpc, mcp];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

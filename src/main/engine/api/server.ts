@@ -50,6 +50,8 @@ import { appRoutes } from './routes/apps.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { wsRpcRoute } from './ws/route.js';
+import { createMcpLab } from './mcp/lab.js';
+import { mcpRoutes } from './mcp/route.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
@@ -276,6 +278,9 @@ export async function buildServer(services: ApiServices, version: string, option
     createSession: (scope) => services.sessions.createSession(scope),
     rebootTimeoutMs: REBOOT_TIMEOUT_MS,
   });
+  // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
+  const lab = createMcpLab(services);
+  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
 
   await registerGui(app);
 
