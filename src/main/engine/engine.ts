@@ -16,6 +16,7 @@ import { DeviceAllocator, type AppFiles } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { Chats } from './services/chats.js';
 import { InstanceManager } from './services/instances.js';
+import { SessionLifecycle } from './services/session-lifecycle.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
 import { createStores } from './store/index.js';
@@ -102,7 +103,12 @@ export function createEngine(
         log,
       });
       const control = new DeviceControl(ctx.stores, ctx.devices, fleet, appFiles, { screenMaxFps: config.screenMaxFps });
-      const services: ApiServices = { allocator: ctx.devices, control };
+      const allocator = ctx.devices;
+      const services: ApiServices = {
+        allocator,
+        control,
+        sessions: new SessionLifecycle(ctx.stores, allocator, () => c.instances, ctx.now),
+      };
       ctx.instances = new InstanceManager(ctx, {
         checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
         graceMs: config.hostGraceSeconds * 1000,

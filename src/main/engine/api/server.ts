@@ -6,6 +6,7 @@ import { authenticate, resolveScope } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
 import type { DeviceControl } from '../services/device-control.js';
 import type { DeviceAllocator } from '../services/devices.js';
+import type { SessionLifecycle } from '../services/session-lifecycle.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
 import type { App, ScopeResolver } from './http.js';
@@ -24,6 +25,7 @@ import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
+import { sessionExtensionRoutes } from './routes/session-extensions.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { lazySerializers } from './serialization.js';
@@ -73,6 +75,7 @@ const SPEC_TAGS = [
 export interface ApiServices {
   allocator: DeviceAllocator;
   control: DeviceControl;
+  sessions: SessionLifecycle;
 }
 
 export async function buildServer(ctx: EngineContext, services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
@@ -186,6 +189,7 @@ export async function buildServer(ctx: EngineContext, services: ApiServices, ver
     organizationRoutes(a, ctx);
     billingRoutes(a, ctx);
     sessionRoutes(a, ctx);
+    sessionExtensionRoutes(a, ctx, services.sessions);
     testResultRoutes(a, ctx);
     deviceRoutes(a, services.allocator);
     deviceControlRoutes(a, services.control);

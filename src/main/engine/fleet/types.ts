@@ -1,6 +1,6 @@
-import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 
-export type { ActionResult, Button, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+export type { ActionResult, Button, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 
 /** device: usable; unauthorized: the phone has not trusted this computer; offline: attached but not answering; gone: not attached. */
 export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
@@ -29,6 +29,8 @@ export interface PhoneDriver {
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
+  /** Model, OS, ABI, screen, battery and network, as the phone reports them now. */
+  info(): Promise<DeviceInfo>;
 }
 
 /** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */

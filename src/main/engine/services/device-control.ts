@@ -1,4 +1,4 @@
-import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { PhoneDriver, PhoneSource } from '../fleet/types.js';
@@ -73,6 +73,12 @@ export class DeviceControl {
   elements(scope: Scope, target: DeviceTarget): Promise<UiElement[]> {
     const driver = this.driver(scope, target);
     return onPhone(() => driver.elements(), 'read its screen');
+  }
+
+  /** Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. */
+  info(scope: Scope, target: DeviceTarget): Promise<DeviceInfo> {
+    const driver = this.driver(scope, target);
+    return onPhone(() => driver.info(), 'report its details');
   }
 
   act(scope: Scope, target: DeviceTarget, action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {

@@ -5,6 +5,7 @@ import type { Phone, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
 import type { Stores } from '../store/index.js';
+import { refuseIfEnded } from '../domain/session-state.js';
 import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
@@ -111,7 +112,9 @@ export class DeviceAllocator {
   allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[]; installApps?: string[] }): DeviceAllocationRow {
     requireRole(scope.role, 'readwrite');
     const { sessions, devices, fleet } = this.stores;
-    if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const session = sessions.get(sessionId, scope.organization.id);
+    if (!session) throw notFound('session');
+    refuseIfEnded(session);
     const filters = checkFilters(request.filters);
     const installs = (request.installApps ?? []).map((ref) => {
       if (!FILE_REF.test(ref)) throw invalid('invalid_install_apps', `installApps entries look like file:<fileId>, not "${ref}".`);

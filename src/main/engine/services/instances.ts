@@ -3,6 +3,7 @@ import { conflict, invalid, notFound } from '../domain/errors.js';
 import { MacHost, StepError, type InstanceShell, type TartVm } from '../fleet/macos/host.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { MacHostRow } from '../store/mac-hosts.js';
+import { refuseIfEnded } from '../domain/session-state.js';
 import { requireRole } from './auth.js';
 import type { EngineContext, Scope } from './context.js';
 import { labQuotas } from './lab.js';
@@ -103,7 +104,9 @@ export class InstanceManager {
   create(scope: Scope, sessionId: string, body: { os: string }): InstanceRow {
     requireRole(scope.role, 'readwrite');
     const { db, sessions, instances, usage } = this.ctx.stores;
-    if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const session = sessions.get(sessionId, scope.organization.id);
+    if (!session) throw notFound('session');
+    refuseIfEnded(session);
     if (body.os !== 'macos') throw invalid('unsupported_os', `Only macos instances are supported, not "${body.os}".`);
     const id = randomUUID();
     const organizationId = scope.organization.id;
