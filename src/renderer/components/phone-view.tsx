@@ -189,14 +189,14 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
           <button type="button" onClick={press('APP_SWITCH')}>Recent apps</button>
         </div>
         <div className="group" role="group" aria-label="Hardware buttons">
-          <button type="button" onClick={press('VOLUME_DOWN')} aria-label="Volume down">Vol −</button>
-          <button type="button" onClick={press('VOLUME_UP')} aria-label="Volume up">Vol +</button>
+          <button type="button" onClick={press('VOLUME_DOWN')}>Volume down</button>
+          <button type="button" onClick={press('VOLUME_UP')}>Volume up</button>
           <button type="button" onClick={press('POWER')}>Power</button>
         </div>
         <div className="group" role="group" aria-label="View">
           <button type="button" onClick={() => void rotate().catch(() => undefined)}>Rotate</button>
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
-          <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="Actual size, one phone pixel per screen pixel">1:1</button>
+          <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
           <button type="button" onClick={() => void screenshot()}>Screenshot</button>
         </div>
         <div className="group">
@@ -249,7 +249,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
             {t === 'Details' && <DeviceDetails info={info.data} loading={info.loading} error={info.error} />}
             {t === 'Logcat' && <LogcatPane sessionId={sessionId} serial={serial} name={name} />}
             {t === 'Assistant' && <PhoneChat sessionId={sessionId} device={device} />}
-            {t === 'Apps' && <StoredAppInstall sessionId={sessionId} device={device} />}
+            {t === 'Apps' && <StoredAppInstall key={jobs.filter((j) => j.phase === 'installed').length} sessionId={sessionId} device={device} />}
           </div>
         ))}
       </aside>

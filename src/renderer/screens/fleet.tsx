@@ -56,7 +56,7 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
   });
   return (
     <>
-      <button type="button" className="primary" disabled={use.pending} aria-label={`Use ${device.name} (${device.serial})`} onClick={() => void take()}>
+      <button type="button" className="primary" disabled={use.pending} aria-label={`Use this phone: ${device.name} (${device.serial})`} onClick={() => void take()}>
         {use.pending ? <Spinner label={`Taking ${device.name}`} /> : 'Use this phone'}
       </button>
       {use.error && <span role="alert" className="error inline">{use.error}</span>}
