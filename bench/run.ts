@@ -13,10 +13,11 @@ import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
 import { terminalEcho, terminalThroughput } from './terminal.js';
 import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
+import { guiTapLatency } from './gui-tap-latency.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));
