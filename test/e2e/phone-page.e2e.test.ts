@@ -255,14 +255,16 @@ describe.runIf(ready)('GUI: the phone page', () => {
       expect(await page.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(800);
     }
     await image().waitFor();
+    await expect.poll(framesShown, { timeout: 15_000 }).toBeGreaterThan(0);
+    await snapViewport(page, '07-phone-800-top');
     await page.getByRole('tab', { name: 'Assistant' }).click();
     await page.getByRole('button', { name: 'Start a chat about Pixel 7' }).click();
     const send = page.getByRole('button', { name: 'Send' });
     await send.scrollIntoViewIfNeeded();
     const box = (await send.boundingBox())!;
     expect(box.x + box.width).toBeLessThanOrEqual(800);
-    await snapViewport(page, '07-phone-800');
-    await snap(page, SUITE, '08-phone-800-full');
+    await snapViewport(page, '08-phone-800-assistant');
+    await snap(page, SUITE, '09-phone-800-full');
     await page.setViewportSize({ width: 1440, height: 900 });
   });
 
@@ -280,7 +282,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
     await page.getByRole('tab', { name: 'Chats' }).click();
     await page.getByText(/Pixel 7 was released, so the assistant can no longer drive it/).waitFor();
     expect(await page.getByLabel('Message to the assistant').isDisabled()).toBe(true);
-    await snap(page, SUITE, '09-ended');
+    await snap(page, SUITE, '10-ended');
     await page.getByRole('link', { name: 'Sessions' }).click();
     await page.getByRole('table', { name: 'Sessions' }).getByRole('link', { name: 'Checkout on Pixel' }).waitFor();
     expect(errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
