@@ -27,6 +27,9 @@ export const KEY_BUTTONS: Record<string, Button> = {
   ArrowRight: 'DPAD_RIGHT',
 };
 
+/** Ctrl/⌘ with these keys, as the phone's own shortcuts. */
+const SHORTCUTS: Record<string, Button> = { a: 'SELECT_ALL', c: 'COPY', x: 'CUT' };
+
 const CLOSE_REASONS: Record<number, string> = {
   4001: 'The phone was released.',
   4002: 'The phone went offline.',
@@ -258,8 +261,16 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
   };
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
     const command = event.ctrlKey || event.metaKey;
-    // Ctrl/⌘+V: the browser then fires a paste event with the clipboard's text (onPaste). Other shortcuts stay the
-    // browser's (reload, find, close the tab), and Shift+Tab leaves the screen.
+    // Ctrl/⌘+A, C and X act in the phone's text field. Ctrl/⌘+V is left to the browser, which then fires a paste
+    // event with this computer's clipboard (onPaste). Other shortcuts stay the browser's (reload, find, close the
+    // tab), and Shift+Tab leaves the screen.
+    const shortcut = command && !event.altKey && !event.shiftKey ? SHORTCUTS[event.key.toLowerCase()] : undefined;
+    if (shortcut) {
+      event.preventDefault();
+      flushTyped();
+      send({ type: 'pressButton', button: shortcut });
+      return;
+    }
     if (command || event.altKey || (event.key === 'Tab' && event.shiftKey)) return;
     const button = KEY_BUTTONS[event.key];
     if (button) {

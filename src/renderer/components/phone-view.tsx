@@ -268,7 +268,8 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
       <div className="phone-foot">
         <p id={`keys-help-${serial}`} className="keys-help muted">
           Click to tap, drag to swipe, scroll to scroll. With the screen focused, typing goes to the phone: Enter,
-          Backspace, Delete, arrows, Tab and Esc too, and Ctrl+V (⌘V) pastes. Shift+Tab leaves the screen.
+          Backspace, Delete, arrows, Tab and Esc too; Ctrl+A, C and X (⌘ on a Mac) select, copy and cut on the phone,
+          and Ctrl+V pastes this computer's clipboard. Shift+Tab leaves the screen.
           Drop an .apk on it to install it.
         </p>
         <ErrorBanner error={error ?? release.error} onDismiss={() => { setError(undefined); release.setError(undefined); }} />

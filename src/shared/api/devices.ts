@@ -56,6 +56,8 @@ export type UiElement = Static<typeof UiElement>;
 export const BUTTONS = [
   'HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH',
   'BACKSPACE', 'DELETE', 'TAB', 'ESCAPE', 'DPAD_UP', 'DPAD_DOWN', 'DPAD_LEFT', 'DPAD_RIGHT',
+  // Ctrl/⌘+A, C and X on the phone page: select all, copy and cut in the focused text field.
+  'SELECT_ALL', 'COPY', 'CUT',
 ] as const;
 export type Button = (typeof BUTTONS)[number];
 export const ORIENTATIONS = ['portrait', 'landscape'] as const;

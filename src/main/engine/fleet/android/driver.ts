@@ -4,7 +4,8 @@ import type { ActionResult, Button, DeviceAction, DeviceInfo, PhoneDriver, UiEle
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 
-const KEYCODES: Record<Button, string> = {
+/** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
+const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
   HOME: 'KEYCODE_HOME',
   BACK: 'KEYCODE_BACK',
   ENTER: 'KEYCODE_ENTER',
@@ -20,7 +21,11 @@ const KEYCODES: Record<Button, string> = {
   DPAD_DOWN: 'KEYCODE_DPAD_DOWN',
   DPAD_LEFT: 'KEYCODE_DPAD_LEFT',
   DPAD_RIGHT: 'KEYCODE_DPAD_RIGHT',
+  COPY: 'KEYCODE_COPY',
+  CUT: 'KEYCODE_CUT',
 };
+const keyCommand = (button: Button) =>
+  button === 'SELECT_ALL' ? 'input keycombination KEYCODE_CTRL_LEFT KEYCODE_A' : `input keyevent ${KEYCODES[button]}`;
 
 
 /** `input text` takes printable ASCII only, with %s for a space; anything else goes through the ADBKeyboard IME. */
@@ -215,7 +220,7 @@ export class AndroidDriver implements PhoneDriver {
         }
         break;
       case 'pressButton':
-        await shell(`input keyevent ${KEYCODES[action.button]}`);
+        await shell(keyCommand(action.button));
         break;
       case 'launchApp':
         await shell(`monkey -p ${quote(action.packageName)} -c android.intent.category.LAUNCHER 1`);
