@@ -91,7 +91,7 @@ export const sseDelivery: Benchmark = {
 
     // When each event's append began: persisting and fanning out are part of the latency.
     const appendedAt = new Map<number, number>();
-    const events = engine.context.chats.events;
+    const events = engine.services.chats.events;
     const append = events.append.bind(events);
     events.append = (executionId, kind, data) => {
       const start = performance.now();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { app, dialog, nativeImage } from 'electron';
 import { loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
-import { describeLabSummary, labSummary } from './engine/services/lab.js';
+import { describeLabSummary } from './engine/services/lab-summary.js';
 import { registerIpcHandlers } from './desktop/ipc.js';
 import { openSecretStore } from './desktop/keychain.js';
 import { createTray } from './desktop/tray.js';
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
 
   const icon = nativeImage.createFromPath(join(app.getAppPath(), 'resources', 'icon.png'));
   const open = () => showMainWindow(origin, icon);
-  const tray = createTray(icon, { open, quit: () => app.quit(), summary: () => describeLabSummary(labSummary(engine.context)) });
+  const tray = createTray(icon, { open, quit: () => app.quit(), summary: () => describeLabSummary(engine.summary()) });
   // The icon goes as soon as quitting starts, so its menu cannot reopen a lab that is draining. This listener also
   // holds the only reference to the tray, which would vanish from the system tray if garbage-collected.
   app.once('before-quit', () => tray.destroy());

@@ -28,7 +28,7 @@ try {
     }
   }
   console.log(`Benchtop is serving ${url}/api/v1 (data: ${config.dataDir})`);
-  const lan = engine.context.lanSharing.status();
+  const lan = engine.services.lanSharing.status();
   if (lan.enabled) console.log(`LAN sharing is on: ${lan.urls.join(', ')} (certificate SHA-256 ${lan.certificateSha256})`);
 } catch (error) {
   console.error(`Benchtop could not start: ${(error as Error).message}`);
@@ -52,7 +52,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     const detachDemo = async () => {
       if (!demo) return;
       await demo.stop();
-      const { fleet } = engine.context.stores;
+      const { fleet } = engine.stores;
       await waitUntilGone(demo.serials, (serial) => fleet.get(serial)?.state);
       for (const serial of demo.serials) fleet.forget(serial);
     };

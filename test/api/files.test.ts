@@ -479,7 +479,7 @@ describe('expiry and the sweeper', () => {
         expect((await e.call('GET', `/apps/${id}`, { token })).status).toBe(404);
       }
 
-      const swept = await engine.engine.context.files.sweep();
+      const swept = await engine.engine.services.files.sweep();
       expect(swept.files).toBe(2);
       expect(swept.blobs).toBe(1);
       expect(existsSync(blob(lonely))).toBe(false);
@@ -501,11 +501,11 @@ describe('expiry and the sweeper', () => {
     const apk = uniqueApk();
     const file = await store(apk);
     expect((await c.call('DELETE', `/files/${file.id}`, { token: owner })).status).toBe(204);
-    expect((await t.engine.context.files.sweep()).blobs).toBe(0);
+    expect((await t.engine.services.files.sweep()).blobs).toBe(0);
     expect(existsSync(blobPath(sha256(apk)))).toBe(true);
     t.clock.offsetMs = 2 * 3600_000;
     try {
-      await t.engine.context.files.sweep();
+      await t.engine.services.files.sweep();
       expect(existsSync(blobPath(sha256(apk)))).toBe(false);
     } finally {
       t.clock.offsetMs = 0;
@@ -521,8 +521,8 @@ describe('expiry and the sweeper', () => {
       const created = (await e.call('POST', '/files', { token, body: { filename: 'r.apk', filesize: apk.length, sha256: sha256(apk) } })).body;
       await put(created.upload.url, apk);
       // Marked processing directly, as a stop between complete and the read would leave it.
-      const row = engine.engine.context.stores.files.find(created.id)!;
-      engine.engine.context.stores.files.update({ ...row, status: 'processing' });
+      const row = engine.engine.stores.files.find(created.id)!;
+      engine.engine.stores.files.update({ ...row, status: 'processing' });
       const again = await engine.restart();
       const file = await waitFor('ready after the restart', async () => {
         const r = await client(again.api).call('GET', `/files/${created.id}`, { token: await client(again.api).login() });

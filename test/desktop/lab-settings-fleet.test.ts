@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeLabSummary, labSummary } from '../../src/main/engine/services/lab.js';
+import { describeLabSummary } from '../../src/main/engine/services/lab-summary.js';
 import { connectToAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
@@ -39,9 +39,9 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
   });
 
   it('the device quota set by the lab owner is the one allocation enforces; the tray summary follows the phone', async () => {
-    const context = () => lab.engine.engine.context;
-    expect(labSummary(context())).toEqual({ phones: { free: 1, inUse: 0 }, instances: { running: 0 } });
-    expect(describeLabSummary(labSummary(context()))).toBe('1 phone free, 0 in use; 0 instances running');
+    const summary = () => lab.engine.engine.summary();
+    expect(summary()).toEqual({ phones: { free: 1, inUse: 0 }, instances: { running: 0 } });
+    expect(describeLabSummary(summary())).toBe('1 phone free, 0 in use; 0 instances running');
 
     await c.call('PATCH', '/lab/settings', { token: owner, body: { quotas: { devices: 0 } } });
     const session = (await c.call('POST', '/sessions', { token: owner })).body.id;
@@ -54,11 +54,11 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
 
     await c.call('PATCH', '/lab/settings', { token: owner, body: { quotas: { devices: 1 } } });
     const held = await allocateInUse(c, owner);
-    expect(labSummary(context())).toEqual({ phones: { free: 0, inUse: 1 }, instances: { running: 0 } });
-    expect(describeLabSummary(labSummary(context()))).toBe('0 phones free, 1 in use; 0 instances running');
+    expect(summary()).toEqual({ phones: { free: 0, inUse: 1 }, instances: { running: 0 } });
+    expect(describeLabSummary(summary())).toBe('0 phones free, 1 in use; 0 instances running');
 
     await c.call('POST', `/sessions/${held.session}/devices/${held.id}/release`, { token: owner });
-    await waitFor('the phone free again after its cleanup', () => labSummary(context()).phones.free === 1);
+    await waitFor('the phone free again after its cleanup', () => summary().phones.free === 1);
   });
 
   it('a new adb address is tracked at once: an allocated phone goes offline, and is in_use again when it comes back', async () => {
@@ -72,7 +72,7 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
     await waitFor('the other server\'s phone', async () => (await stateOf(otherSerial)) === 'device');
     expect(await phoneState()).toBe('gone');
     await waitFor('the allocation offline', async () => (await allocation()) === 'offline');
-    expect(labSummary(lab.engine.engine.context).phones).toEqual({ free: 1, inUse: 0 });
+    expect(lab.engine.engine.summary().phones).toEqual({ free: 1, inUse: 0 });
 
     await c.call('PATCH', '/lab/settings', { token: owner, body: { adb: { host: '127.0.0.1', port: lab.adb.port } } });
     await waitFor('the phone back through the lab\'s adb server', async () => (await phoneState()) === 'device');

@@ -20,7 +20,7 @@ describe('GET /lab/settings', () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       signupOpen: true,
-      lanSharing: { enabled: false, port: t.engine.context.config.lanPort, urls: [], certificateSha256: null },
+      lanSharing: { enabled: false, port: t.engine.services.config.lanPort, urls: [], certificateSha256: null },
       // No keychain was given to this engine: secrets are in the 0600 file, and the GUI warns.
       secretStore: 'file',
       // The test engine runs with BENCHTOP_ADB=off.

@@ -1,31 +1,47 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { buildServer, type ApiServices } from './api/server.js';
 import type { App } from './api/http.js';
 import { LanServer } from './api/lan-server.js';
+import { chatPresenter } from './api/presenters/chats.js';
+import { buildServer, type ApiServices } from './api/server.js';
 import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
-import { ensureLabOwner } from './services/accounts.js';
-import { issueToken } from './services/auth.js';
-import type { EngineContext } from './services/context.js';
-import { adbAddressOf, isLanSharingOn, labOwnerId, labQuotas } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
-import { DeviceControl } from './services/device-control.js';
-import { DeviceAllocator, type AppFiles } from './services/devices.js';
-import { FileManager } from './services/files.js';
+import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
+import { Accounts } from './services/accounts.js';
+import { AssistantSettings } from './services/assistant-settings.js';
+import { Auth } from './services/auth.js';
+import { Billing } from './services/billing.js';
 import { Chats } from './services/chats.js';
+import { DeviceControl } from './services/device-control.js';
+import { DeviceAllocator } from './services/devices.js';
+import { FileManager } from './services/files.js';
+import { HostSecretStore } from './services/host-secrets.js';
 import { InstanceManager } from './services/instances.js';
 import { SessionLifecycle } from './services/session-lifecycle.js';
-import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
-import { openDb } from './store/db.js';
-import { createStores } from './store/index.js';
+import { Invitations } from './services/invitations.js';
+import { Keys } from './services/keys.js';
+import { LabOwner } from './services/lab-owner.js';
+import { adbAddressOf, isLanSharingOn, LabSettingsService } from './services/lab-settings.js';
+import { labSummary, type LabSummary } from './services/lab-summary.js';
+import { MacHosts } from './services/mac-hosts.js';
+import { Organizations } from './services/organizations.js';
+import type { Clock } from './services/scope.js';
+import { Sessions } from './services/sessions.js';
+import { TestResults } from './services/test-results.js';
+import { openDb, type Db } from './store/db.js';
+import { createStores, type Stores } from './store/index.js';
 import { settingStore } from './store/settings.js';
-import type { Db } from './store/db.js';
 
 export const VERSION = '0.1.0';
 /** Expired files and unreferenced blobs are swept this often (and at start). */
 const FILE_SWEEP_INTERVAL_MS = 3600 * 1000;
+/** Provisioning (or cleaning) a phone that takes longer fails: nothing stays provisioning forever. */
+const PREPARE_TIMEOUT_MS = 60_000;
+
+/** Every service of a running engine, wired once in wire(): what the API, the desktop shell and tests call. */
+export type EngineServices = ReturnType<typeof wire>;
 
 export interface Engine {
   /** Opens the database, creates the lab owner on first start, and listens. */
@@ -35,7 +51,11 @@ export interface Engine {
   readonly url: string;
   /** An interactive token for the lab owner, for the desktop window, which signs in without a password. */
   ownerToken(): Promise<{ token: string; expiresAt: number }>;
-  readonly context: EngineContext;
+  /** Phones and instances at a glance, for the tray. */
+  summary(): LabSummary;
+  /** The running engine's services and stores: for the desktop shell, demo mode and tests, never for modules. */
+  readonly services: EngineServices;
+  readonly stores: Stores;
 }
 
 /** The token key lives in the database, which lives in the data dir (0700): one secret per lab. */
@@ -50,6 +70,70 @@ function tokenSecretOf(db: Db): Uint8Array {
 }
 
 /**
+ * The composition root: every service gets what it uses as constructor arguments, in dependency order, so that a
+ * reader can see here what each one depends on. Nothing else in the engine builds a service.
+ */
+function wire(
+  config: EngineConfig,
+  stores: Stores,
+  fleet: Fleet,
+  parts: { blobs: BlobStore; secrets: SecretStore; tokenSecret: Uint8Array; now: Clock; log: (message: string) => void },
+) {
+  const { blobs, secrets, tokenSecret, now, log } = parts;
+  const auth = new Auth(stores, tokenSecret, config, now);
+  const labOwner = new LabOwner(stores);
+  // LAN sharing serves the same API over TLS: built from these services when the lab owner switches it on.
+  const lanSharing = new LanServer(config, (https) => buildServer(services, VERSION, { https }), now);
+  const labSettings = new LabSettingsService(stores, config, lanSharing, secrets, fleet.retarget?.bind(fleet));
+  const files = new FileManager(stores, blobs, tokenSecret, config, now, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
+  const allocator = new DeviceAllocator(stores, fleet, files, now, {
+    deviceQuota: () => labSettings.quotas().devices,
+    graceMs: config.deviceGraceSeconds * 1000,
+    prepareTimeoutMs: PREPARE_TIMEOUT_MS,
+    log,
+  });
+  const control = new DeviceControl(stores, allocator, fleet, files, { screenMaxFps: config.screenMaxFps });
+  const hostSecrets = new HostSecretStore(secrets);
+  const instances = new InstanceManager(stores, hostSecrets, now, {
+    instanceQuota: () => labSettings.quotas().instances,
+    terminalIdleMs: config.terminalIdleSeconds * 1000,
+    checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
+    graceMs: config.hostGraceSeconds * 1000,
+    log,
+  });
+  const sessions = new Sessions(stores, now);
+  const assistant = new AssistantSettings(stores, secrets);
+  const organizations = new Organizations(stores, now);
+  const services: ApiServices & { lanSharing: LanServer } = {
+    config,
+    auth,
+    labOwner,
+    labSettings,
+    lanSharing,
+    accounts: new Accounts(stores, labOwner, labSettings, config, now),
+    keys: new Keys(stores, now),
+    organizations,
+    invitations: new Invitations(stores, organizations, config, now),
+    billing: new Billing(stores, config, now),
+    sessions,
+    sessionLifecycle: new SessionLifecycle(stores, allocator, instances, now),
+    allocator,
+    control,
+    instances,
+    macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
+    files,
+    testResults: new TestResults(stores, blobs, now),
+    assistant,
+    chats: new Chats(stores, sessions, control, assistant, blobs, chatPresenter, now, {
+      toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000,
+      log,
+    }),
+    uploads: { blobs, maxBytes: config.maxAssetBytes },
+  };
+  return services;
+}
+
+/**
  * `secrets` replaces the 0600 file in the data dir: the desktop app passes the OS keychain. `nativeBinding` is the
  * better-sqlite3 addon to load instead of the Node build: the desktop app's, built for Electron's ABI.
  */
@@ -59,15 +143,15 @@ export function createEngine(
 ): Engine {
   let db: Db | undefined;
   let app: App | undefined;
-  let ctx: EngineContext | undefined;
+  let running: { services: EngineServices; stores: Stores } | undefined;
   let url = '';
   let stopping: Promise<void> | undefined;
   let fleet: Fleet | undefined;
   let fleetReady: Promise<void> | undefined;
 
-  const context = () => {
-    if (!ctx) throw new Error('The engine has not started.');
-    return ctx;
+  const started = () => {
+    if (!running) throw new Error('The engine has not started.');
+    return running;
   };
 
   return {
@@ -83,57 +167,33 @@ export function createEngine(
         if (config.logLevel !== 'silent') console.warn(`[benchtop] ${message}`);
       };
       fleet = createFleet({ ...config, adb: adbAddressOf(config, settingStore(db)) }, log);
-      ctx = {
-        config,
-        stores: createStores(db),
+      const stores = createStores(db);
+      const services = wire(config, stores, fleet, {
         blobs: new BlobStore(join(config.dataDir, 'blobs')),
-        now: options.now ?? Date.now,
-        tokenSecret: tokenSecretOf(db),
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
-      } as EngineContext;
-      const c = ctx;
-      const api = () => services;
-      ctx.lanSharing = new LanServer(config, (https) => buildServer(c, api(), VERSION, { https }), c.now);
-      ctx.retargetAdb = fleet.retarget?.bind(fleet);
-      const appFiles: AppFiles = { readyFile: (scope, ref) => c.files.readyFile(scope, ref), pathOf: (file) => c.files.pathOf(file) };
-      ctx.devices = new DeviceAllocator(ctx.stores, fleet, appFiles, ctx.now, {
-        deviceQuota: () => labQuotas(c).devices,
-        graceMs: config.deviceGraceSeconds * 1000,
-        prepareTimeoutMs: 60_000,
+        tokenSecret: tokenSecretOf(db),
+        now: options.now ?? Date.now,
         log,
       });
-      const control = new DeviceControl(ctx.stores, ctx.devices, fleet, appFiles, { screenMaxFps: config.screenMaxFps });
-      const allocator = ctx.devices;
-      const services: ApiServices = {
-        allocator,
-        control,
-        sessions: new SessionLifecycle(ctx.stores, allocator, () => c.instances, ctx.now),
-      };
-      ctx.instances = new InstanceManager(ctx, {
-        checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
-        graceMs: config.hostGraceSeconds * 1000,
-        log,
-      });
-      ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
-      ctx.chats = new Chats(ctx, control, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
-      ctx.chats.recover();
-      const owner = await ensureLabOwner(ctx);
-      app = await buildServer(ctx, services, VERSION);
+      running = { services, stores };
+      services.chats.recover();
+      const owner = await services.accounts.ensureLabOwner();
+      app = await buildServer(services, VERSION);
       await app.listen({ host: config.host, port: config.port });
       // LAN sharing stays on across restarts; a port taken meanwhile leaves it off (and says so) rather than the lab.
-      if (isLanSharingOn(ctx.stores.settings)) {
-        await ctx.lanSharing.enable().catch((error: Error) => log(`LAN sharing is off: ${error.message}`));
+      if (isLanSharingOn(stores.settings)) {
+        await services.lanSharing.enable().catch((error: Error) => log(`LAN sharing is off: ${error.message}`));
       }
       // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
-      ctx.instances.start();
-      ctx.files.start();
+      services.instances.start();
+      services.files.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
-      const devices = ctx.devices;
-      const started = fleet;
-      devices.listen();
-      fleetReady = started.start().then(() => {
-        if (!stopping) devices.reconcile();
+      const { allocator } = services;
+      const phones = fleet;
+      allocator.listen();
+      fleetReady = phones.start().then(() => {
+        if (!stopping) allocator.reconcile();
       });
       const { port } = app.server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -143,12 +203,14 @@ export function createEngine(
     stop() {
       stopping ??= (async () => {
         await fleetReady;
-        await ctx?.chats?.stop();
-        await ctx?.instances?.stop();
-        ctx?.devices?.stop();
-        await ctx?.files?.stop();
+        const services = running?.services;
+        await services?.chats.stop();
+        await services?.instances.stop();
+        services?.allocator.stop();
+        services?.control.close();
+        await services?.files.stop();
         await fleet?.stop();
-        await ctx?.lanSharing?.disable();
+        await services?.lanSharing.disable();
         await app?.close();
         db?.close();
       })();
@@ -158,12 +220,18 @@ export function createEngine(
       return url;
     },
     async ownerToken() {
-      const c = context();
-      const owner = c.stores.users.get(labOwnerId(c)!)!;
-      return issueToken(c, owner);
+      const { services, stores } = started();
+      return services.auth.issueToken(stores.users.get(services.labOwner.id()!)!);
     },
-    get context() {
-      return context();
+    summary() {
+      const { services, stores } = started();
+      return labSummary(stores, services.allocator);
+    },
+    get services() {
+      return started().services;
+    },
+    get stores() {
+      return started().stores;
     },
   };
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { conflict } from '../domain/errors.js';
-import type { LanSharing } from '../services/lab.js';
+import type { LanSharing } from '../services/lab-settings.js';
 import type { Clock } from '../services/scope.js';
 import type { App } from './http.js';
 

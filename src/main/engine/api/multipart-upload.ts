@@ -1,13 +1,18 @@
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
-import { BlobSourceError, type StagedBlob } from '../blobs/blob-store.js';
+import { BlobSourceError, type BlobStore, type StagedBlob } from '../blobs/blob-store.js';
 import { invalid, type ServiceError } from '../domain/errors.js';
-import type { EngineContext } from '../services/context.js';
 import type { App } from './http.js';
 
 /** The form may carry a few text fields beside the file; anything larger than this is not a name. */
 const FIELD_BYTES = 64 * 1024;
 const FIELDS = 20;
+
+/** Where uploaded parts are staged, and how large one may be. */
+export interface MultipartUploads {
+  blobs: Pick<BlobStore, 'stage'>;
+  maxBytes: number;
+}
 
 /** A multipart form as read: its text fields, and its one file part staged in the blob store. */
 export interface MultipartUpload {
@@ -22,10 +27,10 @@ export interface MultipartUpload {
  * Registers routes that read multipart/form-data, in a scope of their own so that no other route parses it. Any
  * other body reaches the handler unread, which answers what to send instead.
  */
-export function multipartRoutes(app: App, ctx: EngineContext, register: (scoped: App) => void): void {
+export function multipartRoutes(app: App, uploads: MultipartUploads, register: (scoped: App) => void): void {
   app.register(async (instance) => {
     await instance.register(multipart, {
-      limits: { fileSize: ctx.config.maxAssetBytes, files: 1, fields: FIELDS, fieldSize: FIELD_BYTES, parts: FIELDS + 1 },
+      limits: { fileSize: uploads.maxBytes, files: 1, fields: FIELDS, fieldSize: FIELD_BYTES, parts: FIELDS + 1 },
     });
     instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
     register(instance as unknown as App);
@@ -52,7 +57,7 @@ function formError(error: unknown): ServiceError {
  * and dropped, as Node does with a body nobody read, so that the client can finish sending and read the error.
  */
 export async function withMultipartUpload<T>(
-  ctx: EngineContext,
+  uploads: MultipartUploads,
   request: FastifyRequest,
   what: { expected: string; tooLargeCode: string },
   work: (upload: MultipartUpload) => Promise<T>,
@@ -76,7 +81,7 @@ export async function withMultipartUpload<T>(
       }
       if (part.fieldname !== 'file') throw invalid('invalid_upload', `Send the content in the form field "file", not "${part.fieldname}".`);
       try {
-        upload.content = await ctx.blobs.stage(part.file);
+        upload.content = await uploads.blobs.stage(part.file);
       } catch (error) {
         if (error instanceof BlobSourceError) throw invalid('invalid_upload', 'The upload ended before the file was complete.');
         throw error;
@@ -84,7 +89,7 @@ export async function withMultipartUpload<T>(
       upload.filename = part.filename;
       upload.contentType = part.mimetype;
       if (part.file.truncated) {
-        throw invalid(what.tooLargeCode, `The file is larger than the lab's limit of ${ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
+        throw invalid(what.tooLargeCode, `The file is larger than the lab's limit of ${uploads.maxBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
       }
     }
     return await work(upload);

@@ -2,12 +2,28 @@ import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
-import { authenticate, resolveScope } from '../services/auth.js';
-import type { EngineContext } from '../services/context.js';
+import type { EngineConfig } from '../config.js';
+import type { Accounts } from '../services/accounts.js';
+import type { AssistantSettings } from '../services/assistant-settings.js';
+import type { Auth } from '../services/auth.js';
+import type { Billing } from '../services/billing.js';
+import type { Chats } from '../services/chats.js';
 import type { DeviceControl } from '../services/device-control.js';
 import type { DeviceAllocator } from '../services/devices.js';
+import type { FileManager } from '../services/files.js';
+import type { InstanceManager } from '../services/instances.js';
+import type { Invitations } from '../services/invitations.js';
+import type { Keys } from '../services/keys.js';
+import type { LabOwner } from '../services/lab-owner.js';
+import type { LabSettingsService } from '../services/lab-settings.js';
+import type { MacHosts } from '../services/mac-hosts.js';
+import type { Organizations } from '../services/organizations.js';
 import type { SessionLifecycle } from '../services/session-lifecycle.js';
+import type { Sessions } from '../services/sessions.js';
+import type { TestResults } from '../services/test-results.js';
+import type { MultipartUploads } from './multipart-upload.js';
 import { sendError } from './errors.js';
+import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
 import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
@@ -31,7 +47,7 @@ import { testResultRoutes } from './routes/test-results.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
-export const API_PREFIX = '/api/v1';
+export { API_PREFIX };
 const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
@@ -73,19 +89,37 @@ const SPEC_TAGS = [
  */
 /** What the routes call. Each routes module gets only the services it uses. */
 export interface ApiServices {
+  config: EngineConfig;
+  auth: Auth;
+  labOwner: LabOwner;
+  labSettings: LabSettingsService;
+  accounts: Accounts;
+  keys: Keys;
+  organizations: Organizations;
+  invitations: Invitations;
+  billing: Billing;
+  sessions: Sessions;
   allocator: DeviceAllocator;
   control: DeviceControl;
-  sessions: SessionLifecycle;
+  instances: InstanceManager;
+  macHosts: MacHosts;
+  files: FileManager;
+  testResults: TestResults;
+  assistant: AssistantSettings;
+  chats: Chats;
+  uploads: MultipartUploads;
+  sessionLifecycle: SessionLifecycle;
 }
 
-export async function buildServer(ctx: EngineContext, services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
-  const tls = ctx.config.tls;
+export async function buildServer(services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
+  const { config } = services;
+  const tls = config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const app = Fastify({
     ...(https ? { https } : {}),
     bodyLimit: BODY_LIMIT,
-    logger: ctx.config.logLevel === 'silent' ? false : {
-      level: ctx.config.logLevel,
+    logger: config.logLevel === 'silent' ? false : {
+      level: config.logLevel,
       redact: ['req.headers.authorization'],
       serializers: {
         req: (req: FastifyRequest) => ({ method: req.method, url: withoutToken(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
@@ -142,16 +176,17 @@ export async function buildServer(ctx: EngineContext, services: ApiServices, ver
     },
   });
 
-  const scopes: ScopeResolver = (caller, organization) => resolveScope(ctx, caller, organization);
+  const { auth } = services;
+  const scopes: ScopeResolver = (caller, organization) => auth.resolveScope(caller, organization);
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, _reply, done) => {
     request.resolveScope = scopes;
     if (request.is404) return done();
     // routeOptions is built afresh on every read.
-    const { config } = request.routeOptions;
-    if (config.public) return done();
+    const routeConfig = request.routeOptions.config;
+    if (routeConfig.public) return done();
     try {
-      const caller = authenticate(ctx, authorizationOf(request, config.tokenInQuery));
+      const caller = auth.authenticate(authorizationOf(request, routeConfig.tokenInQuery));
       if (!(caller instanceof Promise)) {
         request.caller = caller;
         return done();
@@ -182,24 +217,25 @@ export async function buildServer(ctx: EngineContext, services: ApiServices, ver
 
   await app.register(async (api) => {
     const a = api as unknown as App;
-    labRoutes(a, ctx, version);
-    accountRoutes(a, ctx);
-    keyRoutes(a, ctx);
-    invitationRoutes(a, ctx);
-    organizationRoutes(a, ctx);
-    billingRoutes(a, ctx);
-    sessionRoutes(a, ctx);
-    sessionExtensionRoutes(a, ctx, services.sessions);
-    testResultRoutes(a, ctx);
-    deviceRoutes(a, services.allocator);
-    deviceControlRoutes(a, services.control);
-    fleetRoutes(a, ctx);
-    labHostRoutes(a, ctx);
-    instanceRoutes(a, ctx);
-    fileRoutes(a, ctx);
-    appRoutes(a, ctx);
-    chatRoutes(a, ctx);
-    labAssistantRoutes(a, ctx);
+    const s = services;
+    labRoutes(a, s.labSettings, s.labOwner, version);
+    accountRoutes(a, s.accounts, s.auth, s.labOwner);
+    keyRoutes(a, s.keys);
+    invitationRoutes(a, s.invitations);
+    organizationRoutes(a, s.organizations);
+    billingRoutes(a, s.billing);
+    sessionRoutes(a, s.sessions);
+    sessionExtensionRoutes(a, s.sessions, s.sessionLifecycle);
+    testResultRoutes(a, s.testResults, s.uploads);
+    deviceRoutes(a, s.allocator);
+    deviceControlRoutes(a, s.control);
+    fleetRoutes(a, s.allocator, s.macHosts);
+    labHostRoutes(a, s.macHosts);
+    instanceRoutes(a, s.instances);
+    fileRoutes(a, s.files, s.uploads);
+    appRoutes(a, s.files);
+    chatRoutes(a, s.chats);
+    labAssistantRoutes(a, s.assistant, s.labOwner);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

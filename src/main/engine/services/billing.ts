@@ -2,7 +2,10 @@ import { invalid } from '../domain/errors.js';
 import { periodContaining, secondsUsed } from '../domain/metering.js';
 import type { OrganizationRow } from '../store/organizations.js';
 import { requireRole } from './auth.js';
-import type { EngineContext, Scope } from './context.js';
+import type { Scope } from './scope.js';
+import type { EngineConfig } from '../config.js';
+import type { Stores } from '../store/index.js';
+import type { Clock } from './scope.js';
 
 export const FREE_PLAN = 'hobby';
 
@@ -10,29 +13,37 @@ export const FREE_PLAN = 'hobby';
 export const planRenews = (org: Pick<OrganizationRow, 'plan' | 'cancelAtPeriodEnd'>) =>
   org.plan !== FREE_PLAN && !org.cancelAtPeriodEnd;
 
-export function balance(ctx: EngineContext, scope: Scope) {
-  const org = scope.organization;
-  const now = ctx.now();
-  const period = periodContaining(now);
-  const allowance = ctx.config.plans[org.plan] ?? ctx.config.plans[FREE_PLAN]!;
-  const remaining = (resource: 'devices' | 'instances') =>
-    allowance[resource] - secondsUsed(ctx.stores.usage.intervals(org.id, resource, period.start, period.end), period, now);
-  return {
-    plan: org.plan,
-    period,
-    overageCapUsd: allowance.overageCapUsd,
-    subscription:
-      org.plan === FREE_PLAN ? null : { status: 'active' as const, cancelAtPeriodEnd: org.cancelAtPeriodEnd, currentPeriodEnd: period.end },
-    secondsRemaining: { devices: remaining('devices'), instances: remaining('instances') },
-  };
-}
+export class Billing {
+  constructor(
+    private readonly stores: Pick<Stores, 'organizations' | 'usage'>,
+    private readonly config: Pick<EngineConfig, 'plans'>,
+    private readonly now: Clock,
+  ) {}
 
-/** Admin only. Plans are those of the engine config; there is no payment provider in a private lab. */
-export function setPlan(ctx: EngineContext, scope: Scope, plan: string, cancelAtPeriodEnd = false) {
-  requireRole(scope.role, 'admin');
-  if (!ctx.config.plans[plan]) {
-    throw invalid('unknown_plan', `Unknown plan "${plan}". Plans: ${Object.keys(ctx.config.plans).join(', ')}.`);
+  balance(scope: Scope) {
+    const org = scope.organization;
+    const now = this.now();
+    const period = periodContaining(now);
+    const allowance = this.config.plans[org.plan] ?? this.config.plans[FREE_PLAN]!;
+    const remaining = (resource: 'devices' | 'instances') =>
+      allowance[resource] - secondsUsed(this.stores.usage.intervals(org.id, resource, period.start, period.end), period, now);
+    return {
+      plan: org.plan,
+      period,
+      overageCapUsd: allowance.overageCapUsd,
+      subscription:
+        org.plan === FREE_PLAN ? null : { status: 'active' as const, cancelAtPeriodEnd: org.cancelAtPeriodEnd, currentPeriodEnd: period.end },
+      secondsRemaining: { devices: remaining('devices'), instances: remaining('instances') },
+    };
   }
-  ctx.stores.organizations.setPlan(scope.organization.id, plan, plan !== FREE_PLAN && cancelAtPeriodEnd);
-  return balance(ctx, { ...scope, organization: ctx.stores.organizations.get(scope.organization.id)! });
+
+  /** Admin only. Plans are those of the engine config; there is no payment provider in a private lab. */
+  setPlan(scope: Scope, plan: string, cancelAtPeriodEnd = false) {
+    requireRole(scope.role, 'admin');
+    if (!this.config.plans[plan]) {
+      throw invalid('unknown_plan', `Unknown plan "${plan}". Plans: ${Object.keys(this.config.plans).join(', ')}.`);
+    }
+    this.stores.organizations.setPlan(scope.organization.id, plan, plan !== FREE_PLAN && cancelAtPeriodEnd);
+    return this.balance({ ...scope, organization: this.stores.organizations.get(scope.organization.id)! });
+  }
 }

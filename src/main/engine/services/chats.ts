@@ -5,17 +5,25 @@ import { ExecutionError, runAgent } from '../assistant/agent.js';
 import { ProviderError, type HistoryItem, type Provider } from '../assistant/providers/types.js';
 import type { DeviceAccess } from '../assistant/tools.js';
 import { conflict, notFound } from '../domain/errors.js';
-import { iso, isoOrNull } from '../domain/time.js';
 import { EventLog, type ExecutionEvent, type Subscriber } from '../events/event-log.js';
 import type { ChatRow, MessageRow, RunStatus, ToolCallRow } from '../store/chats.js';
-import { providerFor } from './assistant.js';
+import type { BlobStore } from '../blobs/blob-store.js';
+import type { Stores } from '../store/index.js';
+import type { AssistantSettings } from './assistant-settings.js';
 import { requireRole } from './auth.js';
-import type { EngineContext, Scope } from './context.js';
 import type { DeviceControl } from './device-control.js';
-import { getSession } from './sessions.js';
+import type { Clock, Scope } from './scope.js';
+import type { Sessions } from './sessions.js';
 
-/** The API's base path, for the URLs a message carries (its events, a screenshot's image). */
-const API_BASE = '/api/v1';
+/** How chats, messages and tool calls look in the API, for the events and answers that carry them. */
+export interface ChatPresenter {
+  chat(chat: ChatRow): Chat;
+  message(chat: ChatRow, message: MessageRow, toolCalls: ToolCallRow[]): Message;
+  toolCall(toolCall: ToolCallRow): ToolCall;
+  /** Where the GUI fetches a screenshot a tool call took. */
+  toolCallImageUrl(chat: ChatRow, messageId: string, toolCallId: string): string;
+}
+
 /** How much of a chat's earlier conversation goes to the model with a new message. */
 const HISTORY_MESSAGES = 40;
 
@@ -28,45 +36,6 @@ const STOPPED = {
   message: 'Benchtop was shut down while this message was executing, so it did not finish. Send it again.',
 };
 const SHUTDOWN = Symbol('shutdown');
-
-// ---- shapes ----
-
-const base = (chat: Pick<ChatRow, 'id' | 'sessionId'>) => `${API_BASE}/sessions/${chat.sessionId}/chats/${chat.id}`;
-
-export const presentChat = (c: ChatRow): Chat => ({
-  id: c.id,
-  sessionId: c.sessionId,
-  ...(c.title !== null ? { title: c.title } : {}),
-  metadata: c.metadata,
-  createdAt: iso(c.createdAt),
-});
-
-export const presentToolCall = (t: ToolCallRow): ToolCall => ({
-  id: t.id,
-  messageId: t.messageId,
-  name: t.name,
-  arguments: t.arguments,
-  status: t.status,
-  result: t.result,
-  ...(t.errorCode ? { error: { code: t.errorCode, message: t.errorMessage ?? '' } } : {}),
-  createdAt: iso(t.createdAt),
-  completedAt: isoOrNull(t.completedAt),
-});
-
-function presentMessage(ctx: EngineContext, chat: ChatRow, m: MessageRow): Message {
-  return {
-    id: m.id,
-    chatId: m.chatId,
-    role: m.role,
-    status: m.status,
-    text: m.text,
-    toolCalls: m.role === 'assistant' ? ctx.stores.chats.toolCalls(m.id).map(presentToolCall) : [],
-    execution: m.executionId ? { id: m.executionId, status: m.status, eventsUrl: `${base(chat)}/messages/${m.id}/events` } : null,
-    ...(m.errorCode ? { error: { code: m.errorCode, message: m.errorMessage ?? '' } } : {}),
-    createdAt: iso(m.createdAt),
-    completedAt: isoOrNull(m.completedAt),
-  };
-}
 
 /** The terminal event of an execution that ended with `status`. */
 function terminalEvent(executionId: string, message: Message): [kind: 'execution.completed' | 'execution.failed', data: unknown] {
@@ -102,16 +71,22 @@ export class Chats {
   private stopped = false;
 
   constructor(
-    private readonly ctx: EngineContext,
-    private readonly control: DeviceControl,
+    private readonly stores: Pick<Stores, 'chats'>,
+    private readonly sessions: Pick<Sessions, 'getSession'>,
+    private readonly control: Pick<DeviceControl, 'screenshot' | 'elements' | 'act'>,
+    private readonly assistant: Pick<AssistantSettings, 'provider'>,
+    private readonly blobs: Pick<BlobStore, 'stage' | 'pathOf'>,
+    /** Events and answers carry messages and tool calls in the API's shapes. */
+    private readonly present: ChatPresenter,
+    private readonly now: Clock,
     private readonly options: { toolTimeoutMs: number; log: (message: string) => void },
   ) {
-    this.events = new EventLog(ctx.stores.chats, ctx.now);
+    this.events = new EventLog(stores.chats, now);
   }
 
   /** At start nothing executes yet, so whatever was running when the engine last stopped has failed. */
   recover(): number {
-    return this.ctx.stores.chats.failRunning(RESTARTED, this.ctx.now());
+    return this.stores.chats.failRunning(RESTARTED, this.now());
   }
 
   /** Starts the assistant on a new running message; resolves when it has ended, however it ended. */
@@ -154,7 +129,7 @@ export class Chats {
   follow(message: MessageRow, subscriber: Subscriber): () => void {
     const detach = this.events.attach(message.executionId!, subscriber);
     if (detach) return detach;
-    for (const event of this.ctx.stores.chats.eventsAfter(message.executionId!, 0)) subscriber.event(event);
+    for (const event of this.stores.chats.eventsAfter(message.executionId!, 0)) subscriber.event(event);
     subscriber.end();
     return () => undefined;
   }
@@ -163,8 +138,8 @@ export class Chats {
   watch(chat: ChatRow, message: MessageRow, subscriber: Subscriber, afterSeq = 0): () => void {
     const detach = this.events.attach(message.executionId!, subscriber, afterSeq);
     if (detach) return detach;
-    const fresh = this.ctx.stores.chats.message(message.id, chat.id)!;
-    for (const event of finalStateEvents(presentMessage(this.ctx, chat, fresh))) subscriber.event(event);
+    const fresh = this.stores.chats.message(message.id, chat.id)!;
+    for (const event of finalStateEvents(this.presentMessage(chat, fresh))) subscriber.event(event);
     subscriber.end();
     return () => undefined;
   }
@@ -172,7 +147,7 @@ export class Chats {
   private device(scope: Scope, chat: ChatRow, messageId: string): DeviceAccess | undefined {
     const serial = chat.metadata.deviceId;
     if (!serial) return undefined;
-    const { ctx, control } = this;
+    const { control, blobs, present } = this;
     // Authorized on every call, for the caller who posted the message: a released device or a lost role stops it.
     const target = { sessionId: chat.sessionId, serial };
     return {
@@ -183,17 +158,16 @@ export class Chats {
       elements: () => control.elements(scope, target),
       act: (action, signal) => control.act(scope, target, action, signal),
       async saveImage(image, toolCallId) {
-        const staged = await ctx.blobs.stage(Readable.from([image.data]));
+        const staged = await blobs.stage(Readable.from([image.data]));
         await staged.commit();
-        const url = `${base(chat)}/messages/${messageId}/tool-calls/${toolCallId}/image`;
+        const url = present.toolCallImageUrl(chat, messageId, toolCallId);
         return { url, contentType: image.mimeType, sha256: staged.sha256 };
       },
     };
   }
 
   private async execute(scope: Scope, chat: ChatRow, message: MessageRow, history: HistoryItem[], provider: Provider, signal: AbortSignal): Promise<void> {
-    const { ctx } = this;
-    const store = ctx.stores.chats;
+    const store = this.stores.chats;
     const executionId = message.executionId!;
     const emit = (kind: Parameters<EventLog['append']>[1], data: unknown) => this.events.append(executionId, kind, data);
     let text = '';
@@ -215,15 +189,15 @@ export class Chats {
         onToolCall: (name, args) => {
           // What the model said before asking for a tool is kept, so that a restart loses as little as possible.
           store.setText(message.id, text);
-          const row = store.addToolCall(randomUUID(), message.id, name, args, ctx.now());
-          emit('tool_call.created', { toolCall: presentToolCall(row) });
+          const row = store.addToolCall(randomUUID(), message.id, name, args, this.now());
+          emit('tool_call.created', { toolCall: this.present.toolCall(row) });
           return {
             id: row.id,
             end: (end) => {
               const done = end.status === 'completed'
-                ? store.finishToolCall(row.id, 'completed', end.result, undefined, ctx.now())
-                : store.finishToolCall(row.id, end.status, undefined, end.error, ctx.now());
-              emit('tool_call.completed', { toolCall: presentToolCall(done) });
+                ? store.finishToolCall(row.id, 'completed', end.result, undefined, this.now())
+                : store.finishToolCall(row.id, end.status, undefined, end.error, this.now());
+              emit('tool_call.completed', { toolCall: this.present.toolCall(done) });
             },
           };
         },
@@ -239,148 +213,147 @@ export class Chats {
         [status, error] = ['failed', { code: 'assistant_error', message: `The assistant failed unexpectedly: ${(e as Error).message}` }];
       }
     }
-    store.finishMessage(message.id, status, text, error, ctx.now());
-    const final = presentMessage(ctx, chat, store.message(message.id, chat.id)!);
+    store.finishMessage(message.id, status, text, error, this.now());
+    const final = this.presentMessage(chat, store.message(message.id, chat.id)!);
     emit('assistant.message.completed', { message: final });
     emit(...terminalEvent(executionId, final));
     this.events.close(executionId);
   }
-}
 
-// ---- the operations ----
+  // ---- the API's operations ----
 
-export function createChat(ctx: EngineContext, scope: Scope, sessionId: string, body: CreateChatBody): Chat {
-  requireRole(scope.role, 'readwrite');
-  const session = getSession(ctx, scope, sessionId);
-  const deviceId = body.metadata?.deviceId;
-  if (deviceId !== undefined && !session.devices.some((d) => d.serial === deviceId && d.releasedAt === null)) {
-    throw notFound('device');
+  private presentMessage(chat: ChatRow, m: MessageRow): Message {
+    return this.present.message(chat, m, m.role === 'assistant' ? this.stores.chats.toolCalls(m.id) : []);
   }
-  const row = ctx.stores.chats.createChat(
-    { id: randomUUID(), organizationId: scope.organization.id, sessionId, title: body.title ?? null, metadata: body.metadata ?? {} },
-    ctx.now(),
-  );
-  return presentChat(row);
-}
 
-export function listChats(ctx: EngineContext, scope: Scope, sessionId: string): Chat[] {
-  getSession(ctx, scope, sessionId);
-  return ctx.stores.chats.chats(sessionId).map(presentChat);
-}
+  createChat(scope: Scope, sessionId: string, body: CreateChatBody): Chat {
+    requireRole(scope.role, 'readwrite');
+    const session = this.sessions.getSession(scope, sessionId);
+    const deviceId = body.metadata?.deviceId;
+    if (deviceId !== undefined && !session.devices.some((d) => d.serial === deviceId && d.releasedAt === null)) {
+      throw notFound('device');
+    }
+    const row = this.stores.chats.createChat(
+      { id: randomUUID(), organizationId: scope.organization.id, sessionId, title: body.title ?? null, metadata: body.metadata ?? {} },
+      this.now(),
+    );
+    return this.present.chat(row);
+  }
 
-/** A chat of the session, which is in the caller's organization; a chat of another session is not found. */
-function chatOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string): ChatRow {
-  getSession(ctx, scope, sessionId);
-  const chat = ctx.stores.chats.chat(chatId, sessionId);
-  if (!chat) throw notFound('chat');
-  return chat;
-}
+  listChats(scope: Scope, sessionId: string): Chat[] {
+    this.sessions.getSession(scope, sessionId);
+    return this.stores.chats.chats(sessionId).map((c) => this.present.chat(c));
+  }
 
-export const getChat = (ctx: EngineContext, scope: Scope, sessionId: string, chatId: string): Chat =>
-  presentChat(chatOf(ctx, scope, sessionId, chatId));
+  /** A chat of the session, which is in the caller's organization; a chat of another session is not found. */
+  private chatOf(scope: Scope, sessionId: string, chatId: string): ChatRow {
+    this.sessions.getSession(scope, sessionId);
+    const chat = this.stores.chats.chat(chatId, sessionId);
+    if (!chat) throw notFound('chat');
+    return chat;
+  }
 
-/** The most recent page, oldest first; nextCursor is the oldest item's createdAt, for the page before it. */
-export function listMessages(
-  ctx: EngineContext,
-  scope: Scope,
-  sessionId: string,
-  chatId: string,
-  query: { limit: number; before?: number },
-): { messages: Message[]; nextCursor?: number } {
-  const chat = chatOf(ctx, scope, sessionId, chatId);
-  const rows = ctx.stores.chats.messagePage(chatId, query.before ?? Number.MAX_SAFE_INTEGER, query.limit + 1);
-  const more = rows.length > query.limit;
-  const page = (more ? rows.slice(0, query.limit) : rows).reverse();
-  return { messages: page.map((m) => presentMessage(ctx, chat, m)), nextCursor: more ? page[0]!.createdAt : undefined };
-}
+  getChat(scope: Scope, sessionId: string, chatId: string): Chat {
+    return this.present.chat(this.chatOf(scope, sessionId, chatId));
+  }
 
-function messageOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string) {
-  const chat = chatOf(ctx, scope, sessionId, chatId);
-  const message = ctx.stores.chats.message(messageId, chatId);
-  if (!message) throw notFound('message');
-  return { chat, message };
-}
+  /** The most recent page, oldest first; nextCursor is the oldest item's createdAt, for the page before it. */
+  listMessages(
+    scope: Scope,
+    sessionId: string,
+    chatId: string,
+    query: { limit: number; before?: number },
+  ): { messages: Message[]; nextCursor?: number } {
+    const chat = this.chatOf(scope, sessionId, chatId);
+    const rows = this.stores.chats.messagePage(chatId, query.before ?? Number.MAX_SAFE_INTEGER, query.limit + 1);
+    const more = rows.length > query.limit;
+    const page = (more ? rows.slice(0, query.limit) : rows).reverse();
+    return { messages: page.map((m) => this.presentMessage(chat, m)), nextCursor: more ? page[0]!.createdAt : undefined };
+  }
 
-export function getMessage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): Message {
-  const { chat, message } = messageOf(ctx, scope, sessionId, chatId, messageId);
-  return presentMessage(ctx, chat, message);
-}
+  private findMessage(scope: Scope, sessionId: string, chatId: string, messageId: string) {
+    const chat = this.chatOf(scope, sessionId, chatId);
+    const message = this.stores.chats.message(messageId, chatId);
+    if (!message) throw notFound('message');
+    return { chat, message };
+  }
 
-export function listToolCalls(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): ToolCall[] {
-  const { message } = messageOf(ctx, scope, sessionId, chatId, messageId);
-  return ctx.stores.chats.toolCalls(message.id).map(presentToolCall);
-}
+  getMessage(scope: Scope, sessionId: string, chatId: string, messageId: string): Message {
+    const { chat, message } = this.findMessage(scope, sessionId, chatId, messageId);
+    return this.presentMessage(chat, message);
+  }
 
-/** The blob of a screenshot a tool call took. */
-export function toolCallImage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string, toolCallId: string): string {
-  const { message } = messageOf(ctx, scope, sessionId, chatId, messageId);
-  const call = ctx.stores.chats.toolCall(toolCallId);
-  const sha256 = (call?.result as { image?: { sha256?: string } } | null)?.image?.sha256;
-  if (!call || call.messageId !== message.id || !sha256) throw notFound('image');
-  return sha256;
-}
+  listToolCalls(scope: Scope, sessionId: string, chatId: string, messageId: string): ToolCall[] {
+    const { message } = this.findMessage(scope, sessionId, chatId, messageId);
+    return this.stores.chats.toolCalls(message.id).map((t) => this.present.toolCall(t));
+  }
 
-/** The assistant message whose events a client follows; a user message has no execution. */
-export function executionOf(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string) {
-  const found = messageOf(ctx, scope, sessionId, chatId, messageId);
-  if (!found.message.executionId) throw notFound('execution');
-  return found;
+  /** The file of a screenshot a tool call took, and its type. */
+  toolCallImage(scope: Scope, sessionId: string, chatId: string, messageId: string, toolCallId: string): { path: string; contentType: string } {
+    const { message } = this.findMessage(scope, sessionId, chatId, messageId);
+    const call = this.stores.chats.toolCall(toolCallId);
+    const image = (call?.result as { image?: { sha256?: string; contentType?: string } } | null)?.image;
+    if (!call || call.messageId !== message.id || !image?.sha256) throw notFound('image');
+    return { path: this.blobs.pathOf(image.sha256), contentType: image.contentType ?? 'image/png' };
+  }
+
+  /** A message as it is now, in the API's shape: the answer to a post once the execution has started or ended. */
+  currentMessage(chat: ChatRow, messageId: string): Message {
+    return this.presentMessage(chat, this.stores.chats.message(messageId, chat.id)!);
+  }
+
+  /** The assistant message whose events a client follows; a user message has no execution. */
+  executionOf(scope: Scope, sessionId: string, chatId: string, messageId: string) {
+    const found = this.findMessage(scope, sessionId, chatId, messageId);
+    if (!found.message.executionId) throw notFound('execution');
+    return found;
+  }
+
+  /** The chat's conversation so far, as the model is given it: texts only, the newest last. */
+  private historyOf(chatId: string, before: number): HistoryItem[] {
+    const rows = this.stores.chats.messagePage(chatId, before, HISTORY_MESSAGES).reverse();
+    const items: HistoryItem[] = [];
+    for (const m of rows) {
+      if (m.role === 'user') items.push({ role: 'user', text: m.text });
+      // Providers want a conversation that opens with the user.
+      else if (m.text !== '' && items.length > 0) items.push({ role: 'assistant', text: m.text, toolCalls: [] });
+    }
+    return items;
+  }
+
+  /** Stores the user message and, unless execute is false, starts the assistant on a new running message. */
+  async postMessage(scope: Scope, sessionId: string, chatId: string, text: string, execute: boolean): Promise<Posted> {
+    requireRole(scope.role, 'readwrite');
+    const chat = this.chatOf(scope, sessionId, chatId);
+    const store = this.stores.chats;
+    if (!execute) {
+      const [user] = store.addMessages(chatId, this.now(), [{ id: randomUUID(), role: 'user', status: 'completed', text, executionId: null }]);
+      return { kind: 'stored', message: this.presentMessage(chat, user!) };
+    }
+    const provider = await this.assistant.provider();
+    // Checked after the await: two posts that raced must not both start.
+    if (store.runningIn(chatId)) {
+      throw conflict('execution_running', 'The assistant is still answering the previous message in this chat. Wait for it, or cancel it.');
+    }
+    const now = this.now();
+    const history = this.historyOf(chatId, Number.MAX_SAFE_INTEGER);
+    const [, assistant] = store.addMessages(chatId, now, [
+      { id: randomUUID(), role: 'user', status: 'completed', text, executionId: null },
+      { id: randomUUID(), role: 'assistant', status: 'running', text: '', executionId: randomUUID() },
+    ]);
+    history.push({ role: 'user', text });
+    const done = this.start(scope, chat, assistant!, history, provider);
+    return { kind: 'started', chat, message: assistant!, done };
+  }
+
+  async cancelMessage(scope: Scope, sessionId: string, chatId: string, messageId: string): Promise<Message> {
+    requireRole(scope.role, 'readwrite');
+    const { chat, message } = this.findMessage(scope, sessionId, chatId, messageId);
+    await this.cancel(message.id);
+    return this.presentMessage(chat, this.stores.chats.message(message.id, chat.id)!);
+  }
 }
 
 export type Posted =
   | { kind: 'stored'; message: Message }
   | { kind: 'started'; chat: ChatRow; message: MessageRow; done: Promise<void> };
-
-/** The chat's conversation so far, as the model is given it: texts only, the newest last. */
-function historyOf(ctx: EngineContext, chatId: string, before: number): HistoryItem[] {
-  const rows = ctx.stores.chats.messagePage(chatId, before, HISTORY_MESSAGES).reverse();
-  const items: HistoryItem[] = [];
-  for (const m of rows) {
-    if (m.role === 'user') items.push({ role: 'user', text: m.text });
-    // Providers want a conversation that opens with the user.
-    else if (m.text !== '' && items.length > 0) items.push({ role: 'assistant', text: m.text, toolCalls: [] });
-  }
-  return items;
-}
-
-/** Stores the user message and, unless execute is false, starts the assistant on a new running message. */
-export async function postMessage(
-  ctx: EngineContext,
-  scope: Scope,
-  sessionId: string,
-  chatId: string,
-  text: string,
-  execute: boolean,
-): Promise<Posted> {
-  requireRole(scope.role, 'readwrite');
-  const chat = chatOf(ctx, scope, sessionId, chatId);
-  const store = ctx.stores.chats;
-  if (!execute) {
-    const [user] = store.addMessages(chatId, ctx.now(), [{ id: randomUUID(), role: 'user', status: 'completed', text, executionId: null }]);
-    return { kind: 'stored', message: presentMessage(ctx, chat, user!) };
-  }
-  const provider = await providerFor(ctx);
-  // Checked after the await: two posts that raced must not both start.
-  if (store.runningIn(chatId)) {
-    throw conflict('execution_running', 'The assistant is still answering the previous message in this chat. Wait for it, or cancel it.');
-  }
-  const now = ctx.now();
-  const history = historyOf(ctx, chatId, Number.MAX_SAFE_INTEGER);
-  const [, assistant] = store.addMessages(chatId, now, [
-    { id: randomUUID(), role: 'user', status: 'completed', text, executionId: null },
-    { id: randomUUID(), role: 'assistant', status: 'running', text: '', executionId: randomUUID() },
-  ]);
-  history.push({ role: 'user', text });
-  const done = ctx.chats.start(scope, chat, assistant!, history, provider);
-  return { kind: 'started', chat, message: assistant!, done };
-}
-
-export const presentMessageOf = (ctx: EngineContext, chat: ChatRow, messageId: string): Message =>
-  presentMessage(ctx, chat, ctx.stores.chats.message(messageId, chat.id)!);
-
-export async function cancelMessage(ctx: EngineContext, scope: Scope, sessionId: string, chatId: string, messageId: string): Promise<Message> {
-  requireRole(scope.role, 'readwrite');
-  const { chat, message } = messageOf(ctx, scope, sessionId, chatId, messageId);
-  await ctx.chats.cancel(message.id);
-  return presentMessageOf(ctx, chat, message.id);
-}

@@ -4,6 +4,7 @@ import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { Phone, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
+import type { FleetDeviceRow } from '../store/fleet.js';
 import type { Stores } from '../store/index.js';
 import { refuseIfEnded } from '../domain/session-state.js';
 import { requireRole } from './auth.js';
@@ -169,6 +170,11 @@ export class DeviceAllocator {
     const row = this.find(scope, sessionId, deviceId);
     if (row.releasedAt === null) this.finish(row, this.now(), null);
     return this.stores.devices.get(row.id)!;
+  }
+
+  /** Every phone the lab has seen, with its last known state. */
+  inventory(): FleetDeviceRow[] {
+    return this.stores.fleet.all();
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */

@@ -1,13 +1,15 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { CreateFileBody } from '../../../shared/api/files.js';
-import { BlobSourceError, type StagedBlob } from '../blobs/blob-store.js';
+import { BlobSourceError, type BlobStore, type StagedBlob } from '../blobs/blob-store.js';
+import type { EngineConfig } from '../config.js';
 import { NotAnApp, readAppInfo } from '../blobs/app-reader.js';
 import { conflict, forbidden, invalid, notFound, ServiceError } from '../domain/errors.js';
 import { checkUpload, signUpload } from '../domain/upload-urls.js';
 import type { AppRow, FileRow } from '../store/files.js';
 import { requireRole } from './auth.js';
-import type { EngineContext, Scope } from './context.js';
+import type { Stores } from '../store/index.js';
+import type { Clock, Scope } from './scope.js';
 
 /** A signed upload URL is good for this long; a new POST /files for the same content issues a fresh one. */
 const UPLOAD_URL_TTL_MS = 60 * 60 * 1000;
@@ -67,16 +69,21 @@ export class FileManager {
   private stopped = false;
 
   constructor(
-    private readonly ctx: EngineContext,
+    private readonly stores: Pick<Stores, 'files'>,
+    private readonly blobs: BlobStore,
+    /** The lab's token secret, from which the upload URLs' signing key is derived. */
+    tokenSecret: Uint8Array,
+    private readonly config: Pick<EngineConfig, 'maxAssetBytes' | 'fileExpiryDays'>,
+    private readonly now: Clock,
     private readonly options: FileManagerOptions,
   ) {
     // Its own key, derived from the lab's token secret: an upload signature can never pass for a token, or back.
-    this.signingKey = createHmac('sha256', ctx.tokenSecret).update('benchtop file upload urls').digest();
+    this.signingKey = createHmac('sha256', tokenSecret).update('benchtop file upload urls').digest();
   }
 
   /** Resumes what a stop interrupted, and sweeps now and then. */
   start(): void {
-    for (const id of this.ctx.stores.files.processing()) this.process(id);
+    for (const id of this.stores.files.processing()) this.process(id);
     const sweep = () => void this.sweep().catch((error: Error) => this.options.log(`sweeping files failed: ${error.message}`));
     sweep();
     this.timer = setInterval(sweep, this.options.sweepIntervalMs);
@@ -95,11 +102,11 @@ export class FileManager {
    * Declares a file by its SHA-256. The same content in the same organization is the same file: a ready one is
    * answered as it is (and kept for another expiry period), one still waiting for its bytes gets a fresh URL.
    */
-  create(scope: Scope, body: CreateFileBody, origin: string): { file: FileRow; upload?: UploadInstructions; created: boolean } {
+  create(scope: Scope, body: CreateFileBody, apiBase: string): { file: FileRow; upload?: UploadInstructions; created: boolean } {
     requireRole(scope.role, 'readwrite');
     this.checkSize(body.filesize);
-    const { files } = this.ctx.stores;
-    const now = this.ctx.now();
+    const { files } = this.stores;
+    const now = this.now();
     const sha256 = body.sha256.toLowerCase();
     let existing = files.bySha256(scope.organization.id, sha256);
     if (existing && existing.expiresAt <= now) {
@@ -107,7 +114,7 @@ export class FileManager {
       existing = undefined;
     }
     const nonce = randomBytes(16).toString('base64url');
-    const expiresAt = now + this.ctx.config.fileExpiryDays * DAY_MS;
+    const expiresAt = now + this.config.fileExpiryDays * DAY_MS;
     if (!existing) {
       const file = files.create(
         {
@@ -125,7 +132,7 @@ export class FileManager {
         },
         now,
       );
-      return { file, upload: this.instructions(file, origin), created: true };
+      return { file, upload: this.instructions(file, apiBase), created: true };
     }
     if (existing.status === 'ready' || existing.status === 'processing') {
       const file = { ...existing, expiresAt: Math.max(existing.expiresAt, expiresAt), updatedAt: now };
@@ -146,7 +153,7 @@ export class FileManager {
       expiresAt,
     };
     files.update(file);
-    return { file, upload: this.instructions(file, origin), created: false };
+    return { file, upload: this.instructions(file, apiBase), created: false };
   }
 
   /**
@@ -154,28 +161,28 @@ export class FileManager {
    * signature, the expiry, then the single use, which this request spends. The bytes stream to the blob store.
    */
   async receive(fileId: string, query: UploadQuery, body: Readable): Promise<FileRow> {
-    const refusal = checkUpload(this.signingKey, { fileId, expires: query.expires, nonce: query.nonce }, query.signature, this.ctx.now());
+    const refusal = checkUpload(this.signingKey, { fileId, expires: query.expires, nonce: query.nonce }, query.signature, this.now());
     if (refusal === 'upload_url_invalid') throw forbidden(refusal, 'The upload URL is not one this lab signed, or it was altered.');
-    if (refusal === 'upload_url_expired') throw forbidden(refusal, 'The upload URL has expired: POST /api/v1/files again for a fresh one.');
-    const { files } = this.ctx.stores;
+    if (refusal === 'upload_url_expired') throw forbidden(refusal, 'The upload URL has expired: create the file again (POST /files) for a fresh one.');
+    const { files } = this.stores;
     const file = files.find(fileId);
-    if (!file || file.expiresAt <= this.ctx.now()) throw notFound('file');
+    if (!file || file.expiresAt <= this.now()) throw notFound('file');
     if (!files.takeUploadNonce(fileId, query.nonce)) {
-      throw forbidden('upload_url_used', 'The upload URL was used already; each one takes a single upload. POST /api/v1/files again for a fresh one.');
+      throw forbidden('upload_url_used', 'The upload URL was used already; each one takes a single upload. create the file again (POST /files) for a fresh one.');
     }
     let staged: StagedBlob | undefined;
     try {
-      staged = await this.ctx.blobs.stage(capped(body, file.size));
+      staged = await this.blobs.stage(capped(body, file.size));
       await staged.commit();
     } catch (error) {
       await staged?.discard();
       if (error instanceof BlobSourceError && error.cause instanceof TooLarge) {
         throw invalid('file_too_large', `The upload is larger than the filesize declared, ${file.size} bytes.`);
       }
-      if (error instanceof BlobSourceError) throw invalid('upload_incomplete', 'The upload ended before its end; POST /api/v1/files again for a fresh URL.');
+      if (error instanceof BlobSourceError) throw invalid('upload_incomplete', 'The upload ended before its end; create the file again (POST /files) for a fresh URL.');
       throw error;
     }
-    files.setUploaded(fileId, staged.sha256, staged.size, this.ctx.now());
+    files.setUploaded(fileId, staged.sha256, staged.size, this.now());
     return files.find(fileId)!;
   }
 
@@ -187,7 +194,7 @@ export class FileManager {
     if (file.uploadedSha256 === null || file.uploadedSize === null) {
       throw conflict('file_not_uploaded', 'No bytes have arrived for this file yet: PUT them to its upload URL first.');
     }
-    const now = this.ctx.now();
+    const now = this.now();
     const failureReason =
       file.uploadedSize !== file.size
         ? `size_mismatch: ${file.uploadedSize} bytes arrived; the file was declared with ${file.size}.`
@@ -197,7 +204,7 @@ export class FileManager {
     const next: FileRow = failureReason
       ? { ...file, status: 'failed', failureReason, updatedAt: now }
       : { ...file, status: 'processing', updatedAt: now };
-    this.ctx.stores.files.update(next);
+    this.stores.files.update(next);
     if (!failureReason) this.process(id);
     return next;
   }
@@ -208,9 +215,9 @@ export class FileManager {
    */
   async upload(scope: Scope, filename: string, content: StagedBlob): Promise<{ file: FileRow; created: boolean }> {
     await content.commit();
-    const { files } = this.ctx.stores;
-    const now = this.ctx.now();
-    const expiresAt = now + this.ctx.config.fileExpiryDays * DAY_MS;
+    const { files } = this.stores;
+    const now = this.now();
+    const expiresAt = now + this.config.fileExpiryDays * DAY_MS;
     let existing = files.bySha256(scope.organization.id, content.sha256);
     if (existing && existing.expiresAt <= now) {
       files.delete(existing.id);
@@ -234,17 +241,17 @@ export class FileManager {
   }
 
   get(scope: Scope, id: string): FileRow {
-    const file = this.ctx.stores.files.get(id, scope.organization.id, this.ctx.now());
+    const file = this.stores.files.get(id, scope.organization.id, this.now());
     if (!file) throw notFound('file');
     return file;
   }
 
   /** Newest first; `before` is a strict createdAt cursor, and one row past the page tells whether there is more. */
   list(scope: Scope, query: { limit: number; before?: number }): { files: FileRow[]; nextCursor?: number } {
-    const rows = this.ctx.stores.files.page({
+    const rows = this.stores.files.page({
       organizationId: scope.organization.id,
       before: query.before ?? Number.MAX_SAFE_INTEGER,
-      now: this.ctx.now(),
+      now: this.now(),
       limit: query.limit + 1,
     });
     const more = rows.length > query.limit;
@@ -256,13 +263,13 @@ export class FileManager {
   delete(scope: Scope, id: string): void {
     requireRole(scope.role, 'readwrite');
     this.get(scope, id);
-    this.ctx.stores.files.delete(id);
+    this.stores.files.delete(id);
   }
 
   /** A ready file of the organization, by id or file:<id>: what installs take. */
   readyFile(scope: Scope, ref: string): FileRow {
     const id = ref.startsWith('file:') ? ref.slice(5) : ref;
-    const file = UUID.test(id) ? this.ctx.stores.files.get(id, scope.organization.id, this.ctx.now()) : undefined;
+    const file = UUID.test(id) ? this.stores.files.get(id, scope.organization.id, this.now()) : undefined;
     if (!file) throw new ServiceError('not_found', 'file_not_found', `No file ${id} in this organization.`);
     if (file.status !== 'ready') {
       throw conflict('file_not_ready', `The file is ${file.status}${file.failureReason ? ` (${file.failureReason})` : ''}; only a ready file can be installed.`);
@@ -272,21 +279,21 @@ export class FileManager {
 
   /** The local path of a file's content. */
   pathOf(file: FileRow): string {
-    return this.ctx.blobs.pathOf(file.uploadedSha256!);
+    return this.blobs.pathOf(file.uploadedSha256!);
   }
 
   // ---- apps ----
 
   app(scope: Scope, id: string): { app: AppRow; files: FileRow[] } {
-    const app = this.ctx.stores.files.app(id, scope.organization.id);
-    const files = app ? this.ctx.stores.files.filesOfApp(app.id, this.ctx.now()) : [];
+    const app = this.stores.files.app(id, scope.organization.id);
+    const files = app ? this.stores.files.filesOfApp(app.id, this.now()) : [];
     if (!app || files.length === 0) throw notFound('app');
     return { app, files };
   }
 
   listApps(scope: Scope, query: { limit: number; before?: number; platform?: string }) {
-    const { files } = this.ctx.stores;
-    const now = this.ctx.now();
+    const { files } = this.stores;
+    const now = this.now();
     const rows = files.appPage({
       organizationId: scope.organization.id,
       before: query.before ?? Number.MAX_SAFE_INTEGER,
@@ -309,15 +316,15 @@ export class FileManager {
    * to. Answers what went.
    */
   async sweep(): Promise<{ files: number; blobs: number }> {
-    const { files } = this.ctx.stores;
-    const now = this.ctx.now();
+    const { files } = this.stores;
+    const now = this.now();
     const expired = files.deleteExpired(now);
     const inUse = files.blobsInUse();
     let removed = 0;
-    for (const blob of await this.ctx.blobs.list()) {
+    for (const blob of await this.blobs.list()) {
       if (this.stopped) break;
       if (inUse.has(blob.sha256) || blob.committedAt > now - SWEEP_GRACE_MS) continue;
-      await this.ctx.blobs.remove(blob.sha256);
+      await this.blobs.remove(blob.sha256);
       removed++;
     }
     return { files: expired, blobs: removed };
@@ -326,19 +333,19 @@ export class FileManager {
   // ---- internals ----
 
   private checkSize(size: number): void {
-    if (size > this.ctx.config.maxAssetBytes) {
-      throw invalid('file_too_large', `The file is larger than the lab's limit of ${this.ctx.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
+    if (size > this.config.maxAssetBytes) {
+      throw invalid('file_too_large', `The file is larger than the lab's limit of ${this.config.maxAssetBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
     }
   }
 
-  private instructions(file: FileRow, origin: string): UploadInstructions {
-    const expires = this.ctx.now() + UPLOAD_URL_TTL_MS;
+  private instructions(file: FileRow, apiBase: string): UploadInstructions {
+    const expires = this.now() + UPLOAD_URL_TTL_MS;
     const nonce = file.uploadNonce!;
     const signature = signUpload(this.signingKey, { fileId: file.id, expires, nonce });
     const query = new URLSearchParams({ expires: String(expires), nonce, signature });
     return {
       method: 'PUT',
-      url: `${origin}/api/v1/files/${file.id}/content?${query}`,
+      url: `${apiBase}/files/${file.id}/content?${query}`,
       headers: { 'content-type': 'application/octet-stream' },
       expiresAt: expires,
     };
@@ -353,12 +360,12 @@ export class FileManager {
   }
 
   private async read(id: string): Promise<void> {
-    const { files } = this.ctx.stores;
+    const { files } = this.stores;
     const file = files.find(id);
     if (!file || file.status !== 'processing') return;
     let outcome: Partial<FileRow>;
     try {
-      const info = await readAppInfo(this.ctx.blobs.pathOf(file.uploadedSha256!));
+      const info = await readAppInfo(this.blobs.pathOf(file.uploadedSha256!));
       outcome = { platform: info.platform, bundleId: info.bundleId, metadata: info.metadata };
     } catch (error) {
       outcome = {
@@ -369,7 +376,7 @@ export class FileManager {
     // Deleted or restarted meanwhile: only the file as it still is may change.
     const current = files.find(id);
     if (!current || current.status !== 'processing' || current.uploadedSha256 !== file.uploadedSha256) return;
-    const now = this.ctx.now();
+    const now = this.now();
     if (outcome.failureReason) files.update({ ...current, status: 'failed', failureReason: outcome.failureReason, updatedAt: now });
     else files.ready({ ...current, ...outcome }, now);
   }

@@ -5,97 +5,106 @@ import type { Role } from '../domain/roles.js';
 import type { OrganizationWithRole } from '../store/organizations.js';
 import { requireInteractive, requireRole } from './auth.js';
 import { planRenews } from './billing.js';
-import type { Caller, EngineContext } from './context.js';
+import type { Caller } from './scope.js';
+import type { Stores } from '../store/index.js';
+import type { Clock } from './scope.js';
 
-/**
- * The caller's organizations with their role in each. An API key sees only the organization it is bound to.
- */
-export function listOrganizations(ctx: EngineContext, caller: Caller): OrganizationWithRole[] {
-  const all = ctx.stores.organizations.ofUser(caller.user.id);
-  return caller.key ? all.filter((o) => o.id === caller.key!.organizationId) : all;
-}
+export class Organizations {
+  constructor(
+    private readonly stores: Pick<Stores, 'db' | 'organizations' | 'devices' | 'instances'>,
+    private readonly now: Clock,
+  ) {}
 
-/**
- * The caller's membership of an organization named by id in the path. Another organization's id, or one
- * that does not exist, is the same not_found: nobody learns of an organization they are not in. An API key
- * naming another organization its creator belongs to is refused, as with X-Organization-Id.
- */
-export function membershipOf(ctx: EngineContext, caller: Caller, organizationId: string): OrganizationWithRole {
-  const org = ctx.stores.organizations.ofUser(caller.user.id).find((o) => o.id === organizationId);
-  if (!org) throw notFound('organization');
-  if (caller.key && caller.key.organizationId !== org.id) {
-    throw forbidden('wrong_organization', 'This API key is bound to another organization.');
+  /**
+   * The caller's organizations with their role in each. An API key sees only the organization it is bound to.
+   */
+  listOrganizations(caller: Caller): OrganizationWithRole[] {
+    const all = this.stores.organizations.ofUser(caller.user.id);
+    return caller.key ? all.filter((o) => o.id === caller.key!.organizationId) : all;
   }
-  return org;
-}
 
-export function createOrganization(ctx: EngineContext, caller: Caller, rawName: string): OrganizationWithRole {
-  const { organizations, db } = ctx.stores;
-  const now = ctx.now();
-  const id = randomUUID();
-  return db.transaction(() => {
-    const name = checkOrganizationName(rawName, organizations.ofUser(caller.user.id).map((o) => o.name));
-    organizations.insert({ id, name, personalOf: null, plan: 'hobby', cancelAtPeriodEnd: false, createdAt: now });
-    organizations.addMember(id, caller.user.id, 'admin', now);
-    return { ...organizations.get(id)!, role: 'admin' as const };
-  }).immediate();
-}
-
-function adminOfShared(ctx: EngineContext, caller: Caller, organizationId: string): OrganizationWithRole {
-  requireInteractive(caller);
-  const org = membershipOf(ctx, caller, organizationId);
-  requireRole(org.role, 'admin');
-  if (org.personalOf) throw forbidden('personal_organization', 'The Personal organization cannot be renamed or deleted.');
-  return org;
-}
-
-export function renameOrganization(ctx: EngineContext, caller: Caller, organizationId: string, rawName: string): OrganizationWithRole {
-  const { organizations, db } = ctx.stores;
-  return db.transaction(() => {
-    const org = adminOfShared(ctx, caller, organizationId);
-    const others = organizations.ofUser(caller.user.id).filter((o) => o.id !== org.id).map((o) => o.name);
-    const name = checkOrganizationName(rawName, others);
-    organizations.rename(org.id, name);
-    return { ...org, name };
-  }).immediate();
-}
-
-export function deleteOrganization(ctx: EngineContext, caller: Caller, organizationId: string): void {
-  const { organizations, devices, instances, db } = ctx.stores;
-  db.transaction(() => {
-    const org = adminOfShared(ctx, caller, organizationId);
-    if (organizations.memberCount(org.id) > 1) {
-      throw conflict('not_sole_member', 'Only an organization whose sole member you are can be deleted.');
+  /**
+   * The caller's membership of an organization named by id in the path. Another organization's id, or one
+   * that does not exist, is the same not_found: nobody learns of an organization they are not in. An API key
+   * naming another organization its creator belongs to is refused, as with X-Organization-Id.
+   */
+  membershipOf(caller: Caller, organizationId: string): OrganizationWithRole {
+    const org = this.stores.organizations.ofUser(caller.user.id).find((o) => o.id === organizationId);
+    if (!org) throw notFound('organization');
+    if (caller.key && caller.key.organizationId !== org.id) {
+      throw forbidden('wrong_organization', 'This API key is bound to another organization.');
     }
-    if (planRenews(org)) {
-      throw conflict('plan_renews', `The ${org.plan} plan still renews. Set it to cancel at period end first.`);
-    }
-    if (devices.activeCount(org.id) > 0) {
-      throw conflict('device_allocated', 'Release every device allocated in this organization first.');
-    }
-    // Its instances' VMs would be left running on the lab's Macs, with nothing left to tear them down.
-    if (instances.activeCount(org.id) > 0) {
-      throw conflict('instance_allocated', 'Release every instance of this organization first.');
-    }
-    organizations.remove(org.id);
-  }).immediate();
-}
+    return org;
+  }
 
-export function listMembers(ctx: EngineContext, caller: Caller, organizationId: string) {
-  const org = membershipOf(ctx, caller, organizationId);
-  return ctx.stores.organizations.members(org.id);
-}
+  createOrganization(caller: Caller, rawName: string): OrganizationWithRole {
+    const { organizations, db } = this.stores;
+    const now = this.now();
+    const id = randomUUID();
+    return db.transaction(() => {
+      const name = checkOrganizationName(rawName, organizations.ofUser(caller.user.id).map((o) => o.name));
+      organizations.insert({ id, name, personalOf: null, plan: 'hobby', cancelAtPeriodEnd: false, createdAt: now });
+      organizations.addMember(id, caller.user.id, 'admin', now);
+      return { ...organizations.get(id)!, role: 'admin' as const };
+    }).immediate();
+  }
 
-/** Admin only; nobody changes their own role, so an organization never loses its last admin this way. */
-export function changeMemberRole(ctx: EngineContext, caller: Caller, organizationId: string, userId: string, role: Role) {
-  const { organizations, db } = ctx.stores;
-  return db.transaction(() => {
-    const org = membershipOf(ctx, caller, organizationId);
+  private adminOfShared(caller: Caller, organizationId: string): OrganizationWithRole {
+    requireInteractive(caller);
+    const org = this.membershipOf(caller, organizationId);
     requireRole(org.role, 'admin');
-    if (userId === caller.user.id) throw forbidden('own_role', 'You cannot change your own role.');
-    const member = organizations.members(org.id).find((m) => m.userId === userId);
-    if (!member) throw notFound('member');
-    organizations.setRole(org.id, userId, role);
-    return { ...member, role };
-  }).immediate();
+    if (org.personalOf) throw forbidden('personal_organization', 'The Personal organization cannot be renamed or deleted.');
+    return org;
+  }
+
+  renameOrganization(caller: Caller, organizationId: string, rawName: string): OrganizationWithRole {
+    const { organizations, db } = this.stores;
+    return db.transaction(() => {
+      const org = this.adminOfShared(caller, organizationId);
+      const others = organizations.ofUser(caller.user.id).filter((o) => o.id !== org.id).map((o) => o.name);
+      const name = checkOrganizationName(rawName, others);
+      organizations.rename(org.id, name);
+      return { ...org, name };
+    }).immediate();
+  }
+
+  deleteOrganization(caller: Caller, organizationId: string): void {
+    const { organizations, devices, instances, db } = this.stores;
+    db.transaction(() => {
+      const org = this.adminOfShared(caller, organizationId);
+      if (organizations.memberCount(org.id) > 1) {
+        throw conflict('not_sole_member', 'Only an organization whose sole member you are can be deleted.');
+      }
+      if (planRenews(org)) {
+        throw conflict('plan_renews', `The ${org.plan} plan still renews. Set it to cancel at period end first.`);
+      }
+      if (devices.activeCount(org.id) > 0) {
+        throw conflict('device_allocated', 'Release every device allocated in this organization first.');
+      }
+      // Its instances' VMs would be left running on the lab's Macs, with nothing left to tear them down.
+      if (instances.activeCount(org.id) > 0) {
+        throw conflict('instance_allocated', 'Release every instance of this organization first.');
+      }
+      organizations.remove(org.id);
+    }).immediate();
+  }
+
+  listMembers(caller: Caller, organizationId: string) {
+    const org = this.membershipOf(caller, organizationId);
+    return this.stores.organizations.members(org.id);
+  }
+
+  /** Admin only; nobody changes their own role, so an organization never loses its last admin this way. */
+  changeMemberRole(caller: Caller, organizationId: string, userId: string, role: Role) {
+    const { organizations, db } = this.stores;
+    return db.transaction(() => {
+      const org = this.membershipOf(caller, organizationId);
+      requireRole(org.role, 'admin');
+      if (userId === caller.user.id) throw forbidden('own_role', 'You cannot change your own role.');
+      const member = organizations.members(org.id).find((m) => m.userId === userId);
+      if (!member) throw notFound('member');
+      organizations.setRole(org.id, userId, role);
+      return { ...member, role };
+    }).immediate();
+  }
 }

@@ -17,7 +17,7 @@ export class SessionLifecycle {
   constructor(
     private readonly stores: Pick<Stores, 'sessions' | 'devices' | 'instances'>,
     private readonly allocator: Pick<DeviceAllocator, 'release'>,
-    private readonly instances: () => Pick<InstanceManager, 'release'>,
+    private readonly instances: Pick<InstanceManager, 'release'>,
     private readonly now: () => number,
   ) {}
 
@@ -44,7 +44,7 @@ export class SessionLifecycle {
       if (device.releasedAt === null) this.allocator.release(scope, sessionId, device.id);
     }
     for (const instance of this.stores.instances.ofSessions([sessionId])) {
-      if (instance.releasedAt === null) this.instances().release(scope, sessionId, instance.id);
+      if (instance.releasedAt === null) this.instances.release(scope, sessionId, instance.id);
     }
     this.stores.sessions.end(sessionId, scope.organization.id, this.now());
   }

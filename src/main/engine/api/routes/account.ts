@@ -1,24 +1,23 @@
 import { Type } from 'typebox';
 import { AuthToken, LoginBody, SignupBody, User } from '../../../../shared/api/account.js';
 import { iso } from '../../domain/time.js';
-import { deleteAccount, login, signup } from '../../services/accounts.js';
-import { issueToken, requireInteractive } from '../../services/auth.js';
-import type { EngineContext } from '../../services/context.js';
-import { labOwnerId } from '../../services/lab.js';
+import type { Accounts } from '../../services/accounts.js';
+import { requireInteractive, type Auth } from '../../services/auth.js';
+import type { LabOwner } from '../../services/lab-owner.js';
 import type { UserRow } from '../../store/users.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 import { presentUser } from '../presenters/account.js';
 
 /** Account (spec) plus the login and sign-up extensions that issue interactive tokens. */
-export function accountRoutes(app: App, ctx: EngineContext): void {
+export function accountRoutes(app: App, accounts: Accounts, auth: Auth, labOwner: LabOwner): void {
   const tokenFor = async (user: UserRow) => {
-    const { token, expiresAt } = await issueToken(ctx, user);
-    return { token, expiresAt: iso(expiresAt), user: presentUser(user, labOwnerId(ctx)) };
+    const { token, expiresAt } = await auth.issueToken(user);
+    return { token, expiresAt: iso(expiresAt), user: presentUser(user, labOwner.id()) };
   };
 
   app.get('/me', {
     schema: { tags: ['Account'], operationId: 'getMe', summary: 'The current user', security: BEARER, response: responses({ 200: User }, [401]) },
-  }, (req) => presentUser(callerOf(req).user, labOwnerId(ctx)));
+  }, (req) => presentUser(callerOf(req).user, labOwner.id()));
 
   app.delete('/me', {
     schema: {
@@ -31,7 +30,7 @@ export function accountRoutes(app: App, ctx: EngineContext): void {
   }, async (req, reply) => {
     const caller = callerOf(req);
     requireInteractive(caller);
-    deleteAccount(ctx, caller.user);
+    accounts.deleteAccount(caller.user);
     return reply.code(204).send();
   });
 
@@ -44,7 +43,7 @@ export function accountRoutes(app: App, ctx: EngineContext): void {
       body: LoginBody,
       response: responses({ 200: AuthToken }, [400, 401]),
     },
-  }, async (req) => tokenFor(await login(ctx, req.body.email, req.body.password)));
+  }, async (req) => tokenFor(await accounts.login(req.body.email, req.body.password)));
 
   app.post('/auth/signup', {
     config: { public: true },
@@ -55,5 +54,5 @@ export function accountRoutes(app: App, ctx: EngineContext): void {
       body: SignupBody,
       response: responses({ 201: AuthToken }, [400, 403, 409]),
     },
-  }, async (req, reply) => reply.code(201).send(await tokenFor(await signup(ctx, req.body))));
+  }, async (req, reply) => reply.code(201).send(await tokenFor(await accounts.signup(req.body))));
 }

@@ -72,9 +72,6 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
     schema: { tags, operationId: 'installApp', summary: 'Install a stored file (a ready app of your organization) on an in_use device', description: 'file is a file id or file:<fileId>. An unknown or expired file is 404 file_not_found; an app of the other platform is 400 wrong_platform; a file not ready yet is 409 file_not_ready. The app is uninstalled when the device is released.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: InstallBody, response: responses({ 200: InstallResult }, [400, ...errors]) },
   }, (req) => control.install(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
 
-  // No capture loop outlives the server: the database closes right after it. (preClose, because Fastify closes the
-  // server before the onClose hooks of plugins, and that close waits for every viewer's socket.)
-  app.addHook('preClose', async () => control.close());
   const screens = new WeakMap<FastifyRequest, ReturnType<DeviceControl['liveScreen']>>();
 
   // wsHandler rather than `websocket: true`, which would hide the route from the OpenAPI document; a plain GET

@@ -1,55 +1,47 @@
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
 import { Invitation, InviteBody } from '../../../../shared/api/organizations.js';
-import type { EngineContext } from '../../services/context.js';
-import {
-  acceptInvitation,
-  inviteMember,
-  listMyInvitations,
-  listOrganizationInvitations,
-  rejectInvitation,
-  revokeInvitation,
-} from '../../services/invitations.js';
+import type { Invitations } from '../../services/invitations.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 import { list } from '../presenters/common.js';
 import { presentInvitation } from '../presenters/organizations.js';
 
-export function invitationRoutes(app: App, ctx: EngineContext): void {
+export function invitationRoutes(app: App, invitations: Invitations): void {
   const tags = ['Invitations'];
   const InvitationParams = Type.Object({ invitationId: Uuid });
   const OrgParams = Type.Object({ id: Uuid });
 
   app.get('/invitations', {
     schema: { tags, operationId: 'listMyInvitations', summary: 'Pending, unexpired invitations addressed to me', security: BEARER, response: responses({ 200: List(Invitation) }, [401, 403, 500]) },
-  }, (req) => list(listMyInvitations(ctx, callerOf(req)).map(presentInvitation)));
+  }, (req) => list(invitations.listMyInvitations(callerOf(req)).map(presentInvitation)));
 
   app.post('/invitations/:invitationId/accept', {
     schema: { tags, operationId: 'acceptInvitation', summary: 'Accept an invitation and join with its role', security: BEARER, params: InvitationParams, response: responses({ 204: Type.Null() }, [401, 403, 404]) },
   }, (req, reply) => {
-    acceptInvitation(ctx, callerOf(req), req.params.invitationId);
+    invitations.acceptInvitation(callerOf(req), req.params.invitationId);
     return reply.code(204).send();
   });
 
   app.post('/invitations/:invitationId/reject', {
     schema: { tags, operationId: 'rejectInvitation', summary: 'Reject an invitation', security: BEARER, params: InvitationParams, response: responses({ 204: Type.Null() }, [401, 403, 404]) },
   }, (req, reply) => {
-    rejectInvitation(ctx, callerOf(req), req.params.invitationId);
+    invitations.rejectInvitation(callerOf(req), req.params.invitationId);
     return reply.code(204).send();
   });
 
   app.get('/organizations/:id/invitations', {
     schema: { tags, operationId: 'listOrganizationInvitations', summary: 'Pending invitations of the organization (admin)', security: BEARER, params: OrgParams, response: responses({ 200: List(Invitation) }, [401, 403, 404]) },
-  }, (req) => list(listOrganizationInvitations(ctx, callerOf(req), req.params.id).map(presentInvitation)));
+  }, (req) => list(invitations.listOrganizationInvitations(callerOf(req), req.params.id).map(presentInvitation)));
 
   app.post('/organizations/:id/invitations', {
     schema: { tags, operationId: 'inviteMember', summary: 'Invite an email with a role (admin)', security: BEARER, params: OrgParams, body: InviteBody, response: responses({ 201: Invitation }, [400, 401, 403, 404, 409]) },
   }, (req, reply) =>
-    reply.code(201).send(presentInvitation(inviteMember(ctx, callerOf(req), req.params.id, req.body.email, req.body.role))));
+    reply.code(201).send(presentInvitation(invitations.inviteMember(callerOf(req), req.params.id, req.body.email, req.body.role))));
 
   app.delete('/organizations/:id/invitations/:invitationId', {
     schema: { tags, operationId: 'revokeInvitation', summary: 'Revoke a pending invitation (admin)', security: BEARER, params: Type.Object({ id: Uuid, invitationId: Uuid }), response: responses({ 204: Type.Null() }, [401, 403, 404]) },
   }, (req, reply) => {
-    revokeInvitation(ctx, callerOf(req), req.params.id, req.params.invitationId);
+    invitations.revokeInvitation(callerOf(req), req.params.id, req.params.invitationId);
     return reply.code(204).send();
   });
 }

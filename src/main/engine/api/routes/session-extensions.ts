@@ -1,14 +1,13 @@
 import { Type } from 'typebox';
 import { Uuid } from '../../../../shared/api/common.js';
 import { Session, UpdateSessionBody } from '../../../../shared/api/sessions.js';
-import type { EngineContext } from '../../services/context.js';
 import type { SessionLifecycle } from '../../services/session-lifecycle.js';
-import { getSession } from '../../services/sessions.js';
+import type { Sessions } from '../../services/sessions.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { presentSession } from '../presenters/sessions.js';
 
 /** Naming and ending a session: beyond the spec, so under the Extensions tag. */
-export function sessionExtensionRoutes(app: App, ctx: EngineContext, lifecycle: SessionLifecycle): void {
+export function sessionExtensionRoutes(app: App, sessions: Sessions, lifecycle: SessionLifecycle): void {
   const tags = ['Extensions'];
   const params = Type.Object({ sessionId: Uuid });
 
@@ -17,7 +16,7 @@ export function sessionExtensionRoutes(app: App, ctx: EngineContext, lifecycle: 
   }, (req) => {
     const scope = scopeOf(req);
     lifecycle.rename(scope, req.params.sessionId, req.body.name);
-    return presentSession(getSession(ctx, scope, req.params.sessionId));
+    return presentSession(sessions.getSession(scope, req.params.sessionId));
   });
 
   app.post('/sessions/:sessionId/end', {
@@ -25,6 +24,6 @@ export function sessionExtensionRoutes(app: App, ctx: EngineContext, lifecycle: 
   }, (req, reply) => {
     const scope = scopeOf(req);
     lifecycle.end(scope, req.params.sessionId);
-    return reply.code(202).send(presentSession(getSession(ctx, scope, req.params.sessionId)));
+    return reply.code(202).send(presentSession(sessions.getSession(scope, req.params.sessionId)));
   });
 }

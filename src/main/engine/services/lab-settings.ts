@@ -1,0 +1,91 @@
+import type { LabSettings, LabSettingsPatch } from '../../../shared/api/account.js';
+import type { EngineConfig } from '../config.js';
+import type { Stores } from '../store/index.js';
+import type { SecretStore } from '../secrets.js';
+
+const SIGNUP_OPEN = 'signup_open';
+export const LAN_SHARING = 'lan_sharing';
+const DEVICE_QUOTA = 'device_quota';
+const INSTANCE_QUOTA = 'instance_quota';
+const ADB_ADDRESS = 'adb_address';
+
+/** What LAN sharing shows in the lab settings, and how it is switched; the HTTPS server itself lives in api/. */
+export interface LanSharing {
+  status(): { enabled: boolean; port: number; urls: string[]; certificateSha256: string | null };
+  enable(): Promise<void>;
+  disable(): Promise<void>;
+}
+
+type Settings = Stores['settings'];
+type AdbAddress = { host: string; port: number };
+/** loadConfig's default: what the settings show while the Android fleet is off and no address was saved. */
+const DEFAULT_ADB: AdbAddress = { host: '127.0.0.1', port: 5037 };
+const savedAdb = (settings: Settings): AdbAddress | undefined => {
+  const saved = settings.get(ADB_ADDRESS);
+  return saved ? (JSON.parse(saved) as AdbAddress) : undefined;
+};
+
+export const isLanSharingOn = (settings: Settings) => settings.get(LAN_SHARING) === 'true';
+
+/**
+ * The adb server to track: the address the lab owner saved, else the configured one; null when BENCHTOP_ADB=off.
+ * Read when the fleet starts; a change saved while it runs is applied at once as well (updateLabSettings).
+ */
+export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddress | null {
+  return config.adb && (savedAdb(settings) ?? config.adb);
+}
+
+/** The lab owner's settings: sign-up, LAN sharing, the adb server, quotas. */
+export class LabSettingsService {
+  constructor(
+    private readonly stores: Pick<Stores, 'settings'>,
+    private readonly config: Pick<EngineConfig, 'adb' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota'>,
+    private readonly lanSharing: LanSharing,
+    private readonly secrets: Pick<SecretStore, 'kind'>,
+    /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
+    private readonly retargetAdb?: (address: AdbAddress) => Promise<void>,
+  ) {}
+
+  isSignupOpen(): boolean {
+    return this.stores.settings.get(SIGNUP_OPEN) !== 'false';
+  }
+
+  /** The lab owner's quotas, else the configured defaults (BENCHTOP_DEVICE_QUOTA, BENCHTOP_INSTANCE_QUOTA). */
+  quotas(): { devices: number; instances: number } {
+    const stored = (key: string) => this.stores.settings.get(key);
+    return {
+      devices: Number(stored(DEVICE_QUOTA) ?? this.config.deviceConcurrencyQuota),
+      instances: Number(stored(INSTANCE_QUOTA) ?? this.config.instanceConcurrencyQuota),
+    };
+  }
+
+  get(): LabSettings {
+    const adb = savedAdb(this.stores.settings) ?? this.config.adb ?? DEFAULT_ADB;
+    return {
+      signupOpen: this.isSignupOpen(),
+      lanSharing: this.lanSharing.status(),
+      secretStore: this.secrets.kind,
+      adb: { enabled: this.config.adb !== null, host: adb.host, port: adb.port },
+      quotas: this.quotas(),
+    };
+  }
+
+  async update(patch: LabSettingsPatch): Promise<LabSettings> {
+    const { settings } = this.stores;
+    // LAN sharing first: it is the one change that can fail (its port taken), and then nothing else is changed.
+    if (patch.lanSharing === true) await this.lanSharing.enable();
+    if (patch.lanSharing === false) await this.lanSharing.disable();
+    if (patch.lanSharing !== undefined) settings.set(LAN_SHARING, String(patch.lanSharing));
+    if (patch.signupOpen !== undefined) settings.set(SIGNUP_OPEN, String(patch.signupOpen));
+    if (patch.adb) {
+      const address = { host: patch.adb.host, port: patch.adb.port };
+      settings.set(ADB_ADDRESS, JSON.stringify(address));
+      // Not awaited: an address that does not answer may take the OS's whole connect timeout, and the fleet keeps
+      // retrying it anyway. The old server's phones are dropped before this returns; the new one's arrive as read.
+      void this.retargetAdb?.(address);
+    }
+    if (patch.quotas?.devices !== undefined) settings.set(DEVICE_QUOTA, String(patch.quotas.devices));
+    if (patch.quotas?.instances !== undefined) settings.set(INSTANCE_QUOTA, String(patch.quotas.instances));
+    return this.get();
+  }
+}
