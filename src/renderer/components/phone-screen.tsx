@@ -78,7 +78,10 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
   feed.current = onFeed;
 
   useEffect(() => {
-    const { url, protocols } = api.screenSocket(sessionId, serial);
+    // Fit never shows the screen taller than the window; 1:1 shows it whole. Frames no larger than that cost the
+    // phone less to encode and the page less to decode.
+    const maxSize = zoom === 'fit' ? Math.min(4096, Math.max(64, Math.ceil(window.innerHeight * window.devicePixelRatio))) : 4096;
+    const { url, protocols } = api.screenSocket(sessionId, serial, maxSize);
     const socket = new WebSocket(url, protocols);
     socket.binaryType = 'blob';
     let shown: string | undefined;
@@ -123,6 +126,7 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
     }, 1000);
     socket.onmessage = (event: MessageEvent<Blob | string>) => {
       if (typeof event.data === 'string') {
+        // A hello comes first, and again before a frame whose size, format or source differs (a rotation, a fallback).
         const message = JSON.parse(event.data) as { type: string; width: number; height: number; format?: string; source?: string };
         if (message.type === 'hello') {
           hello.current = { width: message.width, height: message.height };
@@ -146,7 +150,7 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
       socket.close();
       if (shown) URL.revokeObjectURL(shown);
     };
-  }, [sessionId, serial]);
+  }, [sessionId, serial, zoom]);
 
   // The room the screen may take: the rest of the window below where it starts, and the width its column allows.
   useLayoutEffect(() => {

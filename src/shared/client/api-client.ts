@@ -166,7 +166,8 @@ export function createApiClient(options: ApiClientOptions) {
     screenshot: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot`)).blob(),
     /** The phone's log as text/event-stream (read it with followDeviceLogs). */
     deviceLogs: (sid: string, serial: string, signal?: AbortSignal) => raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/logs`, { signal }),
-    screenSocket: (sid: string, serial: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
+    /** maxSize: the longest side, in pixels, the viewer shows; minicap then captures no larger. */
+    screenSocket: (sid: string, serial: string, maxSize?: number) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`, { maxSize }),
 
     instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
     allocateInstance: (sid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances`, { body: { os: 'macos' } }),
