@@ -7,6 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Page } from 'playwright-core';
+import WebSocket from 'ws';
 import { Adb, readAll } from '../src/main/engine/fleet/android/adb.js';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
@@ -141,6 +142,29 @@ export const guiTapLatency: Benchmark = {
       await shell(`input tap ${Math.round(target.x)} ${Math.round(target.y)}`);
       adbMs.push(performance.now() - t);
     }
+
+    // The same tap once more, seen by a WebSocket viewer of the engine with no page: the engine's and the phone's share
+    // of the delay, without the browser's. (minicap sends frames on change, so the next frame is the tap's.)
+    const viewer = new WebSocket(`${lab.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(lab.serial)}/screen?token=${lab.apiKey}&maxSize=900`);
+    onCleanup(() => viewer.terminate());
+    let lastFrameAt = 0;
+    viewer.on('message', (_data, binary) => {
+      if (binary) lastFrameAt = performance.now();
+    });
+    await new Promise((resolve, reject) => viewer.once('open', resolve).once('error', reject));
+    const socketMs: number[] = [];
+    for (let i = 0; i < TAPS; i++) {
+      await shell('input keyevent KEYCODE_HOME');
+      await sleep(600);
+      const t = performance.now();
+      await shell(`input tap ${Math.round(target.x)} ${Math.round(target.y)}`);
+      for (const deadline = t + 10_000; lastFrameAt < t; await sleep(2)) {
+        if (performance.now() > deadline) throw new Error('the engine sent no frame after the tap');
+      }
+      socketMs.push(lastFrameAt - t);
+    }
+    viewer.terminate();
+    detail(`adb tap to the engine's next frame on a WebSocket (no page): ${socketMs.map(fmtMs).join(', ')}; median ${fmtMs(median(socketMs))}`);
 
     const [m, p95, am, ap95] = [median(pageMs), percentile(pageMs, 95), median(adbMs), percentile(adbMs, 95)];
     detail(`click to new frame on the page: ${pageMs.map(fmtMs).join(', ')}`);
