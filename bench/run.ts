@@ -17,11 +17,12 @@ import { startup } from './startup.js';
 import { terminalEcho, terminalThroughput } from './terminal.js';
 import { wsRpc } from './ws.js';
 import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
+import { guiTapLatency } from './gui-tap-latency.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, ios, wsRpc, mcp];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wsRpc, mcp];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

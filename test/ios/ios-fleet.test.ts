@@ -78,6 +78,11 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
 
     const size = await act(session, serial, { type: 'screenSize' });
     expect(size.body).toMatchObject({ width: 750, height: 1334 });
+    // The phone page's details: lockdown's model, OS and CPU, WDA's screen in pixels.
+    const info = await c.call('GET', `/sessions/${session}/devices/${serial}/info`, { token: owner });
+    expect(info.status).toBe(200);
+    expect(info.body).toMatchObject({ serial, platform: 'ios', manufacturer: 'Apple', screen: { width: 750, height: 1334 } });
+    expect(info.body.osVersion).not.toBe('');
 
     const elements = (await c.call('GET', `/sessions/${session}/devices/${serial}/elements`, { token: owner })).body.data ?? (await c.call('GET', `/sessions/${session}/devices/${serial}/elements`, { token: owner })).body;
     const notes = (elements as Array<{ text: string; className: string; bounds: { x: number; y: number; width: number; height: number } }>).find((e) => e.text === 'Notes' && e.className === 'XCUIElementTypeIcon')!;

@@ -20,6 +20,7 @@ import { DeviceAllocator } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { HostSecretStore } from './services/host-secrets.js';
 import { InstanceManager } from './services/instances.js';
+import { SessionLifecycle } from './services/session-lifecycle.js';
 import { Invitations } from './services/invitations.js';
 import { Keys } from './services/keys.js';
 import { LabOwner } from './services/lab-owner.js';
@@ -121,6 +122,7 @@ function wire(
     invitations: new Invitations(stores, organizations, config, now),
     billing: new Billing(stores, config, now),
     sessions,
+    sessionLifecycle: new SessionLifecycle(stores, allocator, instances, now),
     allocator,
     control,
     instances,

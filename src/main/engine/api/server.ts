@@ -18,6 +18,7 @@ import type { LabOwner } from '../services/lab-owner.js';
 import type { LabSettingsService } from '../services/lab-settings.js';
 import type { MacHosts } from '../services/mac-hosts.js';
 import type { Organizations } from '../services/organizations.js';
+import type { SessionLifecycle } from '../services/session-lifecycle.js';
 import type { Sessions } from '../services/sessions.js';
 import type { TestResults } from '../services/test-results.js';
 import type { MultipartUploads } from './multipart-upload.js';
@@ -47,6 +48,7 @@ import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
+import { sessionExtensionRoutes } from './routes/session-extensions.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { wsRpcRoute } from './ws/route.js';
@@ -120,6 +122,7 @@ export interface ApiServices {
   assistant: AssistantSettings;
   chats: Chats;
   uploads: MultipartUploads;
+  sessionLifecycle: SessionLifecycle;
   /** Failed logins, sign-ups and invitation acceptances, counted for both servers; absent when throttling is off. */
   attempts?: AttemptThrottles;
 }
@@ -258,6 +261,7 @@ export async function buildServer(services: ApiServices, version: string, option
     organizationRoutes(a, s.organizations);
     billingRoutes(a, s.billing);
     sessionRoutes(a, s.sessions);
+    sessionExtensionRoutes(a, s.sessions, s.sessionLifecycle);
     testResultRoutes(a, s.testResults, s.uploads);
     deviceRoutes(a, s.allocator);
     deviceControlRoutes(a, s.control);

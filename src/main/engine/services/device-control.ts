@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { Phone, PhoneDriver, PhoneSource } from '../fleet/types.js';
@@ -74,6 +74,12 @@ export class DeviceControl {
   elements(scope: Scope, target: DeviceTarget): Promise<UiElement[]> {
     const driver = this.driver(scope, target);
     return onPhone(() => driver.elements(), 'read its screen');
+  }
+
+  /** Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. */
+  info(scope: Scope, target: DeviceTarget): Promise<DeviceInfo> {
+    const driver = this.driver(scope, target);
+    return onPhone(() => driver.info(), 'report its details');
   }
 
   act(scope: Scope, target: DeviceTarget, action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {

@@ -3,8 +3,8 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
 import { invalid } from '../../domain/errors.js';
-import type { ActionResult, DeviceAction, PhoneDriver, UiElement } from '../types.js';
-import { afcService, installationProxy, syslogService, type UsbmuxdAddress } from './usbmux.js';
+import type { ActionResult, DeviceAction, DeviceInfo, PhoneDriver, UiElement } from '../types.js';
+import { afcService, installationProxy, readLockdownValues, syslogService, type UsbmuxdAddress } from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 
 /** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
@@ -97,6 +97,33 @@ export class IosDriver implements PhoneDriver {
   private async points(...values: number[]): Promise<number[]> {
     const s = await this.scale();
     return values.map((v) => Math.round(v / s));
+  }
+
+  /** Lockdown's values for the model, OS, CPU and battery; WDA's for the screen (points times scale, in pixels). */
+  async info(): Promise<DeviceInfo> {
+    const [[type, version, arch, level, charging], size, scale] = await Promise.all([
+      readLockdownValues(this.address, this.udid, [
+        { Key: 'ProductType' },
+        { Key: 'ProductVersion' },
+        { Key: 'CPUArchitecture' },
+        { Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' },
+        { Domain: 'com.apple.mobile.battery', Key: 'BatteryIsCharging' },
+      ]),
+      this.wda.command<{ width: number; height: number }>('GET', '/window/size'),
+      this.scale(),
+    ]);
+    return {
+      serial: this.udid,
+      platform: 'ios',
+      manufacturer: 'Apple',
+      model: String(type ?? ''),
+      osVersion: String(version ?? ''),
+      sdk: null,
+      abi: String(arch ?? ''),
+      screen: { width: Math.round(size.width * scale), height: Math.round(size.height * scale), density: null },
+      battery: { level: typeof level === 'number' ? level : null, charging: typeof charging === 'boolean' ? charging : null },
+      network: { wifi: null, airplaneMode: null },
+    };
   }
 
   /** Bundle ids of the apps a user installed (ApplicationType User), WDA's runner included. */
