@@ -4,18 +4,9 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type Reply, type TestEngine } from '../support/engine.js';
+import { client, errorCode, startEngine, type Reply, type TestEngine, useEngine } from '../support/engine.js';
 
-let t: TestEngine;
-let c: ReturnType<typeof client>;
-let owner: string;
-
-beforeAll(async () => {
-  t = await startEngine();
-  c = client(t.api);
-  owner = await c.login();
-});
-afterAll(() => t.stop());
+const lab = useEngine();
 
 /** `{"a": [[[...]]]}` with `levels` arrays: about 10 KB at 5000 levels, under any body limit. */
 const nestedText = (levels: number) => `{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`;
@@ -23,28 +14,28 @@ const nested = (levels: number): unknown => JSON.parse(nestedText(levels));
 
 describe('deeply nested JSON (issue 13.4)', () => {
   it('in a test result\'s stats is a declared 400 json_too_deep, not a 500', async () => {
-    const r = await c.call('POST', '/test-results', { token: owner, raw: `{"name":"deep","stats":${nestedText(5000)}}` });
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, raw: `{"name":"deep","stats":${nestedText(5000)}}` });
     expect(r.status).toBe(400);
     expect(errorCode(r)).toBe('json_too_deep');
   });
 
   it('in a test result\'s git on update is a 400 too', async () => {
-    const created = await c.call('POST', '/test-results', { token: owner, body: { name: 'run' } });
-    const r = await c.call('PATCH', `/test-results/${created.body.id}`, { token: owner, raw: `{"git":${nestedText(5000)}}` });
+    const created = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'run' } });
+    const r = await lab.c.call('PATCH', `/test-results/${created.body.id}`, { token: lab.owner, raw: `{"git":${nestedText(5000)}}` });
     expect(r.status).toBe(400);
     expect(errorCode(r)).toBe('json_too_deep');
   });
 
   it('in a chat\'s metadata is a 400', async () => {
-    const session = (await c.call('POST', '/sessions', { token: owner })).body.id;
-    const r = await c.call('POST', `/sessions/${session}/chats`, { token: owner, raw: `{"title":"x","metadata":${nestedText(5000)}}` });
+    const session = (await lab.c.call('POST', '/sessions', { token: lab.owner })).body.id;
+    const r = await lab.c.call('POST', `/sessions/${session}/chats`, { token: lab.owner, raw: `{"title":"x","metadata":${nestedText(5000)}}` });
     expect(r.status).toBe(400);
     expect(errorCode(r)).toBe('json_too_deep');
   });
 
   it('inside a string counts for nothing, and ordinary nesting is taken as sent', async () => {
     const stats = { text: '['.repeat(5000), deep: nested(40) };
-    const r = await c.call('POST', '/test-results', { token: owner, body: { name: 'fine', stats } });
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'fine', stats } });
     expect(r.status).toBe(201);
     expect(r.body.stats).toEqual(stats);
   });
@@ -82,38 +73,38 @@ function withHost(url: string, method: string, host: string | undefined, options
 }
 
 describe('the Host header, against DNS rebinding (issue 13.3)', () => {
-  const port = () => new URL(t.api).port;
+  const port = () => new URL(lab.t.api).port;
 
   it('refuses a name the lab is not reached by: no account made, no fleet read', async () => {
-    const signup = await withHost(`${t.api}/auth/signup`, 'POST', `attacker.example:${port()}`, { body: { email: 'victim@x.test', password: 'password-123' } });
+    const signup = await withHost(`${lab.t.api}/auth/signup`, 'POST', `attacker.example:${port()}`, { body: { email: 'victim@x.test', password: 'password-123' } });
     expect(signup.status).toBe(403);
     expect(errorCode(signup)).toBe('host_not_allowed');
-    expect((await c.call('POST', '/auth/login', { body: { email: 'victim@x.test', password: 'password-123' } })).status).toBe(401);
+    expect((await lab.c.call('POST', '/auth/login', { body: { email: 'victim@x.test', password: 'password-123' } })).status).toBe(401);
 
-    const fleet = await withHost(`${t.api}/fleet/devices`, 'GET', `attacker.example:${port()}`, { token: owner });
+    const fleet = await withHost(`${lab.t.api}/fleet/devices`, 'GET', `attacker.example:${port()}`, { token: lab.owner });
     expect(fleet.status).toBeGreaterThanOrEqual(400);
     expect(fleet.status).toBeLessThan(500);
     expect(errorCode(fleet)).toBe('host_not_allowed');
     // An operation that declares neither 403 nor 404 gets the nearest status it declares.
-    const me = await withHost(`${t.api}/me`, 'GET', 'attacker.example', { token: owner });
+    const me = await withHost(`${lab.t.api}/me`, 'GET', 'attacker.example', { token: lab.owner });
     expect(me.status).toBe(401);
     expect(errorCode(me)).toBe('host_not_allowed');
     // The GUI and unknown paths too: a rebinding page reads nothing.
-    const gui = await withHost(t.api.replace('/api/v1', '/'), 'GET', 'attacker.example');
+    const gui = await withHost(lab.t.api.replace('/api/v1', '/'), 'GET', 'attacker.example');
     expect(gui.status).toBe(403);
     expect(errorCode(gui)).toBe('host_not_allowed');
   });
 
   it('refuses a look-alike of a loopback name', async () => {
     for (const host of ['localhost.attacker.example', '127.0.0.1.nip.io', 'evil-localhost', 'localhost:7676@attacker.example']) {
-      const r = await withHost(`${t.api}/health`, 'GET', host);
+      const r = await withHost(`${lab.t.api}/health`, 'GET', host);
       expect(r.status, host).toBe(403);
     }
   });
 
   it('accepts the loopback names and addresses, any IP address, and this machine\'s host name', async () => {
     for (const host of [`127.0.0.1:${port()}`, `localhost:${port()}`, 'LOCALHOST', `[::1]:${port()}`, 'app.localhost', '10.1.2.3:7677', '[fe80::1]', hostname(), `${hostname()}:7677`]) {
-      const r = await withHost(`${t.api}/me`, 'GET', host, { token: owner });
+      const r = await withHost(`${lab.t.api}/me`, 'GET', host, { token: lab.owner });
       expect(r.status, host).toBe(200);
     }
   });
@@ -272,41 +263,41 @@ const errorBody = (body: any) => {
 describe('router and parser errors keep the error contract (issue 13.5)', () => {
   let session: string;
   beforeAll(async () => {
-    session = (await c.call('POST', '/sessions', { token: owner })).body.id;
+    session = (await lab.c.call('POST', '/sessions', { token: lab.owner })).body.id;
   });
 
   it('a path parameter over 100 characters (a too-long serial) is simply not found', async () => {
     const serial = 'x'.repeat(150);
     for (const path of [`/sessions/${session}/devices/${serial}`, `/sessions/${session}/devices/${serial}/screenshot`, `/sessions/${'a'.repeat(500)}`]) {
-      const r = await c.call('GET', path, { token: owner });
+      const r = await lab.c.call('GET', path, { token: lab.owner });
       expect(r.status, path).toBe(404);
       // The operation answers, not the router: the route is there, the resource is not.
       expect(errorBody(r.body), path).not.toBe('route_not_found');
     }
     // DELETE /organizations/{id} declares no 404: a too-long id gets a status it declares.
-    const r = await c.call('DELETE', `/organizations/${'a'.repeat(150)}`, { token: owner });
+    const r = await lab.c.call('DELETE', `/organizations/${'a'.repeat(150)}`, { token: lab.owner });
     expect([401, 403, 409]).toContain(r.status);
     errorBody(r.body);
   });
 
   it('an undecodable percent-escape in the path is the nearest declared status, with the error body', async () => {
-    const get = await rawExchange(t.api, `GET /api/v1/sessions/%ff%fe HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner}\r\nConnection: close\r\n\r\n`);
+    const get = await rawExchange(lab.t.api, `GET /api/v1/sessions/%ff%fe HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${lab.owner}\r\nConnection: close\r\n\r\n`);
     expect(get.status).toBe(404);
     errorBody(get.body);
     // PATCH /organizations/{id} declares no 404 (nor 400 for this): the nearest it declares.
-    const patch = await rawExchange(t.api, `PATCH /api/v1/organizations/%ff HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const patch = await rawExchange(lab.t.api, `PATCH /api/v1/organizations/%ff HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${lab.owner}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     expect([400, 401, 403, 409]).toContain(patch.status);
     errorBody(patch.body);
-    const nowhere = await rawExchange(t.api, 'GET /api/v1/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    const nowhere = await rawExchange(lab.t.api, 'GET /api/v1/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
     expect(nowhere.status).toBe(404);
     errorBody(nowhere.body);
   });
 
   it('a 100 KB URL gets the error body and a status its operation declares', async () => {
-    const r = await rawExchange(t.api, `GET /api/v1/sessions/${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    const r = await rawExchange(lab.t.api, `GET /api/v1/sessions/${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
     expect([400, 401, 403, 404]).toContain(r.status);
     errorBody(r.body);
-    const list = await rawExchange(t.api, `GET /api/v1/test-results?x=${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    const list = await rawExchange(lab.t.api, `GET /api/v1/test-results?x=${'a'.repeat(100 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
     // GET /test-results declares only 200 and 401.
     expect(list.status).toBe(401);
     errorBody(list.body);
@@ -314,7 +305,7 @@ describe('router and parser errors keep the error contract (issue 13.5)', () => 
 
   it('a garbage request line gets a 400 with the error body', async () => {
     for (const line of ['GARBAGE\r\n\r\n', 'GET\r\n\r\n', '\x00\x01\x02 / HTTP/1.1\r\n\r\n', 'GET / HTTP/9.9\r\nHost: x\r\n\r\n']) {
-      const r = await rawExchange(t.api, line);
+      const r = await rawExchange(lab.t.api, line);
       expect(r.status, JSON.stringify(line)).toBe(400);
       errorBody(r.body);
     }

@@ -1,14 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useEngine } from '../support/engine.js';
 
-let t: TestEngine;
 let doc: any;
 
+const lab = useEngine();
+
 beforeAll(async () => {
-  t = await startEngine();
-  doc = (await client(t.api).call('GET', '/openapi.json')).body;
+  doc = (await lab.c.call('GET', '/openapi.json')).body;
 });
-afterAll(() => t.stop());
 
 const MESSAGE = '/api/v1/sessions/{sessionId}/chats/{chatId}/messages/{messageId}';
 const contentTypes = (op: any, status: number) => Object.keys(op.responses[status]?.content ?? {});

@@ -1,16 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useEngine } from '../support/engine.js';
 
-let t: TestEngine;
 let doc: any;
 
+const lab = useEngine();
+
 beforeAll(async () => {
-  t = await startEngine();
-  const r = await client(t.api).call('GET', '/openapi.json');
+  const r = await lab.c.call('GET', '/openapi.json');
   expect(r.status).toBe(200);
   doc = r.body;
 });
-afterAll(() => t.stop());
 
 /** SPEC.md's operations so far: method, path, tag, and the statuses the spec declares (success first). */
 const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
