@@ -19,7 +19,19 @@ export interface DeviceOptions {
   height: number;
   density: number;
   installMs: number;
+  /** ro.product.cpu.abi: which of minicap's builds runs here. */
+  abi: 'arm64-v8a' | 'armeabi-v7a' | 'x86' | 'x86_64';
+  /** Display refresh rate in Hz: the most frames per second minicap can see. */
+  refreshRate: number;
 }
+
+/** ro.product.cpu.abilist for each primary ABI: 64-bit phones also run their 32-bit sibling's binaries. */
+const ABI_LISTS: Record<DeviceOptions['abi'], { all: string; bits32: string; bits64: string }> = {
+  'arm64-v8a': { all: 'arm64-v8a,armeabi-v7a,armeabi', bits32: 'armeabi-v7a,armeabi', bits64: 'arm64-v8a' },
+  'armeabi-v7a': { all: 'armeabi-v7a,armeabi', bits32: 'armeabi-v7a,armeabi', bits64: '' },
+  x86_64: { all: 'x86_64,x86', bits32: 'x86', bits64: 'x86_64' },
+  x86: { all: 'x86', bits32: 'x86', bits64: '' },
+};
 
 export interface InstalledApp {
   packageName: string;
@@ -47,6 +59,9 @@ export const SYSTEMUI_PACKAGE = 'com.android.systemui';
 export const SETTINGS_PACKAGE = 'com.android.settings';
 export const BROWSER_PACKAGE = 'com.android.chrome';
 export const NOTES_PACKAGE = 'com.example.notes';
+/** Its stopwatch runs while it is in front: a screen that changes on every refresh, as a game or a video does. */
+export const CLOCK_PACKAGE = 'com.android.deskclock';
+export const CLOCK_ACTIVITY = 'com.android.deskclock.DeskClock';
 export const ADB_KEYBOARD_IME = 'com.android.adbkeyboard/.AdbIME';
 export const LATIN_IME = 'com.android.inputmethod.latin/.LatinIME';
 
@@ -214,10 +229,10 @@ export class Device {
       'ro.opengles.version': '196610',
       'ro.product.board': deviceName,
       'ro.product.brand': brand,
-      'ro.product.cpu.abi': 'arm64-v8a',
-      'ro.product.cpu.abilist': 'arm64-v8a,armeabi-v7a,armeabi',
-      'ro.product.cpu.abilist32': 'armeabi-v7a,armeabi',
-      'ro.product.cpu.abilist64': 'arm64-v8a',
+      'ro.product.cpu.abi': options.abi,
+      'ro.product.cpu.abilist': ABI_LISTS[options.abi].all,
+      'ro.product.cpu.abilist32': ABI_LISTS[options.abi].bits32,
+      'ro.product.cpu.abilist64': ABI_LISTS[options.abi].bits64,
       'ro.product.device': deviceName,
       'ro.product.locale': 'en-US',
       'ro.product.manufacturer': manufacturer,
@@ -269,6 +284,17 @@ export class Device {
     system(SETTINGS_PACKAGE, 'Settings', '/system/priv-app/Settings/Settings.apk', 'com.android.settings.Settings', [0x54, 0x6e, 0x7a]);
     system(BROWSER_PACKAGE, 'Chrome', '/system/app/Chrome/Chrome.apk', 'com.google.android.apps.chrome.Main', [0x1e, 0x88, 0xe5]);
     system(NOTES_PACKAGE, 'Notes', '/system/app/Notes/Notes.apk', 'com.example.notes.MainActivity', [0xf9, 0xa8, 0x25]);
+    // Started by component (am start -n), not from the launcher, so the home screen's layout stays as it was.
+    system(CLOCK_PACKAGE, 'Clock', '/system/app/DeskClock/DeskClock.apk', undefined, [0x42, 0x85, 0xf4]);
+    this.apps.get(CLOCK_PACKAGE)!.activities.push(CLOCK_ACTIVITY);
+  }
+
+  /** When the Clock's stopwatch started, while the Clock runs. */
+  stopwatchStartedAt: number | undefined;
+
+  /** The picture changes on every display refresh: the Clock's stopwatch is on screen. */
+  get animating(): boolean {
+    return this.interactive && this.foreground?.packageName === CLOCK_PACKAGE;
   }
 
   /** Changes whenever anything visible changes; screen captures are cached against it. */
@@ -392,6 +418,7 @@ export class Device {
     this.screen = 'app';
     this.popup = undefined;
     if (packageName === NOTES_PACKAGE) this.notes.focused = true;
+    if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt ??= Date.now();
     this.changed();
     return already ? 'brought-to-front' : 'started';
   }
@@ -427,6 +454,7 @@ export class Device {
     if (packageName === SETTINGS_PACKAGE) this.settingsPage = 'main';
     if (packageName === BROWSER_PACKAGE) this.browser = { ...this.browser, history: [], urlFocused: false, draft: '' };
     if (packageName === NOTES_PACKAGE) this.notes.focused = false;
+    if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt = undefined;
   }
 
   clearData(packageName: string): boolean {

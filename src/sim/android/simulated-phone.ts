@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { androidCommands } from './android-commands.js';
 import { Device, type DeviceOptions } from './device.js';
+import { appProcess, executableLoader, type AbstractListener, type MinicapHost } from './minicap.js';
+import { ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
-import { BufferSink, Shell, type Sink } from './shell.js';
+import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
 import { DeviceConnection, type ServiceSession, type StreamIo } from './transport.js';
@@ -26,6 +28,10 @@ export interface SimulatedPhoneOptions {
   width?: number;
   height?: number;
   density?: number;
+  /** ro.product.cpu.abi (arm64-v8a by default): decides which minicap build runs. */
+  abi?: DeviceOptions['abi'];
+  /** Display refresh rate in Hz (60 by default): minicap sends at most this many frames per second. */
+  refreshRate?: number;
   /** How long `pm install` takes, as a real package manager's dexopt does; immediate by default. */
   installMs?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
@@ -87,6 +93,9 @@ export class SimulatedPhone {
   private readonly sockets = new Set<Socket>();
   private readonly connections = new Set<DeviceConnection>();
   private readonly services: string[] = [];
+  private readonly processes = new ProcessTable();
+  /** Listening sockets in the abstract namespace, reached through `localabstract:<name>`. */
+  private readonly abstractSockets = new Map<string, AbstractListener>();
 
   constructor(options: SimulatedPhoneOptions = {}) {
     const model = options.model ?? 'Benchtop Sim';
@@ -105,12 +114,17 @@ export class SimulatedPhone {
       height: options.height ?? 1280,
       density: options.density ?? 320,
       installMs: options.installMs ?? 0,
+      abi: options.abi ?? 'arm64-v8a',
+      refreshRate: options.refreshRate ?? 60,
     };
     this.log = options.log;
     this.device = new Device(opts);
     this.screen = new Screen(this.device);
     const commands = toolbox(() => commands.keys());
     for (const [name, fn] of androidCommands(this.device, this.screen)) commands.set(name, fn);
+    const host: MinicapHost = { device: this.device, screen: this.screen, processes: this.processes, sockets: this.abstractSockets };
+    commands.set('app_process', appProcess(host));
+    processCommands(commands, this.processes, this.device.pids);
     this.shellInterpreter = new Shell(this.device.fs, commands, {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
       HOME: '/',
@@ -120,7 +134,7 @@ export class SimulatedPhone {
       ANDROID_DATA: '/data',
       ANDROID_ROOT: '/system',
       TMPDIR: '/data/local/tmp',
-    });
+    }, executableLoader(host));
   }
 
   /** Listens on 127.0.0.1 and resolves to the port. Starting a stopped phone again is a replug. */
@@ -274,6 +288,9 @@ export class SimulatedPhone {
         return openSyncService(io, this.device.fs);
       case 'framebuffer':
         return this.framebuffer(io);
+      case 'localabstract':
+        // Nothing listening: adbd fails the open, and the host sees its stream closed.
+        return this.abstractSockets.get(arg)?.(io);
       case 'root':
         return say('adbd cannot run as root in production builds\n');
       case 'unroot':
@@ -342,4 +359,36 @@ export class SimulatedPhone {
     void io.write(Buffer.concat([header, canvas.data])).then(() => io.end());
     return {};
   }
+}
+
+/** `ps`, `pidof` and `kill` over the apps' processes and the native ones (minicap) started from the shell. */
+function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, appPids: Map<string, number>): void {
+  const appPidof = commands.get('pidof');
+  commands.set('pidof', async (ctx) => {
+    const native = ctx.args.flatMap((name) => processes.byName(name).map((p) => p.pid));
+    if (native.length === 0 && appPidof) return appPidof(ctx);
+    if (native.length === 0) return 1;
+    await ctx.stdout.write(native.join(' ') + '\n');
+    return 0;
+  });
+  commands.set('ps', async (ctx) => {
+    const rows = [
+      ...[...appPids].map(([name, pid]) => ({ user: 'u0_a100', pid, name })),
+      ...processes.list().map((p) => ({ user: 'shell', pid: p.pid, name: p.name })),
+    ];
+    const line = (user: string, pid: string, name: string) => `${user.padEnd(10)} ${pid.padStart(5)}   ${'1'.padStart(5)} 0 0 0 0 S ${name}\n`;
+    await ctx.stdout.write(`USER         PID  PPID VSZ RSS WCHAN ADDR S NAME\n` + rows.map((r) => line(r.user, String(r.pid), r.name)).join(''));
+    return 0;
+  });
+  commands.set('kill', async (ctx) => {
+    let status = 0;
+    for (const arg of ctx.args) {
+      if (arg.startsWith('-')) continue;
+      if (!processes.kill(Number(arg))) {
+        await ctx.stderr.write(`/system/bin/sh: kill: ${arg}: No such process\n`);
+        status = 1;
+      }
+    }
+    return status;
+  });
 }
