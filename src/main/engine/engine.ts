@@ -9,6 +9,7 @@ import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
+import { LiveScreens } from './services/live-screen.js';
 import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
 import { DeviceAllocator } from './services/devices.js';
@@ -90,6 +91,7 @@ export function createEngine(
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
       ctx.lanSharing = new LanServer(ctx, VERSION);
+      ctx.screens = new LiveScreens();
       ctx.retargetAdb = fleet.retarget?.bind(fleet);
       ctx.devices = new DeviceAllocator(ctx, fleet, {
         graceMs: config.deviceGraceSeconds * 1000,

@@ -23,6 +23,8 @@ export interface DeviceOptions {
   abi: 'arm64-v8a' | 'armeabi-v7a' | 'x86' | 'x86_64';
   /** Display refresh rate in Hz: the most frames per second minicap can see. */
   refreshRate: number;
+  /** False for a display minicap cannot capture (emulators, some vendor builds): it starts, then exits with an error. */
+  minicapCapture: boolean;
 }
 
 /** ro.product.cpu.abilist for each primary ABI: 64-bit phones also run their 32-bit sibling's binaries. */

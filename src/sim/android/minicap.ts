@@ -231,6 +231,11 @@ async function minicapMain(ctx: CommandContext, host: MinicapHost, flavour: 'nat
     await err('ERROR: missing or invalid -P');
     return 1;
   }
+  if (!host.device.options.minicapCapture) {
+    await err(`PID: ${4000 + Math.floor(Math.random() * 1000)}`);
+    await err('ERROR: (jni/minicap/minicap.cpp:365: errno: Permission denied) Unable to start minicap with current config');
+    return 1;
+  }
   if (o.screenshot) {
     const { width, height } = frameSize(host, p);
     await ctx.stdout.write(host.screen.jpeg(width, height, o.quality));

@@ -32,6 +32,8 @@ export interface SimulatedPhoneOptions {
   abi?: DeviceOptions['abi'];
   /** Display refresh rate in Hz (60 by default): minicap sends at most this many frames per second. */
   refreshRate?: number;
+  /** False: minicap cannot capture this display (as on emulators and some vendor builds) and exits with an error. */
+  minicap?: boolean;
   /** How long `pm install` takes, as a real package manager's dexopt does; immediate by default. */
   installMs?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
@@ -116,6 +118,7 @@ export class SimulatedPhone {
       installMs: options.installMs ?? 0,
       abi: options.abi ?? 'arm64-v8a',
       refreshRate: options.refreshRate ?? 60,
+      minicapCapture: options.minicap ?? true,
     };
     this.log = options.log;
     this.device = new Device(opts);

@@ -52,4 +52,20 @@ export interface PhoneDriver {
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
+  /**
+   * Frames the phone pushes as its screen changes (Android: minicap), until `signal` aborts; absent where the
+   * platform has no such feed. Throws when the phone cannot run it, so the caller can fall back to screenshots.
+   */
+  liveFrames?(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame>;
+}
+
+/** One frame of a live feed, its size read from the image itself. */
+export interface LiveFrame {
+  data: Buffer;
+  format: 'jpeg';
+  width: number;
+  height: number;
+  source: 'minicap';
+  /** The phone's screen the frame shows, in the phone's pixels (what taps use); the frame may be scaled down. */
+  screen: { width: number; height: number };
 }

@@ -10,6 +10,7 @@ import type { DeviceAllocator } from './devices.js';
 import type { FileManager } from './files.js';
 import type { InstanceManager } from './instances.js';
 import type { LanSharing } from './lab.js';
+import type { LiveScreens } from './live-screen.js';
 
 /** What every service function works with. */
 export interface EngineContext {
@@ -33,6 +34,8 @@ export interface EngineContext {
   secrets: SecretStore;
   /** The HTTPS server on all interfaces that LAN sharing switches on and off. */
   lanSharing: LanSharing;
+  /** The live screens being watched, one feed per allocation; screenshots reuse their latest frame. */
+  screens: LiveScreens;
   /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
   retargetAdb?: (address: { host: string; port: number }) => Promise<void>;
 }

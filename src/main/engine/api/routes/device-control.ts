@@ -7,7 +7,7 @@ import { conflict, ServiceError } from '../../domain/errors.js';
 import type { DeviceAction } from '../../fleet/types.js';
 import { requireRole } from '../../services/auth.js';
 import type { EngineContext } from '../../services/context.js';
-import { LiveScreens, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
+import { DEFAULT_MAX_SIZE, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { list } from '../present.js';
 import { DeviceParams } from './devices.js';
@@ -36,17 +36,34 @@ const CLOSE: Record<FeedEnd, [code: number, reason: string]> = {
   shutdown: [1001, 'Benchtop is shutting down'],
 };
 
-const ScreenQuery = Type.Object(SOCKET_QUERY);
+const ScreenQuery = Type.Object({
+  ...SOCKET_QUERY,
+  maxSize: Type.Optional(Type.Integer({ minimum: 64, maximum: 4096, description: `The longest side, in pixels, the viewer will show; frames are captured at the largest size any viewer of the phone asks for (${DEFAULT_MAX_SIZE} when none says), never above the phone's own.` })),
+});
 
-/** A viewer over a WebSocket: a hello with the screen's size, then one binary message per frame. */
-function socketViewer(socket: WebSocket): Viewer {
-  let greeted = false;
+/**
+ * A viewer over a WebSocket: a hello with the screen's size, format and source, then one binary message per frame;
+ * a new hello whenever those change (rotation, or minicap giving way to screencap).
+ */
+function socketViewer(socket: WebSocket, maxSize?: number): Viewer {
+  let hello = '';
   return {
+    maxSize,
     frame(frame) {
       if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
-      if (!greeted) {
-        socket.send(JSON.stringify({ type: 'hello', width: frame.width, height: frame.height, format: frame.format }));
-        greeted = true;
+      const screen = frame.screen ?? frame;
+      const next = JSON.stringify({
+        type: 'hello',
+        width: screen.width,
+        height: screen.height,
+        frameWidth: frame.width,
+        frameHeight: frame.height,
+        format: frame.format,
+        source: frame.source,
+      });
+      if (next !== hello) {
+        socket.send(next);
+        hello = next;
       }
       socket.send(frame.data);
     },
@@ -61,10 +78,15 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
   const tags = ['Extensions'];
   const errors = [401, 403, 404, 409] as const;
 
+  const screens = ctx.screens;
+
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot', {
-    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, errors) },
+    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG, or as the live screen\'s latest JPEG while one runs', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png; image/jpeg (the live screen\'s latest frame, no capture needed) while someone watches the live screen' }) }, errors) },
   }, async (req, reply) => {
-    const driver = ctx.devices.driverFor(scopeOf(ctx, req), req.params.sessionId, req.params.deviceId);
+    const scope = scopeOf(ctx, req);
+    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
+    const live = screens.latestFrame(ctx.devices.find(scope, req.params.sessionId, req.params.deviceId).id);
+    if (live) return reply.type(`image/${live.format}`).header('cache-control', 'no-store').send(live.data);
     const png = await onPhone(() => driver.screenshot());
     return reply.type('image/png').header('cache-control', 'no-store').send(png);
   });
@@ -85,7 +107,6 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     return onPhone(() => driver.act(req.body as DeviceAction));
   });
 
-  const screens = new LiveScreens();
   // No capture loop outlives the server: the database closes right after it. (preClose, because Fastify closes the
   // server before the onClose hooks of plugins, and that close waits for every viewer's socket.)
   app.addHook('preClose', async () => screens.close());
@@ -101,8 +122,11 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
       tags,
       operationId: 'deviceScreen',
       summary: 'Live frames of the device\'s screen over a WebSocket',
-      description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","format":"png"}; each ' +
-        'later message is binary, one frame (a PNG). A viewer that falls behind skips frames. Closes with 4001 when the ' +
+      description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","frameWidth","frameHeight",' +
+        '"format":"jpeg"|"png","source":"minicap"|"screencap"}: width and height are the screen in the phone\'s pixels (what ' +
+        'actions take), frameWidth and frameHeight the frames\' own size (smaller when scaled to maxSize); each later binary message is one frame in that format (JPEG from minicap, which ' +
+        'the phone pushes as its screen changes; PNG from screencap, the fallback). A new hello precedes a frame whose size, ' +
+        'format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
         'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
       security: BEARER,
       headers: OrganizationHeader,
@@ -117,7 +141,7 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket, req) => {
-      const leave = screens.watch(targets.get(req)!, socketViewer(socket));
+      const leave = screens.watch(targets.get(req)!, socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
       socket.on('close', leave);
     },
   });

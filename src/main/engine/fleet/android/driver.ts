@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from './adb-client.js';
 import { XMLParser } from 'fast-xml-parser';
-import type { ActionResult, Button, DeviceAction, PhoneDriver, UiElement } from '../types.js';
+import type { ActionResult, Button, DeviceAction, LiveFrame, PhoneDriver, UiElement } from '../types.js';
 import { readAll } from './adb-client.js';
+import { minicapFrames, removeMinicap } from './minicap.js';
 
 const KEYCODES: Record<Button, string> = {
   HOME: 'KEYCODE_HOME',
@@ -108,6 +109,11 @@ export class AndroidDriver implements PhoneDriver {
     await this.shell('input keyevent KEYCODE_HOME');
     await this.shell('settings put system accelerometer_rotation 0');
     await this.shell('settings put system user_rotation 0');
+    await removeMinicap(this.client, this.serial);
+  }
+
+  liveFrames(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame> {
+    return minicapFrames(this.client, this.serial, options, signal);
   }
 
   /**
