@@ -94,6 +94,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/logs'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
   ['get', '/api/v1/lab/assistant'],
   ['put', '/api/v1/lab/assistant'],

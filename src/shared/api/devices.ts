@@ -74,3 +74,13 @@ export const ActionResult = Type.Object({
   width: Type.Optional(Type.Integer()),
   height: Type.Optional(Type.Integer()),
 });
+
+/** One line of the device's log (logcat on Android), the data of each `log` event of GET .../logs. */
+export const LogLine = Type.Object({
+  time: Type.String({ format: 'date-time', description: 'When the phone logged it, UTC.' }),
+  level: Type.Union(['verbose', 'debug', 'info', 'warn', 'error', 'fatal'].map((l) => Type.Literal(l))),
+  tag: Type.String(),
+  pid: Type.Integer(),
+  message: Type.String(),
+});
+export type LogLine = Static<typeof LogLine>;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApkError, readApkInfo } from './apk.js';
 import type { Rgb } from './canvas.js';
+import { LogBuffer } from './logcat.js';
 import { MemFs } from './mem-fs.js';
 
 /** The phone's state machine: power and keyguard, apps and tasks, the built-in apps' screens, settings. */
@@ -167,6 +168,8 @@ export class Device {
     global: new Map<string, string>(),
   };
   readonly apps = new Map<string, InstalledApp>();
+  /** logcat's main buffer: what the system logs as the phone is used. */
+  readonly log = new LogBuffer();
 
   awake = false;
   locked = true;
@@ -343,12 +346,14 @@ export class Device {
 
   wake(): void {
     if (this.awake) return;
+    this.log.append('I', 'PowerManagerService', 'Waking up from Asleep (uid=2000 reason=WAKE_REASON_APPLICATION details=shell)...');
     this.awake = true;
     this.changed();
   }
 
   sleep(): void {
     if (!this.awake) return;
+    this.log.append('I', 'PowerManagerService', 'Going to sleep due to power_button (uid 1000)...');
     this.awake = false;
     // No lock timeout: the keyguard engages the moment the screen goes off.
     this.locked = true;
@@ -416,7 +421,15 @@ export class Device {
     if (!app || !cls || !app.activities.includes(cls)) return 'not-found';
     const already = this.screen === 'app' && this.tasks[0]?.packageName === packageName && this.tasks[0].activity === cls;
     this.tasks = [{ packageName, activity: cls }, ...this.tasks.filter((t) => t.packageName !== packageName)];
-    if (!this.pids.has(packageName)) this.pids.set(packageName, this.nextPid++);
+    const component = `${packageName}/${cls.startsWith(`${packageName}.`) ? cls.slice(packageName.length) : cls}`;
+    this.log.append('I', 'ActivityTaskManager', `START u0 {act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10200000 cmp=${component}} from uid 2000`);
+    if (!this.pids.has(packageName)) {
+      const pid = this.nextPid++;
+      this.pids.set(packageName, pid);
+      this.log.append('I', 'ActivityManager', `Start proc ${pid}:${packageName}/u0a${app.uid % 10000} for pre-top-activity {${component}}`);
+      this.log.append('I', 'ActivityThread', `Init compatibility callbacks for ${packageName}`, pid, pid);
+    }
+    if (!already) this.log.append('I', 'ActivityTaskManager', `Displayed ${component}: +${180 + (this.revision % 200)}ms`);
     this.screen = 'app';
     this.popup = undefined;
     if (packageName === NOTES_PACKAGE) this.notes.focused = true;
@@ -445,6 +458,9 @@ export class Device {
     const running = this.tasks.some((t) => t.packageName === packageName) || this.pids.has(packageName);
     if (!running) return;
     const wasFront = this.foreground?.packageName === packageName;
+    this.log.append('I', 'ActivityManager', `Force stopping ${packageName} appid=${this.apps.get(packageName)?.uid ?? 0} user=0: from pid 4242`);
+    const pid = this.pids.get(packageName);
+    if (pid !== undefined) this.log.append('I', 'ActivityManager', `Killing ${pid}:${packageName}/u0a${(this.apps.get(packageName)?.uid ?? 0) % 10000} (adj 0): stop ${packageName} due to from pid 4242`);
     this.tasks = this.tasks.filter((t) => t.packageName !== packageName);
     this.pids.delete(packageName);
     if (wasFront || (this.screen === 'app' && this.tasks.length === 0)) this.screen = 'home';
@@ -471,6 +487,8 @@ export class Device {
   // ---- touch and keys -------------------------------------------------------------------------------------
 
   keyevent(code: number): void {
+    const name = Object.entries(KEYCODES).find(([, c]) => c === code)?.[0] ?? String(code);
+    this.log.append('D', 'InputDispatcher', `Delivering key KEYCODE_${name} (action=DOWN/UP) to ${this.windowPackage}`);
     switch (code) {
       case 224:
         return this.wake();
@@ -630,6 +648,7 @@ export class Device {
       uid: existing?.uid ?? this.nextUid++,
     });
     this.changed();
+    this.log.append('I', 'PackageManager', `Package ${info.packageName} ${existing ? 'replaced' : 'installed'}: versionCode=${info.versionCode} path=${apkPath}`);
     return { ok: true, message: 'Success', packageName: info.packageName };
   }
 
@@ -639,6 +658,7 @@ export class Device {
     this.forceStop(packageName);
     this.fs.remove(app.apkPath, { system: true });
     this.apps.delete(packageName);
+    this.log.append('I', 'PackageManager', `Package ${packageName} removed by uid 2000`);
     if (this.popup?.packageName === packageName) this.popup = undefined;
     if (this.settingsPage === `appinfo:${packageName}`) this.settingsPage = 'main';
     this.changed();

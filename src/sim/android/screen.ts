@@ -94,6 +94,7 @@ export class Screen {
     if (!d.awake) return;
     const tree = this.tree();
     d.lastTap = { x, y };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=DOWN/UP x=${x} y=${y}`);
     d.changed();
     if (d.locked || !tree) return;
     if (this.dismissPopupOutside(tree, x, y)) return;
@@ -106,6 +107,7 @@ export class Screen {
     const tree = this.tree();
     d.lastTap = { x, y };
     d.lastLongPress = { x, y };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=LONG_PRESS x=${x} y=${y}`);
     d.changed();
     if (d.locked || !tree) return;
     if (this.dismissPopupOutside(tree, x, y)) return;
@@ -124,6 +126,7 @@ export class Screen {
       return;
     }
     d.lastSwipe = { x1, y1, x2, y2, durationMs };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=SWIPE from ${x1},${y1} to ${x2},${y2} in ${durationMs}ms`);
     if (d.locked && y1 - y2 > d.logicalSize.height * 0.15) d.unlock();
     d.changed();
   }

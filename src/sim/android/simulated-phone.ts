@@ -78,6 +78,9 @@ export interface PhoneState {
 /** adbd's feature list minus shell_v2, cmd and abb, so clients fall back to shell v1, push + `pm install`. */
 export const DEVICE_FEATURES = ['stat_v2', 'ls_v2', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp'];
 
+/** How often BatteryService and friends log on their own. */
+const SYSTEM_LOG_MS = 5000;
+
 /** adb treats 5555-5585 as emulator console pairs and renames such devices `emulator-N`. */
 const EMULATOR_PORTS = { first: 5555, last: 5585 };
 
@@ -96,6 +99,7 @@ export class SimulatedPhone {
   private readonly connections = new Set<DeviceConnection>();
   private readonly services: string[] = [];
   private readonly processes = new ProcessTable();
+  private systemLog: NodeJS.Timeout | undefined;
   /** Listening sockets in the abstract namespace, reached through `localabstract:<name>`. */
   private readonly abstractSockets = new Map<string, AbstractListener>();
 
@@ -161,6 +165,12 @@ export class SimulatedPhone {
       }
       this.server = server;
       this.boundPort = bound;
+      // The system's own periodic lines, as a phone's log is never silent for long.
+      this.systemLog = setInterval(() => {
+        const d = this.device;
+        d.log.append('D', 'BatteryService', `level:${d.battery} scale:100 plugged:${d.plugged ? 2 : 0} status:${d.plugged ? 2 : 3} temp:${285 + (d.rev % 7)}`);
+      }, SYSTEM_LOG_MS);
+      this.systemLog.unref();
       return bound;
     }
   }
@@ -173,6 +183,7 @@ export class SimulatedPhone {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    clearInterval(this.systemLog);
     for (const conn of this.connections) conn.close();
     for (const socket of this.sockets) socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -57,6 +57,18 @@ export interface PhoneDriver {
    * platform has no such feed. Throws when the phone cannot run it, so the caller can fall back to screenshots.
    */
   liveFrames?(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame>;
+  /** The phone's log from the start of the allocation on, then live, until `signal` aborts. */
+  logs?(signal: AbortSignal): AsyncIterable<LogLine>;
+}
+
+/** One log line (logcat on Android). */
+export interface LogLine {
+  /** ISO 8601, UTC. */
+  time: string;
+  level: 'verbose' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+  tag: string;
+  pid: number;
+  message: string;
 }
 
 /** One frame of a live feed, its size read from the image itself. */

@@ -1,9 +1,10 @@
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
-import { ActionResult, DeviceActionBody, UiElement } from '../../../../shared/api/devices.js';
+import { ActionResult, DeviceActionBody, LogLine, UiElement } from '../../../../shared/api/devices.js';
 import { conflict, ServiceError } from '../../domain/errors.js';
+import { HEARTBEAT_MS } from '../../events/sse.js';
 import type { DeviceAction } from '../../fleet/types.js';
 import { requireRole } from '../../services/auth.js';
 import type { EngineContext } from '../../services/context.js';
@@ -144,5 +145,82 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
       const leave = screens.watch(targets.get(req)!, socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
       socket.on('close', leave);
     },
+  });
+
+  const LogsQuery = Type.Object(SOCKET_QUERY);
+  /** Open log streams: the server's close waits for every response, so shutdown ends them first. */
+  const logStreams = new Set<(why: string) => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...logStreams]) end('shutdown');
+  });
+  const LogStream = {
+    description: 'text/event-stream: one `log` event per line, its data a LogLine; a comment heartbeat every 15 s; an `end` event ' +
+      '{"reason":"device_released"|"device_offline"|"device_error"|"shutdown"} before the stream closes.',
+    content: { 'text/event-stream': { schema: LogLine } },
+  } as unknown as TSchema;
+
+  app.get('/sessions/:sessionId/devices/:deviceId/logs', {
+    config: { tokenInQuery: true },
+    schema: {
+      tags,
+      operationId: 'deviceLogs',
+      summary: 'The device\'s log (logcat), live, as Server-Sent Events',
+      description: 'From the start of the allocation (the log is cleared when the phone is prepared), then each line as the ' +
+        'phone logs it, while the allocation is in_use. EventSource may pass the bearer as ?token=.',
+      security: BEARER,
+      headers: OrganizationHeader,
+      querystring: LogsQuery,
+      params: DeviceParams,
+      response: responses({ 200: LogStream }, errors),
+    },
+  }, (req, reply) => {
+    const scope = scopeOf(ctx, req, req.query.org);
+    // Everything that can refuse runs before the stream starts, so that a refusal is an ordinary HTTP error.
+    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
+    const { id } = ctx.devices.find(scope, req.params.sessionId, req.params.deviceId);
+    if (!driver.logs) throw conflict('logs_unsupported', 'This device does not offer its log.');
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.flushHeaders();
+    const stopping = new AbortController();
+    let reason: string | undefined;
+    const end = (why: string) => {
+      reason ??= why;
+      stopping.abort();
+    };
+    res.once('close', () => stopping.abort());
+    logStreams.add(end);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    // The stream ends with the allocation: the next user's log is not this caller's.
+    const check = setInterval(() => {
+      let status: string | undefined;
+      try {
+        status = ctx.stores.devices.get(id)?.status;
+      } catch {
+        status = undefined;
+      }
+      if (status !== 'in_use') end(status === 'offline' ? 'device_offline' : 'device_released');
+    }, 500);
+    void (async () => {
+      try {
+        for await (const line of driver.logs!(stopping.signal)) {
+          if (stopping.signal.aborted) break;
+          res.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
+        }
+        // logcat itself ended: the phone went away or restarted.
+        if (!stopping.signal.aborted) end('device_error');
+      } catch {
+        if (!stopping.signal.aborted) end('device_error');
+      } finally {
+        logStreams.delete(end);
+        clearInterval(heartbeat);
+        clearInterval(check);
+        if (!res.writableEnded) {
+          if (reason) res.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+          res.end();
+        }
+      }
+    })();
   });
 }
