@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { AndroidFleet } from '../src/main/engine/fleet/android/adb-client.js';
+import { AndroidFleet } from '../src/main/engine/fleet/android/android-fleet.js';
 import { DB_FILE } from '../src/main/engine/store/db.js';
 import { allocateUntilInUse, releaseUntilFree, startAndroidLab, type AndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';

@@ -7,7 +7,7 @@
  * The adb command line starts a process per screenshot, so it is also shown against the engine's own driver
  * (adbkit, no HTTP) for the cost of the API layer alone.
  */
-import { AndroidFleet } from '../src/main/engine/fleet/android/adb-client.js';
+import { AndroidFleet } from '../src/main/engine/fleet/android/android-fleet.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';

@@ -2,7 +2,7 @@
  * Runs sandboxed, with context isolation: the page gets these few calls and never ipcRenderer itself.
  */
 import { contextBridge, ipcRenderer } from 'electron';
-import { BRIDGE_GLOBAL, IPC_CHANNELS, type DesktopBridge } from '../main/desktop/ipc-channels.js';
+import { BRIDGE_GLOBAL, IPC_CHANNELS, type DesktopBridge } from '../shared/ipc-channels.js';
 
 const bridge: DesktopBridge = {
   getApiOrigin: () => ipcRenderer.invoke(IPC_CHANNELS.getApiOrigin),

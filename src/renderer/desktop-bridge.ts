@@ -1,4 +1,4 @@
-import { BRIDGE_GLOBAL, type DesktopBridge } from '../main/desktop/ipc-channels.js';
+import { BRIDGE_GLOBAL, type DesktopBridge } from '../shared/ipc-channels.js';
 
 /** The preload's bridge in the desktop window; undefined in a browser. */
 export const desktopBridge = (): DesktopBridge | undefined =>

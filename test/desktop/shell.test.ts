@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { contentSecurityPolicy } from '../../src/main/desktop/csp.js';
-import { IPC_CHANNELS } from '../../src/main/desktop/ipc-channels.js';
+import { IPC_CHANNELS } from '../../src/shared/ipc-channels.js';
 import { openDb, schemaVersion } from '../../src/main/engine/store/db.js';
 import { MIGRATIONS } from '../../src/main/engine/store/migrations.js';
 

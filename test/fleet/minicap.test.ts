@@ -127,7 +127,7 @@ describe.skipIf(!hasAdb)('minicap', () => {
       it(`sends JPEG frames at the viewer's size, only when the screen changes (${label})`, async () => {
         const a = which();
         const w = await watch(screen(a, '&maxSize=640'));
-        await waitFor('a first frame', () => w.frames.length >= 1);
+        await waitFor('a first frame', () => w.frames.length >= 1, 20_000);
         expect(w.hellos[0]).toEqual({ type: 'hello', width: 720, height: 1280, frameWidth: 360, frameHeight: 640, format: 'jpeg', source: 'minicap' });
         expect([decodeJpeg(w.frames[0]!).width, decodeJpeg(w.frames[0]!).height]).toEqual([360, 640]);
         // A still screen sends nothing more.
@@ -149,9 +149,9 @@ describe.skipIf(!hasAdb)('minicap', () => {
     it('streams a screen that changes every refresh to four viewers from one minicap process', async () => {
       await lab.phone(apk.serial).shell('am start -n com.android.deskclock/.DeskClock');
       const viewers = await Promise.all([0, 1, 2, 3].map(() => watch(screen(apk, '&maxSize=320'))));
-      await waitFor('frames to every viewer', () => viewers.every((v) => v.frames.length >= 2));
+      await waitFor('frames to every viewer', () => viewers.every((v) => v.frames.length >= 2), 20_000);
       const before = viewers.map((v) => v.frames.length);
-      await sleep(1000);
+      await sleep(2000);
       const counts = viewers.map((v, i) => v.frames.length - before[i]!);
       // The stopwatch changes every refresh: each viewer gets a stream of distinct frames, not a still picture.
       for (const n of counts) expect(n).toBeGreaterThan(3);
@@ -165,7 +165,7 @@ describe.skipIf(!hasAdb)('minicap', () => {
       const cold = await fetch(`${lab.engine.api}${path}`, { headers: { authorization: `Bearer ${owner}` } });
       expect(cold.headers.get('content-type')).toBe('image/png');
       const w = await watch(screen(native));
-      await waitFor('a frame', () => w.frames.length >= 1);
+      await waitFor('a frame', () => w.frames.length >= 1, 20_000);
       const warm = await fetch(`${lab.engine.api}${path}`, { headers: { authorization: `Bearer ${owner}` } });
       expect(warm.status).toBe(200);
       expect(warm.headers.get('content-type')).toBe('image/jpeg');

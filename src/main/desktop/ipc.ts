@@ -1,7 +1,7 @@
 import { ipcMain, type IpcMainInvokeEvent } from 'electron';
 import type { Engine } from '../engine/engine.js';
 import type { SecretStore } from '../engine/secrets.js';
-import { IPC_CHANNELS, type DesktopBridge } from './ipc-channels.js';
+import { IPC_CHANNELS, type DesktopBridge } from '../../shared/ipc-channels.js';
 import { pageSecrets } from './page-secrets.js';
 import { openExternal } from './window.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { buildServer } from './api/server.js';
+import { buildServer, type ApiServices } from './api/server.js';
 import type { App } from './api/http.js';
 import { LanServer } from './api/lan-server.js';
 import { BlobStore } from './blobs/blob-store.js';
@@ -9,13 +9,15 @@ import { isLoopback, type EngineConfig } from './config.js';
 import { ensureLabOwner } from './services/accounts.js';
 import { issueToken } from './services/auth.js';
 import type { EngineContext } from './services/context.js';
-import { LiveScreens } from './services/live-screen.js';
-import { adbAddressOf, isLanSharingOn, labOwnerId } from './services/lab.js';
+import { adbAddressOf, isLanSharingOn, labOwnerId, labQuotas, requireLabOwner } from './services/lab.js';
 import { createFleet, type Fleet } from './fleet/index.js';
-import { DeviceAllocator } from './services/devices.js';
+import { DeviceControl } from './services/device-control.js';
+import { DeviceAllocator, type AppFiles } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { Chats } from './services/chats.js';
+import { HostSecretStore } from './services/host-secrets.js';
 import { InstanceManager } from './services/instances.js';
+import { MacHosts } from './services/mac-hosts.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { openDb } from './store/db.js';
 import { createStores } from './store/index.js';
@@ -63,6 +65,7 @@ export function createEngine(
   let stopping: Promise<void> | undefined;
   let fleet: Fleet | undefined;
   let fleetReady: Promise<void> | undefined;
+  let instanceManager: InstanceManager | undefined;
 
   const context = () => {
     if (!ctx) throw new Error('The engine has not started.');
@@ -90,31 +93,41 @@ export function createEngine(
         tokenSecret: tokenSecretOf(db),
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
       } as EngineContext;
-      ctx.lanSharing = new LanServer(ctx, VERSION);
-      ctx.screens = new LiveScreens();
+      const c = ctx;
+      const api = () => services;
+      ctx.lanSharing = new LanServer(config, (https) => buildServer(c, api(), VERSION, { https }), c.now);
       ctx.retargetAdb = fleet.retarget?.bind(fleet);
-      ctx.devices = new DeviceAllocator(ctx, fleet, {
+      const appFiles: AppFiles = { readyFile: (scope, ref) => c.files.readyFile(scope, ref), pathOf: (file) => c.files.pathOf(file) };
+      ctx.devices = new DeviceAllocator(ctx.stores, fleet, appFiles, ctx.now, {
+        deviceQuota: () => labQuotas(c).devices,
         graceMs: config.deviceGraceSeconds * 1000,
         prepareTimeoutMs: 60_000,
         log,
       });
-      ctx.instances = new InstanceManager(ctx, {
+      const control = new DeviceControl(ctx.stores, ctx.devices, fleet, appFiles, { screenMaxFps: config.screenMaxFps });
+      const hostSecrets = new HostSecretStore(ctx.secrets);
+      const instances = new InstanceManager(ctx.stores, hostSecrets, ctx.now, {
+        instanceQuota: () => labQuotas(c).instances,
+        terminalIdleMs: config.terminalIdleSeconds * 1000,
         checkIntervalMs: config.hostCheckIntervalSeconds * 1000,
         graceMs: config.hostGraceSeconds * 1000,
         log,
       });
+      instanceManager = instances;
+      const macHosts = new MacHosts(ctx.stores, hostSecrets, instances, ctx.now, { requireLabOwner: (caller) => requireLabOwner(c, caller) });
+      const services: ApiServices = { allocator: ctx.devices, control, instances, macHosts };
       ctx.files = new FileManager(ctx, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
-      ctx.chats = new Chats(ctx, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
+      ctx.chats = new Chats(ctx, control, { toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000, log });
       ctx.chats.recover();
       const owner = await ensureLabOwner(ctx);
-      app = await buildServer(ctx, VERSION);
+      app = await buildServer(ctx, services, VERSION);
       await app.listen({ host: config.host, port: config.port });
       // LAN sharing stays on across restarts; a port taken meanwhile leaves it off (and says so) rather than the lab.
       if (isLanSharingOn(ctx.stores.settings)) {
         await ctx.lanSharing.enable().catch((error: Error) => log(`LAN sharing is off: ${error.message}`));
       }
       // Mac hosts are checked over SSH in the background; each one's first check reconciles its instances.
-      ctx.instances.start();
+      instances.start();
       ctx.files.start();
       // The fleet comes up after the API answers: reading the phones, or starting an adb server, must not hold up
       // health or login. Until then allocations queue, and the allocator serves them once it knows the phones.
@@ -133,7 +146,7 @@ export function createEngine(
       stopping ??= (async () => {
         await fleetReady;
         await ctx?.chats?.stop();
-        await ctx?.instances?.stop();
+        await instanceManager?.stop();
         ctx?.devices?.stop();
         await ctx?.files?.stop();
         await fleet?.stop();

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type KeyboardEvent, type PointerEvent } from 'react';
-import type { DeviceAction } from '../../main/engine/fleet/types.js';
+import type { DeviceAction } from '../../shared/api/devices.js';
 import { api } from '../app-context.js';
 import { ErrorBanner, Spinner } from '../ui.js';
 

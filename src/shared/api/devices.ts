@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 
 export const DeviceFilter = Type.Object(
   {
@@ -37,6 +37,11 @@ export const FleetDevice = Type.Object({
 });
 export type FleetDevice = Static<typeof FleetDevice>;
 
+/**
+ * The device-control vocabulary, declared once: these schemas validate REST bodies, /ws params, MCP tool arguments
+ * and the assistant's tool calls, and their static types are what the engine's drivers and the renderer use.
+ */
+
 export const UiElement = Type.Object({
   text: Type.String(),
   contentDescription: Type.String(),
@@ -45,40 +50,62 @@ export const UiElement = Type.Object({
   bounds: Type.Object({ x: Type.Integer(), y: Type.Integer(), width: Type.Integer(), height: Type.Integer() }),
   clickable: Type.Boolean(),
 });
+export type UiElement = Static<typeof UiElement>;
+
+/** Hardware and navigation buttons, and the editing keys a person types on the phone page. */
+export const BUTTONS = [
+  'HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH',
+  'BACKSPACE', 'DELETE', 'TAB', 'ESCAPE', 'DPAD_UP', 'DPAD_DOWN', 'DPAD_LEFT', 'DPAD_RIGHT',
+] as const;
+export type Button = (typeof BUTTONS)[number];
+export const ORIENTATIONS = ['portrait', 'landscape'] as const;
+export type Orientation = (typeof ORIENTATIONS)[number];
+
+/** One of a fixed list of strings, with the list as its static type. */
+const oneOf = <T extends string>(values: readonly T[], options: { description?: string } = {}) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
 
 const Coordinate = Type.Integer({ minimum: 0, maximum: 20000 });
 const Duration = Type.Optional(Type.Integer({ minimum: 1, maximum: 60000 }));
-const PackageName = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z0-9_]+)*$', maxLength: 255 });
-const action = <T extends Record<string, import('typebox').TSchema>>(type: string, fields: T) =>
+/** An Android package name or an iOS bundle id. */
+const PackageName = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*(\\.[A-Za-z0-9_-]+)*$', maxLength: 255 });
+const action = <K extends string, T extends Record<string, TSchema>>(type: K, fields: T) =>
   Type.Object({ type: Type.Literal(type), ...fields }, { additionalProperties: false });
 
 export const DeviceActionBody = Type.Union([
   action('tap', { x: Coordinate, y: Coordinate }),
+  action('doubleTap', { x: Coordinate, y: Coordinate }),
   action('longPress', { x: Coordinate, y: Coordinate, durationMs: Duration }),
   action('swipe', { fromX: Coordinate, fromY: Coordinate, toX: Coordinate, toY: Coordinate, durationMs: Duration }),
   action('typeText', { text: Type.String({ minLength: 1, maxLength: 4000 }) }),
-  action('pressButton', {
-    button: Type.Union(['HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH'].map((b) => Type.Literal(b))),
-  }),
+  action('pressButton', { button: oneOf(BUTTONS) }),
   action('launchApp', { packageName: PackageName }),
   action('terminateApp', { packageName: PackageName }),
+  action('uninstallApp', { packageName: PackageName }),
   action('listApps', {}),
+  action('foregroundApp', {}),
   action('openUrl', { url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^[a-zA-Z][a-zA-Z0-9+.-]*:[^\\s]*$' }) }),
-  action('setOrientation', { orientation: Type.Union([Type.Literal('portrait'), Type.Literal('landscape')]) }),
+  action('setOrientation', { orientation: oneOf(ORIENTATIONS) }),
+  action('getOrientation', {}),
   action('screenSize', {}),
 ]);
+/** What the API, /ws, MCP, the assistant and the GUI can do to a phone. */
+export type DeviceAction = Static<typeof DeviceActionBody>;
 
 export const ActionResult = Type.Object({
   ok: Type.Boolean(),
-  apps: Type.Optional(Type.Array(Type.String())),
-  width: Type.Optional(Type.Integer()),
-  height: Type.Optional(Type.Integer()),
+  apps: Type.Optional(Type.Array(Type.String(), { description: 'listApps: the launchable apps\' package names' })),
+  width: Type.Optional(Type.Integer({ description: 'screenSize' })),
+  height: Type.Optional(Type.Integer({ description: 'screenSize' })),
+  orientation: Type.Optional(oneOf(ORIENTATIONS, { description: 'getOrientation' })),
+  packageName: Type.Optional(Type.String({ description: 'foregroundApp: the app in front, empty for the home screen' })),
 });
+export type ActionResult = Static<typeof ActionResult>;
 
 /** One line of the device's log (logcat on Android), the data of each `log` event of GET .../logs. */
 export const LogLine = Type.Object({
   time: Type.String({ format: 'date-time', description: 'When the phone logged it, UTC.' }),
-  level: Type.Union(['verbose', 'debug', 'info', 'warn', 'error', 'fatal'].map((l) => Type.Literal(l))),
+  level: oneOf(['verbose', 'debug', 'info', 'warn', 'error', 'fatal'] as const),
   tag: Type.String(),
   pid: Type.Integer(),
   message: Type.String(),

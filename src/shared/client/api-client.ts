@@ -6,7 +6,7 @@ import type { Static } from 'typebox';
 import type { ApiKey, AuthToken, LabSettings, LabSettingsPatch, User } from '../api/account.js';
 import type { AssistantConfig, AssistantConfigBody, Chat, Message } from '../api/chats.js';
 import type { ErrorBody, Health } from '../api/common.js';
-import type { DeviceAction } from '../../main/engine/fleet/types.js';
+import type { DeviceAction } from '../api/devices.js';
 import type { ActionResult, AllocateDeviceBody, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';

@@ -2,8 +2,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { ErrorBody } from '../../../shared/api/common.js';
-import { resolveScope } from '../services/auth.js';
-import type { Caller, EngineContext, Scope } from '../services/context.js';
+import type { Caller, Scope } from '../services/scope.js';
+
+/** Turns a caller and the organization they asked for (if any) into the scope a request acts on. */
+export type ScopeResolver = (caller: Caller, organization: string | undefined) => Scope;
 
 /** The Fastify instance every routes module registers on. */
 export type App = FastifyInstance<
@@ -21,6 +23,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     caller?: Caller;
+    /** Set with the caller by the auth hook: how this request's organization is chosen (auth's resolveScope). */
+    resolveScope?: ScopeResolver;
   }
 }
 
@@ -39,9 +43,9 @@ export function callerOf(request: FastifyRequest): Caller {
 }
 
 /** The organization the request acts on, chosen by X-Organization-Id, the key, or Personal. */
-export function scopeOf(ctx: EngineContext, request: FastifyRequest, orgInQuery?: string): Scope {
+export function scopeOf(request: FastifyRequest, orgInQuery?: string): Scope {
   const header = request.headers['x-organization-id'];
-  return resolveScope(ctx, callerOf(request), (Array.isArray(header) ? header[0] : header) || orgInQuery);
+  return request.resolveScope!(callerOf(request), (Array.isArray(header) ? header[0] : header) || orgInQuery);
 }
 
 /** The query of a WebSocket route: what a browser cannot send as headers. The route also sets tokenInQuery. */

@@ -4,10 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { conflict } from '../domain/errors.js';
-import type { EngineContext } from '../services/context.js';
 import type { LanSharing } from '../services/lab.js';
+import type { Clock } from '../services/scope.js';
 import type { App } from './http.js';
-import { buildServer } from './server.js';
 
 export const LAN_CERTIFICATE_FILE = 'lan-certificate.pem';
 export const LAN_KEY_FILE = 'lan-key.pem';
@@ -32,13 +31,15 @@ export class LanServer implements LanSharing {
   /** Enable and disable run one at a time: two PATCHes at once must not both listen on the port. */
   private queue: Promise<unknown> = Promise.resolve();
 
+  /** `build` makes the API server over TLS: the same routes and services as the loopback one. */
   constructor(
-    private readonly ctx: EngineContext,
-    private readonly version: string,
+    private readonly config: { dataDir: string; lanPort: number },
+    private readonly build: (https: { cert: string; key: string }) => Promise<App>,
+    private readonly now: Clock,
   ) {}
 
   status() {
-    const port = this.app ? (this.app.server.address() as AddressInfo).port : this.ctx.config.lanPort;
+    const port = this.app ? (this.app.server.address() as AddressInfo).port : this.config.lanPort;
     return {
       enabled: this.app !== undefined,
       port,
@@ -51,12 +52,12 @@ export class LanServer implements LanSharing {
     return this.serially(async () => {
       if (this.app) return;
       const { cert, key } = await this.ensureCertificate();
-      const app = await buildServer(this.ctx, this.version, { https: { cert, key } });
+      const app = await this.build({ cert, key });
       try {
-        await app.listen({ host: '0.0.0.0', port: this.ctx.config.lanPort });
+        await app.listen({ host: '0.0.0.0', port: this.config.lanPort });
       } catch (error) {
         await app.close();
-        throw conflict('lan_port_unavailable', `LAN sharing could not listen on port ${this.ctx.config.lanPort}: ${(error as Error).message}`);
+        throw conflict('lan_port_unavailable', `LAN sharing could not listen on port ${this.config.lanPort}: ${(error as Error).message}`);
       }
       this.app = app;
     });
@@ -78,8 +79,8 @@ export class LanServer implements LanSharing {
 
   private stored(): Certificate | undefined {
     if (this.certificate) return this.certificate;
-    const certPath = join(this.ctx.config.dataDir, LAN_CERTIFICATE_FILE);
-    const keyPath = join(this.ctx.config.dataDir, LAN_KEY_FILE);
+    const certPath = join(this.config.dataDir, LAN_CERTIFICATE_FILE);
+    const keyPath = join(this.config.dataDir, LAN_KEY_FILE);
     if (!existsSync(certPath) || !existsSync(keyPath)) return undefined;
     const cert = readFileSync(certPath, 'utf8');
     const x509 = new X509Certificate(cert);
@@ -90,9 +91,9 @@ export class LanServer implements LanSharing {
   /** The stored certificate, or a new one when there is none or it has expired. */
   private async ensureCertificate(): Promise<Certificate> {
     const stored = this.stored();
-    if (stored && stored.notAfter > this.ctx.now()) return stored;
+    if (stored && stored.notAfter > this.now()) return stored;
     const name = hostname();
-    const now = new Date(this.ctx.now());
+    const now = new Date(this.now());
     // Loaded only to make a certificate: once per lab, and never for a lab that keeps to localhost.
     const { generate } = await import('selfsigned');
     const pems = await generate([{ name: 'commonName', value: name }, { name: 'organizationName', value: 'Benchtop' }], {
@@ -116,11 +117,11 @@ export class LanServer implements LanSharing {
         },
       ],
     });
-    const keyPath = join(this.ctx.config.dataDir, LAN_KEY_FILE);
+    const keyPath = join(this.config.dataDir, LAN_KEY_FILE);
     writeFileSync(keyPath, pems.private, { mode: 0o600 });
     // The mode given to writeFileSync is filtered by the umask, and an existing file keeps its old mode.
     chmodSync(keyPath, 0o600);
-    writeFileSync(join(this.ctx.config.dataDir, LAN_CERTIFICATE_FILE), pems.cert);
+    writeFileSync(join(this.config.dataDir, LAN_CERTIFICATE_FILE), pems.cert);
     this.certificate = undefined;
     return this.stored()!;
   }

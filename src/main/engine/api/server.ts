@@ -2,11 +2,15 @@ import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { readFileSync } from 'node:fs';
-import { authenticate } from '../services/auth.js';
+import { authenticate, resolveScope } from '../services/auth.js';
 import type { EngineContext } from '../services/context.js';
+import type { DeviceControl } from '../services/device-control.js';
+import type { DeviceAllocator } from '../services/devices.js';
+import type { InstanceManager } from '../services/instances.js';
+import type { MacHosts } from '../services/mac-hosts.js';
 import { sendError } from './errors.js';
 import { registerGui } from './gui.js';
-import type { App } from './http.js';
+import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
 import { chatRoutes } from './routes/chats.js';
@@ -22,7 +26,6 @@ import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
-import { installRoutes } from './routes/installs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { lazySerializers } from './serialization.js';
@@ -68,7 +71,15 @@ const SPEC_TAGS = [
  * Builds the HTTP server: one Fastify app, every route under /api/v1 with a schema, errors in one shape.
  * `https` makes it serve TLS with that certificate: LAN sharing's second server, on the same context.
  */
-export async function buildServer(ctx: EngineContext, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
+/** What the routes call. Each routes module gets only the services it uses. */
+export interface ApiServices {
+  allocator: DeviceAllocator;
+  control: DeviceControl;
+  instances: InstanceManager;
+  macHosts: MacHosts;
+}
+
+export async function buildServer(ctx: EngineContext, services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const tls = ctx.config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
   const app = Fastify({
@@ -132,8 +143,10 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     },
   });
 
+  const scopes: ScopeResolver = (caller, organization) => resolveScope(ctx, caller, organization);
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, _reply, done) => {
+    request.resolveScope = scopes;
     if (request.is404) return done();
     // routeOptions is built afresh on every read.
     const { config } = request.routeOptions;
@@ -178,14 +191,13 @@ export async function buildServer(ctx: EngineContext, version: string, options: 
     billingRoutes(a, ctx);
     sessionRoutes(a, ctx);
     testResultRoutes(a, ctx);
-    deviceRoutes(a, ctx);
-    deviceControlRoutes(a, ctx);
-    fleetRoutes(a, ctx);
-    labHostRoutes(a, ctx);
-    instanceRoutes(a, ctx);
+    deviceRoutes(a, services.allocator);
+    deviceControlRoutes(a, services.control);
+    fleetRoutes(a, ctx, services.macHosts);
+    labHostRoutes(a, services.macHosts);
+    instanceRoutes(a, services.instances);
     fileRoutes(a, ctx);
     appRoutes(a, ctx);
-    installRoutes(a, ctx);
     chatRoutes(a, ctx);
     labAssistantRoutes(a, ctx);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());

@@ -1,6 +1,5 @@
 import AjvModule from 'ajv';
-import { DeviceActionBody } from '../../../shared/api/devices.js';
-import type { DeviceAction, PhoneDriver, UiElement } from '../fleet/types.js';
+import { BUTTONS, DeviceActionBody, type ActionResult, type DeviceAction, type UiElement } from '../../../shared/api/devices.js';
 
 // ajv is CommonJS; its default export arrives wrapped under ESM.
 const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
@@ -18,8 +17,8 @@ export interface ToolSpec {
 export interface ToolOutcome {
   result: unknown;
   forModel: string;
-  /** A PNG for the model: only the screenshot tool returns one, so images go to the model only when it asks. */
-  image?: Buffer;
+  /** An image for the model: only the screenshot tool returns one, so images go to the model only when it asks. */
+  image?: ToolImage;
 }
 
 export class ToolError extends Error {
@@ -31,11 +30,21 @@ export class ToolError extends Error {
   }
 }
 
-/** The chat's device, resolved for the caller on every call, and where a screenshot is kept for the GUI. */
+export interface ToolImage {
+  data: Buffer;
+  mimeType: 'image/png' | 'image/jpeg';
+}
+
+/**
+ * The chat's device through the device-control core, authorized for the caller on every call, and where a
+ * screenshot is kept for the GUI.
+ */
 export interface DeviceAccess {
-  driver(): PhoneDriver;
+  screenshot(): Promise<ToolImage>;
+  elements(): Promise<UiElement[]>;
+  act(action: DeviceAction, signal: AbortSignal): Promise<ActionResult>;
   /** Keeps a screenshot where the GUI can fetch it, under the tool call that took it. */
-  saveImage(png: Buffer, toolCallId: string): Promise<{ url: string; contentType: 'image/png'; sha256: string }>;
+  saveImage(image: ToolImage, toolCallId: string): Promise<{ url: string; contentType: ToolImage['mimeType']; sha256: string }>;
 }
 
 const int = (description: string) => ({ type: 'integer', minimum: 0, description });
@@ -53,7 +62,7 @@ const ACTIONS: Record<string, { spec: Omit<ToolSpec, 'name'>; action: DeviceActi
   long_press: { action: 'longPress', spec: { description: 'Long-press the screen at pixel coordinates.', parameters: object({ x: int('x in pixels'), y: int('y in pixels'), durationMs: int('how long to hold, default 800') }, ['x', 'y']) } },
   swipe: { action: 'swipe', spec: { description: 'Swipe from one point to another (to scroll, swipe up to see content further down).', parameters: object({ fromX: int('start x'), fromY: int('start y'), toX: int('end x'), toY: int('end y'), durationMs: int('default 300') }, ['fromX', 'fromY', 'toX', 'toY']) } },
   type_text: { action: 'typeText', spec: { description: 'Type text into the focused field.', parameters: object({ text: { type: 'string' } }, ['text']) } },
-  press_button: { action: 'pressButton', spec: { description: 'Press a hardware or navigation button.', parameters: object({ button: { type: 'string', enum: ['HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH'] } }, ['button']) } },
+  press_button: { action: 'pressButton', spec: { description: 'Press a hardware or navigation button.', parameters: object({ button: { type: 'string', enum: [...BUTTONS] } }, ['button']) } },
   launch_app: { action: 'launchApp', spec: { description: 'Launch an installed app by package name.', parameters: object({ packageName: PACKAGE }, ['packageName']) } },
   terminate_app: { action: 'terminateApp', spec: { description: 'Force-stop an app by package name.', parameters: object({ packageName: PACKAGE }, ['packageName']) } },
   list_apps: { action: 'listApps', spec: { description: 'List the installed apps\' package names.', parameters: object({}) } },
@@ -82,7 +91,7 @@ const meaningful = (e: UiElement) => e.text !== '' || e.contentDescription !== '
 /** Runs one tool on the device. Throws ToolError for a bad call; a failing phone throws what the driver threw. */
 export async function runTool(device: DeviceAccess, name: string, args: Record<string, unknown>, toolCallId: string, signal: AbortSignal): Promise<ToolOutcome> {
   if (name === 'list_elements') {
-    const elements = (await device.driver().elements()).filter(meaningful);
+    const elements = (await device.elements()).filter(meaningful);
     const forModel = elements.map((e) => {
       const b = e.bounds;
       const label = [e.text && `"${e.text}"`, e.contentDescription && `label "${e.contentDescription}"`, e.resourceId && `id ${e.resourceId}`]
@@ -93,8 +102,8 @@ export async function runTool(device: DeviceAccess, name: string, args: Record<s
     return { result: { elements }, forModel: forModel.length > 0 ? forModel.join('\n') : 'No elements on screen.' };
   }
   if (name === 'screenshot') {
-    const png = await device.driver().screenshot();
-    return { result: { image: await device.saveImage(png, toolCallId) }, forModel: 'The screenshot is attached.', image: png };
+    const image = await device.screenshot();
+    return { result: { image: await device.saveImage(image, toolCallId) }, forModel: 'The screenshot is attached.', image };
   }
   const tool = ACTIONS[name];
   if (!tool) throw new ToolError('unknown_tool', `There is no tool named ${JSON.stringify(name)}.`);
@@ -102,6 +111,6 @@ export async function runTool(device: DeviceAccess, name: string, args: Record<s
   if (!validAction(action)) {
     throw new ToolError('invalid_arguments', `Invalid arguments for ${name}: ${validAction.errors?.[0]?.instancePath || '/'} ${validAction.errors?.[0]?.message ?? ''}.`);
   }
-  const result = await device.driver().act(action as DeviceAction, signal);
+  const result = await device.act(action as DeviceAction, signal);
   return { result, forModel: JSON.stringify(result) };
 }

@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EngineConfig } from '../config.js';
-import type { PhoneSource } from '../services/devices.js';
-import { AndroidFleet } from './android/adb-client.js';
-import type { Phone, PhoneDriver } from './types.js';
+import { AndroidFleet } from './android/android-fleet.js';
+import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 
 export interface Fleet extends PhoneSource {
   start(): Promise<void>;

@@ -1,4 +1,9 @@
-import type { PhoneState } from '../store/fleet.js';
+import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+
+export type { ActionResult, Button, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+
+/** device: usable; unauthorized: the phone has not trusted this computer; offline: attached but not answering; gone: not attached. */
+export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
 
 /** A phone as the fleet sees it right now. */
 export interface Phone {
@@ -11,36 +16,7 @@ export interface Phone {
   battery: number | null;
 }
 
-/** One element of the screen, flattened from the UI hierarchy. */
-export interface UiElement {
-  text: string;
-  contentDescription: string;
-  resourceId: string;
-  className: string;
-  bounds: { x: number; y: number; width: number; height: number };
-  clickable: boolean;
-}
-
-export const BUTTONS = ['HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH'] as const;
-export type Button = (typeof BUTTONS)[number];
-
-/** What the API, the assistant and the GUI can do to a phone: one vocabulary for all three. */
-export type DeviceAction =
-  | { type: 'tap'; x: number; y: number }
-  | { type: 'longPress'; x: number; y: number; durationMs?: number }
-  | { type: 'swipe'; fromX: number; fromY: number; toX: number; toY: number; durationMs?: number }
-  | { type: 'typeText'; text: string }
-  | { type: 'pressButton'; button: Button }
-  | { type: 'launchApp'; packageName: string }
-  | { type: 'terminateApp'; packageName: string }
-  | { type: 'listApps' }
-  | { type: 'openUrl'; url: string }
-  | { type: 'setOrientation'; orientation: 'portrait' | 'landscape' }
-  | { type: 'screenSize' };
-
-export type ActionResult = { ok: true; apps?: string[]; width?: number; height?: number };
-
-/** Driving one phone. */
+/** Driving one phone: what every platform implements, and the only way the engine touches a phone. */
 export interface PhoneDriver {
   /** Wakes the screen, dismisses the keyguard, goes home; returns the installed packages. */
   prepare(): Promise<string[]>;
@@ -48,6 +24,7 @@ export interface PhoneDriver {
   cleanup(packagesBefore: readonly string[]): Promise<void>;
   /** Installs the app file at a local path (an APK on Android), replacing an earlier version. */
   install(appPath: string): Promise<void>;
+  /** A PNG of the screen. */
   screenshot(): Promise<Buffer>;
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
@@ -80,4 +57,13 @@ export interface LiveFrame {
   source: 'minicap';
   /** The phone's screen the frame shows, in the phone's pixels (what taps use); the frame may be scaled down. */
   screen: { width: number; height: number };
+}
+
+/** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */
+export interface PhoneSource {
+  list(): Phone[];
+  get(serial: string): Phone | undefined;
+  driver(serial: string): PhoneDriver;
+  on(event: 'phone', listener: (phone: Phone) => void): unknown;
+  on(event: 'gone', listener: (serial: string) => void): unknown;
 }

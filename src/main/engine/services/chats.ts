@@ -11,6 +11,7 @@ import type { ChatRow, MessageRow, RunStatus, ToolCallRow } from '../store/chats
 import { providerFor } from './assistant.js';
 import { requireRole } from './auth.js';
 import type { EngineContext, Scope } from './context.js';
+import type { DeviceControl } from './device-control.js';
 import { getSession } from './sessions.js';
 
 /** The API's base path, for the URLs a message carries (its events, a screenshot's image). */
@@ -102,6 +103,7 @@ export class Chats {
 
   constructor(
     private readonly ctx: EngineContext,
+    private readonly control: DeviceControl,
     private readonly options: { toolTimeoutMs: number; log: (message: string) => void },
   ) {
     this.events = new EventLog(ctx.stores.chats, ctx.now);
@@ -170,15 +172,21 @@ export class Chats {
   private device(scope: Scope, chat: ChatRow, messageId: string): DeviceAccess | undefined {
     const serial = chat.metadata.deviceId;
     if (!serial) return undefined;
-    const { ctx } = this;
+    const { ctx, control } = this;
+    // Authorized on every call, for the caller who posted the message: a released device or a lost role stops it.
+    const target = { sessionId: chat.sessionId, serial };
     return {
-      // Resolved on every call, for the caller who posted the message: a released device or a lost role stops it.
-      driver: () => ctx.devices.driverFor(scope, chat.sessionId, serial),
-      async saveImage(png, toolCallId) {
-        const staged = await ctx.blobs.stage(Readable.from([png]));
+      async screenshot() {
+        const frame = await control.screenshot(scope, target);
+        return { data: frame.data, mimeType: `image/${frame.format}` as const };
+      },
+      elements: () => control.elements(scope, target),
+      act: (action, signal) => control.act(scope, target, action, signal),
+      async saveImage(image, toolCallId) {
+        const staged = await ctx.blobs.stage(Readable.from([image.data]));
         await staged.commit();
         const url = `${base(chat)}/messages/${messageId}/tool-calls/${toolCallId}/image`;
-        return { url, contentType: 'image/png', sha256: staged.sha256 };
+        return { url, contentType: image.mimeType, sha256: staged.sha256 };
       },
     };
   }

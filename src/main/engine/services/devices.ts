@@ -1,22 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { checkFilters, matches, type DeviceFilter } from '../domain/device-filters.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
-import type { Phone, PhoneDriver } from '../fleet/types.js';
+import type { Phone, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
+import type { FileRow } from '../store/files.js';
+import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
-import type { EngineContext, Scope } from './context.js';
-import { labQuotas } from './lab.js';
+import type { Clock, Scope } from './scope.js';
 
-/** The hardware side the allocator needs: which phones are attached, and a driver for each. */
-export interface PhoneSource {
-  list(): Phone[];
-  get(serial: string): Phone | undefined;
-  driver(serial: string): PhoneDriver;
-  on(event: 'phone', listener: (phone: Phone) => void): unknown;
-  on(event: 'gone', listener: (serial: string) => void): unknown;
+/** What the allocator reads and writes: allocations, the inventory, metering, and the apps to install. */
+export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files'>;
+
+/** The stored app files an allocation's installApps names. */
+export interface AppFiles {
+  /** The caller's stored file that a file:<id> reference names, ready to install; throws not_found otherwise. */
+  readyFile(scope: Scope, ref: string): FileRow;
+  /** Where the file's bytes are on disk. */
+  pathOf(file: FileRow): string;
 }
 
 export interface AllocatorOptions {
+  /** Devices an organization may hold at once, as the lab owner set it now. */
+  deviceQuota: () => number;
   /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
   graceMs: number;
   /** Provisioning that takes longer fails: nothing stays provisioning forever. */
@@ -55,8 +60,10 @@ export class DeviceAllocator {
   private reconciled = false;
 
   constructor(
-    private readonly ctx: EngineContext,
+    private readonly stores: AllocatorStores,
     private readonly phones: PhoneSource,
+    private readonly appFiles: AppFiles,
+    private readonly now: Clock,
     private readonly options: AllocatorOptions,
   ) {}
 
@@ -72,9 +79,9 @@ export class DeviceAllocator {
   /** Once the fleet knows which phones are attached: reconciles stored allocations with them. */
   reconcile(): void {
     this.reconciled = true;
-    const { fleet, devices } = this.ctx.stores;
+    const { fleet, devices } = this.stores;
     fleet.markAllGone('android');
-    for (const phone of this.phones.list()) fleet.upsert(phone, this.ctx.now());
+    for (const phone of this.phones.list()) fleet.upsert(phone, this.now());
     for (const row of devices.uncleaned()) {
       if (this.attached(row.serial!)) void this.cleanup(row);
     }
@@ -84,10 +91,10 @@ export class DeviceAllocator {
         if (attached) void this.prepare(row);
         else this.requeue(row);
       } else if (row.status === 'in_use' && !attached) {
-        this.goOffline(row, this.ctx.now());
+        this.goOffline(row, this.now());
       } else if (row.status === 'offline') {
         if (attached) devices.setStatus(row.id, 'in_use');
-        else this.armGrace(row.id, row.offlineSince ?? this.ctx.now());
+        else this.armGrace(row.id, row.offlineSince ?? this.now());
       }
     }
     this.serveQueue();
@@ -103,12 +110,12 @@ export class DeviceAllocator {
 
   allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[]; installApps?: string[] }): DeviceAllocationRow {
     requireRole(scope.role, 'readwrite');
-    const { sessions, devices, fleet } = this.ctx.stores;
+    const { sessions, devices, fleet } = this.stores;
     if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
     const filters = checkFilters(request.filters);
     const installs = (request.installApps ?? []).map((ref) => {
       if (!FILE_REF.test(ref)) throw invalid('invalid_install_apps', `installApps entries look like file:<fileId>, not "${ref}".`);
-      const file = this.ctx.files.readyFile(scope, ref);
+      const file = this.appFiles.readyFile(scope, ref);
       const platform = filters.find((f) => f.attribute === 'platform')?.value;
       if (file.platform !== platform) throw invalid('wrong_platform', `${ref} is an ${file.platform} app; this allocation asks for ${platform}.`);
       return file.id;
@@ -116,7 +123,7 @@ export class DeviceAllocator {
     if (!fleet.all().some((phone) => matches(phone, filters))) {
       throw new ServiceError('not_found', 'no_matching_device', 'No device in this lab matches those filters, now or offline.');
     }
-    const quota = labQuotas(this.ctx).devices;
+    const quota = this.options.deviceQuota();
     if (devices.activeCount(scope.organization.id) >= quota) {
       throw conflict(
         'concurrency_limit',
@@ -133,16 +140,16 @@ export class DeviceAllocator {
       name: asked('name'),
       osVersion: asked('version'),
       filters: JSON.stringify(filters),
-      now: this.ctx.now(),
+      now: this.now(),
     });
-    this.ctx.stores.files.addInstalls(id, installs);
+    this.stores.files.addInstalls(id, installs);
     this.serveQueue();
     return devices.get(id)!;
   }
 
   list(scope: Scope, sessionId: string): DeviceAllocationRow[] {
-    if (!this.ctx.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
-    return this.ctx.stores.devices.ofSessions([sessionId]);
+    if (!this.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    return this.stores.devices.ofSessions([sessionId]);
   }
 
   /** A session's device by its serial (or, for one still queued without a serial, its allocation id). */
@@ -157,22 +164,13 @@ export class DeviceAllocator {
   release(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
     requireRole(scope.role, 'readwrite');
     const row = this.find(scope, sessionId, deviceId);
-    if (row.releasedAt === null) this.finish(row, this.ctx.now(), null);
-    return this.ctx.stores.devices.get(row.id)!;
-  }
-
-  /** The driver of an in_use phone of the caller's session, for screenshots, elements and actions. */
-  driverFor(scope: Scope, sessionId: string, serial: string): PhoneDriver {
-    const row = this.find(scope, sessionId, serial);
-    if (row.status !== 'in_use' || row.serial !== serial) {
-      throw conflict('device_not_in_use', `That device is ${row.status}; it can be driven only while in_use.`);
-    }
-    return this.phones.driver(serial);
+    if (row.releasedAt === null) this.finish(row, this.now(), null);
+    return this.stores.devices.get(row.id)!;
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
   holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
-    const { devices } = this.ctx.stores;
+    const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
     if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
@@ -187,46 +185,46 @@ export class DeviceAllocator {
 
   private onPhone(phone: Phone): void {
     if (this.stopped) return;
-    this.ctx.stores.fleet.upsert(phone, this.ctx.now());
+    this.stores.fleet.upsert(phone, this.now());
     if (!this.reconciled) return;
     if (phone.state !== 'device') return this.onUnavailable(phone.serial);
-    const row = this.ctx.stores.devices.holding(phone.serial);
+    const row = this.stores.devices.holding(phone.serial);
     if (row?.status === 'offline') {
       clearTimeout(this.graceTimers.get(row.id));
       this.graceTimers.delete(row.id);
-      this.ctx.stores.devices.setStatus(row.id, 'in_use');
+      this.stores.devices.setStatus(row.id, 'in_use');
       this.options.log(`${phone.serial} is back; allocation ${row.id} is in_use again`);
     } else if (row?.status === 'provisioning' && !this.preparing.has(row.id)) {
       void this.prepare(row);
     }
-    const unfinished = this.ctx.stores.devices.uncleaned().find((r) => r.serial === phone.serial);
+    const unfinished = this.stores.devices.uncleaned().find((r) => r.serial === phone.serial);
     if (unfinished && !this.cleaning.has(phone.serial)) void this.cleanup(unfinished);
     this.serveQueue();
   }
 
   private onUnavailable(serial: string): void {
     if (this.stopped || !this.reconciled) return;
-    const { fleet, devices } = this.ctx.stores;
+    const { fleet, devices } = this.stores;
     if (!this.phones.get(serial)) fleet.setState(serial, 'gone');
     const row = devices.holding(serial);
-    if (row?.status === 'in_use') this.goOffline(row, this.ctx.now());
+    if (row?.status === 'in_use') this.goOffline(row, this.now());
     else if (row?.status === 'provisioning') this.requeue(row);
   }
 
   private goOffline(row: DeviceAllocationRow, since: number): void {
-    this.ctx.stores.devices.setStatus(row.id, 'offline', since);
+    this.stores.devices.setStatus(row.id, 'offline', since);
     this.options.log(`${row.serial} went away; allocation ${row.id} is offline for up to ${this.options.graceMs / 1000} s`);
     this.armGrace(row.id, since);
   }
 
   private armGrace(allocationId: string, since: number): void {
     clearTimeout(this.graceTimers.get(allocationId));
-    const wait = Math.max(0, since + this.options.graceMs - this.ctx.now());
+    const wait = Math.max(0, since + this.options.graceMs - this.now());
     const timer = setTimeout(() => {
       this.graceTimers.delete(allocationId);
-      const row = this.ctx.stores.devices.get(allocationId);
+      const row = this.stores.devices.get(allocationId);
       // Billing stops when the phone went away, not when the lab gave up waiting for it.
-      if (row?.status === 'offline') this.finish(row, row.offlineSince ?? this.ctx.now(), 'device_lost');
+      if (row?.status === 'offline') this.finish(row, row.offlineSince ?? this.now(), 'device_lost');
     }, wait);
     timer.unref();
     this.graceTimers.set(allocationId, timer);
@@ -237,7 +235,7 @@ export class DeviceAllocator {
   /** Hands free phones to queued allocations, oldest first; an allocation no free phone matches waits. */
   private serveQueue(): void {
     if (this.stopped || !this.reconciled) return;
-    const { devices } = this.ctx.stores;
+    const { devices } = this.stores;
     // A phone whose last cleanup has not finished is not handed out: it may still hold the last user's apps.
     const dirty = new Set(devices.uncleaned().map((r) => r.serial));
     for (const row of devices.active()) {
@@ -248,9 +246,9 @@ export class DeviceAllocator {
         .filter((p) => p.state === 'device' && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
         .sort((a, b) => a.serial.localeCompare(b.serial))[0];
       if (!phone) continue;
-      const now = this.ctx.now();
+      const now = this.now();
       if (!devices.assign(row.id, phone, now)) continue;
-      this.ctx.stores.usage.start(row.organizationId, 'devices', row.id, now);
+      this.stores.usage.start(row.organizationId, 'devices', row.id, now);
       void this.prepare(devices.get(row.id)!);
     }
   }
@@ -266,33 +264,33 @@ export class DeviceAllocator {
     try {
       const packages = await withTimeout(this.phones.driver(serial).prepare(), this.options.prepareTimeoutMs, 'Preparing the phone');
       if (this.stopped) return;
-      const current = this.ctx.stores.devices.get(row.id);
+      const current = this.stores.devices.get(row.id);
       if (current?.status !== 'provisioning' || current.serial !== serial) return;
       // Kept from a preparation a restart interrupted, which may have installed some of the apps already. Recorded
       // before installing, so that cleanup removes what installApps adds.
-      if (current.packagesBefore === null) this.ctx.stores.devices.setPackagesBefore(row.id, packages);
+      if (current.packagesBefore === null) this.stores.devices.setPackagesBefore(row.id, packages);
       await this.installApps(current);
       // Released, or requeued because the phone went away, while the apps were installing.
-      const installed = this.ctx.stores.devices.get(row.id);
+      const installed = this.stores.devices.get(row.id);
       if (this.stopped || installed?.status !== 'provisioning' || installed.serial !== serial) return;
-      this.ctx.stores.devices.setStatus(row.id, 'in_use');
+      this.stores.devices.setStatus(row.id, 'in_use');
     } catch (error) {
       if (this.stopped) return;
-      const current = this.ctx.stores.devices.get(row.id);
+      const current = this.stores.devices.get(row.id);
       if (current?.status !== 'provisioning') return;
       this.options.log(`${serial}: preparing allocation ${row.id} failed: ${(error as Error).message}`);
       if (!this.attached(serial)) this.requeue(current);
-      else this.finish(current, this.ctx.now(), error instanceof InstallFailed ? 'install_failed' : 'provisioning_failed');
+      else this.finish(current, this.now(), error instanceof InstallFailed ? 'install_failed' : 'provisioning_failed');
     }
   }
 
   /** Installs the allocation's installApps, in order, before it goes in_use. */
   private async installApps(row: DeviceAllocationRow): Promise<void> {
-    for (const fileId of this.ctx.stores.files.installsOf(row.id)) {
-      const file = this.ctx.stores.files.get(fileId, row.organizationId, this.ctx.now());
+    for (const fileId of this.stores.files.installsOf(row.id)) {
+      const file = this.stores.files.get(fileId, row.organizationId, this.now());
       if (file?.status !== 'ready') throw new InstallFailed(`file ${fileId} is no longer stored`);
       try {
-        await withTimeout(this.phones.driver(row.serial!).install(this.ctx.files.pathOf(file)), this.options.prepareTimeoutMs, `Installing ${file.filename}`);
+        await withTimeout(this.phones.driver(row.serial!).install(this.appFiles.pathOf(file)), this.options.prepareTimeoutMs, `Installing ${file.filename}`);
       } catch (error) {
         throw new InstallFailed(`installing ${file.filename}: ${(error as Error).message}`);
       }
@@ -301,14 +299,14 @@ export class DeviceAllocator {
 
   /** Back in the queue, at its original place (its createdAt), when its phone vanished while provisioning. */
   private requeue(row: DeviceAllocationRow): void {
-    this.ctx.stores.usage.stop(row.id, this.ctx.now());
-    this.ctx.stores.devices.requeue(row.id);
+    this.stores.usage.stop(row.id, this.now());
+    this.stores.devices.requeue(row.id);
     this.serveQueue();
   }
 
   /** Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. */
   private finish(row: DeviceAllocationRow, at: number, reason: string | null): void {
-    const { devices, usage } = this.ctx.stores;
+    const { devices, usage } = this.stores;
     clearTimeout(this.graceTimers.get(row.id));
     this.graceTimers.delete(row.id);
     if (!devices.release(row.id, at, reason)) return;
@@ -317,7 +315,7 @@ export class DeviceAllocator {
     // A release while installApps are still installing cleans up after the install in flight, or it would stay.
     if (released.serial && released.packagesBefore && this.attached(released.serial)) {
       void (this.preparing.get(row.id) ?? Promise.resolve()).then(() => this.cleanup(released));
-    } else if (!released.packagesBefore) devices.markCleaned(row.id, this.ctx.now());
+    } else if (!released.packagesBefore) devices.markCleaned(row.id, this.now());
     this.serveQueue();
   }
 
@@ -327,7 +325,7 @@ export class DeviceAllocator {
     this.cleaning.add(serial);
     try {
       await withTimeout(this.phones.driver(serial).cleanup(JSON.parse(row.packagesBefore!) as string[]), this.options.prepareTimeoutMs, 'Cleaning the phone');
-      if (!this.stopped) this.ctx.stores.devices.markCleaned(row.id, this.ctx.now());
+      if (!this.stopped) this.stores.devices.markCleaned(row.id, this.now());
     } catch (error) {
       // Left uncleaned: the next time the phone appears (or the engine starts) cleanup runs again.
       this.options.log(`${serial}: cleanup after allocation ${row.id} failed: ${(error as Error).message}`);

@@ -1,15 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { MacHost, StepError, type InstanceShell, type TartVm } from '../fleet/macos/host.js';
+import type { Stores } from '../store/index.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { MacHostRow } from '../store/mac-hosts.js';
 import { requireRole } from './auth.js';
-import type { EngineContext, Scope } from './context.js';
-import { labQuotas } from './lab.js';
-import { hostSecrets } from './mac-hosts.js';
+import type { HostSecretStore } from './host-secrets.js';
+import type { Clock, Scope } from './scope.js';
 import { Terminals, type SharedTerminal, type TerminalSize } from './terminals.js';
 
+/** What the instance manager reads and writes: sessions (to check), instances and their hosts, and metering. */
+export type InstanceStores = Pick<Stores, 'db' | 'sessions' | 'instances' | 'macHosts' | 'usage'>;
+
 export interface InstanceManagerOptions {
+  /** Active instances an organization may hold at once, as the lab owner set it now. */
+  instanceQuota: () => number;
+  /** How long an interactive shell outlives its last viewer. */
+  terminalIdleMs: number;
   /** How often each host is checked over SSH. */
   checkIntervalMs: number;
   /** How long a ready instance survives its host being unreachable. */
@@ -69,15 +76,17 @@ export class InstanceManager {
   private readonly terminals: Terminals;
 
   constructor(
-    private readonly ctx: EngineContext,
+    private readonly stores: InstanceStores,
+    private readonly hostSecrets: Pick<HostSecretStore, 'read'>,
+    private readonly now: Clock,
     private readonly options: InstanceManagerOptions,
   ) {
-    this.terminals = new Terminals(ctx.config.terminalIdleSeconds * 1000);
+    this.terminals = new Terminals(options.terminalIdleMs);
   }
 
   /** Starts the periodic host checks; the first check of each host reconciles its instances. */
   start(): void {
-    this.ctx.stores.instances.settleHostless(this.ctx.now());
+    this.stores.instances.settleHostless(this.now());
     this.tick();
   }
 
@@ -102,13 +111,13 @@ export class InstanceManager {
 
   create(scope: Scope, sessionId: string, body: { os: string }): InstanceRow {
     requireRole(scope.role, 'readwrite');
-    const { db, sessions, instances, usage } = this.ctx.stores;
+    const { db, sessions, instances, usage } = this.stores;
     if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
     if (body.os !== 'macos') throw invalid('unsupported_os', `Only macos instances are supported, not "${body.os}".`);
     const id = randomUUID();
     const organizationId = scope.organization.id;
     db.transaction(() => {
-      const quota = labQuotas(this.ctx).instances;
+      const quota = this.options.instanceQuota();
       if (instances.activeCount(organizationId) >= quota) {
         throw conflict('concurrency_limit', `This organization already has ${quota} active instances, its quota. Release one first.`);
       }
@@ -125,7 +134,7 @@ export class InstanceManager {
         diskMb: host.diskMb,
         hostId: host.id,
         vmName: vmNameOf(id),
-        now: this.ctx.now(),
+        now: this.now(),
       });
       // Billing runs from createdAt, as the spec says, not from readiness.
       usage.start(organizationId, 'instances', id, createdAt);
@@ -136,13 +145,13 @@ export class InstanceManager {
   }
 
   list(scope: Scope, sessionId: string): InstanceRow[] {
-    if (!this.ctx.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
-    return this.ctx.stores.instances.ofSessions([sessionId]);
+    if (!this.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    return this.stores.instances.ofSessions([sessionId]);
   }
 
   get(scope: Scope, sessionId: string, instanceId: string): InstanceRow {
-    if (!this.ctx.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
-    const row = this.ctx.stores.instances.get(instanceId);
+    if (!this.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const row = this.stores.instances.get(instanceId);
     if (!row || row.sessionId !== sessionId || row.organizationId !== scope.organization.id) throw notFound('instance');
     return row;
   }
@@ -151,12 +160,12 @@ export class InstanceManager {
   release(scope: Scope, sessionId: string, instanceId: string): InstanceRow {
     requireRole(scope.role, 'readwrite');
     const row = this.get(scope, sessionId, instanceId);
-    const now = this.ctx.now();
-    if (this.ctx.stores.instances.end(row.id, 'released', now)) {
-      this.ctx.stores.usage.stop(row.id, now);
+    const now = this.now();
+    if (this.stores.instances.end(row.id, 'released', now)) {
+      this.stores.usage.stop(row.id, now);
       this.afterEnd(row.id);
     }
-    return this.ctx.stores.instances.get(row.id)!;
+    return this.stores.instances.get(row.id)!;
   }
 
   /**
@@ -184,7 +193,7 @@ export class InstanceManager {
   }
 
   private async shellOf(row: InstanceRow): Promise<InstanceShell> {
-    const host = row.hostId ? this.ctx.stores.macHosts.get(row.hostId) : undefined;
+    const host = row.hostId ? this.stores.macHosts.get(row.hostId) : undefined;
     if (!host) throw conflict('instance_unreachable', 'The Mac host of that instance was removed from the lab.');
     let shell: InstanceShell;
     try {
@@ -225,7 +234,7 @@ export class InstanceManager {
   /** Slots a host can give now: none while it is down; a VM still being torn down holds its slot. */
   freeSlots(host: MacHostRow): number {
     if (this.healthOf(host.id).state === 'down') return 0;
-    return Math.max(0, this.capacity(host) - this.ctx.stores.instances.onHost(host.id).length);
+    return Math.max(0, this.capacity(host) - this.stores.instances.onHost(host.id).length);
   }
 
   /** Checks a host as soon as possible: after it was added or edited. */
@@ -241,7 +250,7 @@ export class InstanceManager {
     this.reconciled.delete(hostId);
     clearTimeout(this.graceTimers.get(hostId));
     this.graceTimers.delete(hostId);
-    this.ctx.stores.instances.settleHostless(this.ctx.now());
+    this.stores.instances.settleHostless(this.now());
   }
 
   /** Checks a host over SSH (once at a time per host) and acts on what changed. */
@@ -255,40 +264,40 @@ export class InstanceManager {
 
   private tick(): void {
     if (this.stopped) return;
-    for (const host of this.ctx.stores.macHosts.all()) void this.check(host.id);
+    for (const host of this.stores.macHosts.all()) void this.check(host.id);
     // A zero interval would spin: checks are skipped while one runs, but the timer would not be.
     this.timer = setTimeout(() => this.tick(), Math.max(100, this.options.checkIntervalMs));
     this.timer.unref();
   }
 
   private async runCheck(hostId: string): Promise<void> {
-    const host = this.ctx.stores.macHosts.get(hostId);
+    const host = this.stores.macHosts.get(hostId);
     if (!host || this.stopped) return;
-    const startedAt = this.ctx.now();
+    const startedAt = this.now();
     let result: Awaited<ReturnType<MacHost['check']>>;
     try {
       result = await (await this.macOf(host)).check(this.shutdown.signal);
     } catch (error) {
       // Only an SSH failure means the Mac is gone; a tart that misbehaves keeps new instances away, nothing more.
       const unreachable = !(error instanceof StepError) || error.connectionFailed;
-      if (!this.stopped && this.ctx.stores.macHosts.get(hostId)) this.markDown(host, messageOf(error), unreachable);
+      if (!this.stopped && this.stores.macHosts.get(hostId)) this.markDown(host, messageOf(error), unreachable);
       return;
     }
-    const current = this.ctx.stores.macHosts.get(hostId);
+    const current = this.stores.macHosts.get(hostId);
     if (this.stopped || !current) return;
     // A check that began before the host was edited says nothing about the edited host's key.
-    if (current.updatedAt === host.updatedAt && !current.hostKeySha256) this.ctx.stores.macHosts.pinHostKey(host.id, result.hostKey);
+    if (current.updatedAt === host.updatedAt && !current.hostKeySha256) this.stores.macHosts.pinHostKey(host.id, result.hostKey);
     this.markUp(current, result.vms, startedAt);
   }
 
   private markDown(host: MacHostRow, message: string, unreachable: boolean): void {
     const previous = this.healthOf(host.id);
-    const now = this.ctx.now();
+    const now = this.now();
     const downSince = previous.state === 'down' ? previous.downSince! : now;
     this.health.set(host.id, { state: 'down', message, checkedAt: now, downSince });
     if (previous.state !== 'down') this.options.log(`Mac host ${host.name} is down: ${message}`);
     if (!unreachable) return;
-    const rows = this.ctx.stores.instances.onHost(host.id);
+    const rows = this.stores.instances.onHost(host.id);
     for (const row of rows) {
       if (row.status === 'provisioning') this.fail(row.id, `The Mac host ${host.name} went down while the instance was provisioning: ${message}`);
     }
@@ -297,8 +306,8 @@ export class InstanceManager {
         this.graceTimers.delete(host.id);
         const health = this.healthOf(host.id);
         if (this.stopped || health.state !== 'down') return;
-        const seconds = Math.round((this.ctx.now() - health.downSince!) / 1000);
-        for (const row of this.ctx.stores.instances.onHost(host.id)) {
+        const seconds = Math.round((this.now() - health.downSince!) / 1000);
+        for (const row of this.stores.instances.onHost(host.id)) {
           if (row.status === 'ready') this.fail(row.id, `The Mac host ${host.name} has been unreachable for ${seconds} s: ${health.message}`);
         }
       }, Math.max(0, downSince + this.options.graceMs - now));
@@ -314,14 +323,14 @@ export class InstanceManager {
    */
   private markUp(host: MacHostRow, vms: TartVm[] | null, checkStartedAt: number): void {
     const previous = this.healthOf(host.id);
-    this.health.set(host.id, { state: 'up', message: null, checkedAt: this.ctx.now(), downSince: null });
+    this.health.set(host.id, { state: 'up', message: null, checkedAt: this.now(), downSince: null });
     if (previous.state === 'down') this.options.log(`Mac host ${host.name} is back`);
     clearTimeout(this.graceTimers.get(host.id));
     this.graceTimers.delete(host.id);
     const first = !this.reconciled.has(host.id);
     this.reconciled.add(host.id);
     const running = vms && new Map(vms.map((vm) => [vm.name, vm.running]));
-    for (const row of this.ctx.stores.instances.onHost(host.id)) {
+    for (const row of this.stores.instances.onHost(host.id)) {
       if (row.status === 'provisioning') {
         if (!this.provisioning.has(row.id)) this.provision(row, true);
       } else if (row.status === 'ready') {
@@ -348,7 +357,7 @@ export class InstanceManager {
 
   /** The host with the most free slots (by name on a tie), or 409 no_capacity. */
   private placement(): MacHostRow {
-    const hosts = this.ctx.stores.macHosts.all();
+    const hosts = this.stores.macHosts.all();
     let best: MacHostRow | undefined;
     let bestFree = 0;
     for (const host of hosts) {
@@ -360,7 +369,7 @@ export class InstanceManager {
     }
     if (best) return best;
     if (hosts.length === 0) {
-      throw conflict('no_capacity', 'This lab has no Mac host yet; the lab owner adds them under /api/v1/lab/hosts.');
+      throw conflict('no_capacity', 'This lab has no Mac host yet; the lab owner adds them (lab settings, or the lab hosts API).');
     }
     const down = hosts.filter((h) => this.healthOf(h.id).state === 'down').length;
     throw conflict(
@@ -377,14 +386,14 @@ export class InstanceManager {
   }
 
   private async runProvision(row: InstanceRow, signal: AbortSignal, resume: boolean): Promise<void> {
-    const host = row.hostId ? this.ctx.stores.macHosts.get(row.hostId) : undefined;
+    const host = row.hostId ? this.stores.macHosts.get(row.hostId) : undefined;
     if (!host) return this.fail(row.id, 'Its Mac host was removed from the lab.');
     try {
       const mac = await this.macOf(host);
       const image = { baseImage: row.image, machine: { cpuCores: row.cpuCores, memoryMb: row.memoryMb, diskMb: row.diskMb } };
       const { address } = await mac.provision(row.vmName!, image, signal, this.shutdown.signal, resume);
       if (this.stopped || signal.aborted) return;
-      if (this.ctx.stores.instances.markReady(row.id, this.ctx.now(), address)) {
+      if (this.stores.instances.markReady(row.id, this.now(), address)) {
         this.options.log(`instance ${row.id} is ready on ${host.name}`);
       }
     } catch (error) {
@@ -399,9 +408,9 @@ export class InstanceManager {
 
   /** provisioning or ready to failed: billing stops now, and the instance is torn down. */
   private fail(instanceId: string, message: string): void {
-    const now = this.ctx.now();
-    if (!this.ctx.stores.instances.end(instanceId, 'failed', now, message)) return;
-    this.ctx.stores.usage.stop(instanceId, now);
+    const now = this.now();
+    if (!this.stores.instances.end(instanceId, 'failed', now, message)) return;
+    this.stores.usage.stop(instanceId, now);
     this.options.log(`instance ${instanceId} failed: ${message}`);
     this.afterEnd(instanceId);
   }
@@ -421,12 +430,12 @@ export class InstanceManager {
 
   private async runTeardown(instanceId: string): Promise<void> {
     await this.provisioning.get(instanceId)?.done;
-    const { instances, macHosts } = this.ctx.stores;
+    const { instances, macHosts } = this.stores;
     const row = instances.get(instanceId);
     if (!row || row.tornDownAt !== null || this.stopped) return;
     const host = row.hostId ? macHosts.get(row.hostId) : undefined;
     if (!host) {
-      instances.markTornDown(row.id, this.ctx.now());
+      instances.markTornDown(row.id, this.now());
       return;
     }
     // An unreachable host is tried again once a check finds it up.
@@ -434,7 +443,7 @@ export class InstanceManager {
     try {
       await (await this.macOf(host)).teardown(row.vmName!, this.shutdown.signal);
       if (this.stopped) return;
-      instances.markTornDown(row.id, this.ctx.now());
+      instances.markTornDown(row.id, this.now());
     } catch (error) {
       if (!this.stopped) this.options.log(`tearing down instance ${row.id} on ${host.name} failed, retrying after the next check: ${messageOf(error)}`);
     }
@@ -442,7 +451,7 @@ export class InstanceManager {
 
   /** The host's driver, with its credentials read from the secret store. */
   private async macOf(host: MacHostRow): Promise<MacHost> {
-    const secrets = await hostSecrets(this.ctx, host.id);
+    const secrets = await this.hostSecrets.read(host.id);
     const vmLogin =
       host.vmAuth === 'privateKey'
         ? { privateKey: secrets.vmPrivateKey }

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PhoneDriver } from '../fleet/types.js';
-import type { EngineContext, Scope } from './context.js';
 
 /** One encoded picture of the screen, with its size so that a viewer need not decode it to learn it. */
 export interface Frame {
@@ -53,7 +52,7 @@ const CHECK_MS = 500;
 export const DEFAULT_MAX_SIZE = 1280;
 
 /** Width and height from the IHDR chunk, which every PNG has first: no need to decode the image. */
-function pngSize(png: Buffer): { width: number; height: number } {
+export function pngSize(png: Buffer): { width: number; height: number } {
   if (png.length < 24 || png.toString('latin1', 12, 16) !== 'IHDR') throw new Error('screencap did not return a PNG');
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }
@@ -100,32 +99,10 @@ export function preferLiveSource(driver: PhoneDriver, maxFps: number, maxSize: n
   };
 }
 
-/**
- * The phone a caller may watch: an in_use phone of their session. Throws not_found or device_not_in_use otherwise,
- * so that the API can refuse before it upgrades the connection.
- */
-export function screenTarget(ctx: EngineContext, scope: Scope, sessionId: string, serial: string): ScreenTarget {
-  const driver = ctx.devices.driverFor(scope, sessionId, serial);
-  const { id } = ctx.devices.find(scope, sessionId, serial);
-  let liveFailed = false;
-  return {
-    key: id,
-    source: ({ maxSize }) =>
-      driver.liveFrames && !liveFailed
-        ? preferLiveSource(driver, ctx.config.screenMaxFps, maxSize, () => (liveFailed = true))
-        : screencapSource(driver, ctx.config.screenMaxFps),
-    ended: () => {
-      const status = ctx.stores.devices.get(id)?.status;
-      if (status === 'in_use') return undefined;
-      return status === 'offline' ? 'device_offline' : 'device_released';
-    },
-  };
-}
-
 /** One capture loop and the viewers it fans out to. */
 class Feed {
   private readonly viewers = new Set<Viewer>();
-  latest: Frame | undefined;
+  private latest: Frame | undefined;
   private readonly stopping = new AbortController();
   /** The capture under way, and the size it was started for: a viewer that needs more restarts it. */
   private attempt: { controller: AbortController; maxSize: number } | undefined;
@@ -137,6 +114,11 @@ class Feed {
   ) {
     this.timer = setInterval(() => this.stillLive(), CHECK_MS);
     void this.run();
+  }
+
+  /** The newest frame, while the feed runs. */
+  get newest(): Frame | undefined {
+    return this.stopping.signal.aborted ? undefined : this.latest;
   }
 
   join(viewer: Viewer): void {
@@ -233,12 +215,9 @@ export class LiveScreens {
     return () => joined.leave(viewer);
   }
 
-  /**
-   * The newest frame of the allocation's running feed, or undefined when nobody watches it: a screenshot taken
-   * while a feed runs costs nothing, where a real phone's screencap takes seconds.
-   */
-  latestFrame(key: string): Frame | undefined {
-    return this.feeds.get(key)?.latest;
+  /** The newest frame of the allocation's feed, while one runs: what a screenshot returns instead of a capture. */
+  latest(key: string): Frame | undefined {
+    return this.feeds.get(key)?.newest;
   }
 
   /** Ends every feed: the server is closing. */

@@ -1,6 +1,8 @@
 import type { Db } from './db.js';
 
-export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
+import type { PhoneState } from '../fleet/types.js';
+
+export type { PhoneState };
 
 export interface FleetDeviceRow {
   serial: string;

@@ -7,7 +7,7 @@ import type { EngineContext } from '../../services/context.js';
 import { labOwnerId } from '../../services/lab.js';
 import type { UserRow } from '../../store/users.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
-import { presentUser } from '../present.js';
+import { presentUser } from '../presenters/account.js';
 
 /** Account (spec) plus the login and sign-up extensions that issue interactive tokens. */
 export function accountRoutes(app: App, ctx: EngineContext): void {

@@ -6,7 +6,7 @@ import type { EngineContext } from '../../services/context.js';
 import { versionOf } from '../../services/files.js';
 import type { AppRow, FileRow } from '../../store/files.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { page } from '../present.js';
+import { page } from '../presenters/common.js';
 
 /** An app as its newest ready file describes it, with every ready file it groups. */
 const presentApp = ({ app, files }: { app: AppRow; files: FileRow[] }): AppView => {
@@ -34,11 +34,11 @@ export function appRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listApps', summary: 'Apps (ready files grouped by platform and bundle id), newest first, cursor paginated', security: BEARER, headers: OrganizationHeader, querystring: AppListQuery, response: responses({ 200: List(AppSchema) }, [400, 401, 403]) },
   }, (req) => {
     const { limit = 100, before, platform } = req.query;
-    const result = ctx.files.listApps(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, platform });
+    const result = ctx.files.listApps(scopeOf(req), { limit, before: before ? Date.parse(before) : undefined, platform });
     return page(result.apps.map(presentApp), result.nextCursor);
   });
 
   app.get('/apps/:appId', {
     schema: { tags, operationId: 'getApp', summary: 'An app with its files, newest first', security: BEARER, headers: OrganizationHeader, params: Type.Object({ appId: Uuid }), response: responses({ 200: AppSchema }, [401, 403, 404]) },
-  }, (req) => presentApp(ctx.files.app(scopeOf(ctx, req), req.params.appId)));
+  }, (req) => presentApp(ctx.files.app(scopeOf(req), req.params.appId)));
 }

@@ -21,7 +21,7 @@ import {
 } from '../../services/chats.js';
 import type { EngineContext } from '../../services/context.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
-import { list, page } from '../present.js';
+import { list, page } from '../presenters/common.js';
 
 const SessionParams = Type.Object({ sessionId: Uuid });
 const ChatParams = Type.Object({ sessionId: Uuid, chatId: Uuid });
@@ -51,7 +51,7 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
 
   app.get('/sessions/:sessionId/chats', {
     schema: { tags, operationId: 'listChats', summary: 'The session\'s chats, oldest first', security: BEARER, headers: OrganizationHeader, params: SessionParams, response: responses({ 200: List(Chat) }, [401, 403, 404]) },
-  }, (req) => list(listChats(ctx, scopeOf(ctx, req), req.params.sessionId)));
+  }, (req) => list(listChats(ctx, scopeOf(req), req.params.sessionId)));
 
   app.post('/sessions/:sessionId/chats', {
     schema: { tags, operationId: 'createChat', summary: 'Create a chat; metadata.deviceId binds a device of the session by serial', description: 'The body is optional.', security: BEARER, headers: OrganizationHeader, params: SessionParams, body: CreateChatBody, response: responses({ 201: Chat }, [400, 401, 403, 404]) },
@@ -59,17 +59,17 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
     preValidation: async (req) => {
       req.body ??= {};
     },
-  }, (req, reply) => reply.code(201).send(createChat(ctx, scopeOf(ctx, req), req.params.sessionId, req.body)));
+  }, (req, reply) => reply.code(201).send(createChat(ctx, scopeOf(req), req.params.sessionId, req.body)));
 
   app.get('/sessions/:sessionId/chats/:chatId', {
     schema: { tags, operationId: 'getChat', summary: 'A chat', security: BEARER, headers: OrganizationHeader, params: ChatParams, response: responses({ 200: Chat }, [401, 404]) },
-  }, (req) => getChat(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId));
+  }, (req) => getChat(ctx, scopeOf(req), req.params.sessionId, req.params.chatId));
 
   app.get('/sessions/:sessionId/chats/:chatId/messages', {
     schema: { tags, operationId: 'listMessages', summary: 'The most recent page of messages, oldest first; nextCursor pages back', security: BEARER, headers: OrganizationHeader, params: ChatParams, querystring: MessageListQuery, response: responses({ 200: List(Message) }, [400, 401, 404]) },
   }, (req) => {
     const { limit = 100, before } = req.query;
-    const result = listMessages(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, { limit, before: before ? Date.parse(before) : undefined });
+    const result = listMessages(ctx, scopeOf(req), req.params.sessionId, req.params.chatId, { limit, before: before ? Date.parse(before) : undefined });
     return page(result.messages, result.nextCursor);
   });
 
@@ -95,7 +95,7 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
     if (execute && wantsStream && mode === 'sync') {
       throw invalid('conflicting_options', 'Choose mode=sync (one JSON answer) or stream=true (an event stream), not both.');
     }
-    const posted = await postMessage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, body.text, execute);
+    const posted = await postMessage(ctx, scopeOf(req), req.params.sessionId, req.params.chatId, body.text, execute);
     if (posted.kind === 'stored') return reply.code(201).send(posted.message);
     if (wantsStream) return stream(reply, (sse) => ctx.chats.follow(posted.message, sse));
     if (mode === 'sync') await posted.done;
@@ -104,13 +104,13 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId', {
     schema: { tags, operationId: 'getMessage', summary: 'A message with its tool calls', security: BEARER, headers: OrganizationHeader, params: MessageParams, response: responses({ 200: Message }, [401, 404]) },
-  }, (req) => getMessage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId));
+  }, (req) => getMessage(ctx, scopeOf(req), req.params.sessionId, req.params.chatId, req.params.messageId));
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/events', {
     config: { tokenInQuery: true },
     schema: { tags, operationId: 'messageEvents', summary: 'The execution\'s events (SSE)', description: EVENTS_DESCRIPTION, security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: MessageParams, response: responses({ 200: EventStream }, [401, 404]) },
   }, (req, reply) => {
-    const { chat, message } = executionOf(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId);
+    const { chat, message } = executionOf(ctx, scopeOf(req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId);
     // EventSource sends the last id it saw when it reconnects: a running execution resumes after it.
     const lastId = Number(req.headers['last-event-id']);
     stream(reply, (sse) => ctx.chats.watch(chat, message, sse, Number.isInteger(lastId) && lastId > 0 ? lastId : 0));
@@ -118,17 +118,17 @@ export function chatRoutes(app: App, ctx: EngineContext): void {
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/tool-calls', {
     schema: { tags, operationId: 'listToolCalls', summary: 'The tool calls of a message', security: BEARER, headers: OrganizationHeader, params: MessageParams, response: responses({ 200: List(ToolCall) }, [401, 404]) },
-  }, (req) => list(listToolCalls(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId)));
+  }, (req) => list(listToolCalls(ctx, scopeOf(req), req.params.sessionId, req.params.chatId, req.params.messageId)));
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/tool-calls/:toolCallId/image', {
     config: { tokenInQuery: true },
     schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: ToolCallParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, [401, 404]) },
   }, (req, reply) => {
-    const sha256 = toolCallImage(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
+    const sha256 = toolCallImage(ctx, scopeOf(req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
     return reply.type('image/png').header('cache-control', 'private, max-age=31536000, immutable').send(createReadStream(ctx.blobs.pathOf(sha256)));
   });
 
   app.post('/sessions/:sessionId/chats/:chatId/messages/:messageId/cancel', {
     schema: { tags, operationId: 'cancelMessage', summary: 'Cancel a running message; it stops within a second', security: BEARER, headers: OrganizationHeader, params: MessageParams, response: responses({ 200: Message }, [401, 403, 404]) },
-  }, (req) => cancelMessage(ctx, scopeOf(ctx, req), req.params.sessionId, req.params.chatId, req.params.messageId));
+  }, (req) => cancelMessage(ctx, scopeOf(req), req.params.sessionId, req.params.chatId, req.params.messageId));
 }

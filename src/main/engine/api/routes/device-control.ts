@@ -3,25 +3,13 @@ import { Type, type TSchema } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
 import { ActionResult, DeviceActionBody, LogLine, UiElement } from '../../../../shared/api/devices.js';
-import { conflict, ServiceError } from '../../domain/errors.js';
+import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
+import type { DeviceControl } from '../../services/device-control.js';
 import { HEARTBEAT_MS } from '../../events/sse.js';
-import type { DeviceAction } from '../../fleet/types.js';
-import { requireRole } from '../../services/auth.js';
-import type { EngineContext } from '../../services/context.js';
-import { DEFAULT_MAX_SIZE, screenTarget, type FeedEnd, type ScreenTarget, type Viewer } from '../../services/live-screen.js';
+import { DEFAULT_MAX_SIZE, type FeedEnd, type Viewer } from '../../services/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
-import { list } from '../present.js';
+import { list } from '../presenters/common.js';
 import { DeviceParams } from './devices.js';
-
-/** A phone that fails a command is a conflict with its state, not a bug of ours: the caller may retry. */
-async function onPhone<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof ServiceError) throw error;
-    throw conflict('device_error', `The device did not complete the command: ${(error as Error).message}`);
-  }
-}
 
 /**
  * A viewer whose socket still holds more than this much unsent data skips frames until it drains: the newest frame
@@ -75,43 +63,33 @@ function socketViewer(socket: WebSocket, maxSize?: number): Viewer {
 }
 
 /** Driving an in_use phone of the caller's session: what the GUI's live screen and the assistant use. */
-export function deviceControlRoutes(app: App, ctx: EngineContext): void {
+export function deviceControlRoutes(app: App, control: DeviceControl): void {
   const tags = ['Extensions'];
   const errors = [401, 403, 404, 409] as const;
-
-  const screens = ctx.screens;
 
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot', {
     schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG, or as the live screen\'s latest JPEG while one runs', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png; image/jpeg (the live screen\'s latest frame, no capture needed) while someone watches the live screen' }) }, errors) },
   }, async (req, reply) => {
-    const scope = scopeOf(ctx, req);
-    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
-    const live = screens.latestFrame(ctx.devices.find(scope, req.params.sessionId, req.params.deviceId).id);
-    if (live) return reply.type(`image/${live.format}`).header('cache-control', 'no-store').send(live.data);
-    const png = await onPhone(() => driver.screenshot());
-    return reply.type('image/png').header('cache-control', 'no-store').send(png);
+    const frame = await control.screenshot(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId });
+    return reply.type(`image/${frame.format}`).header('cache-control', 'no-store').send(frame.data);
   });
 
   app.get('/sessions/:sessionId/devices/:deviceId/elements', {
     schema: { tags, operationId: 'deviceElements', summary: 'The UI elements on screen, flattened from the hierarchy', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: List(UiElement) }, errors) },
-  }, async (req) => {
-    const driver = ctx.devices.driverFor(scopeOf(ctx, req), req.params.sessionId, req.params.deviceId);
-    return list(await onPhone(() => driver.elements()));
-  });
+  }, async (req) => list(await control.elements(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId })));
 
   app.post('/sessions/:sessionId/devices/:deviceId/actions', {
     schema: { tags, operationId: 'deviceAction', summary: 'Tap, swipe, type, press a button, launch or stop an app, open a URL, rotate', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: DeviceActionBody, response: responses({ 200: ActionResult }, [400, ...errors]) },
-  }, async (req) => {
-    const scope = scopeOf(ctx, req);
-    requireRole(scope.role, 'readwrite');
-    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
-    return onPhone(() => driver.act(req.body as DeviceAction));
-  });
+  }, (req) => control.act(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
+
+  app.post('/sessions/:sessionId/devices/:deviceId/install', {
+    schema: { tags, operationId: 'installApp', summary: 'Install a stored file (a ready app of your organization) on an in_use device', description: 'file is a file id or file:<fileId>. An unknown or expired file is 404 file_not_found; an app of the other platform is 400 wrong_platform; a file not ready yet is 409 file_not_ready. The app is uninstalled when the device is released.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: InstallBody, response: responses({ 200: InstallResult }, [400, ...errors]) },
+  }, (req) => control.install(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
 
   // No capture loop outlives the server: the database closes right after it. (preClose, because Fastify closes the
   // server before the onClose hooks of plugins, and that close waits for every viewer's socket.)
-  app.addHook('preClose', async () => screens.close());
-  const targets = new WeakMap<FastifyRequest, ScreenTarget>();
+  app.addHook('preClose', async () => control.close());
+  const screens = new WeakMap<FastifyRequest, ReturnType<DeviceControl['liveScreen']>>();
 
   // wsHandler rather than `websocket: true`, which would hide the route from the OpenAPI document; a plain GET
   // gets the HTTP handler, which explains the upgrade.
@@ -125,9 +103,9 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
       summary: 'Live frames of the device\'s screen over a WebSocket',
       description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","frameWidth","frameHeight",' +
         '"format":"jpeg"|"png","source":"minicap"|"screencap"}: width and height are the screen in the phone\'s pixels (what ' +
-        'actions take), frameWidth and frameHeight the frames\' own size (smaller when scaled to maxSize); each later binary message is one frame in that format (JPEG from minicap, which ' +
-        'the phone pushes as its screen changes; PNG from screencap, the fallback). A new hello precedes a frame whose size, ' +
-        'format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
+        'actions take), frameWidth and frameHeight the frames\' own size (smaller when scaled to maxSize); each later binary ' +
+        'message is one frame in that format (JPEG from minicap, which the phone pushes as its screen changes; PNG from ' +
+        'screencap, the fallback). A new hello precedes a frame whose size, format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
         'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
       security: BEARER,
       headers: OrganizationHeader,
@@ -137,27 +115,27 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     },
     // Everything that can refuse a viewer runs before the upgrade, so that a refusal is an ordinary HTTP error.
     preHandler: async (req) => {
-      targets.set(req, screenTarget(ctx, scopeOf(ctx, req, req.query.org), req.params.sessionId, req.params.deviceId));
+      screens.set(req, control.liveScreen(scopeOf(req, req.query.org), { sessionId: req.params.sessionId, serial: req.params.deviceId }));
     },
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket, req) => {
-      const leave = screens.watch(targets.get(req)!, socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
+      const leave = screens.get(req)!.watch(socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
       socket.on('close', leave);
     },
   });
 
   const LogsQuery = Type.Object(SOCKET_QUERY);
-  /** Open log streams: the server's close waits for every response, so shutdown ends them first. */
-  const logStreams = new Set<(why: string) => void>();
-  app.addHook('preClose', async () => {
-    for (const end of [...logStreams]) end('shutdown');
-  });
   const LogStream = {
     description: 'text/event-stream: one `log` event per line, its data a LogLine; a comment heartbeat every 15 s; an `end` event ' +
       '{"reason":"device_released"|"device_offline"|"device_error"|"shutdown"} before the stream closes.',
     content: { 'text/event-stream': { schema: LogLine } },
   } as unknown as TSchema;
+  /** Open log streams: the server's close waits for every response, so shutdown ends them first. */
+  const logStreams = new Set<(why: string) => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...logStreams]) end('shutdown');
+  });
 
   app.get('/sessions/:sessionId/devices/:deviceId/logs', {
     config: { tokenInQuery: true },
@@ -174,11 +152,8 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
       response: responses({ 200: LogStream }, errors),
     },
   }, (req, reply) => {
-    const scope = scopeOf(ctx, req, req.query.org);
     // Everything that can refuse runs before the stream starts, so that a refusal is an ordinary HTTP error.
-    const driver = ctx.devices.driverFor(scope, req.params.sessionId, req.params.deviceId);
-    const { id } = ctx.devices.find(scope, req.params.sessionId, req.params.deviceId);
-    if (!driver.logs) throw conflict('logs_unsupported', 'This device does not offer its log.');
+    const logs = control.logs(scopeOf(req, req.query.org), { sessionId: req.params.sessionId, serial: req.params.deviceId });
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
@@ -194,17 +169,12 @@ export function deviceControlRoutes(app: App, ctx: EngineContext): void {
     const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
     // The stream ends with the allocation: the next user's log is not this caller's.
     const check = setInterval(() => {
-      let status: string | undefined;
-      try {
-        status = ctx.stores.devices.get(id)?.status;
-      } catch {
-        status = undefined;
-      }
-      if (status !== 'in_use') end(status === 'offline' ? 'device_offline' : 'device_released');
+      const why = logs.ended();
+      if (why) end(why);
     }, 500);
     void (async () => {
       try {
-        for await (const line of driver.logs!(stopping.signal)) {
+        for await (const line of logs.lines(stopping.signal)) {
           if (stopping.signal.aborted) break;
           res.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
         }

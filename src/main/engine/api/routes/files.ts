@@ -10,7 +10,7 @@ import type { EngineContext } from '../../services/context.js';
 import type { UploadInstructions } from '../../services/files.js';
 import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { page } from '../present.js';
+import { page } from '../presenters/common.js';
 
 const FileParams = Type.Object({ fileId: Uuid });
 const UploadQuery = Type.Object({
@@ -55,31 +55,31 @@ export function fileRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listFiles', summary: 'Stored files, newest first, cursor paginated (expired files are gone)', security: BEARER, headers: OrganizationHeader, querystring: FileListQuery, response: responses({ 200: List(StoredFile) }, [400, 401, 403]) },
   }, (req) => {
     const { limit = 100, before } = req.query;
-    const result = ctx.files.list(scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined });
+    const result = ctx.files.list(scopeOf(req), { limit, before: before ? Date.parse(before) : undefined });
     return page(result.files.map(presentFile), result.nextCursor);
   });
 
   app.post('/files', {
     schema: { tags, operationId: 'createFile', summary: 'Declare a file by name, size and SHA-256, and get a signed URL to PUT its bytes to', description: 'The same SHA-256 in the same organization is the same file: a ready or processing one is answered 200 without an upload; one still waiting for its bytes, or failed, gets a fresh upload URL (200). A new file is 201 with status pendingUpload. The URL is on this engine, single-use, and expires after an hour. Then call POST /files/{id}/complete.', security: BEARER, headers: OrganizationHeader, body: CreateFileBody, response: responses({ 200: CreatedFile, 201: CreatedFile }, [400, 401, 403]) },
   }, (req, reply) => {
-    const { file, upload, created } = ctx.files.create(scopeOf(ctx, req), req.body, originOf(req));
+    const { file, upload, created } = ctx.files.create(scopeOf(req), req.body, originOf(req));
     return reply.code(created ? 201 : 200).send(presentCreated(file, upload));
   });
 
   app.get('/files/:fileId', {
     schema: { tags, operationId: 'getFile', summary: 'A stored file, with its app metadata once ready', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 200: StoredFile }, [401, 403, 404]) },
-  }, (req) => presentFile(ctx.files.get(scopeOf(ctx, req), req.params.fileId)));
+  }, (req) => presentFile(ctx.files.get(scopeOf(req), req.params.fileId)));
 
   app.delete('/files/:fileId', {
     schema: { tags, operationId: 'deleteFile', summary: 'Delete a stored file; its bytes go with the next sweep unless something else uses them', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 204: Type.Null() }, [401, 403, 404]) },
   }, (req, reply) => {
-    ctx.files.delete(scopeOf(ctx, req), req.params.fileId);
+    ctx.files.delete(scopeOf(req), req.params.fileId);
     return reply.code(204).send();
   });
 
   app.post('/files/:fileId/complete', {
     schema: { tags, operationId: 'completeFile', summary: 'Check the uploaded bytes against the declared size and SHA-256: processing, then ready, or failed with a failureReason', description: 'Idempotent: a file past pendingUpload is answered as it is. 409 file_not_uploaded while no bytes have arrived.', security: BEARER, headers: OrganizationHeader, params: FileParams, response: responses({ 200: StoredFile }, [401, 403, 404, 409]) },
-  }, (req) => presentFile(ctx.files.complete(scopeOf(ctx, req), req.params.fileId)));
+  }, (req) => presentFile(ctx.files.complete(scopeOf(req), req.params.fileId)));
 
   // The two uploads read their bodies as streams, so no parser may buffer them: each gets a scope of its own.
   app.register(async (instance) => {
@@ -103,7 +103,7 @@ export function fileRoutes(app: App, ctx: EngineContext): void {
     scoped.post('/files/upload', {
       schema: { tags, operationId: 'uploadFile', summary: 'Upload an app directly: multipart/form-data with the field file', description: 'The part\'s filename names the file. The content\'s SHA-256 decides which file it is: the same bytes answer the existing file (200), new bytes a new file (201) that is processing until its app has been read.', security: BEARER, headers: OrganizationHeader, body: { content: { 'multipart/form-data': { schema: FileUploadForm } } }, response: responses({ 200: StoredFile, 201: StoredFile }, [400, 401, 403]) },
     }, async (req, reply) => {
-      const scope = scopeOf(ctx, req);
+      const scope = scopeOf(req);
       // Refused before a byte of the content is read.
       requireRole(scope.role, 'readwrite');
       return withMultipartUpload(ctx, req, { expected: 'the app in the form field "file"', tooLargeCode: 'file_too_large' }, async ({ content, filename }) => {

@@ -4,10 +4,11 @@ import type { WebSocket } from 'ws';
 import { ErrorBody, List, Uuid } from '../../../../shared/api/common.js';
 import { CreateInstanceBody, ExecBody, ExecResult } from '../../../../shared/api/instances.js';
 import { Instance } from '../../../../shared/api/sessions.js';
-import type { EngineContext } from '../../services/context.js';
+import type { InstanceManager } from '../../services/instances.js';
 import { MAX_TERMINAL_SIDE, type SharedTerminal, type TerminalEnd, type TerminalSize, type TerminalViewer } from '../../services/terminals.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
-import { list, presentInstance } from '../present.js';
+import { list } from '../presenters/common.js';
+import { presentInstance } from '../presenters/sessions.js';
 
 const SessionParams = Type.Object({ sessionId: Uuid });
 export const InstanceParams = Type.Object({ sessionId: Uuid, instanceId: Uuid });
@@ -58,28 +59,28 @@ function socketViewer(socket: WebSocket): TerminalViewer {
   };
 }
 
-export function instanceRoutes(app: App, ctx: EngineContext): void {
+export function instanceRoutes(app: App, instances: InstanceManager): void {
   const tags = ['Instances'];
 
   app.get('/sessions/:sessionId/instances', {
     schema: { tags, operationId: 'listInstances', summary: 'The session\'s instances, newest first', security: BEARER, headers: OrganizationHeader, params: SessionParams, response: responses({ 200: List(Instance) }, [401, 403, 404]) },
-  }, (req) => list(ctx.instances.list(scopeOf(ctx, req), req.params.sessionId).map(presentInstance)));
+  }, (req) => list(instances.list(scopeOf(req), req.params.sessionId).map(presentInstance)));
 
   app.post('/sessions/:sessionId/instances', {
     schema: { tags, operationId: 'allocateInstance', summary: 'Allocate a macOS instance; it answers provisioning at once, poll until ready', security: BEARER, headers: OrganizationHeader, params: SessionParams, body: CreateInstanceBody, response: responses({ 201: Instance }, [400, 401, 403, 404, 409]) },
-  }, (req, reply) => reply.code(201).send(presentInstance(ctx.instances.create(scopeOf(ctx, req), req.params.sessionId, req.body))));
+  }, (req, reply) => reply.code(201).send(presentInstance(instances.create(scopeOf(req), req.params.sessionId, req.body))));
 
   app.get('/sessions/:sessionId/instances/:instanceId', {
     schema: { tags, operationId: 'getInstance', summary: 'An instance of the session', security: BEARER, headers: OrganizationHeader, params: InstanceParams, response: responses({ 200: Instance }, [401, 403, 404]) },
-  }, (req) => presentInstance(ctx.instances.get(scopeOf(ctx, req), req.params.sessionId, req.params.instanceId)));
+  }, (req) => presentInstance(instances.get(scopeOf(req), req.params.sessionId, req.params.instanceId)));
 
   app.post('/sessions/:sessionId/instances/:instanceId/release', {
     schema: { tags, operationId: 'releaseInstance', summary: 'Release an instance: billing stops, teardown runs afterwards', security: BEARER, headers: OrganizationHeader, params: InstanceParams, response: responses({ 202: Instance }, [401, 403, 404]) },
-  }, (req, reply) => reply.code(202).send(presentInstance(ctx.instances.release(scopeOf(ctx, req), req.params.sessionId, req.params.instanceId))));
+  }, (req, reply) => reply.code(202).send(presentInstance(instances.release(scopeOf(req), req.params.sessionId, req.params.instanceId))));
 
   app.post('/sessions/:sessionId/instances/:instanceId/exec', {
     schema: { tags: ['Extensions'], operationId: 'execInInstance', summary: 'Run a command on a ready instance and answer its exit code and output', security: BEARER, headers: OrganizationHeader, params: InstanceParams, body: ExecBody, response: responses({ 200: ExecResult }, [400, 401, 403, 404, 409]) },
-  }, (req) => ctx.instances.exec(scopeOf(ctx, req), req.params.sessionId, req.params.instanceId, req.body));
+  }, (req) => instances.exec(scopeOf(req), req.params.sessionId, req.params.instanceId, req.body));
 
   const opened = new WeakMap<FastifyRequest, SharedTerminal>();
   // The same shape as the device live screen: wsHandler keeps the route in the OpenAPI document, and every refusal is
@@ -109,8 +110,8 @@ export function instanceRoutes(app: App, ctx: EngineContext): void {
       // A plain GET is answered 426 below: it opens no shell.
       if (!req.ws) return;
       const { cols = 80, rows = 24, name = 'main' } = req.query;
-      const scope = scopeOf(ctx, req, req.query.org);
-      opened.set(req, await ctx.instances.terminal(scope, req.params.sessionId, req.params.instanceId, name, { cols, rows }));
+      const scope = scopeOf(req, req.query.org);
+      opened.set(req, await instances.terminal(scope, req.params.sessionId, req.params.instanceId, name, { cols, rows }));
     },
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),

@@ -11,7 +11,8 @@ import {
   revokeInvitation,
 } from '../../services/invitations.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
-import { list, presentInvitation } from '../present.js';
+import { list } from '../presenters/common.js';
+import { presentInvitation } from '../presenters/organizations.js';
 
 export function invitationRoutes(app: App, ctx: EngineContext): void {
   const tags = ['Invitations'];

@@ -11,7 +11,8 @@ import {
   renameOrganization,
 } from '../../services/organizations.js';
 import { BEARER, OrganizationHeader, callerOf, responses, scopeOf, type App } from '../http.js';
-import { list, presentMember, presentOrganization } from '../present.js';
+import { list } from '../presenters/common.js';
+import { presentMember, presentOrganization } from '../presenters/organizations.js';
 
 export function organizationRoutes(app: App, ctx: EngineContext): void {
   const tags = ['Organizations'];
@@ -21,7 +22,7 @@ export function organizationRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listOrganizations', summary: 'My organizations with my role in each', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(Organization) }, [401, 403, 500]) },
   }, (req) => {
     // Every request acts on one organization: an X-Organization-Id the caller may not use is refused here too.
-    scopeOf(ctx, req);
+    scopeOf(req);
     return list(listOrganizations(ctx, callerOf(req)).map(presentOrganization));
   });
 

@@ -23,7 +23,8 @@ import {
 } from '../../services/test-results.js';
 import { multipartRoutes, withMultipartUpload } from '../multipart-upload.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
-import { list, page, presentAsset, presentTestResult } from '../present.js';
+import { list, page } from '../presenters/common.js';
+import { presentAsset, presentTestResult } from '../presenters/test-results.js';
 
 const TestResultParams = Type.Object({ testResultId: Uuid });
 const AssetParams = Type.Object({ testResultId: Uuid, assetId: Uuid });
@@ -48,30 +49,30 @@ export function testResultRoutes(app: App, ctx: EngineContext): void {
     schema: { tags, operationId: 'listTestResults', summary: 'Test results, newest first, cursor paginated', description: 'The spec declares no 400 here: a malformed query is answered with its nearest declared status, and the error code invalid_request.', security: BEARER, headers: OrganizationHeader, querystring: TestResultListQuery, response: responses({ 200: List(TestResult) }, [401]) },
   }, (req) => {
     const { limit = 100, before, status, sessionId } = req.query;
-    const result = listTestResults(ctx, scopeOf(ctx, req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId });
+    const result = listTestResults(ctx, scopeOf(req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId });
     return page(result.testResults.map(presentTestResult), result.nextCursor);
   });
 
   app.post('/test-results', {
     schema: { tags, operationId: 'createTestResult', summary: 'Report a test run; it is queued unless status says otherwise', description: 'Any member may report, whatever the role. Unknown fields are ignored.', security: BEARER, headers: OrganizationHeader, body: CreateTestResultBody, response: responses({ 201: TestResult }, [400, 401]) },
-  }, (req, reply) => reply.code(201).send(presentTestResult(createTestResult(ctx, scopeOf(ctx, req), req.body))));
+  }, (req, reply) => reply.code(201).send(presentTestResult(createTestResult(ctx, scopeOf(req), req.body))));
 
   app.get('/test-results/:testResultId', {
     schema: { tags, operationId: 'getTestResult', summary: 'A test result', security: BEARER, headers: OrganizationHeader, params: TestResultParams, response: responses({ 200: TestResult }, [401, 404]) },
-  }, (req) => presentTestResult(getTestResult(ctx, scopeOf(ctx, req), req.params.testResultId)));
+  }, (req) => presentTestResult(getTestResult(ctx, scopeOf(req), req.params.testResultId)));
 
   app.patch('/test-results/:testResultId', {
     schema: { tags, operationId: 'updateTestResult', summary: 'Change the fields present in the body, e.g. finish a queued or running run', description: 'Any member may update, whatever the role. null clears a nullable field; unknown fields are ignored.', security: BEARER, headers: OrganizationHeader, params: TestResultParams, body: UpdateTestResultBody, response: responses({ 200: TestResult }, [400, 401, 404]) },
-  }, (req) => presentTestResult(updateTestResult(ctx, scopeOf(ctx, req), req.params.testResultId, req.body)));
+  }, (req) => presentTestResult(updateTestResult(ctx, scopeOf(req), req.params.testResultId, req.body)));
 
   app.get('/test-results/:testResultId/assets', {
     schema: { tags, operationId: 'listTestResultAssets', summary: 'The test result\'s assets, in upload order', security: BEARER, headers: OrganizationHeader, params: TestResultParams, response: responses({ 200: List(Asset) }, [401, 404]) },
-  }, (req) => list(listAssets(ctx, scopeOf(ctx, req), req.params.testResultId).map(presentAsset)));
+  }, (req) => list(listAssets(ctx, scopeOf(req), req.params.testResultId).map(presentAsset)));
 
   app.get('/test-results/:testResultId/assets/:assetId', {
     schema: { tags, operationId: 'downloadTestResultAsset', summary: 'An asset\'s raw content', security: BEARER, headers: OrganizationHeader, params: AssetParams, response: responses({ 200: RawContent }, [401, 404]) },
   }, async (req, reply) => {
-    const { asset, content } = await openAsset(ctx, scopeOf(ctx, req), req.params.testResultId, req.params.assetId);
+    const { asset, content } = await openAsset(ctx, scopeOf(req), req.params.testResultId, req.params.assetId);
     const range = byteRange(req.headers.range, asset.size);
     reply
       .header('content-type', asset.contentType)
@@ -95,7 +96,7 @@ export function testResultRoutes(app: App, ctx: EngineContext): void {
     scoped.post('/test-results/:testResultId/assets', {
       schema: { tags, operationId: 'uploadTestResultAsset', summary: 'Upload an asset: multipart/form-data with name and file', description: `The file streams to disk; at most BENCHTOP_MAX_ASSET_BYTES (${ctx.config.maxAssetBytes} bytes here). The spec declares no 400 here: a form without name or file is answered with its nearest declared status, and the error code invalid_upload (asset_too_large for an oversized file).`, security: BEARER, headers: OrganizationHeader, params: TestResultParams, body: { content: { 'multipart/form-data': { schema: AssetUploadForm } } }, response: responses({ 201: Asset }, [401, 404]) },
     }, async (req, reply) => {
-      const scope = scopeOf(ctx, req);
+      const scope = scopeOf(req);
       // Refused before a byte of the content is read.
       getTestResult(ctx, scope, req.params.testResultId);
       return withMultipartUpload(ctx, req, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {

@@ -30,7 +30,7 @@ function messagesOf(history: readonly HistoryItem[]): unknown[] {
       for (const c of item.toolCalls) push('assistant', { type: 'tool_use', id: c.id, name: c.name, input: c.arguments });
     } else {
       const content: unknown[] = [{ type: 'text', text: item.content }];
-      if (item.image) content.push({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: item.image.toString('base64') } });
+      if (item.image) content.push({ type: 'image', source: { type: 'base64', media_type: item.image.mimeType, data: item.image.data.toString('base64') } });
       push('user', { type: 'tool_result', tool_use_id: item.toolCallId, content });
     }
   }

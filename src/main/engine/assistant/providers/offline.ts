@@ -1,4 +1,4 @@
-import type { UiElement } from '../../fleet/types.js';
+import type { UiElement } from '../../../../shared/api/devices.js';
 import type { HistoryItem, ModelToolCall, Provider, Turn } from './types.js';
 
 /**

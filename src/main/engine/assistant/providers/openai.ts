@@ -1,3 +1,4 @@
+import type { ToolImage } from '../tools.js';
 import { parseArguments, parseJson, postForEvents, withPath } from './http.js';
 import type { HistoryItem, ModelToolCall, Provider, Turn, TurnInput } from './types.js';
 
@@ -16,13 +17,13 @@ export const OPENAI_DEFAULT_ENDPOINT = 'https://api.openai.com/v1';
 /** The chat-completions wire format: what OpenAI, Ollama, LM Studio, the llama.cpp server and vLLM all accept. */
 function messagesOf(system: string, history: readonly HistoryItem[]): unknown[] {
   const out: unknown[] = [{ role: 'system', content: system }];
-  const images: Buffer[] = [];
+  const images: ToolImage[] = [];
   const flushImages = () => {
     // A tool message carries text only, so an image the model asked for follows as a user message.
     if (images.length === 0) return;
     out.push({
       role: 'user',
-      content: images.splice(0).map((png) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } })),
+      content: images.splice(0).map((image) => ({ type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data.toString('base64')}` } })),
     });
   };
   for (const item of history) {

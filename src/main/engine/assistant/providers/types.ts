@@ -1,4 +1,4 @@
-import type { ToolSpec } from '../tools.js';
+import type { ToolImage, ToolSpec } from '../tools.js';
 
 export interface ModelToolCall {
   /** The provider's own id for the call, echoed back with its result. */
@@ -20,7 +20,7 @@ export type HistoryItem =
       /** The stored result, for the offline interpreter, which reads it rather than text; absent on failure. */
       result?: unknown;
       error?: string;
-      image?: Buffer;
+      image?: ToolImage;
     };
 
 /** One model turn: text (streamed through onDelta as it arrives), then the tool calls it asks for. */

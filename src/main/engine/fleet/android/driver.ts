@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from './adb-client.js';
 import { XMLParser } from 'fast-xml-parser';
 import { createInterface } from 'node:readline';
 import type { ActionResult, Button, DeviceAction, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
-import { readAll } from './adb-client.js';
+import { shellQuote as quote } from '../../domain/shell-quote.js';
+import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
 
 const KEYCODES: Record<Button, string> = {
@@ -14,6 +14,14 @@ const KEYCODES: Record<Button, string> = {
   VOLUME_DOWN: 'KEYCODE_VOLUME_DOWN',
   POWER: 'KEYCODE_POWER',
   APP_SWITCH: 'KEYCODE_APP_SWITCH',
+  BACKSPACE: 'KEYCODE_DEL',
+  DELETE: 'KEYCODE_FORWARD_DEL',
+  TAB: 'KEYCODE_TAB',
+  ESCAPE: 'KEYCODE_ESCAPE',
+  DPAD_UP: 'KEYCODE_DPAD_UP',
+  DPAD_DOWN: 'KEYCODE_DPAD_DOWN',
+  DPAD_LEFT: 'KEYCODE_DPAD_LEFT',
+  DPAD_RIGHT: 'KEYCODE_DPAD_RIGHT',
 };
 
 /** Lines of backlog a new reader gets before the live ones. */
@@ -29,8 +37,6 @@ export function parseLogcatLine(line: string): LogLine | undefined {
   return { time: `${m[1]}T${m[2]}Z`, level: LEVELS[m[5]!]!, tag: m[6]!, pid: Number(m[3]), message: m[7]! };
 }
 
-/** Single-quotes an argument for the phone's /system/bin/sh. */
-export const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 /** `input text` takes printable ASCII only, with %s for a space; anything else goes through the ADBKeyboard IME. */
 const INPUT_TEXT_SAFE = /^[\x21-\x7e ]*$/;
@@ -190,6 +196,10 @@ export class AndroidDriver implements PhoneDriver {
       case 'tap':
         await shell(`input tap ${action.x} ${action.y}`);
         break;
+      case 'doubleTap':
+        // Two taps in one shell command: two adb round trips would space them past the double-tap timeout.
+        await shell(`input tap ${action.x} ${action.y}; input tap ${action.x} ${action.y}`);
+        break;
       case 'longPress':
         await shell(`input swipe ${action.x} ${action.y} ${action.x} ${action.y} ${action.durationMs ?? 800}`);
         break;
@@ -212,6 +222,20 @@ export class AndroidDriver implements PhoneDriver {
       case 'terminateApp':
         await shell(`am force-stop ${quote(action.packageName)}`);
         break;
+      case 'uninstallApp': {
+        const output = await shell(`pm uninstall ${quote(action.packageName)}`);
+        if (!/^Success/m.test(output)) throw new Error(output.trim().split('\n').pop() || `${action.packageName} is not installed`);
+        break;
+      }
+      case 'foregroundApp': {
+        // The resumed activity is the app in front: "mResumedActivity: ActivityRecord{... u0 com.pkg/.Main t12}".
+        const out = await shell('dumpsys activity activities | grep -m 1 -E "mResumedActivity|topResumedActivity"');
+        return { ok: true, packageName: /\s([\w.]+)\/[\w.$]+/.exec(out)?.[1] ?? '' };
+      }
+      case 'getOrientation': {
+        const rotation = Number((await shell('settings get system user_rotation')).trim());
+        return { ok: true, orientation: rotation === 1 || rotation === 3 ? 'landscape' : 'portrait' };
+      }
       case 'listApps': {
         const out = await shell('cmd package query-activities --brief -a android.intent.action.MAIN -c android.intent.category.LAUNCHER');
         const apps = new Set(out.split('\n').map((l) => l.trim()).filter((l) => /^[\w.]+\//.test(l)).map((l) => l.split('/')[0]!));

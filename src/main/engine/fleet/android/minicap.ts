@@ -4,8 +4,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Client } from './adb-client.js';
-import { readAll } from './adb-client.js';
+import type { Client } from './adb.js';
+import { readAll } from './adb.js';
 
 /**
  * minicap (DeviceFarmer, from @devicefarmer/minicap-prebuilt) as a phone's live screen: the phone encodes JPEGs

@@ -1,4 +1,5 @@
-import { shellQuote as q, SshConnection, SshError, type ExecResult, type SshCredentials, type SshEndpoint } from './ssh.js';
+import { shellQuote as q } from '../../domain/shell-quote.js';
+import { SshConnection, SshError, type ExecResult, type SshCredentials, type SshEndpoint } from './ssh.js';
 
 export type HostMode = 'tart' | 'bare';
 

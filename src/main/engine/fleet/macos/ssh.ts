@@ -45,7 +45,6 @@ const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 const fingerprintOf = (key: Buffer) => `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
 
 /** One word of POSIX shell: the value single-quoted, so nothing in it is expanded. */
-export const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
 
 /** A readable error for a private key that cannot be used, or undefined when it parses. */
 export function privateKeyProblem(privateKey: string, passphrase?: string): string | undefined {

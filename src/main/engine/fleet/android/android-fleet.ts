@@ -1,17 +1,10 @@
-import * as adbkit from '@devicefarmer/adbkit';
 import { EventEmitter } from 'node:events';
-import type { Duplex } from 'node:stream';
 import type { Phone } from '../types.js';
+import { Adb, type Client } from './adb.js';
 import { AndroidDriver } from './driver.js';
 
-// adbkit is CommonJS whose named exports Node cannot see from an ES module: under Node they sit on the default
-// export, under a bundler on the namespace itself.
-const Adb: typeof adbkit.Adb = adbkit.Adb ?? (adbkit as unknown as { default: { Adb: typeof adbkit.Adb } }).default.Adb;
-export type Client = ReturnType<typeof Adb.createClient>;
 type Tracker = Awaited<ReturnType<Client['trackDevices']>>;
 type AdbDevice = { id: string; type: string };
-
-export const readAll = (stream: Duplex): Promise<Buffer> => Adb.util.readAll(stream) as unknown as Promise<Buffer>;
 
 const RETRY_MS = 1000;
 const BATTERY_REFRESH_MS = 60_000;
