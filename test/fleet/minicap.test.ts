@@ -4,6 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decode as decodeJpeg } from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
+import { jpegSize, minicapBuild } from '../../src/main/engine/fleet/android/minicap.js';
+import { parseLogcatLine } from '../../src/main/engine/fleet/android/driver.js';
 import { client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { connectWs } from '../support/ws.js';
@@ -197,4 +199,27 @@ describe.skipIf(!hasAdb)('minicap that cannot capture the display', () => {
       await lab.stop();
     }
   }, 30_000);
+});
+
+describe('choosing minicap\'s build', () => {
+  it('takes the binary and the SDK\'s minicap.so up to SDK 30, minicap.apk from 31, the non-PIE binary before 16, nothing unknown', () => {
+    const names = (abi: string, sdk: number) => minicapBuild(abi, sdk)?.files.map((f) => f.local.split('/prebuilt/')[1]);
+    expect(names('arm64-v8a', 30)).toEqual(['arm64-v8a/bin/minicap', 'arm64-v8a/lib/android-30/minicap.so']);
+    expect(names('x86', 29)).toEqual(['x86/bin/minicap', 'x86/lib/android-29/minicap.so']);
+    expect(names('armeabi-v7a', 15)).toEqual(['armeabi-v7a/bin/minicap-nopie', 'armeabi-v7a/lib/android-15/minicap.so']);
+    expect(names('arm64-v8a', 33)).toEqual(['noarch/minicap.apk']);
+    expect(minicapBuild('arm64-v8a', 33)!.command('-P 1x2@1x2/0')).toBe('CLASSPATH=/data/local/tmp/minicap.apk exec app_process /system/bin io.devicefarmer.minicap.Main -P 1x2@1x2/0');
+    expect(minicapBuild('mips', 22)).toBeUndefined();
+    expect(minicapBuild('../x86', 22)).toBeUndefined();
+  });
+
+  it('reads a JPEG\'s size from its SOF marker, and logcat\'s threadtime lines', () => {
+    const jpeg = Buffer.from('ffd8ffe000104a46494600010100000100010000ffc0001108028001680301220002110103110100', 'hex');
+    expect(jpegSize(jpeg)).toEqual({ width: 360, height: 640 });
+    expect(jpegSize(Buffer.from('not a jpeg'))).toBeUndefined();
+    expect(parseLogcatLine('2025-01-15 10:12:13.456  1432  1449 I ActivityTaskManager: START u0 {cmp=a/.B}\r')).toEqual({
+      time: '2025-01-15T10:12:13.456Z', level: 'info', tag: 'ActivityTaskManager', pid: 1432, message: 'START u0 {cmp=a/.B}',
+    });
+    expect(parseLogcatLine('--------- beginning of main')).toBeUndefined();
+  });
 });
