@@ -156,6 +156,8 @@ export const guiLiveScreen: Benchmark = {
     const { token } = await call<{ token: string }>('POST', `${lab.engine.api}/auth/login`, { body: OWNER });
     const { id: sessionId } = await call<{ id: string }>('POST', `${lab.engine.api}/sessions`, { bearer: lab.apiKey });
     await allocateUntilInUse(lab, sessionId, REQUEST_TIMEOUT_MS);
+    // minicap sends only changed frames: the Clock's stopwatch changes the screen on every refresh.
+    await lab.adb.run(['-s', lab.serial, 'shell', 'input keyevent KEYCODE_WAKEUP; wm dismiss-keyguard; am start -n com.android.deskclock/.DeskClock']);
 
     const browser = await launch();
     const page = await (await signedInContext(browser, token)).newPage();

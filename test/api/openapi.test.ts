@@ -98,6 +98,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
   ['get', '/ws'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/logs'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
   ['get', '/api/v1/lab/assistant'],
   ['put', '/api/v1/lab/assistant'],

@@ -66,7 +66,8 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
   beforeAll(async () => {
     // Uncapped, so that the backpressure test can push megabytes quickly; the cap has its own test below.
     lab = await startLab(
-      [{ model: 'Pixel 7', log: (line) => void (line.includes('screencap') && screencaps++) }, { model: 'Pixel 5' }],
+      // A phone minicap cannot capture: these tests cover the screencap fallback; test/fleet/minicap.test.ts covers minicap.
+      [{ model: 'Pixel 7', minicap: false, log: (line) => void (line.includes('screencap') && screencaps++) }, { model: 'Pixel 5' }],
       { screenMaxFps: 0 },
     );
     c = client(lab.engine.api);
@@ -78,7 +79,7 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
   it('sends a hello, then binary frames that decode as PNGs of the phone\'s screen (token in the query)', async () => {
     const w = await watch(screen(`?token=${owner}`));
     await framesFor(w, 2);
-    expect(w.messages[0]).toEqual({ type: 'hello', width: 720, height: 1280, format: 'png' });
+    expect(w.messages[0]).toEqual({ type: 'hello', width: 720, height: 1280, frameWidth: 720, frameHeight: 1280, format: 'png', source: 'screencap' });
     expect(w.messages.slice(1).every((m) => Buffer.isBuffer(m))).toBe(true);
     const png = PNG.sync.read(w.frames.at(-1)!);
     expect([png.width, png.height]).toEqual([720, 1280]);
@@ -213,7 +214,7 @@ describe.skipIf(!hasAdb)('live screen over a WebSocket', () => {
 
 describe.skipIf(!hasAdb)('live screen frame cap', () => {
   it('sends at most BENCHTOP_SCREEN_MAX_FPS frames per second, even from a phone that answers faster', async () => {
-    const lab = await startLab([{ model: 'Pixel 7' }], { screenMaxFps: 10 });
+    const lab = await startLab([{ model: 'Pixel 7', minicap: false }], { screenMaxFps: 10 });
     try {
       const c = client(lab.engine.api);
       const owner = await c.login();

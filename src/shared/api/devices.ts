@@ -131,3 +131,13 @@ export const DeviceInfo = Type.Object({
   }),
 });
 export type DeviceInfo = Static<typeof DeviceInfo>;
+
+/** One line of the device's log (logcat on Android), the data of each `log` event of GET .../logs. */
+export const LogLine = Type.Object({
+  time: Type.String({ format: 'date-time', description: 'When the phone logged it, UTC.' }),
+  level: oneOf(['verbose', 'debug', 'info', 'warn', 'error', 'fatal'] as const),
+  tag: Type.String(),
+  pid: Type.Integer(),
+  message: Type.String(),
+});
+export type LogLine = Static<typeof LogLine>;

@@ -11,6 +11,7 @@ import {
   type InstalledApp,
   type SettingsPage,
 } from './device.js';
+import { logcat } from './logcat.js';
 import { FsError } from './mem-fs.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
@@ -1064,17 +1065,7 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
     return 0;
   });
 
-  commands.set('logcat', async (ctx) => {
-    if (ctx.args.includes('-c')) return 0;
-    await print(ctx, '--------- beginning of main\n');
-    if (ctx.args.includes('-d')) return 0;
-    // A live logcat runs until the reader goes away.
-    await new Promise<void>((resolve) => {
-      if (ctx.signal.aborted) resolve();
-      else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-    return 0;
-  });
+  commands.set('logcat', (ctx) => logcat(ctx, device.log));
 
   commands.set('pidof', async (ctx) => {
     const pids = ctx.args.map((a) => device.pids.get(a)).filter((p): p is number => p !== undefined);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApkError, readApkInfo } from './apk.js';
 import type { Rgb } from './canvas.js';
+import { LogBuffer } from './logcat.js';
 import { MemFs } from './mem-fs.js';
 
 /** The phone's state machine: power and keyguard, apps and tasks, the built-in apps' screens, settings. */
@@ -19,7 +20,21 @@ export interface DeviceOptions {
   height: number;
   density: number;
   installMs: number;
+  /** ro.product.cpu.abi: which of minicap's builds runs here. */
+  abi: 'arm64-v8a' | 'armeabi-v7a' | 'x86' | 'x86_64';
+  /** Display refresh rate in Hz: the most frames per second minicap can see. */
+  refreshRate: number;
+  /** False for a display minicap cannot capture (emulators, some vendor builds): it starts, then exits with an error. */
+  minicapCapture: boolean;
 }
+
+/** ro.product.cpu.abilist for each primary ABI: 64-bit phones also run their 32-bit sibling's binaries. */
+const ABI_LISTS: Record<DeviceOptions['abi'], { all: string; bits32: string; bits64: string }> = {
+  'arm64-v8a': { all: 'arm64-v8a,armeabi-v7a,armeabi', bits32: 'armeabi-v7a,armeabi', bits64: 'arm64-v8a' },
+  'armeabi-v7a': { all: 'armeabi-v7a,armeabi', bits32: 'armeabi-v7a,armeabi', bits64: '' },
+  x86_64: { all: 'x86_64,x86', bits32: 'x86', bits64: 'x86_64' },
+  x86: { all: 'x86', bits32: 'x86', bits64: '' },
+};
 
 export interface InstalledApp {
   packageName: string;
@@ -47,6 +62,9 @@ export const SYSTEMUI_PACKAGE = 'com.android.systemui';
 export const SETTINGS_PACKAGE = 'com.android.settings';
 export const BROWSER_PACKAGE = 'com.android.chrome';
 export const NOTES_PACKAGE = 'com.example.notes';
+/** Its stopwatch runs while it is in front: a screen that changes on every refresh, as a game or a video does. */
+export const CLOCK_PACKAGE = 'com.android.deskclock';
+export const CLOCK_ACTIVITY = 'com.android.deskclock.DeskClock';
 export const ADB_KEYBOARD_IME = 'com.android.adbkeyboard/.AdbIME';
 export const LATIN_IME = 'com.android.inputmethod.latin/.LatinIME';
 
@@ -155,6 +173,8 @@ export class Device {
     global: new Map<string, string>(),
   };
   readonly apps = new Map<string, InstalledApp>();
+  /** logcat's main buffer: what the system logs as the phone is used. */
+  readonly log = new LogBuffer();
 
   awake = false;
   locked = true;
@@ -221,10 +241,10 @@ export class Device {
       'ro.opengles.version': '196610',
       'ro.product.board': deviceName,
       'ro.product.brand': brand,
-      'ro.product.cpu.abi': 'arm64-v8a',
-      'ro.product.cpu.abilist': 'arm64-v8a,armeabi-v7a,armeabi',
-      'ro.product.cpu.abilist32': 'armeabi-v7a,armeabi',
-      'ro.product.cpu.abilist64': 'arm64-v8a',
+      'ro.product.cpu.abi': options.abi,
+      'ro.product.cpu.abilist': ABI_LISTS[options.abi].all,
+      'ro.product.cpu.abilist32': ABI_LISTS[options.abi].bits32,
+      'ro.product.cpu.abilist64': ABI_LISTS[options.abi].bits64,
       'ro.product.device': deviceName,
       'ro.product.locale': 'en-US',
       'ro.product.manufacturer': manufacturer,
@@ -276,6 +296,17 @@ export class Device {
     system(SETTINGS_PACKAGE, 'Settings', '/system/priv-app/Settings/Settings.apk', 'com.android.settings.Settings', [0x54, 0x6e, 0x7a]);
     system(BROWSER_PACKAGE, 'Chrome', '/system/app/Chrome/Chrome.apk', 'com.google.android.apps.chrome.Main', [0x1e, 0x88, 0xe5]);
     system(NOTES_PACKAGE, 'Notes', '/system/app/Notes/Notes.apk', 'com.example.notes.MainActivity', [0xf9, 0xa8, 0x25]);
+    // Started by component (am start -n), not from the launcher, so the home screen's layout stays as it was.
+    system(CLOCK_PACKAGE, 'Clock', '/system/app/DeskClock/DeskClock.apk', undefined, [0x42, 0x85, 0xf4]);
+    this.apps.get(CLOCK_PACKAGE)!.activities.push(CLOCK_ACTIVITY);
+  }
+
+  /** When the Clock's stopwatch started, while the Clock runs. */
+  stopwatchStartedAt: number | undefined;
+
+  /** The picture changes on every display refresh: the Clock's stopwatch is on screen. */
+  get animating(): boolean {
+    return this.interactive && this.foreground?.packageName === CLOCK_PACKAGE;
   }
 
   /** Changes whenever anything visible changes; screen captures are cached against it. */
@@ -322,12 +353,14 @@ export class Device {
 
   wake(): void {
     if (this.awake) return;
+    this.log.append('I', 'PowerManagerService', 'Waking up from Asleep (uid=2000 reason=WAKE_REASON_APPLICATION details=shell)...');
     this.awake = true;
     this.changed();
   }
 
   sleep(): void {
     if (!this.awake) return;
+    this.log.append('I', 'PowerManagerService', 'Going to sleep due to power_button (uid 1000)...');
     this.awake = false;
     // No lock timeout: the keyguard engages the moment the screen goes off.
     this.locked = true;
@@ -395,10 +428,19 @@ export class Device {
     if (!app || !cls || !app.activities.includes(cls)) return 'not-found';
     const already = this.screen === 'app' && this.tasks[0]?.packageName === packageName && this.tasks[0].activity === cls;
     this.tasks = [{ packageName, activity: cls }, ...this.tasks.filter((t) => t.packageName !== packageName)];
-    if (!this.pids.has(packageName)) this.pids.set(packageName, this.nextPid++);
+    const component = `${packageName}/${cls.startsWith(`${packageName}.`) ? cls.slice(packageName.length) : cls}`;
+    this.log.append('I', 'ActivityTaskManager', `START u0 {act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] flg=0x10200000 cmp=${component}} from uid 2000`);
+    if (!this.pids.has(packageName)) {
+      const pid = this.nextPid++;
+      this.pids.set(packageName, pid);
+      this.log.append('I', 'ActivityManager', `Start proc ${pid}:${packageName}/u0a${app.uid % 10000} for pre-top-activity {${component}}`);
+      this.log.append('I', 'ActivityThread', `Init compatibility callbacks for ${packageName}`, pid, pid);
+    }
+    if (!already) this.log.append('I', 'ActivityTaskManager', `Displayed ${component}: +${180 + (this.revision % 200)}ms`);
     this.screen = 'app';
     this.popup = undefined;
     if (packageName === NOTES_PACKAGE) this.notes.focused = true;
+    if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt ??= Date.now();
     this.changed();
     return already ? 'brought-to-front' : 'started';
   }
@@ -423,6 +465,9 @@ export class Device {
     const running = this.tasks.some((t) => t.packageName === packageName) || this.pids.has(packageName);
     if (!running) return;
     const wasFront = this.foreground?.packageName === packageName;
+    this.log.append('I', 'ActivityManager', `Force stopping ${packageName} appid=${this.apps.get(packageName)?.uid ?? 0} user=0: from pid 4242`);
+    const pid = this.pids.get(packageName);
+    if (pid !== undefined) this.log.append('I', 'ActivityManager', `Killing ${pid}:${packageName}/u0a${(this.apps.get(packageName)?.uid ?? 0) % 10000} (adj 0): stop ${packageName} due to from pid 4242`);
     this.tasks = this.tasks.filter((t) => t.packageName !== packageName);
     this.pids.delete(packageName);
     if (wasFront || (this.screen === 'app' && this.tasks.length === 0)) this.screen = 'home';
@@ -434,6 +479,7 @@ export class Device {
     if (packageName === SETTINGS_PACKAGE) this.settingsPage = 'main';
     if (packageName === BROWSER_PACKAGE) this.browser = { ...this.browser, history: [], urlFocused: false, draft: '' };
     if (packageName === NOTES_PACKAGE) this.notes.focused = false;
+    if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt = undefined;
   }
 
   clearData(packageName: string): boolean {
@@ -448,6 +494,8 @@ export class Device {
   // ---- touch and keys -------------------------------------------------------------------------------------
 
   keyevent(code: number): void {
+    const name = Object.entries(KEYCODES).find(([, c]) => c === code)?.[0] ?? String(code);
+    this.log.append('D', 'InputDispatcher', `Delivering key KEYCODE_${name} (action=DOWN/UP) to ${this.windowPackage}`);
     switch (code) {
       case 224:
         return this.wake();
@@ -639,6 +687,7 @@ export class Device {
       uid: existing?.uid ?? this.nextUid++,
     });
     this.changed();
+    this.log.append('I', 'PackageManager', `Package ${info.packageName} ${existing ? 'replaced' : 'installed'}: versionCode=${info.versionCode} path=${apkPath}`);
     return { ok: true, message: 'Success', packageName: info.packageName };
   }
 
@@ -648,6 +697,7 @@ export class Device {
     this.forceStop(packageName);
     this.fs.remove(app.apkPath, { system: true });
     this.apps.delete(packageName);
+    this.log.append('I', 'PackageManager', `Package ${packageName} removed by uid 2000`);
     if (this.popup?.packageName === packageName) this.popup = undefined;
     if (this.settingsPage === `appinfo:${packageName}`) this.settingsPage = 'main';
     this.changed();

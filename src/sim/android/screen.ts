@@ -1,3 +1,4 @@
+import { encode as encodeJpeg } from 'jpeg-js';
 import { PNG } from 'pngjs';
 import type { Canvas } from './canvas.js';
 import type { Device } from './device.js';
@@ -13,6 +14,8 @@ interface Frame {
   tree: UiNode | undefined;
   canvas?: Canvas;
   png?: Buffer;
+  /** JPEGs of this frame by `<width>x<height>q<quality>`: every minicap client of the phone shares them. */
+  jpegs?: Map<string, Buffer>;
 }
 
 /**
@@ -30,7 +33,9 @@ export class Screen {
   private current(): Frame {
     const now = this.clock();
     // The status bar clock is part of the picture, so a new minute is a new frame.
-    const key = `${this.device.rev}@${now.getFullYear()}-${now.getMonth()}-${now.getDate()}T${now.getHours()}:${now.getMinutes()}`;
+    let key = `${this.device.rev}@${now.getFullYear()}-${now.getMonth()}-${now.getDate()}T${now.getHours()}:${now.getMinutes()}`;
+    // A running stopwatch changes the picture on every refresh of the display, as an animation does.
+    if (this.device.animating) key += `#${Math.floor(now.getTime() / (1000 / this.device.options.refreshRate))}`;
     if (this.frame?.key !== key) this.frame = { key, now, tree: buildWindow(this.device, now) };
     return this.frame;
   }
@@ -58,6 +63,26 @@ export class Screen {
     return f.png;
   }
 
+  /** Changes exactly when the picture does: what minicap compares to send only changed frames. */
+  key(): string {
+    return this.current().key;
+  }
+
+  /** The screen scaled to width x height and JPEG-encoded, as minicap's virtual display and libjpeg-turbo do. */
+  jpeg(width: number, height: number, quality: number): Buffer {
+    const f = this.current();
+    f.jpegs ??= new Map();
+    const id = `${width}x${height}q${quality}`;
+    let data = f.jpegs.get(id);
+    if (!data) {
+      const c = this.canvas();
+      const pixels = c.width === width && c.height === height ? c.data : scale(c, width, height);
+      data = encodeJpeg({ width, height, data: pixels }, quality).data;
+      f.jpegs.set(id, data);
+    }
+    return data;
+  }
+
   /** The uiautomator XML, or undefined when there is no window to dump (screen off). */
   dump(): string | undefined {
     const tree = this.tree();
@@ -69,6 +94,7 @@ export class Screen {
     if (!d.awake) return;
     const tree = this.tree();
     d.lastTap = { x, y };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=DOWN/UP x=${x} y=${y}`);
     d.changed();
     if (d.locked || !tree) return;
     if (this.dismissPopupOutside(tree, x, y)) return;
@@ -81,6 +107,7 @@ export class Screen {
     const tree = this.tree();
     d.lastTap = { x, y };
     d.lastLongPress = { x, y };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=LONG_PRESS x=${x} y=${y}`);
     d.changed();
     if (d.locked || !tree) return;
     if (this.dismissPopupOutside(tree, x, y)) return;
@@ -99,6 +126,7 @@ export class Screen {
       return;
     }
     d.lastSwipe = { x1, y1, x2, y2, durationMs };
+    d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=SWIPE from ${x1},${y1} to ${x2},${y2} in ${durationMs}ms`);
     if (d.locked && y1 - y2 > d.logicalSize.height * 0.15) d.unlock();
     d.changed();
   }
@@ -120,4 +148,37 @@ function findNode(root: UiNode, match: (n: UiNode) => boolean): UiNode | undefin
     if (hit) return hit;
   }
   return undefined;
+}
+
+/** Box-filter downscale (each target pixel averages the source pixels it covers); nearest pixel when enlarging. */
+function scale(c: Canvas, width: number, height: number): Buffer {
+  const out = Buffer.alloc(width * height * 4);
+  const sx = c.width / width;
+  const sy = c.height / height;
+  for (let y = 0; y < height; y++) {
+    const y0 = Math.floor(y * sy);
+    const y1 = Math.max(y0 + 1, Math.min(c.height, Math.floor((y + 1) * sy)));
+    for (let x = 0; x < width; x++) {
+      const x0 = Math.floor(x * sx);
+      const x1 = Math.max(x0 + 1, Math.min(c.width, Math.floor((x + 1) * sx)));
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let yy = y0; yy < y1; yy++) {
+        let i = (yy * c.width + x0) * 4;
+        for (let xx = x0; xx < x1; xx++, i += 4) {
+          r += c.data[i]!;
+          g += c.data[i + 1]!;
+          b += c.data[i + 2]!;
+        }
+      }
+      const n = (y1 - y0) * (x1 - x0);
+      const o = (y * width + x) * 4;
+      out[o] = r / n;
+      out[o + 1] = g / n;
+      out[o + 2] = b / n;
+      out[o + 3] = 255;
+    }
+  }
+  return out;
 }

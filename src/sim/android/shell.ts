@@ -461,11 +461,15 @@ interface Streams {
   stderr: Sink;
 }
 
+/** Resolves a file run by its path (`/data/local/tmp/minicap`) to what executing it does, or undefined if absent. */
+export type ExecutableLoader = (path: string, ctx: CommandContext) => CommandFn | undefined;
+
 export class Shell {
   constructor(
     private readonly fs: MemFs,
     private readonly commands: Map<string, CommandFn>,
     private readonly baseVars: Record<string, string> = {},
+    private readonly loadExecutable?: ExecutableLoader,
   ) {}
 
   /** Variables and working directory that outlive one command line, for an interactive shell. */
@@ -591,6 +595,8 @@ export class Shell {
     }
     const vars = new Map(state.vars);
     for (const [name, value] of assigned) vars.set(name, value);
+    // `exec cmd` replaces the shell with cmd; here that is simply running it, as the last thing the script does.
+    if (words[0] === 'exec' && words.length > 1) words.shift();
     const [name, ...args] = words as [string, ...string[]];
     switch (name) {
       case 'exit':
@@ -615,11 +621,7 @@ export class Shell {
         return 0;
     }
     const base = name.startsWith('/system/bin/') || name.startsWith('/system/xbin/') ? posix.basename(name) : name;
-    const fn = name.includes('/') && base === name ? undefined : this.commands.get(base);
-    if (!fn) {
-      await io.stderr.write(`${SHELL}: ${name}: inaccessible or not found\n`);
-      return 127;
-    }
+    let fn = name.includes('/') && base === name ? undefined : this.commands.get(base);
     const ctx: CommandContext = {
       args,
       stdin: io.stdin,
@@ -631,6 +633,11 @@ export class Shell {
       fs: this.fs,
       run: (script) => this.runScript(script, { ...state, vars: new Map(vars), status: 0 }, io),
     };
+    if (!fn && name.includes('/')) fn = this.loadExecutable?.(this.fs.resolve(name, state.cwd), ctx);
+    if (!fn) {
+      await io.stderr.write(`${SHELL}: ${name}: inaccessible or not found\n`);
+      return 127;
+    }
     return fn(ctx);
   }
 

@@ -4,8 +4,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { androidCommands } from './android-commands.js';
 import { contentCommand } from './content.js';
 import { Device, type DeviceOptions } from './device.js';
+import { appProcess, executableLoader, type AbstractListener, type MinicapHost } from './minicap.js';
+import { ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
-import { BufferSink, Shell, type Sink } from './shell.js';
+import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openShellV2 } from './shell-v2.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
@@ -29,6 +31,12 @@ export interface SimulatedPhoneOptions {
   width?: number;
   height?: number;
   density?: number;
+  /** ro.product.cpu.abi (arm64-v8a by default): decides which minicap build runs. */
+  abi?: DeviceOptions['abi'];
+  /** Display refresh rate in Hz (60 by default): minicap sends at most this many frames per second. */
+  refreshRate?: number;
+  /** False: minicap cannot capture this display (as on emulators and some vendor builds) and exits with an error. */
+  minicap?: boolean;
   /** How long `pm install` takes, as a real package manager's dexopt does; immediate by default. */
   installMs?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
@@ -81,6 +89,9 @@ export const DEVICE_FEATURES = ['shell_v2', 'stat_v2', 'ls_v2', 'fixed_push_mkdi
 /** How long a simulated reboot keeps adbd away: under adb's first redial, 250 ms after the drop. */
 const REBOOT_MS = 100;
 
+/** How often BatteryService and friends log on their own. */
+const SYSTEM_LOG_MS = 5000;
+
 /** adb treats 5555-5585 as emulator console pairs and renames such devices `emulator-N`. */
 const EMULATOR_PORTS = { first: 5555, last: 5585 };
 
@@ -100,6 +111,10 @@ export class SimulatedPhone {
   private readonly services: string[] = [];
   /** A reboot is under way: adbd comes back unless the phone is stopped meanwhile. */
   private rebooting = false;
+  private readonly processes = new ProcessTable();
+  private systemLog: NodeJS.Timeout | undefined;
+  /** Listening sockets in the abstract namespace, reached through `localabstract:<name>`. */
+  private readonly abstractSockets = new Map<string, AbstractListener>();
 
   constructor(options: SimulatedPhoneOptions = {}) {
     const model = options.model ?? 'Benchtop Sim';
@@ -118,6 +133,9 @@ export class SimulatedPhone {
       height: options.height ?? 1280,
       density: options.density ?? 320,
       installMs: options.installMs ?? 0,
+      abi: options.abi ?? 'arm64-v8a',
+      refreshRate: options.refreshRate ?? 60,
+      minicapCapture: options.minicap ?? true,
     };
     this.log = options.log;
     this.device = new Device(opts);
@@ -129,6 +147,9 @@ export class SimulatedPhone {
       this.reboot();
       return 0;
     });
+    const host: MinicapHost = { device: this.device, screen: this.screen, processes: this.processes, sockets: this.abstractSockets };
+    commands.set('app_process', appProcess(host));
+    processCommands(commands, this.processes, this.device.pids);
     this.shellInterpreter = new Shell(this.device.fs, commands, {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
       HOME: '/',
@@ -138,7 +159,7 @@ export class SimulatedPhone {
       ANDROID_DATA: '/data',
       ANDROID_ROOT: '/system',
       TMPDIR: '/data/local/tmp',
-    });
+    }, executableLoader(host));
   }
 
   /** Listens on 127.0.0.1 and resolves to the port. Starting a stopped phone again is a replug. */
@@ -162,6 +183,12 @@ export class SimulatedPhone {
       }
       this.server = server;
       this.boundPort = bound;
+      // The system's own periodic lines, as a phone's log is never silent for long.
+      this.systemLog = setInterval(() => {
+        const d = this.device;
+        d.log.append('D', 'BatteryService', `level:${d.battery} scale:100 plugged:${d.plugged ? 2 : 0} status:${d.plugged ? 2 : 3} temp:${285 + (d.rev % 7)}`);
+      }, SYSTEM_LOG_MS);
+      this.systemLog.unref();
       return bound;
     }
   }
@@ -180,6 +207,7 @@ export class SimulatedPhone {
   private async drop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    clearInterval(this.systemLog);
     for (const conn of this.connections) conn.close();
     for (const socket of this.sockets) socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -308,6 +336,9 @@ export class SimulatedPhone {
       case 'reboot':
         this.reboot();
         return say('');
+      case 'localabstract':
+        // Nothing listening: adbd fails the open, and the host sees its stream closed.
+        return this.abstractSockets.get(arg)?.(io);
       case 'root':
         return say('adbd cannot run as root in production builds\n');
       case 'unroot':
@@ -398,4 +429,36 @@ export class SimulatedPhone {
     void io.write(Buffer.concat([header, canvas.data])).then(() => io.end());
     return {};
   }
+}
+
+/** `ps`, `pidof` and `kill` over the apps' processes and the native ones (minicap) started from the shell. */
+function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, appPids: Map<string, number>): void {
+  const appPidof = commands.get('pidof');
+  commands.set('pidof', async (ctx) => {
+    const native = ctx.args.flatMap((name) => processes.byName(name).map((p) => p.pid));
+    if (native.length === 0 && appPidof) return appPidof(ctx);
+    if (native.length === 0) return 1;
+    await ctx.stdout.write(native.join(' ') + '\n');
+    return 0;
+  });
+  commands.set('ps', async (ctx) => {
+    const rows = [
+      ...[...appPids].map(([name, pid]) => ({ user: 'u0_a100', pid, name })),
+      ...processes.list().map((p) => ({ user: 'shell', pid: p.pid, name: p.name })),
+    ];
+    const line = (user: string, pid: string, name: string) => `${user.padEnd(10)} ${pid.padStart(5)}   ${'1'.padStart(5)} 0 0 0 0 S ${name}\n`;
+    await ctx.stdout.write(`USER         PID  PPID VSZ RSS WCHAN ADDR S NAME\n` + rows.map((r) => line(r.user, String(r.pid), r.name)).join(''));
+    return 0;
+  });
+  commands.set('kill', async (ctx) => {
+    let status = 0;
+    for (const arg of ctx.args) {
+      if (arg.startsWith('-')) continue;
+      if (!processes.kill(Number(arg))) {
+        await ctx.stderr.write(`/system/bin/sh: kill: ${arg}: No such process\n`);
+        status = 1;
+      }
+    }
+    return status;
+  });
 }

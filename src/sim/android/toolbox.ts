@@ -377,11 +377,23 @@ function copyOrMove(name: 'cp' | 'mv'): CommandFn {
 
 const chmod: CommandFn = async (ctx) => {
   const { operands } = parseFlags(ctx.args);
+  const [mode, ...targets] = operands;
+  // Octal modes only: what hosts send (chmod 755, chmod 0755) before running a pushed binary.
+  const octal = /^[0-7]{3,4}$/.test(mode ?? '') ? Number.parseInt(mode!, 8) : undefined;
   let status = 0;
-  for (const target of operands.slice(1)) {
-    if (!ctx.fs.stat(ctx.fs.resolve(target, ctx.cwd))) {
+  for (const target of targets) {
+    const path = ctx.fs.resolve(target, ctx.cwd);
+    const st = ctx.fs.stat(path);
+    if (!st) {
       await complain(ctx, `chmod: ${target}: No such file or directory`);
       status = 1;
+    } else if (octal !== undefined && st.kind === 'file') {
+      try {
+        ctx.fs.writeFile(path, ctx.fs.readFile(path), { mode: octal, mtime: st.mtime });
+      } catch {
+        await complain(ctx, `chmod: ${target}: Operation not permitted`);
+        status = 1;
+      }
     }
   }
   return status;

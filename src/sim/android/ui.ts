@@ -1,6 +1,7 @@
 import { Canvas, ellipsize, textHeight, textWidth, wrap, type Rgb } from './canvas.js';
 import {
   BROWSER_PACKAGE,
+  CLOCK_PACKAGE,
   LAUNCHER_PACKAGE,
   NOTES_PACKAGE,
   SETTINGS_PACKAGE,
@@ -134,6 +135,7 @@ export function buildWindow(device: Device, now: Date): UiNode | undefined {
   if (app.packageName === SETTINGS_PACKAGE) return settingsApp(l, app);
   if (app.packageName === BROWSER_PACKAGE) return browserApp(l, app);
   if (app.packageName === NOTES_PACKAGE) return notesApp(l, app);
+  if (app.packageName === CLOCK_PACKAGE) return clockApp(l, app);
   return genericApp(l, app, top.activity);
 }
 
@@ -536,6 +538,19 @@ function notesApp(l: Layout, app: InstalledApp): UiNode {
     onTap: () => device.focusNotes(),
   });
   return appFrame(l, app, 'Notes', [field]);
+}
+
+/** The stopwatch, in hundredths of a second since the Clock started. */
+function clockApp(l: Layout, app: InstalledApp): UiNode {
+  const pkg = app.packageName;
+  const { device, width: w, height: h, dp } = l;
+  const elapsed = Math.max(0, l.now.getTime() - (device.stopwatchStartedAt ?? l.now.getTime()));
+  const cs = Math.floor(elapsed / 10);
+  const text = `${String(Math.floor(cs / 6000)).padStart(2, '0')}:${String(Math.floor(cs / 100) % 60).padStart(2, '0')}.${String(cs % 100).padStart(2, '0')}`;
+  const mid = l.statusBar + l.toolbar + (h - l.statusBar - l.toolbar) / 2;
+  return appFrame(l, app, 'Stopwatch', [
+    label(pkg, text, w / 2, mid - 24 * dp, 6, TEXT, { center: true, resourceId: `${pkg}:id/stopwatch_time_text`, maxWidth: w - 32 * dp }),
+  ]);
 }
 
 function genericApp(l: Layout, app: InstalledApp, activity: string): UiNode {

@@ -34,10 +34,36 @@ export interface PhoneDriver {
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
   /** Model, OS, ABI, screen, battery and network, as the phone reports them now. */
   info(): Promise<DeviceInfo>;
-  /** Frames the phone streams itself (WDA's MJPEG on an iPhone), when it can; else the live screen polls screenshot(). */
-  liveFrames?(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'png' | 'jpeg'; width: number; height: number }>;
   /** Restarts the phone; resolves once it has been asked to (the phone then drops off the bus and comes back). */
   reboot(): Promise<void>;
+  /**
+   * Frames the phone pushes as its screen changes (Android: minicap; iOS: WebDriverAgent's MJPEG), until `signal` aborts; absent where the
+   * platform has no such feed (iOS: WebDriverAgent's MJPEG). Throws when the phone cannot run it, so the caller can fall back to screenshots.
+   */
+  liveFrames?(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame>;
+  /** The phone's log from the start of the allocation on, then live, until `signal` aborts. */
+  logs?(signal: AbortSignal): AsyncIterable<LogLine>;
+}
+
+/** One log line (logcat on Android, syslog on iOS). */
+export interface LogLine {
+  /** ISO 8601, UTC. */
+  time: string;
+  level: 'verbose' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+  tag: string;
+  pid: number;
+  message: string;
+}
+
+/** One frame of a live feed, its size read from the image itself. */
+export interface LiveFrame {
+  data: Buffer;
+  format: 'jpeg';
+  width: number;
+  height: number;
+  source: 'minicap' | 'mjpeg';
+  /** The phone's screen the frame shows, in the phone's pixels (what taps use); the frame may be scaled down. */
+  screen: { width: number; height: number };
 }
 
 /** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */

@@ -7,7 +7,8 @@ import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
 import type { AppFiles, DeviceAllocator } from './devices.js';
-import { LiveScreens, pngSize, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
+import type { LogLine } from '../../../shared/api/devices.js';
+import { LiveScreens, pngSize, preferLiveSource, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
 import type { Scope } from './scope.js';
 
 /**
@@ -68,7 +69,7 @@ export class DeviceControl {
     const latest = this.screens.latest(row.id);
     if (latest) return latest;
     const data = await onPhone(() => this.phones.driver(target.serial).screenshot(), 'take a screenshot');
-    return { data, format: 'png', ...pngSize(data) };
+    return { data, format: 'png', ...pngSize(data), source: 'screencap' };
   }
 
   elements(scope: Scope, target: DeviceTarget): Promise<UiElement[]> {
@@ -149,16 +150,36 @@ export class DeviceControl {
   liveScreen(scope: Scope, target: DeviceTarget): { watch(viewer: Viewer): () => void } {
     const { id } = this.holding(scope, target);
     const driver = this.phones.driver(target.serial);
+    const maxFps = this.options.screenMaxFps;
+    // A phone whose minicap never delivered a frame stays on screencap for as long as this feed runs.
+    let liveFailed = false;
     const screen: ScreenTarget = {
       key: id,
-      source: () => (driver.liveFrames ? { frames: (signal) => driver.liveFrames!(signal) } : screencapSource(driver, this.options.screenMaxFps)),
-      ended: (): FeedEnd | undefined => {
-        const status = this.stores.devices.get(id)?.status;
-        if (status === 'in_use') return undefined;
-        return status === 'offline' ? 'device_offline' : 'device_released';
-      },
+      source: ({ maxSize }) =>
+        driver.liveFrames && !liveFailed
+          ? preferLiveSource(driver, maxFps, maxSize, () => (liveFailed = true))
+          : screencapSource(driver, maxFps),
+      ended: () => this.ended(id),
     };
     return { watch: (viewer) => this.screens.watch(screen, viewer) };
+  }
+
+  /**
+   * The phone's log, for a caller who may read it. Authorizes now, so that the API can refuse before it starts the
+   * stream; `lines` follows the log until its signal aborts, and `ended` says when the allocation stopped holding it.
+   */
+  logs(scope: Scope, target: DeviceTarget): { lines(signal: AbortSignal): AsyncIterable<LogLine>; ended(): FeedEnd | undefined } {
+    const { id } = this.holding(scope, target);
+    const driver = this.phones.driver(target.serial);
+    if (!driver.logs) throw conflict('logs_unsupported', 'This device does not offer its log.');
+    return { lines: (signal) => driver.logs!(signal), ended: () => this.ended(id) };
+  }
+
+  /** Why watching an allocation's phone must stop, or undefined while it is in_use. */
+  private ended(id: string): FeedEnd | undefined {
+    const status = this.stores.devices.get(id)?.status;
+    if (status === 'in_use') return undefined;
+    return status === 'offline' ? 'device_offline' : 'device_released';
   }
 
   /** Ends every live screen: the engine is stopping. */

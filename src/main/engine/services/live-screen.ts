@@ -7,6 +7,13 @@ export interface Frame {
   format: 'png' | 'jpeg';
   width: number;
   height: number;
+  /**
+   * What captured it: minicap (Android) and WebDriverAgent's MJPEG (iOS) push JPEGs as the screen changes; screencap
+   * is the slow portable fallback.
+   */
+  source: 'minicap' | 'mjpeg' | 'screencap';
+  /** The phone's screen in its own pixels, when the frame is scaled down from it (taps use the screen's pixels). */
+  screen?: { width: number; height: number };
 }
 
 /**
@@ -23,6 +30,8 @@ export type FeedEnd = 'device_released' | 'device_offline' | 'capture_failed' | 
 
 /** A connected viewer, as its transport (a WebSocket) implements it. */
 export interface Viewer {
+  /** The longest side, in pixels, this viewer can use; the feed is captured at the largest any viewer asked for. */
+  readonly maxSize?: number;
   /** The newest frame. A viewer still sending earlier frames drops it: the next one supersedes it anyway. */
   frame(frame: Frame): void;
   end(why: FeedEnd): void;
@@ -32,7 +41,7 @@ export interface Viewer {
 export interface ScreenTarget {
   /** The allocation id: every viewer of the same allocation shares one feed. */
   key: string;
-  source(): FrameSource;
+  source(options: { maxSize: number }): FrameSource;
   /** Why watching must stop now, or undefined while the allocation is in_use. */
   ended(): FeedEnd | undefined;
 }
@@ -42,6 +51,8 @@ const MAX_FAILURES = 5;
 const RETRY_MS = 300;
 /** A capture can hang on a phone that went away, so the allocation is also checked on a timer, not only per frame. */
 const CHECK_MS = 500;
+/** The longest side of captured frames when no viewer says: about what a window shows a phone at. */
+export const DEFAULT_MAX_SIZE = 1280;
 
 /** Width and height from the IHDR chunk, which every PNG has first: no need to decode the image. */
 export function pngSize(png: Buffer): { width: number; height: number } {
@@ -61,9 +72,31 @@ export function screencapSource(driver: PhoneDriver, maxFps: number): FrameSourc
       while (!signal.aborted) {
         const started = performance.now();
         const data = await driver.screenshot();
-        yield { data, format: 'png', ...pngSize(data) };
+        yield { data, format: 'png', ...pngSize(data), source: 'screencap' };
         const wait = minIntervalMs - (performance.now() - started);
         if (wait > 0 && !signal.aborted) await sleep(wait);
+      }
+    },
+  };
+}
+
+/**
+ * The phone's own feed (minicap) where it has one, else screencap. A feed that never delivers a frame makes this
+ * allocation fall back to screencap for good (`onFail`); one that worked and then stopped is retried by the Feed.
+ */
+export function preferLiveSource(driver: PhoneDriver, maxFps: number, maxSize: number, onFail: (error: Error) => void): FrameSource {
+  return {
+    async *frames(signal) {
+      let delivered = false;
+      try {
+        for await (const frame of driver.liveFrames!(signal, { maxSize, maxFps })) {
+          delivered = true;
+          yield frame;
+        }
+      } catch (error) {
+        if (delivered || signal.aborted) throw error;
+        onFail(error as Error);
+        yield* screencapSource(driver, maxFps).frames(signal);
       }
     },
   };
@@ -74,6 +107,8 @@ class Feed {
   private readonly viewers = new Set<Viewer>();
   private latest: Frame | undefined;
   private readonly stopping = new AbortController();
+  /** The capture under way, and the size it was started for: a viewer that needs more restarts it. */
+  private attempt: { controller: AbortController; maxSize: number } | undefined;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -91,6 +126,7 @@ class Feed {
 
   join(viewer: Viewer): void {
     this.viewers.add(viewer);
+    if (this.attempt && this.wantedSize() > this.attempt.maxSize) this.attempt.controller.abort();
     // A newcomer sees the screen at once rather than after the next capture.
     if (this.latest) viewer.frame(this.latest);
   }
@@ -126,12 +162,21 @@ class Feed {
     return why === undefined;
   }
 
+  private wantedSize(): number {
+    const asked = [...this.viewers].map((v) => v.maxSize ?? DEFAULT_MAX_SIZE);
+    return Math.max(...asked, 1);
+  }
+
   private async run(): Promise<void> {
     const { signal } = this.stopping;
     let failures = 0;
     while (!signal.aborted) {
+      const attempt = { controller: new AbortController(), maxSize: this.wantedSize() };
+      this.attempt = attempt;
+      const stop = () => attempt.controller.abort();
+      signal.addEventListener('abort', stop, { once: true });
       try {
-        for await (const frame of this.target.source().frames(signal)) {
+        for await (const frame of this.target.source({ maxSize: attempt.maxSize }).frames(attempt.controller.signal)) {
           // A frame captured after the release is never shown: the next user's screen is not ours to see.
           if (signal.aborted || !this.stillLive()) return;
           failures = 0;
@@ -140,8 +185,12 @@ class Feed {
         }
       } catch {
         if (signal.aborted || !this.stillLive()) return;
+        // Restarted for a larger viewer: not a failure.
+        if (attempt.controller.signal.aborted) continue;
         if (++failures >= MAX_FAILURES) return this.end('capture_failed');
         await sleep(RETRY_MS, undefined, { signal }).catch(() => undefined);
+      } finally {
+        signal.removeEventListener('abort', stop);
       }
     }
   }

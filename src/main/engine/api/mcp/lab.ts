@@ -1,3 +1,4 @@
+import type { LogLine } from '../../../../shared/api/devices.js';
 import type { FleetDevice, UiElement, ActionResult, DeviceAction } from '../../../../shared/api/devices.js';
 import type { StoredFile, App as AppView } from '../../../../shared/api/files.js';
 import type { Instance } from '../../../../shared/api/sessions.js';
@@ -29,14 +30,6 @@ export interface McpServices {
   files: FileManager;
 }
 
-/** One line of a phone's log, as GET .../logs streams it. */
-export interface LogLine {
-  time: string;
-  level: string;
-  tag: string;
-  pid: number;
-  message: string;
-}
 
 /**
  * What the MCP tools call: the lab's services, addressed by scope, in the same terms as the REST routes. Built once
@@ -49,8 +42,8 @@ export interface McpLab {
     elements(scope: Scope, target: DeviceTarget): Promise<UiElement[]>;
     act(scope: Scope, target: DeviceTarget, action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
     install(scope: Scope, target: DeviceTarget, body: { file: string; launch?: boolean }): Promise<{ bundleId: string }>;
-    /** A phone's log lines as they come; absent until the Android driver streams logcat. */
-    logs?(scope: Scope, target: DeviceTarget, signal: AbortSignal): AsyncIterable<LogLine>;
+    /** A phone's log lines as they come, from the start of the allocation. */
+    logs(scope: Scope, target: DeviceTarget): { lines(signal: AbortSignal): AsyncIterable<LogLine> };
   };
   devices: {
     allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[] }): DeviceAllocationRow;

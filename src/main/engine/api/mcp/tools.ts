@@ -5,7 +5,8 @@ import type { DeviceFilter } from '../../domain/device-filters.js';
 import { ServiceError } from '../../domain/errors.js';
 import type { Scope } from '../../services/scope.js';
 import type { DeviceAllocationRow } from '../../store/devices.js';
-import type { LogLine, McpLab } from './lab.js';
+import type { LogLine } from '../../../../shared/api/devices.js';
+import type { McpLab } from './lab.js';
 
 // ajv is CommonJS; its default export arrives wrapped under ESM.
 const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
@@ -294,10 +295,7 @@ const presentHeld = (d: DeviceAllocationRow) => ({
 const LOG_WINDOW_MS = 1000;
 
 async function recentLogs(call: ToolCall, device: string, lines: number): Promise<LogLine[]> {
-  const logs = call.lab.control.logs;
-  if (!logs) {
-    throw new ToolFailure('Device logs are not available from this lab yet (its Android driver does not stream logcat). Use mobile_take_screenshot and mobile_list_elements_on_screen to see the phone\'s state instead.');
-  }
+  const logs = call.lab.control.logs(call.scope, target(device));
   // The stream starts with what the phone has buffered; what arrives in a short window is "recent".
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), LOG_WINDOW_MS);
@@ -305,7 +303,7 @@ async function recentLogs(call: ToolCall, device: string, lines: number): Promis
   call.signal.addEventListener('abort', abort);
   const seen: LogLine[] = [];
   try {
-    for await (const line of logs.call(call.lab.control, call.scope, target(device), stop.signal)) {
+    for await (const line of logs.lines(stop.signal)) {
       seen.push(line);
       if (seen.length > lines) seen.shift();
     }

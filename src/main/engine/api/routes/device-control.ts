@@ -1,11 +1,12 @@
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
-import { ActionResult, DeviceActionBody, DeviceInfo, UiElement } from '../../../../shared/api/devices.js';
+import { ActionResult, DeviceActionBody, DeviceInfo, LogLine, UiElement } from '../../../../shared/api/devices.js';
 import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
 import type { DeviceControl } from '../../services/device-control.js';
-import type { FeedEnd, Viewer } from '../../services/live-screen.js';
+import { HEARTBEAT_MS } from '../../events/sse.js';
+import { DEFAULT_MAX_SIZE, type FeedEnd, type Viewer } from '../../services/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { list } from '../presenters/common.js';
 import { DeviceParams } from './devices.js';
@@ -24,17 +25,34 @@ const CLOSE: Record<FeedEnd, [code: number, reason: string]> = {
   shutdown: [1001, 'Benchtop is shutting down'],
 };
 
-const ScreenQuery = Type.Object(SOCKET_QUERY);
+const ScreenQuery = Type.Object({
+  ...SOCKET_QUERY,
+  maxSize: Type.Optional(Type.Integer({ minimum: 64, maximum: 4096, description: `The longest side, in pixels, the viewer will show; frames are captured at the largest size any viewer of the phone asks for (${DEFAULT_MAX_SIZE} when none says), never above the phone's own.` })),
+});
 
-/** A viewer over a WebSocket: a hello with the screen's size, then one binary message per frame. */
-function socketViewer(socket: WebSocket): Viewer {
-  let greeted = false;
+/**
+ * A viewer over a WebSocket: a hello with the screen's size, format and source, then one binary message per frame;
+ * a new hello whenever those change (rotation, or minicap giving way to screencap).
+ */
+function socketViewer(socket: WebSocket, maxSize?: number): Viewer {
+  let hello = '';
   return {
+    maxSize,
     frame(frame) {
       if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
-      if (!greeted) {
-        socket.send(JSON.stringify({ type: 'hello', width: frame.width, height: frame.height, format: frame.format }));
-        greeted = true;
+      const screen = frame.screen ?? frame;
+      const next = JSON.stringify({
+        type: 'hello',
+        width: screen.width,
+        height: screen.height,
+        frameWidth: frame.width,
+        frameHeight: frame.height,
+        format: frame.format,
+        source: frame.source,
+      });
+      if (next !== hello) {
+        socket.send(next);
+        hello = next;
       }
       socket.send(frame.data);
     },
@@ -50,7 +68,7 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
   const errors = [401, 403, 404, 409] as const;
 
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot', {
-    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, errors) },
+    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG, or as the live screen\'s latest JPEG while one runs', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png; image/jpeg (the live screen\'s latest frame, no capture needed) while someone watches the live screen' }) }, errors) },
   }, async (req, reply) => {
     const frame = await control.screenshot(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId });
     return reply.type(`image/${frame.format}`).header('cache-control', 'no-store').send(frame.data);
@@ -84,8 +102,11 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
       tags,
       operationId: 'deviceScreen',
       summary: 'Live frames of the device\'s screen over a WebSocket',
-      description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","format":"png"}; each ' +
-        'later message is binary, one frame (a PNG). A viewer that falls behind skips frames. Closes with 4001 when the ' +
+      description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","frameWidth","frameHeight",' +
+        '"format":"jpeg"|"png","source":"minicap"|"screencap"}: width and height are the screen in the phone\'s pixels (what ' +
+        'actions take), frameWidth and frameHeight the frames\' own size (smaller when scaled to maxSize); each later binary ' +
+        'message is one frame in that format (JPEG from minicap, which the phone pushes as its screen changes; PNG from ' +
+        'screencap, the fallback). A new hello precedes a frame whose size, format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
         'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
       security: BEARER,
       headers: OrganizationHeader,
@@ -100,8 +121,77 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket, req) => {
-      const leave = screens.get(req)!.watch(socketViewer(socket));
+      const leave = screens.get(req)!.watch(socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
       socket.on('close', leave);
     },
+  });
+
+  const LogsQuery = Type.Object(SOCKET_QUERY);
+  const LogStream = {
+    description: 'text/event-stream: one `log` event per line, its data a LogLine; a comment heartbeat every 15 s; an `end` event ' +
+      '{"reason":"device_released"|"device_offline"|"device_error"|"shutdown"} before the stream closes.',
+    content: { 'text/event-stream': { schema: LogLine } },
+  } as unknown as TSchema;
+  /** Open log streams: the server's close waits for every response, so shutdown ends them first. */
+  const logStreams = new Set<(why: string) => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...logStreams]) end('shutdown');
+  });
+
+  app.get('/sessions/:sessionId/devices/:deviceId/logs', {
+    config: { tokenInQuery: true },
+    schema: {
+      tags,
+      operationId: 'deviceLogs',
+      summary: 'The device\'s log (logcat), live, as Server-Sent Events',
+      description: 'From the start of the allocation (the log is cleared when the phone is prepared), then each line as the ' +
+        'phone logs it, while the allocation is in_use. EventSource may pass the bearer as ?token=.',
+      security: BEARER,
+      headers: OrganizationHeader,
+      querystring: LogsQuery,
+      params: DeviceParams,
+      response: responses({ 200: LogStream }, errors),
+    },
+  }, (req, reply) => {
+    // Everything that can refuse runs before the stream starts, so that a refusal is an ordinary HTTP error.
+    const logs = control.logs(scopeOf(req, req.query.org), { sessionId: req.params.sessionId, serial: req.params.deviceId });
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.flushHeaders();
+    const stopping = new AbortController();
+    let reason: string | undefined;
+    const end = (why: string) => {
+      reason ??= why;
+      stopping.abort();
+    };
+    res.once('close', () => stopping.abort());
+    logStreams.add(end);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    // The stream ends with the allocation: the next user's log is not this caller's.
+    const check = setInterval(() => {
+      const why = logs.ended();
+      if (why) end(why);
+    }, 500);
+    void (async () => {
+      try {
+        for await (const line of logs.lines(stopping.signal)) {
+          if (stopping.signal.aborted) break;
+          res.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
+        }
+        // logcat itself ended: the phone went away or restarted.
+        if (!stopping.signal.aborted) end('device_error');
+      } catch {
+        if (!stopping.signal.aborted) end('device_error');
+      } finally {
+        logStreams.delete(end);
+        clearInterval(heartbeat);
+        clearInterval(check);
+        if (!res.writableEnded) {
+          if (reason) res.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+          res.end();
+        }
+      }
+    })();
   });
 }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { XMLParser } from 'fast-xml-parser';
-import type { ActionResult, Button, DeviceAction, DeviceInfo, PhoneDriver, UiElement } from '../types.js';
+import { createInterface } from 'node:readline';
+import type { ActionResult, Button, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
+import { minicapFrames, removeMinicap } from './minicap.js';
 
 /** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
 const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
@@ -26,6 +28,19 @@ const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
 };
 const keyCommand = (button: Button) =>
   button === 'SELECT_ALL' ? 'input keycombination KEYCODE_CTRL_LEFT KEYCODE_A' : `input keyevent ${KEYCODES[button]}`;
+
+/** Lines of backlog a new reader gets before the live ones. */
+const LOG_BACKLOG = 1000;
+const LEVELS: Record<string, LogLine['level']> = { V: 'verbose', D: 'debug', I: 'info', W: 'warn', E: 'error', F: 'fatal', A: 'fatal' };
+/** `logcat -v threadtime -v year -v UTC`: date, time, pid, tid, priority, tag padded to 8, colon, message. */
+const THREADTIME = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d{3})\s+(\d+)\s+(\d+) ([VDIWEFA]) (.*?)\s*: (.*)$/;
+
+/** One logcat line, or undefined for what is not one (the `--------- beginning of` separators). */
+export function parseLogcatLine(line: string): LogLine | undefined {
+  const m = THREADTIME.exec(line.replace(/\r$/, ''));
+  if (!m) return undefined;
+  return { time: `${m[1]}T${m[2]}Z`, level: LEVELS[m[5]!]!, tag: m[6]!, pid: Number(m[3]), message: m[7]! };
+}
 
 
 /** `input text` takes printable ASCII only, with %s for a space; anything else goes through the ADBKeyboard IME. */
@@ -148,6 +163,8 @@ export class AndroidDriver implements PhoneDriver {
   }
 
   async prepare(): Promise<string[]> {
+    // The log starts with this allocation: the last user's lines are not the next user's to read.
+    await this.shell('logcat -c');
     await this.shell('input keyevent KEYCODE_WAKEUP');
     await this.shell('wm dismiss-keyguard');
     await this.shell('input keyevent KEYCODE_HOME');
@@ -163,6 +180,36 @@ export class AndroidDriver implements PhoneDriver {
     await this.shell('input keyevent KEYCODE_HOME');
     await this.shell('settings put system accelerometer_rotation 0');
     await this.shell('settings put system user_rotation 0');
+    await removeMinicap(this.client, this.serial);
+  }
+
+  /** The allocation's log so far (prepare cleared what came before), then each new line as the phone logs it. */
+  async *logs(signal: AbortSignal): AsyncGenerator<LogLine> {
+    signal.throwIfAborted();
+    const stream = await this.client.getDevice(this.serial).shell(`logcat -v threadtime -v year -v UTC -T ${LOG_BACKLOG}`);
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    // readline ends its iteration on close(), not when its input is destroyed.
+    const stop = () => {
+      lines.close();
+      stream.destroy();
+    };
+    stream.once('close', () => lines.close());
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const line of lines) {
+        const parsed = parseLogcatLine(line);
+        if (parsed) yield parsed;
+      }
+    } catch (error) {
+      if (!signal.aborted) throw error;
+    } finally {
+      signal.removeEventListener('abort', stop);
+      stream.destroy();
+    }
+  }
+
+  liveFrames(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame> {
+    return minicapFrames(this.client, this.serial, options, signal);
   }
 
   /**

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
 import { invalid } from '../../domain/errors.js';
-import type { ActionResult, DeviceAction, DeviceInfo, PhoneDriver, UiElement } from '../types.js';
+import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
 import { afcService, installationProxy, readLockdownValues, syslogService, type UsbmuxdAddress } from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 
@@ -275,7 +275,7 @@ export class IosDriver implements PhoneDriver {
   }
 
   /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */
-  async *liveFrames(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'jpeg'; width: number; height: number }> {
+  async *liveFrames(signal: AbortSignal): AsyncIterable<LiveFrame> {
     const socket = await tunnel(this.address, this.udid, WDA_MJPEG_PORT);
     const stop = () => socket.destroy();
     signal.addEventListener('abort', stop, { once: true });
@@ -305,7 +305,9 @@ export class IosDriver implements PhoneDriver {
           if (pending.length < start + size) break;
           const data = Buffer.from(pending.subarray(start, start + size));
           pending = pending.subarray(start + size);
-          yield { data, format: 'jpeg', ...jpegSize(data) };
+          // WDA's frames are screenshots' pixels, the coordinates the API takes: the frame is the screen.
+          const frame = jpegSize(data);
+          yield { data, format: 'jpeg', ...frame, source: 'mjpeg', screen: frame };
         }
       }
     } finally {
@@ -315,7 +317,7 @@ export class IosDriver implements PhoneDriver {
   }
 
   /** Lines of the phone's syslog (com.apple.syslog_relay) until the signal aborts. */
-  async *logs(signal: AbortSignal): AsyncIterable<string> {
+  async *logs(signal: AbortSignal): AsyncIterable<LogLine> {
     const syslog = await syslogService(this.address, this.udid);
     const lines: string[] = [];
     let wake: (() => void) | undefined;
@@ -329,13 +331,40 @@ export class IosDriver implements PhoneDriver {
       while (!signal.aborted) {
         if (!lines.length) await new Promise<void>((resolve) => (wake = resolve));
         wake = undefined;
-        while (lines.length) yield lines.shift()!;
+        while (lines.length) {
+          const line = parseSyslogLine(lines.shift()!);
+          if (line) yield line;
+        }
       }
     } finally {
       signal.removeEventListener('abort', stop);
       syslog.close();
     }
   }
+}
+
+const SYSLOG_LINE = /^(\w{3} +\d+ \d\d:\d\d:\d\d) \S+ ([^\s[(]+)(?:\([^)]*\))?\[(\d+)\] <(\w+)>: ?(.*)$/s;
+const SYSLOG_LEVELS: Record<string, LogLine['level']> = {
+  Debug: 'debug', Info: 'info', Notice: 'info', Warning: 'warn', Error: 'error', Critical: 'fatal', Alert: 'fatal', Emergency: 'fatal', Fault: 'fatal',
+};
+
+/**
+ * One syslog_relay line ("Nov 23 13:00:00 iPhone SpringBoard(FrontBoard)[58] <Notice>: text") as a log line; the
+ * phone's clock gives no year, so it is this year's. A line of another shape is kept whole as the message.
+ */
+export function parseSyslogLine(raw: string, now = new Date()): LogLine | undefined {
+  const text = raw.replace(/\0/g, '').trimEnd();
+  if (text === '') return undefined;
+  const m = SYSLOG_LINE.exec(text);
+  if (!m) return { time: now.toISOString(), level: 'info', tag: '', pid: 0, message: text };
+  const time = new Date(`${m[1]} ${now.getFullYear()}`);
+  return {
+    time: Number.isNaN(time.getTime()) ? now.toISOString() : time.toISOString(),
+    level: SYSLOG_LEVELS[m[4]!] ?? 'info',
+    tag: m[2]!,
+    pid: Number(m[3]),
+    message: m[5]!,
+  };
 }
 
 /** Width and height from a JPEG's start-of-frame marker. */

@@ -1,0 +1,51 @@
+/**
+ * The phone's long-running native processes (minicap), so that `ps`, `pidof` and `kill` see them and a host can
+ * stop one by its pid, as STF stops minicap.
+ */
+export interface NativeProcess {
+  pid: number;
+  /** The name `ps` and `pidof` show: the executable's base name, or app_process's nice name. */
+  name: string;
+  /** Aborted by `kill`, or when the adb stream that started it closes (adbd hangs its process group up). */
+  readonly signal: AbortSignal;
+}
+
+export class ProcessTable {
+  private readonly running = new Map<number, NativeProcess & { controller: AbortController }>();
+  private nextPid = 8000;
+
+  /** Registers a process for as long as `signal` (the shell stream) stays open; `exit()` removes it. */
+  spawn(name: string, parent: AbortSignal): NativeProcess & { exit(): void } {
+    const controller = new AbortController();
+    const pid = this.nextPid++;
+    const onParent = () => controller.abort();
+    parent.addEventListener('abort', onParent, { once: true });
+    if (parent.aborted) controller.abort();
+    const entry = { pid, name, signal: controller.signal, controller };
+    this.running.set(pid, entry);
+    return {
+      pid,
+      name,
+      signal: controller.signal,
+      exit: () => {
+        parent.removeEventListener('abort', onParent);
+        this.running.delete(pid);
+      },
+    };
+  }
+
+  kill(pid: number): boolean {
+    const p = this.running.get(pid);
+    if (!p) return false;
+    p.controller.abort();
+    return true;
+  }
+
+  byName(name: string): NativeProcess[] {
+    return [...this.running.values()].filter((p) => p.name === name);
+  }
+
+  list(): NativeProcess[] {
+    return [...this.running.values()];
+  }
+}
