@@ -22,9 +22,11 @@ const ELECTRON_TOOLING = ['electron', '@electron/get', '@electron-internal/extra
 
 if (!ENABLED) console.warn('SKIPPING the fresh-clone test (it installs from scratch for minutes): set BENCHTOP_FRESH_CLONE=1, or CI=true.');
 
-const work = mkdtempSync(join(tmpdir(), 'benchtop-fresh-clone-'));
+let work = '';
 // The clone's node_modules is some 500 MB of small files: removing it takes minutes on a busy machine.
-afterAll(() => rm(work, { recursive: true, force: true }), 5 * 60_000);
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+}, 5 * 60_000);
 
 /**
  * The environment of a newcomer's shell: none of the variables this run's npm and vitest set (an npm_package_* or
@@ -73,6 +75,7 @@ async function firstHealth(run: Run): Promise<void> {
 
 describe.skipIf(!ENABLED)('from a fresh clone', () => {
   it('npm run serve installs first and answers /health; npm test then passes without installing again', async () => {
+    work = mkdtempSync(join(tmpdir(), 'benchtop-fresh-clone-'));
     const clone = join(work, 'benchtop');
     const env = newcomerEnv();
     const started = Date.now();
