@@ -32,6 +32,7 @@ export async function startEngine(overrides: Partial<EngineConfig> = {}): Promis
     logLevel: 'silent',
     // No adb unless a fleet test asks for one: the control-plane tests have no phones.
     adb: null,
+    usbmuxd: null,
     ...overrides,
   };
   const clock: TestEngine['clock'] = { offsetMs: 0 };

@@ -24,7 +24,7 @@ export const FleetDevice = Type.Object({
   name: Type.String(),
   osVersion: Type.String(),
   serial: Type.String(),
-  state: Type.String({ description: 'device, unauthorized, offline, or gone (not attached now)' }),
+  state: Type.String({ description: 'device, unauthorized (an Android phone that has not allowed USB debugging, an iPhone that has not trusted this computer), wda_unavailable (an iPhone without a running WebDriverAgent; see the README), offline, or gone (not attached now)' }),
   battery: Type.Union([Type.Integer(), Type.Null()]),
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(

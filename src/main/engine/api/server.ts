@@ -21,9 +21,16 @@ import type { Organizations } from '../services/organizations.js';
 import type { Sessions } from '../services/sessions.js';
 import type { TestResults } from '../services/test-results.js';
 import type { MultipartUploads } from './multipart-upload.js';
+import { invalid } from '../domain/errors.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../domain/json-depth.js';
 import { sendError } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
+import { checkHost } from './host-check.js';
+import { redactUrl } from './redact.js';
+import { MAX_PARAM_LENGTH, RouterErrors } from './router-errors.js';
+import { boundedClose } from './shutdown.js';
+import { throttleAttempts, type AttemptThrottles } from './throttle.js';
 import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
@@ -58,8 +65,8 @@ declare module 'fastify' {
   }
 }
 
-/** A URL with its token parameter blanked, so that a bearer sent in the query never reaches a log line. */
-const withoutToken = (url: string) => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+/** A URL with its token (and upload signature) blanked, so that neither reaches a log line. */
+const withoutToken = redactUrl;
 
 /** The Authorization header, or, on a route that allows it, the bearer a browser's WebSocket can send. */
 function authorizationOf(request: FastifyRequest, tokenInQuery: boolean | undefined): string | undefined {
@@ -106,14 +113,20 @@ export interface ApiServices {
   assistant: AssistantSettings;
   chats: Chats;
   uploads: MultipartUploads;
+  /** Failed logins, sign-ups and invitation acceptances, counted for both servers; absent when throttling is off. */
+  attempts?: AttemptThrottles;
 }
 
 export async function buildServer(services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const { config } = services;
   const tls = config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
+  const routerErrors = new RouterErrors();
   const app = Fastify({
     ...(https ? { https } : {}),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerErrors.frameworkError,
+    clientErrorHandler: routerErrors.clientError,
     bodyLimit: BODY_LIMIT,
     logger: config.logLevel === 'silent' ? false : {
       level: config.logLevel,
@@ -130,6 +143,7 @@ export async function buildServer(services: ApiServices, version: string, option
     return503OnClosing: true,
   }).withTypeProvider() as unknown as App;
 
+  routerErrors.attach(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error as Error));
   app.setNotFoundHandler((request, reply) =>
@@ -141,6 +155,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body, done) => {
     if (!request.routeOptions.schema?.body || body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) return done(invalid('json_too_deep', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     parseJson(request, body as string, done);
   });
 
@@ -149,6 +164,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.addHook('preClose', async () => {
     app.server.keepAliveTimeout = 1;
   });
+  boundedClose(app);
 
   // Before the auth hook: the plugin's own onRequest hook marks an upgrade request, so that a refused upgrade (a 401
   // from the auth hook included) has its socket destroyed after the response instead of held open.
@@ -172,6 +188,9 @@ export async function buildServer(services: ApiServices, version: string, option
       done();
     },
   });
+
+  checkHost(app, config.allowedHosts);
+  if (services.attempts) throttleAttempts(app, services.attempts);
 
   const { auth } = services;
   const scopes: ScopeResolver = (caller, organization) => auth.resolveScope(caller, organization);

@@ -107,7 +107,7 @@ export class DeviceControl {
     const driver = this.phones.driver(target.serial);
     const screen: ScreenTarget = {
       key: id,
-      source: () => screencapSource(driver, this.options.screenMaxFps),
+      source: () => (driver.liveFrames ? { frames: (signal) => driver.liveFrames!(signal) } : screencapSource(driver, this.options.screenMaxFps)),
       ended: (): FeedEnd | undefined => {
         const status = this.stores.devices.get(id)?.status;
         if (status === 'in_use') return undefined;

@@ -82,6 +82,7 @@ export class DeviceAllocator {
     this.reconciled = true;
     const { fleet, devices } = this.stores;
     fleet.markAllGone('android');
+    fleet.markAllGone('ios');
     for (const phone of this.phones.list()) fleet.upsert(phone, this.now());
     for (const row of devices.uncleaned()) {
       if (this.attached(row.serial!)) void this.cleanup(row);
