@@ -39,3 +39,41 @@ export async function startDemoPhones(count: number, adbServerPort: number): Pro
   }
   return { serials, stop };
 }
+
+const IPHONES = [
+  { name: 'iPhone SE', version: '17.5.1', battery: 88 },
+  { name: 'QA iPhone', version: '16.7.8', battery: 54 },
+  { name: 'Design iPhone', version: '18.1', battery: 71 },
+];
+
+export interface DemoIphones {
+  /** The simulated usbmuxd's `127.0.0.1:PORT`, which the engine tracks instead of the system's. */
+  address: string;
+  udids: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Demo iPhones (BENCHTOP_DEMO_IPHONES=N): a simulated usbmuxd on loopback with simulated iPhones plugged in, each
+ * trusted and running WebDriverAgent. Nothing to install: the engine reaches them as it reaches real ones.
+ */
+export async function startDemoIphones(count: number): Promise<DemoIphones> {
+  const { SimulatedIPhone, SimulatedUsbmuxd } = await import('../sim/ios/index.js');
+  const usbmuxd = new SimulatedUsbmuxd();
+  const address = await usbmuxd.start();
+  const phones: Array<InstanceType<typeof SimulatedIPhone>> = [];
+  for (let i = 0; i < count; i++) {
+    const spec = IPHONES[i % IPHONES.length]!;
+    const phone = new SimulatedIPhone({ ...spec, name: count > IPHONES.length ? `${spec.name} #${i + 1}` : spec.name });
+    await phone.plugInto(usbmuxd);
+    phones.push(phone);
+  }
+  return {
+    address,
+    udids: phones.map((p) => p.udid),
+    async stop() {
+      for (const phone of phones) phone.stop();
+      await usbmuxd.stop();
+    },
+  };
+}

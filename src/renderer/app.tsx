@@ -35,7 +35,7 @@ function route(path: string): ReactNode {
     case '/organization': return <OrganizationScreen />;
     case '/usage': return <UsageScreen />;
     case '/settings': return <SettingsScreen />;
-    default: return <p className="empty">No page at {path}. <a href="/fleet" onClick={linkTo('/fleet')}>Go to the fleet</a>.</p>;
+    default: return <p className="empty" ref={() => { document.title = 'Not found · Benchtop'; }}>No page at {path}. <a href="/fleet" onClick={linkTo('/fleet')}>Go to the fleet</a>.</p>;
   }
 }
 
@@ -52,6 +52,11 @@ function OrganizationSwitcher() {
       </select>
     </label>
   );
+}
+
+function skipToContent(event: React.MouseEvent) {
+  event.preventDefault();
+  document.getElementById('main')?.focus();
 }
 
 export function App() {
@@ -75,7 +80,9 @@ export function App() {
 
   return (
     <div className="shell">
-      <a className="skip" href="#main">Skip to content</a>
+      {/* The page has <base href="/">, so a bare #main would point at /#main (the fleet): the link names this path, and
+          moves focus itself. */}
+      <a className="skip" href={`${path}#main`} onClick={skipToContent}>Skip to content</a>
       <nav className="sidebar" aria-label="Main">
         <div className="brand">Benchtop</div>
         <ul>
@@ -94,7 +101,7 @@ export function App() {
         </div>
       </nav>
       {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
-      <main id="main" key={switches}>{route(path)}</main>
+      <main id="main" tabIndex={-1} key={switches}>{route(path)}</main>
     </div>
   );
 }

@@ -29,11 +29,20 @@ export function Status({ value }: { value: string }) {
   return <span className={`status status-${value.replace(/[^a-z_]/gi, '')}`}>{value.replace(/_/g, ' ')}</span>;
 }
 
-export function Page({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+/** Names the browser tab after the page, so that several Benchtop tabs can be told apart. */
+export function useTitle(title: string): void {
+  useEffect(() => {
+    document.title = title ? `${title} · Benchtop` : 'Benchtop';
+  }, [title]);
+}
+
+/** `heading` replaces the plain title in the header (an editable name, say); `title` still names the tab. */
+export function Page({ title, heading, actions, children }: { title: string; heading?: ReactNode; actions?: ReactNode; children: ReactNode }) {
+  useTitle(title);
   return (
     <section className="page" aria-labelledby="page-title">
       <header className="page-header">
-        <h1 id="page-title">{title}</h1>
+        {heading ?? <h1 id="page-title">{title}</h1>}
         <div className="page-actions">{actions}</div>
       </header>
       {children}

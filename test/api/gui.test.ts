@@ -3,20 +3,18 @@ import Fastify from 'fastify';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { contentSecurityPolicy, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
 import type { App } from '../../src/main/engine/api/http.js';
-import { errorCode, startEngine, type TestEngine } from '../support/engine.js';
+import { errorCode, useEngine } from '../support/engine.js';
 
 describe('the GUI at /', () => {
-  let lab: TestEngine;
   let origin: string;
 
-  beforeAll(async () => {
-    lab = await startEngine();
-    origin = lab.api.replace(/\/api\/v1$/, '');
+  const lab = useEngine();
+  beforeAll(() => {
+    origin = lab.t.api.replace(/\/api\/v1$/, '');
   });
-  afterAll(() => lab?.stop());
 
   it('serves index.html with a CSP that allows only its own origin, its sockets, and blob:/data: images', async () => {
     const r = await fetch(`${origin}/`);
@@ -73,7 +71,7 @@ describe('the GUI at /', () => {
   });
 
   it('leaves the GUI out of the OpenAPI document', async () => {
-    const doc = await (await fetch(`${lab.api}/openapi.json`)).json();
+    const doc = await (await fetch(`${lab.t.api}/openapi.json`)).json();
     // /ws, the fleet's JSON-RPC, is the one API path outside /api/v1 (where the Mobile Next clients look for it).
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith('/api/v1/'))).toEqual(['/ws']);
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type CallOptions, type Reply, type TestEngine } from '../support/engine.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { client, errorCode, type CallOptions, type Reply, useEngine } from '../support/engine.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -78,16 +78,12 @@ function helpers(c: Client) {
 }
 
 describe('invitations', () => {
-  let t: TestEngine;
-  let c: Client;
   let h: ReturnType<typeof helpers>;
 
-  beforeAll(async () => {
-    t = await startEngine();
-    c = client(t.api);
-    h = helpers(c);
+  const lab = useEngine();
+  beforeAll(() => {
+    h = helpers(lab.c);
   });
-  afterAll(() => t?.stop());
 
   describe('POST /organizations/{id}/invitations', () => {
     it('201 returns the pending invitation, valid for 7 days', async () => {
@@ -120,7 +116,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const email = address('later');
       const inv = await h.invited(admin.token, orgId, email, 'readonly');
-      const later = await c.signup(email);
+      const later = await lab.c.signup(email);
       expect((await h.mine(later.token)).map((i) => i.id)).toEqual([inv.id]);
       expect((await h.accept(later.token, inv.id)).status).toBe(204);
       expect(await h.roleIn(later.token, orgId)).toBe('readonly');
@@ -129,7 +125,7 @@ describe('invitations', () => {
     it('201 from an admin who joined by invitation', async () => {
       const { admin, orgId } = await h.newOrg();
       const second = await h.newAccount('second-admin');
-      await c.addMember(admin.token, orgId, second.token, second.user.email, 'admin');
+      await lab.c.addMember(admin.token, orgId, second.token, second.user.email, 'admin');
       const inv = await h.invited(second.token, orgId, address('by-second'));
       expect(inv.invitedBy).toBe(second.user.id);
     });
@@ -154,7 +150,7 @@ describe('invitations', () => {
     it('409 already_member for the email of an existing member, including the admin\'s own', async () => {
       const { admin, orgId } = await h.newOrg();
       const member = await h.newAccount('member');
-      await c.addMember(admin.token, orgId, member.token, member.user.email, 'readonly');
+      await lab.c.addMember(admin.token, orgId, member.token, member.user.email, 'readonly');
       expectError(await h.invite(admin.token, orgId, member.user.email), 409, 'already_member');
       expectError(await h.invite(admin.token, orgId, member.user.email.toUpperCase(), 'admin'), 409, 'already_member');
       expectError(await h.invite(admin.token, orgId, admin.user.email), 409, 'already_member');
@@ -176,20 +172,20 @@ describe('invitations', () => {
     it.each(['readwrite', 'readonly'])('403 insufficient_role for a %s member', async (role) => {
       const { admin, orgId } = await h.newOrg();
       const member = await h.newAccount(role);
-      await c.addMember(admin.token, orgId, member.token, member.user.email, role);
+      await lab.c.addMember(admin.token, orgId, member.token, member.user.email, role);
       expectError(await h.invite(member.token, orgId, address('nope')), 403, 'insufficient_role');
       expect(await h.ofOrg(admin.token, orgId)).toEqual([]);
     });
 
     it('403 wrong_organization for an API key bound to another organization of its creator', async () => {
       const { admin, orgId } = await h.newOrg();
-      const personalKey = await c.createKey(admin.token, admin.personalOrgId);
+      const personalKey = await lab.c.createKey(admin.token, admin.personalOrgId);
       expectError(await h.invite(personalKey, orgId, address('by-key')), 403, 'wrong_organization');
     });
 
     it('201 for an admin\'s API key bound to the organization', async () => {
       const { admin, orgId } = await h.newOrg();
-      const key = await c.createKey(admin.token, orgId);
+      const key = await lab.c.createKey(admin.token, orgId);
       const inv = await h.invited(key, orgId, address('by-key'));
       expect(inv.invitedBy).toBe(admin.user.id);
     });
@@ -236,7 +232,7 @@ describe('invitations', () => {
     ];
     it.each(badBodies)('400 for %s', async (_label, options, code) => {
       const { admin, orgId } = await h.newOrg();
-      expectError(await c.call('POST', `/organizations/${orgId}/invitations`, { token: admin.token, ...options }), 400, code);
+      expectError(await lab.c.call('POST', `/organizations/${orgId}/invitations`, { token: admin.token, ...options }), 400, code);
       expect(await h.ofOrg(admin.token, orgId)).toEqual([]);
     });
   });
@@ -257,14 +253,14 @@ describe('invitations', () => {
       expect((await h.reject(rej.token, toReject.id)).status).toBe(204);
       expect((await h.revoke(admin.token, orgId, toRevoke.id)).status).toBe(204);
 
-      const r = await c.call('GET', `/organizations/${orgId}/invitations`, { token: admin.token });
+      const r = await lab.c.call('GET', `/organizations/${orgId}/invitations`, { token: admin.token });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ object: 'list', data: [stays] });
     });
 
     it('200 with an empty list for an organization without invitations', async () => {
       const { admin, orgId } = await h.newOrg();
-      const r = await c.call('GET', `/organizations/${orgId}/invitations`, { token: admin.token });
+      const r = await lab.c.call('GET', `/organizations/${orgId}/invitations`, { token: admin.token });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ object: 'list', data: [] });
     });
@@ -272,26 +268,26 @@ describe('invitations', () => {
     it.each(['readwrite', 'readonly'])('403 insufficient_role for a %s member', async (role) => {
       const { admin, orgId } = await h.newOrg();
       const member = await h.newAccount(role);
-      await c.addMember(admin.token, orgId, member.token, member.user.email, role);
+      await lab.c.addMember(admin.token, orgId, member.token, member.user.email, role);
       await h.invited(admin.token, orgId, address('secret'));
-      expectError(await c.call('GET', `/organizations/${orgId}/invitations`, { token: member.token }), 403, 'insufficient_role');
+      expectError(await lab.c.call('GET', `/organizations/${orgId}/invitations`, { token: member.token }), 403, 'insufficient_role');
     });
 
     it('404 organization_not_found for an organization the caller is not in, or one that does not exist', async () => {
       const { orgId } = await h.newOrg();
       const outsider = await h.newAccount('outsider');
-      expectError(await c.call('GET', `/organizations/${orgId}/invitations`, { token: outsider.token }), 404, 'organization_not_found');
-      expectError(await c.call('GET', `/organizations/${randomUUID()}/invitations`, { token: outsider.token }), 404, 'organization_not_found');
+      expectError(await lab.c.call('GET', `/organizations/${orgId}/invitations`, { token: outsider.token }), 404, 'organization_not_found');
+      expectError(await lab.c.call('GET', `/organizations/${randomUUID()}/invitations`, { token: outsider.token }), 404, 'organization_not_found');
     });
 
     it('404 for a non-UUID organization id', async () => {
       const { admin } = await h.newOrg();
-      expectError(await c.call('GET', `/organizations/${NOT_A_UUID}/invitations`, { token: admin.token }), 404, 'not_found');
+      expectError(await lab.c.call('GET', `/organizations/${NOT_A_UUID}/invitations`, { token: admin.token }), 404, 'not_found');
     });
 
     it('401 without credentials', async () => {
       const { orgId } = await h.newOrg();
-      expectError(await c.call('GET', `/organizations/${orgId}/invitations`), 401);
+      expectError(await lab.c.call('GET', `/organizations/${orgId}/invitations`), 401);
     });
   });
 
@@ -305,7 +301,7 @@ describe('invitations', () => {
       const fromB = await h.invited(b.admin.token, b.orgId, me.user.email.toUpperCase(), 'admin');
       const notMine = await h.invited(a.admin.token, a.orgId, someoneElse.user.email);
 
-      const r = await c.call('GET', '/invitations', { token: me.token });
+      const r = await lab.c.call('GET', '/invitations', { token: me.token });
       expect(r.status).toBe(200);
       expect(r.body.object).toBe('list');
       expect(r.body).not.toHaveProperty('nextCursor');
@@ -331,7 +327,7 @@ describe('invitations', () => {
 
     it('200 with an empty list when nothing is addressed to the caller', async () => {
       const me = await h.newAccount('nobody-invites-me');
-      const r = await c.call('GET', '/invitations', { token: me.token });
+      const r = await lab.c.call('GET', '/invitations', { token: me.token });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ object: 'list', data: [] });
     });
@@ -340,13 +336,13 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('keyholder');
       await h.invited(admin.token, orgId, me.user.email);
-      const key = await c.createKey(me.token);
-      expectError(await c.call('GET', '/invitations', { token: key }), 403, 'interactive_only');
+      const key = await lab.c.createKey(me.token);
+      expectError(await lab.c.call('GET', '/invitations', { token: key }), 403, 'interactive_only');
     });
 
     it('401 without credentials', async () => {
-      expectError(await c.call('GET', '/invitations'), 401);
-      expectError(await c.call('GET', '/invitations', { token: 'garbage' }), 401);
+      expectError(await lab.c.call('GET', '/invitations'), 401);
+      expectError(await lab.c.call('GET', '/invitations', { token: 'garbage' }), 401);
     });
   });
 
@@ -359,14 +355,14 @@ describe('invitations', () => {
       expect(r.status).toBe(204);
       expect(r.body).toBeUndefined();
 
-      const orgs = await c.call('GET', '/organizations', { token: me.token });
+      const orgs = await lab.c.call('GET', '/organizations', { token: me.token });
       expect(orgs.body.data).toContainEqual({ id: orgId, name, personal: false, role, createdAt: expect.stringMatching(ISO_MS) });
-      const members = await c.call('GET', `/organizations/${orgId}/members`, { token: admin.token });
+      const members = await lab.c.call('GET', `/organizations/${orgId}/members`, { token: admin.token });
       expect(members.body.data).toContainEqual({ userId: me.user.id, email: me.user.email, name: expect.any(String), role, joinedAt: expect.stringMatching(ISO_MS) });
       expect(await h.mine(me.token)).toEqual([]);
       expect(await h.ofOrg(admin.token, orgId)).toEqual([]);
       // The role is effective: only an admin may list the organization's invitations.
-      const listing = await c.call('GET', `/organizations/${orgId}/invitations`, { token: me.token });
+      const listing = await lab.c.call('GET', `/organizations/${orgId}/invitations`, { token: me.token });
       expect(listing.status).toBe(role === 'admin' ? 200 : 403);
     });
 
@@ -422,7 +418,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('keyed');
       const inv = await h.invited(admin.token, orgId, me.user.email);
-      const key = await c.createKey(me.token);
+      const key = await lab.c.createKey(me.token);
       expectError(await h.accept(key, inv.id), 403, 'interactive_only');
       expect(await h.roleIn(me.token, orgId)).toBeUndefined();
       expect((await h.mine(me.token)).map((i) => i.id)).toEqual([inv.id]);
@@ -432,7 +428,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('anon');
       const inv = await h.invited(admin.token, orgId, me.user.email);
-      expectError(await c.call('POST', `/invitations/${inv.id}/accept`), 401);
+      expectError(await lab.c.call('POST', `/invitations/${inv.id}/accept`), 401);
       expect((await h.mine(me.token)).map((i) => i.id)).toEqual([inv.id]);
     });
 
@@ -440,7 +436,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('bodied');
       const inv = await h.invited(admin.token, orgId, me.user.email, 'readonly');
-      const r = await c.call('POST', `/invitations/${inv.id}/accept`, { token: me.token, raw: '{"not": json' });
+      const r = await lab.c.call('POST', `/invitations/${inv.id}/accept`, { token: me.token, raw: '{"not": json' });
       expect(r.status).toBe(204);
       expect(await h.roleIn(me.token, orgId)).toBe('readonly');
     });
@@ -500,7 +496,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('keyed');
       const inv = await h.invited(admin.token, orgId, me.user.email);
-      const key = await c.createKey(me.token);
+      const key = await lab.c.createKey(me.token);
       expectError(await h.reject(key, inv.id), 403, 'interactive_only');
       expect((await h.mine(me.token)).map((i) => i.id)).toEqual([inv.id]);
     });
@@ -509,7 +505,7 @@ describe('invitations', () => {
       const { admin, orgId } = await h.newOrg();
       const me = await h.newAccount('anon');
       const inv = await h.invited(admin.token, orgId, me.user.email);
-      expectError(await c.call('POST', `/invitations/${inv.id}/reject`), 401);
+      expectError(await lab.c.call('POST', `/invitations/${inv.id}/reject`), 401);
       expect((await h.mine(me.token)).map((i) => i.id)).toEqual([inv.id]);
     });
   });
@@ -554,7 +550,7 @@ describe('invitations', () => {
 
     it('404 invitation_not_found for another organization\'s invitation, even to an admin of both', async () => {
       const { admin, orgId } = await h.newOrg();
-      const otherOrg = await c.createOrganization(admin.token, `Other ${++seq}`);
+      const otherOrg = await lab.c.createOrganization(admin.token, `Other ${++seq}`);
       const inv = await h.invited(admin.token, otherOrg, address('other'));
       expectError(await h.revoke(admin.token, orgId, inv.id), 404, 'invitation_not_found');
       expect((await h.ofOrg(admin.token, otherOrg)).map((i) => i.id)).toEqual([inv.id]);
@@ -580,7 +576,7 @@ describe('invitations', () => {
     it.each(['readwrite', 'readonly'])('403 insufficient_role for a %s member', async (role) => {
       const { admin, orgId } = await h.newOrg();
       const member = await h.newAccount(role);
-      await c.addMember(admin.token, orgId, member.token, member.user.email, role);
+      await lab.c.addMember(admin.token, orgId, member.token, member.user.email, role);
       const inv = await h.invited(admin.token, orgId, address('target'));
       expectError(await h.revoke(member.token, orgId, inv.id), 403, 'insufficient_role');
       expect((await h.ofOrg(admin.token, orgId)).map((i) => i.id)).toEqual([inv.id]);
@@ -597,24 +593,19 @@ describe('invitations', () => {
     it('401 without credentials', async () => {
       const { admin, orgId } = await h.newOrg();
       const inv = await h.invited(admin.token, orgId, address('target'));
-      expectError(await c.call('DELETE', `/organizations/${orgId}/invitations/${inv.id}`), 401);
+      expectError(await lab.c.call('DELETE', `/organizations/${orgId}/invitations/${inv.id}`), 401);
       expect((await h.ofOrg(admin.token, orgId)).map((i) => i.id)).toEqual([inv.id]);
     });
   });
 });
 
 describe('invitation expiry', () => {
-  // A separate engine: moving its clock expires every interactive token as well.
-  let t: TestEngine;
-  let c: Client;
   let h: ReturnType<typeof helpers>;
 
-  beforeAll(async () => {
-    t = await startEngine();
-    c = client(t.api);
-    h = helpers(c);
+  const lab = useEngine();
+  beforeAll(() => {
+    h = helpers(lab.c);
   });
-  afterAll(() => t?.stop());
 
   it('an invitation is pending for 7 days; then it is unlisted, unanswerable, and the email can be invited again', async () => {
     const { admin, orgId } = await h.newOrg();
@@ -622,17 +613,17 @@ describe('invitation expiry', () => {
     const other = await h.newAccount('slower');
     const inv = await h.invited(admin.token, orgId, invitee.user.email, 'readonly');
     const inv2 = await h.invited(admin.token, orgId, other.user.email, 'readonly');
-    const relogin = () => Promise.all([c.login(admin.user.email, PASSWORD), c.login(invitee.user.email, PASSWORD), c.login(other.user.email, PASSWORD)]);
+    const relogin = () => Promise.all([lab.c.login(admin.user.email, PASSWORD), lab.c.login(invitee.user.email, PASSWORD), lab.c.login(other.user.email, PASSWORD)]);
 
     // A minute before expiry it is still pending everywhere, and still blocks a second invitation.
-    t.clock.offsetMs = 7 * DAY_MS - 60_000;
+    lab.t.clock.offsetMs = 7 * DAY_MS - 60_000;
     const [adminBefore, inviteeBefore, otherBefore] = await relogin();
     expect((await h.mine(inviteeBefore)).map((i) => i.id)).toEqual([inv.id]);
     expect((await h.mine(otherBefore)).map((i) => i.id)).toEqual([inv2.id]);
     expect((await h.ofOrg(adminBefore, orgId)).map((i) => i.id)).toEqual([inv.id, inv2.id]);
     expectError(await h.invite(adminBefore, orgId, invitee.user.email), 409, 'already_invited');
 
-    t.clock.offsetMs = 7 * DAY_MS + 1;
+    lab.t.clock.offsetMs = 7 * DAY_MS + 1;
     const [adminToken, inviteeToken, otherToken] = await relogin();
     expect(await h.mine(inviteeToken)).toEqual([]);
     expect(await h.mine(otherToken)).toEqual([]);

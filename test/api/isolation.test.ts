@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type Reply, type TestEngine } from '../support/engine.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { errorCode, type Reply, useEngine } from '../support/engine.js';
 
 /**
  * Cross-organization isolation. Organization A ("Alpha": alice admin, amy readonly) owns a session, a key, a pending
@@ -22,8 +22,6 @@ interface Caller {
   org?: string;
 }
 
-let t: TestEngine;
-let api: ReturnType<typeof client>;
 let orgA: string;
 let orgB: string;
 let alice: { token: string; id: string };
@@ -37,10 +35,10 @@ let aInvitation: string;
 const who = {} as Record<Who, Caller>;
 
 const send = (c: Caller, method: string, path: string, options: { org?: string; body?: unknown } = {}) =>
-  api.call(method, path, { token: c.bearer, org: options.org, body: options.body });
+  lab.c.call(method, path, { token: c.bearer, org: options.org, body: options.body });
 /** In B: the caller's own scope (tokens name B, keys need nothing). */
 const inB = (c: Caller, method: string, path: string, body?: unknown) => send(c, method, path, { org: c.org, body });
-const asAlice = (method: string, path: string, body?: unknown) => api.call(method, path, { token: alice.token, org: orgA, body });
+const asAlice = (method: string, path: string, body?: unknown) => lab.c.call(method, path, { token: alice.token, org: orgA, body });
 
 /**
  * The refusal for org A's resource, and the same call on one that exists nowhere: the same status and code,
@@ -57,43 +55,42 @@ async function refusedAlike(expected: readonly [number, string], elsewhere: () =
 const interactiveOnly = (c: Caller, other: readonly [number, string]) =>
   c.kind === 'key' ? ([403, 'interactive_only'] as const) : other;
 
-beforeAll(async () => {
-  t = await startEngine();
-  api = client(t.api);
+const lab = useEngine();
 
-  const a = await api.signup('alice@alpha.test');
+beforeAll(async () => {
+  const a = await lab.c.signup('alice@alpha.test');
   alice = { token: a.token, id: a.user.id };
-  const m = await api.signup('amy@alpha.test');
+  const m = await lab.c.signup('amy@alpha.test');
   amy = { token: m.token, id: m.user.id, email: 'amy@alpha.test' };
-  const bob = await api.signup('bob@bravo.test');
-  const bridge = await api.signup('bridge@both.test');
+  const bob = await lab.c.signup('bob@bravo.test');
+  const bridge = await lab.c.signup('bridge@both.test');
 
   // Both organizations share a name on purpose: names are per caller, and ids are what isolate.
-  orgA = await api.createOrganization(alice.token, 'Alpha');
-  orgB = await api.createOrganization(bob.token, 'Bravo');
-  await api.addMember(alice.token, orgA, amy.token, amy.email, 'readonly');
-  await api.addMember(alice.token, orgA, bridge.token, 'bridge@both.test', 'readwrite');
-  await api.addMember(bob.token, orgB, bridge.token, 'bridge@both.test', 'readwrite');
+  orgA = await lab.c.createOrganization(alice.token, 'Alpha');
+  orgB = await lab.c.createOrganization(bob.token, 'Bravo');
+  await lab.c.addMember(alice.token, orgA, amy.token, amy.email, 'readonly');
+  await lab.c.addMember(alice.token, orgA, bridge.token, 'bridge@both.test', 'readwrite');
+  await lab.c.addMember(bob.token, orgB, bridge.token, 'bridge@both.test', 'readwrite');
 
-  const key = await api.call('POST', '/keys', { token: alice.token, org: orgA, body: { name: 'alpha key' } });
+  const key = await lab.c.call('POST', '/keys', { token: alice.token, org: orgA, body: { name: 'alpha key' } });
   expect(key.status).toBe(201);
   aliceKey = key.body.apiKey;
   aKeyId = key.body.id;
-  bridgeKeyOfA = await api.createKey(bridge.token, orgA, 'bridge A key');
+  bridgeKeyOfA = await lab.c.createKey(bridge.token, orgA, 'bridge A key');
 
   who['B admin token'] = { bearer: bob.token, kind: 'token', org: orgB };
-  who['B admin key'] = { bearer: await api.createKey(bob.token, orgB, 'bravo key'), kind: 'key' };
+  who['B admin key'] = { bearer: await lab.c.createKey(bob.token, orgB, 'bravo key'), kind: 'key' };
   who['A+B member token in B'] = { bearer: bridge.token, kind: 'token', org: orgB };
-  who['A+B member key of B'] = { bearer: await api.createKey(bridge.token, orgB, 'bridge B key'), kind: 'key' };
+  who['A+B member key of B'] = { bearer: await lab.c.createKey(bridge.token, orgB, 'bridge B key'), kind: 'key' };
 
   const s = await asAlice('POST', '/sessions');
   expect(s.status).toBe(201);
   aSession = s.body.id;
-  const sb = await api.call('POST', '/sessions', { token: bob.token, org: orgB });
+  const sb = await lab.c.call('POST', '/sessions', { token: bob.token, org: orgB });
   expect(sb.status).toBe(201);
   bSession = sb.body.id;
 
-  const inv = await api.call('POST', `/organizations/${orgA}/invitations`, {
+  const inv = await lab.c.call('POST', `/organizations/${orgA}/invitations`, {
     token: alice.token,
     body: { email: 'guest@elsewhere.test', role: 'readwrite' },
   });
@@ -102,7 +99,6 @@ beforeAll(async () => {
 
   expect((await asAlice('PUT', '/billing/plan', { plan: 'team', cancelAtPeriodEnd: true })).status).toBe(200);
 });
-afterAll(() => t?.stop());
 
 describe('sessions', () => {
   for (const w of B_CALLERS) {
@@ -155,7 +151,7 @@ describe('API keys', () => {
       await refusedAlike(expected, () => inB(c, 'DELETE', `/keys/${aKeyId}`), () => inB(c, 'DELETE', `/keys/${randomUUID()}`));
       const keys = await asAlice('GET', '/keys');
       expect(keys.body.data.map((k: { id: string }) => k.id)).toContain(aKeyId);
-      expect((await api.call('GET', `/sessions/${aSession}`, { token: aliceKey })).status).toBe(200);
+      expect((await lab.c.call('GET', `/sessions/${aSession}`, { token: aliceKey })).status).toBe(200);
     });
   }
 
@@ -203,14 +199,14 @@ describe('API keys', () => {
       ] as const) {
         await refusedAlike(
           [403, 'wrong_organization'],
-          () => api.call(method, path, { token: key, org: orgB }),
-          () => api.call(method, path, { token: key, org: ghost }),
+          () => lab.c.call(method, path, { token: key, org: orgB }),
+          () => lab.c.call(method, path, { token: key, org: ghost }),
         );
       }
       // The same key in its own organization works.
-      expect((await api.call('GET', `/sessions/${aSession}`, { token: key, org: orgA })).status).toBe(200);
+      expect((await lab.c.call('GET', `/sessions/${aSession}`, { token: key, org: orgA })).status).toBe(200);
     }
-    const r = await api.call('GET', '/sessions?limit=500', { token: who['B admin token'].bearer, org: orgB });
+    const r = await lab.c.call('GET', '/sessions?limit=500', { token: who['B admin token'].bearer, org: orgB });
     expect(r.body.data.map((s: { id: string }) => s.id)).toEqual([bSession]);
   });
 });
@@ -319,7 +315,7 @@ describe('members', () => {
 
 describe('organization settings', () => {
   const nameOfA = async () =>
-    (await api.call('GET', '/organizations', { token: alice.token })).body.data.find((o: { id: string }) => o.id === orgA)?.name;
+    (await lab.c.call('GET', '/organizations', { token: alice.token })).body.data.find((o: { id: string }) => o.id === orgA)?.name;
 
   for (const w of OUTSIDERS) {
     it(`org A cannot be renamed or deleted from B (${w}): 403 (no 404 is declared), as for no organization`, async () => {
@@ -369,7 +365,7 @@ describe('a key of B whose creator is also a member of A', () => {
   it('cannot address org A by path either: 403 wrong_organization (interactive_only where keys are refused anyway)', async () => {
     const k = who['A+B member key of B'];
     // The same member's key of A reads A's members: only the key's binding refuses it.
-    expect((await api.call('GET', `/organizations/${orgA}/members`, { token: bridgeKeyOfA })).status).toBe(200);
+    expect((await lab.c.call('GET', `/organizations/${orgA}/members`, { token: bridgeKeyOfA })).status).toBe(200);
     const attempts = [
       ['GET', `/organizations/${orgA}/members`, undefined, 'wrong_organization'],
       ['PATCH', `/organizations/${orgA}/members/${amy.id}`, { role: 'admin' }, 'wrong_organization'],
@@ -387,7 +383,7 @@ describe('a key of B whose creator is also a member of A', () => {
     expect(members.body.data).toContainEqual(expect.objectContaining({ userId: amy.id, role: 'readonly' }));
     const pending = await asAlice('GET', `/organizations/${orgA}/invitations`);
     expect(pending.body.data.map((i: { id: string }) => i.id)).toEqual([aInvitation]);
-    const orgs = await api.call('GET', '/organizations', { token: alice.token });
+    const orgs = await lab.c.call('GET', '/organizations', { token: alice.token });
     expect(orgs.body.data).toContainEqual(expect.objectContaining({ id: orgA, name: 'Alpha' }));
   });
 });

@@ -2,32 +2,29 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type CallOptions, type Reply, type TestEngine } from '../support/engine.js';
+import { client, errorCode, type CallOptions, type Reply, useEngine } from '../support/engine.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NOT_A_UUID = 'not-a-uuid';
 const OVER_1_MIB = 1024 * 1024 + 16;
 
-let t: TestEngine;
-let c: ReturnType<typeof client>;
 let db: Database.Database;
 let seq = 0;
 
-beforeAll(async () => {
-  t = await startEngine();
-  c = client(t.api);
-  db = new Database(join(t.dataDir, 'benchtop.db'));
+const lab = useEngine();
+
+beforeAll(() => {
+  db = new Database(join(lab.t.dataDir, 'benchtop.db'));
   db.pragma('busy_timeout = 5000');
 });
-afterAll(async () => {
+afterAll(() => {
   db?.close();
-  await t?.stop();
 });
 
 type Account = Awaited<ReturnType<ReturnType<typeof client>['signup']>>;
 
-const newAccount = (who: string): Promise<Account> => c.signup(`${who}-${++seq}@orgs.test`);
+const newAccount = (who: string): Promise<Account> => lab.c.signup(`${who}-${++seq}@orgs.test`);
 const unique = (name: string) => `${name} ${++seq}`;
 
 function expectError(r: Reply, status: number, code?: string): void {
@@ -37,7 +34,7 @@ function expectError(r: Reply, status: number, code?: string): void {
 }
 
 async function orgsOf(token: string): Promise<Array<{ id: string; name: string; personal: boolean; role: string; createdAt: string }>> {
-  const r = await c.call('GET', '/organizations', { token });
+  const r = await lab.c.call('GET', '/organizations', { token });
   expect(r.status).toBe(200);
   return r.body.data;
 }
@@ -45,10 +42,10 @@ async function orgsOf(token: string): Promise<Array<{ id: string; name: string; 
 /** An organization with an admin and, optionally, one more member of the given role. */
 async function orgWith(memberRole?: 'admin' | 'readwrite' | 'readonly') {
   const admin = await newAccount('admin');
-  const orgId = await c.createOrganization(admin.token, unique('Team'));
+  const orgId = await lab.c.createOrganization(admin.token, unique('Team'));
   if (!memberRole) return { admin, orgId };
   const member = await newAccount(memberRole);
-  await c.addMember(admin.token, orgId, member.token, member.user.email, memberRole);
+  await lab.c.addMember(admin.token, orgId, member.token, member.user.email, memberRole);
   return { admin, orgId, member };
 }
 
@@ -78,11 +75,11 @@ describe('GET /organizations', () => {
   it('200 lists the caller\'s organizations, Personal first, with the caller\'s role in each', async () => {
     const me = await newAccount('lister');
     const mineName = unique('Mine');
-    const mine = await c.createOrganization(me.token, mineName);
+    const mine = await lab.c.createOrganization(me.token, mineName);
     const other = await orgWith();
-    await c.addMember(other.admin.token, other.orgId, me.token, me.user.email, 'readonly');
+    await lab.c.addMember(other.admin.token, other.orgId, me.token, me.user.email, 'readonly');
 
-    const r = await c.call('GET', '/organizations', { token: me.token });
+    const r = await lab.c.call('GET', '/organizations', { token: me.token });
     expect(r.status).toBe(200);
     expect(r.body.object).toBe('list');
     expect(r.body).not.toHaveProperty('nextCursor');
@@ -97,32 +94,32 @@ describe('GET /organizations', () => {
 
   it('200 for an API key lists only the organization it is bound to', async () => {
     const { admin, orgId } = await orgWith();
-    const key = await c.createKey(admin.token, orgId);
-    const r = await c.call('GET', '/organizations', { token: key });
+    const key = await lab.c.createKey(admin.token, orgId);
+    const r = await lab.c.call('GET', '/organizations', { token: key });
     expect(r.status).toBe(200);
     expect(r.body.data.map((o: { id: string }) => o.id)).toEqual([orgId]);
     expect(r.body.data[0].role).toBe('admin');
   });
 
   it('401 without credentials or with an invalid token', async () => {
-    expectError(await c.call('GET', '/organizations'), 401);
-    expectError(await c.call('GET', '/organizations', { token: 'not-a-real-token' }), 401);
-    expectError(await c.call('GET', '/organizations', { token: 'mob_not-a-real-key' }), 401);
+    expectError(await lab.c.call('GET', '/organizations'), 401);
+    expectError(await lab.c.call('GET', '/organizations', { token: 'not-a-real-token' }), 401);
+    expectError(await lab.c.call('GET', '/organizations', { token: 'mob_not-a-real-key' }), 401);
   });
 
   it('403 when an API key names another organization in X-Organization-Id', async () => {
     const { admin, orgId } = await orgWith();
-    const key = await c.createKey(admin.token, orgId);
-    expectError(await c.call('GET', '/organizations', { token: key, org: admin.personalOrgId }), 403, 'wrong_organization');
+    const key = await lab.c.createKey(admin.token, orgId);
+    expectError(await lab.c.call('GET', '/organizations', { token: key, org: admin.personalOrgId }), 403, 'wrong_organization');
   });
 
   it('403 when the caller names an organization they are not a member of', async () => {
     const me = await newAccount('outsider');
     const { orgId } = await orgWith();
-    expectError(await c.call('GET', '/organizations', { token: me.token, org: orgId }), 403, 'not_a_member');
-    expectError(await c.call('GET', '/organizations', { token: me.token, org: NOT_A_UUID }), 403, 'not_a_member');
+    expectError(await lab.c.call('GET', '/organizations', { token: me.token, org: orgId }), 403, 'not_a_member');
+    expectError(await lab.c.call('GET', '/organizations', { token: me.token, org: NOT_A_UUID }), 403, 'not_a_member');
     // Naming one of their own organizations is fine.
-    const ok = await c.call('GET', '/organizations', { token: me.token, org: me.personalOrgId });
+    const ok = await lab.c.call('GET', '/organizations', { token: me.token, org: me.personalOrgId });
     expect(ok.status).toBe(200);
   });
 });
@@ -131,12 +128,12 @@ describe('POST /organizations', () => {
   it('201 creates the organization with the caller as its admin and only member', async () => {
     const me = await newAccount('creator');
     const name = unique('Acme Labs');
-    const r = await c.call('POST', '/organizations', { token: me.token, body: { name } });
+    const r = await lab.c.call('POST', '/organizations', { token: me.token, body: { name } });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({ id: expect.stringMatching(UUID_RE), name, personal: false, role: 'admin', createdAt: expect.stringMatching(ISO_MS) });
     expect((await orgsOf(me.token)).find((o) => o.id === r.body.id)).toEqual(r.body);
 
-    const members = await c.call('GET', `/organizations/${r.body.id}/members`, { token: me.token });
+    const members = await lab.c.call('GET', `/organizations/${r.body.id}/members`, { token: me.token });
     expect(members.status).toBe(200);
     expect(members.body.data).toEqual([
       { userId: me.user.id, email: me.user.email, name: expect.any(String), role: 'admin', joinedAt: expect.stringMatching(ISO_MS) },
@@ -147,8 +144,8 @@ describe('POST /organizations', () => {
     const a = await newAccount('a');
     const b = await newAccount('b');
     const name = unique('Shared Name');
-    const first = await c.call('POST', '/organizations', { token: a.token, body: { name } });
-    const second = await c.call('POST', '/organizations', { token: b.token, body: { name } });
+    const first = await lab.c.call('POST', '/organizations', { token: a.token, body: { name } });
+    const second = await lab.c.call('POST', '/organizations', { token: b.token, body: { name } });
     expect(first.status).toBe(201);
     expect(second.status).toBe(201);
     expect(second.body.name).toBe(name);
@@ -157,22 +154,22 @@ describe('POST /organizations', () => {
 
   it.each(['', '   ', '\t\n'])('400 invalid_name for the blank name %j', async (name) => {
     const me = await newAccount('blank');
-    expectError(await c.call('POST', '/organizations', { token: me.token, body: { name } }), 400, 'invalid_name');
+    expectError(await lab.c.call('POST', '/organizations', { token: me.token, body: { name } }), 400, 'invalid_name');
     expect(await orgsOf(me.token)).toHaveLength(1);
   });
 
   it.each(['Personal', 'personal', 'PERSONAL', 'pErSoNaL', '  Personal  '])('400 reserved_name for %j', async (name) => {
     const me = await newAccount('reserved');
-    expectError(await c.call('POST', '/organizations', { token: me.token, body: { name } }), 400, 'reserved_name');
+    expectError(await lab.c.call('POST', '/organizations', { token: me.token, body: { name } }), 400, 'reserved_name');
     expect(await orgsOf(me.token)).toHaveLength(1);
   });
 
   it('409 duplicate_name for the name of another organization the caller created', async () => {
     const me = await newAccount('dup');
     const name = unique('Widgets');
-    await c.createOrganization(me.token, name);
-    expectError(await c.call('POST', '/organizations', { token: me.token, body: { name } }), 409, 'duplicate_name');
-    expectError(await c.call('POST', '/organizations', { token: me.token, body: { name: name.toUpperCase() } }), 409, 'duplicate_name');
+    await lab.c.createOrganization(me.token, name);
+    expectError(await lab.c.call('POST', '/organizations', { token: me.token, body: { name } }), 409, 'duplicate_name');
+    expectError(await lab.c.call('POST', '/organizations', { token: me.token, body: { name: name.toUpperCase() } }), 409, 'duplicate_name');
     expect((await orgsOf(me.token)).filter((o) => o.name.toLowerCase() === name.toLowerCase())).toHaveLength(1);
   });
 
@@ -180,17 +177,17 @@ describe('POST /organizations', () => {
     const { admin, orgId } = await orgWith();
     const joined = (await orgsOf(admin.token)).find((o) => o.id === orgId)!.name;
     const me = await newAccount('joiner');
-    await c.addMember(admin.token, orgId, me.token, me.user.email, 'readonly');
-    expectError(await c.call('POST', '/organizations', { token: me.token, body: { name: joined } }), 409, 'duplicate_name');
+    await lab.c.addMember(admin.token, orgId, me.token, me.user.email, 'readonly');
+    expectError(await lab.c.call('POST', '/organizations', { token: me.token, body: { name: joined } }), 409, 'duplicate_name');
   });
 
   it('401 without credentials', async () => {
-    expectError(await c.call('POST', '/organizations', { body: { name: unique('Nobody') } }), 401);
+    expectError(await lab.c.call('POST', '/organizations', { body: { name: unique('Nobody') } }), 401);
   });
 
   it.each(badBodies('name', 'Bad Body'))('400 for %s', async (_label, options, code) => {
     const me = await newAccount('badbody');
-    const r = await c.call('POST', '/organizations', { token: me.token, ...options });
+    const r = await lab.c.call('POST', '/organizations', { token: me.token, ...options });
     expectError(r, 400, code);
     expect(await orgsOf(me.token)).toHaveLength(1);
   });
@@ -200,7 +197,7 @@ describe('PATCH /organizations/{id}', () => {
   it('200 renames the organization; every member sees the new name', async () => {
     const { admin, orgId, member } = await orgWith('readonly');
     const name = unique('Renamed');
-    const r = await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } });
+    const r = await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ id: orgId, name, personal: false, role: 'admin', createdAt: expect.stringMatching(ISO_MS) });
     expect((await orgsOf(admin.token)).find((o) => o.id === orgId)?.name).toBe(name);
@@ -210,14 +207,14 @@ describe('PATCH /organizations/{id}', () => {
   it('200 keeping its own name, and with the name of an organization the caller is not in', async () => {
     const { admin, orgId } = await orgWith();
     const own = (await orgsOf(admin.token)).find((o) => o.id === orgId)!.name;
-    const same = await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: own } });
+    const same = await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: own } });
     expect(same.status).toBe(200);
     expect(same.body.name).toBe(own);
 
     const stranger = await newAccount('stranger');
     const theirs = unique('Theirs');
-    await c.createOrganization(stranger.token, theirs);
-    const r = await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: theirs } });
+    await lab.c.createOrganization(stranger.token, theirs);
+    const r = await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: theirs } });
     expect(r.status).toBe(200);
     expect(r.body.name).toBe(theirs);
   });
@@ -225,22 +222,22 @@ describe('PATCH /organizations/{id}', () => {
   it.each(['', '    '])('400 invalid_name for the blank name %j', async (name) => {
     const { admin, orgId } = await orgWith();
     const before = (await orgsOf(admin.token)).find((o) => o.id === orgId)!.name;
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } }), 400, 'invalid_name');
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } }), 400, 'invalid_name');
     expect((await orgsOf(admin.token)).find((o) => o.id === orgId)!.name).toBe(before);
   });
 
   it.each(['Personal', 'personal', 'PERSONAL', ' Personal '])('400 reserved_name for %j', async (name) => {
     const { admin, orgId } = await orgWith();
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } }), 400, 'reserved_name');
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name } }), 400, 'reserved_name');
   });
 
   it('409 duplicate_name for the name of another organization the caller belongs to', async () => {
     const { admin, orgId } = await orgWith();
     const otherName = unique('Other');
-    await c.createOrganization(admin.token, otherName);
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: otherName } }), 409, 'duplicate_name');
+    await lab.c.createOrganization(admin.token, otherName);
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: otherName } }), 409, 'duplicate_name');
     expectError(
-      await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: otherName.toLowerCase() } }),
+      await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, body: { name: otherName.toLowerCase() } }),
       409,
       'duplicate_name',
     );
@@ -249,45 +246,45 @@ describe('PATCH /organizations/{id}', () => {
 
   it('403 personal_organization for the Personal organization', async () => {
     const me = await newAccount('personal');
-    const r = await c.call('PATCH', `/organizations/${me.personalOrgId}`, { token: me.token, body: { name: unique('Not Personal') } });
+    const r = await lab.c.call('PATCH', `/organizations/${me.personalOrgId}`, { token: me.token, body: { name: unique('Not Personal') } });
     expectError(r, 403, 'personal_organization');
     expect((await orgsOf(me.token))[0]).toMatchObject({ id: me.personalOrgId, name: 'Personal', personal: true });
   });
 
   it.each(['readwrite', 'readonly'] as const)('403 insufficient_role for a %s member', async (role) => {
     const { orgId, member } = await orgWith(role);
-    const r = await c.call('PATCH', `/organizations/${orgId}`, { token: member!.token, body: { name: unique('Coup') } });
+    const r = await lab.c.call('PATCH', `/organizations/${orgId}`, { token: member!.token, body: { name: unique('Coup') } });
     expectError(r, 403, 'insufficient_role');
   });
 
   it('403 interactive_only for an API key, even an admin\'s key bound to the organization', async () => {
     const { admin, orgId } = await orgWith();
-    const key = await c.createKey(admin.token, orgId);
-    const r = await c.call('PATCH', `/organizations/${orgId}`, { token: key, body: { name: unique('By Key') } });
+    const key = await lab.c.createKey(admin.token, orgId);
+    const r = await lab.c.call('PATCH', `/organizations/${orgId}`, { token: key, body: { name: unique('By Key') } });
     expectError(r, 403, 'interactive_only');
   });
 
   it('403 (the declared status nearest to not found) for an organization the caller is not in, or one that does not exist', async () => {
     const { orgId } = await orgWith();
     const me = await newAccount('outsider');
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { token: me.token, body: { name: unique('Mine Now') } }), 403, 'organization_not_found');
-    expectError(await c.call('PATCH', `/organizations/${randomUUID()}`, { token: me.token, body: { name: unique('Ghost') } }), 403, 'organization_not_found');
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { token: me.token, body: { name: unique('Mine Now') } }), 403, 'organization_not_found');
+    expectError(await lab.c.call('PATCH', `/organizations/${randomUUID()}`, { token: me.token, body: { name: unique('Ghost') } }), 403, 'organization_not_found');
   });
 
   it('403 (declared; 404 is not) for a non-UUID id', async () => {
     const me = await newAccount('nonuuid');
-    expectError(await c.call('PATCH', `/organizations/${NOT_A_UUID}`, { token: me.token, body: { name: unique('X') } }), 403, 'not_found');
+    expectError(await lab.c.call('PATCH', `/organizations/${NOT_A_UUID}`, { token: me.token, body: { name: unique('X') } }), 403, 'not_found');
   });
 
   it('401 without credentials', async () => {
     const { orgId } = await orgWith();
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { body: { name: unique('Nobody') } }), 401);
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { body: { name: unique('Nobody') } }), 401);
   });
 
   it.each(badBodies('name', 'Bad Body'))('400 for %s', async (_label, options, code) => {
     const { admin, orgId } = await orgWith();
     const before = (await orgsOf(admin.token)).find((o) => o.id === orgId)!.name;
-    expectError(await c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, ...options }), 400, code);
+    expectError(await lab.c.call('PATCH', `/organizations/${orgId}`, { token: admin.token, ...options }), 400, code);
     expect((await orgsOf(admin.token)).find((o) => o.id === orgId)!.name).toBe(before);
   });
 });
@@ -295,7 +292,7 @@ describe('PATCH /organizations/{id}', () => {
 describe('DELETE /organizations/{id}', () => {
   async function expectGone(token: string, orgId: string) {
     expect((await orgsOf(token)).some((o) => o.id === orgId)).toBe(false);
-    expectError(await c.call('GET', `/organizations/${orgId}/members`, { token }), 404, 'organization_not_found');
+    expectError(await lab.c.call('GET', `/organizations/${orgId}/members`, { token }), 404, 'organization_not_found');
   }
   async function expectStillThere(token: string, orgId: string) {
     expect((await orgsOf(token)).some((o) => o.id === orgId)).toBe(true);
@@ -303,59 +300,59 @@ describe('DELETE /organizations/{id}', () => {
 
   it('204 for the admin who is its sole member; the organization is gone', async () => {
     const { admin, orgId } = await orgWith();
-    const r = await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token });
+    const r = await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token });
     expect(r.status).toBe(204);
     expect(r.body).toBeUndefined();
     await expectGone(admin.token, orgId);
     // A second delete finds nothing: a declared status, not 404 (undeclared here) and not 204.
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 403, 'organization_not_found');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 403, 'organization_not_found');
   });
 
   it('204 after the deletion frees the name for a new organization', async () => {
     const me = await newAccount('reuse');
     const name = unique('Reusable');
-    const first = await c.createOrganization(me.token, name);
-    expect((await c.call('DELETE', `/organizations/${first}`, { token: me.token })).status).toBe(204);
-    const again = await c.call('POST', '/organizations', { token: me.token, body: { name } });
+    const first = await lab.c.createOrganization(me.token, name);
+    expect((await lab.c.call('DELETE', `/organizations/${first}`, { token: me.token })).status).toBe(204);
+    const again = await lab.c.call('POST', '/organizations', { token: me.token, body: { name } });
     expect(again.status).toBe(201);
   });
 
   it('409 not_sole_member while another member remains', async () => {
     const { admin, orgId } = await orgWith('readonly');
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'not_sole_member');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'not_sole_member');
     await expectStillThere(admin.token, orgId);
   });
 
   it('409 not_sole_member also when the other member is an admin too', async () => {
     const { admin, orgId, member } = await orgWith('admin');
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'not_sole_member');
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: member!.token }), 409, 'not_sole_member');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'not_sole_member');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: member!.token }), 409, 'not_sole_member');
     await expectStillThere(member!.token, orgId);
   });
 
   it.each(['pro', 'team'])('409 plan_renews while the %s plan renews; 204 once it is set to cancel at period end', async (plan) => {
     const { admin, orgId } = await orgWith();
-    const set = await c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan } });
+    const set = await lab.c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan } });
     expect(set.status).toBe(200);
     expect(set.body.subscription).toMatchObject({ cancelAtPeriodEnd: false });
 
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'plan_renews');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'plan_renews');
     await expectStillThere(admin.token, orgId);
 
-    const cancel = await c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan, cancelAtPeriodEnd: true } });
+    const cancel = await lab.c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan, cancelAtPeriodEnd: true } });
     expect(cancel.status).toBe(200);
     expect(cancel.body.subscription).toMatchObject({ cancelAtPeriodEnd: true });
 
-    expect((await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
+    expect((await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
     await expectGone(admin.token, orgId);
   });
 
   it('204 after a renewing plan goes back to the free hobby plan', async () => {
     const { admin, orgId } = await orgWith();
-    expect((await c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan: 'pro' } })).status).toBe(200);
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'plan_renews');
-    expect((await c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan: 'hobby' } })).status).toBe(200);
-    expect((await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
+    expect((await lab.c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan: 'pro' } })).status).toBe(200);
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'plan_renews');
+    expect((await lab.c.call('PUT', '/billing/plan', { token: admin.token, org: orgId, body: { plan: 'hobby' } })).status).toBe(200);
+    expect((await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
   });
 
   it('409 device_allocated while a device is allocated; 204 once it is released', async () => {
@@ -369,50 +366,50 @@ describe('DELETE /organizations/{id}', () => {
        VALUES (?, ?, ?, 'in_use', 'android', 'real', 'Pixel 8', '14', 'SIM-0001', ?)`,
     ).run(allocationId, sessionId, orgId, now);
 
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'device_allocated');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token }), 409, 'device_allocated');
     await expectStillThere(admin.token, orgId);
 
     db.prepare("UPDATE device_allocations SET status = 'released', released_at = ? WHERE id = ?").run(Date.now(), allocationId);
-    expect((await c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
+    expect((await lab.c.call('DELETE', `/organizations/${orgId}`, { token: admin.token })).status).toBe(204);
     await expectGone(admin.token, orgId);
   });
 
   it('403 personal_organization for the Personal organization', async () => {
     const me = await newAccount('personal');
-    expectError(await c.call('DELETE', `/organizations/${me.personalOrgId}`, { token: me.token }), 403, 'personal_organization');
+    expectError(await lab.c.call('DELETE', `/organizations/${me.personalOrgId}`, { token: me.token }), 403, 'personal_organization');
     await expectStillThere(me.token, me.personalOrgId);
   });
 
   it.each(['readwrite', 'readonly'] as const)('403 insufficient_role for a %s member', async (role) => {
     const { admin, orgId, member } = await orgWith(role);
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: member!.token }), 403, 'insufficient_role');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: member!.token }), 403, 'insufficient_role');
     await expectStillThere(admin.token, orgId);
   });
 
   it('403 interactive_only for an API key, even the sole admin\'s key bound to the organization', async () => {
     const { admin, orgId } = await orgWith();
-    const key = await c.createKey(admin.token, orgId);
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: key }), 403, 'interactive_only');
+    const key = await lab.c.createKey(admin.token, orgId);
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: key }), 403, 'interactive_only');
     await expectStillThere(admin.token, orgId);
   });
 
   it('403 (the declared status nearest to not found) for an organization the caller is not in, or one that does not exist', async () => {
     const { admin, orgId } = await orgWith();
     const me = await newAccount('outsider');
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: me.token }), 403, 'organization_not_found');
-    expectError(await c.call('DELETE', `/organizations/${randomUUID()}`, { token: me.token }), 403, 'organization_not_found');
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: me.token }), 403, 'organization_not_found');
+    expectError(await lab.c.call('DELETE', `/organizations/${randomUUID()}`, { token: me.token }), 403, 'organization_not_found');
     await expectStillThere(admin.token, orgId);
   });
 
   it('403 (declared; 404 is not) for a non-UUID id', async () => {
     const me = await newAccount('nonuuid');
-    expectError(await c.call('DELETE', `/organizations/${NOT_A_UUID}`, { token: me.token }), 403, 'not_found');
+    expectError(await lab.c.call('DELETE', `/organizations/${NOT_A_UUID}`, { token: me.token }), 403, 'not_found');
   });
 
   it('401 without credentials', async () => {
     const { admin, orgId } = await orgWith();
-    expectError(await c.call('DELETE', `/organizations/${orgId}`), 401);
-    expectError(await c.call('DELETE', `/organizations/${orgId}`, { token: 'garbage' }), 401);
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`), 401);
+    expectError(await lab.c.call('DELETE', `/organizations/${orgId}`, { token: 'garbage' }), 401);
     await expectStillThere(admin.token, orgId);
   });
 });
@@ -422,15 +419,15 @@ describe('GET /organizations/{id}/members', () => {
     const { admin, orgId } = await orgWith();
     const rw = await newAccount('rw');
     const ro = await newAccount('ro');
-    await c.addMember(admin.token, orgId, rw.token, rw.user.email, 'readwrite');
-    await c.addMember(admin.token, orgId, ro.token, ro.user.email, 'readonly');
+    await lab.c.addMember(admin.token, orgId, rw.token, rw.user.email, 'readwrite');
+    await lab.c.addMember(admin.token, orgId, ro.token, ro.user.email, 'readonly');
     // A pending invitation is not a member.
     const pending = await newAccount('pending');
-    const inv = await c.call('POST', `/organizations/${orgId}/invitations`, { token: admin.token, body: { email: pending.user.email, role: 'admin' } });
+    const inv = await lab.c.call('POST', `/organizations/${orgId}/invitations`, { token: admin.token, body: { email: pending.user.email, role: 'admin' } });
     expect(inv.status).toBe(201);
 
     for (const token of [admin.token, rw.token, ro.token]) {
-      const r = await c.call('GET', `/organizations/${orgId}/members`, { token });
+      const r = await lab.c.call('GET', `/organizations/${orgId}/members`, { token });
       expect(r.status).toBe(200);
       expect(r.body.object).toBe('list');
       expect(r.body).not.toHaveProperty('nextCursor');
@@ -445,47 +442,47 @@ describe('GET /organizations/{id}/members', () => {
 
   it('200 for an API key bound to the organization', async () => {
     const { orgId, member } = await orgWith('readonly');
-    const key = await c.createKey(member!.token, orgId);
-    const r = await c.call('GET', `/organizations/${orgId}/members`, { token: key });
+    const key = await lab.c.createKey(member!.token, orgId);
+    const r = await lab.c.call('GET', `/organizations/${orgId}/members`, { token: key });
     expect(r.status).toBe(200);
     expect(r.body.data).toHaveLength(2);
   });
 
   it('200 on the Personal organization lists only its owner', async () => {
     const me = await newAccount('solo');
-    const r = await c.call('GET', `/organizations/${me.personalOrgId}/members`, { token: me.token });
+    const r = await lab.c.call('GET', `/organizations/${me.personalOrgId}/members`, { token: me.token });
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual([expect.objectContaining({ userId: me.user.id, role: 'admin' })]);
   });
 
   it('401 without credentials', async () => {
     const { orgId } = await orgWith();
-    expectError(await c.call('GET', `/organizations/${orgId}/members`), 401);
+    expectError(await lab.c.call('GET', `/organizations/${orgId}/members`), 401);
   });
 
   it('403 for an API key bound to another organization of its creator', async () => {
     const { admin, orgId } = await orgWith();
-    const personalKey = await c.createKey(admin.token, admin.personalOrgId);
-    expectError(await c.call('GET', `/organizations/${orgId}/members`, { token: personalKey }), 403, 'wrong_organization');
+    const personalKey = await lab.c.createKey(admin.token, admin.personalOrgId);
+    expectError(await lab.c.call('GET', `/organizations/${orgId}/members`, { token: personalKey }), 403, 'wrong_organization');
   });
 
   it('404 organization_not_found for an organization the caller is not in, or one that does not exist', async () => {
     const { orgId } = await orgWith();
     const me = await newAccount('outsider');
-    expectError(await c.call('GET', `/organizations/${orgId}/members`, { token: me.token }), 404, 'organization_not_found');
-    expectError(await c.call('GET', `/organizations/${randomUUID()}/members`, { token: me.token }), 404, 'organization_not_found');
+    expectError(await lab.c.call('GET', `/organizations/${orgId}/members`, { token: me.token }), 404, 'organization_not_found');
+    expectError(await lab.c.call('GET', `/organizations/${randomUUID()}/members`, { token: me.token }), 404, 'organization_not_found');
   });
 
   it('404 for a non-UUID id', async () => {
     const me = await newAccount('nonuuid');
-    expectError(await c.call('GET', `/organizations/${NOT_A_UUID}/members`, { token: me.token }), 404, 'not_found');
+    expectError(await lab.c.call('GET', `/organizations/${NOT_A_UUID}/members`, { token: me.token }), 404, 'not_found');
   });
 });
 
 describe('PATCH /organizations/{id}/members/{userId}', () => {
   const rolePath = (orgId: string, userId: string) => `/organizations/${orgId}/members/${userId}`;
   async function roleOf(token: string, orgId: string, userId: string): Promise<string | undefined> {
-    const r = await c.call('GET', `/organizations/${orgId}/members`, { token });
+    const r = await lab.c.call('GET', `/organizations/${orgId}/members`, { token });
     expect(r.status).toBe(200);
     return (r.body.data as Array<{ userId: string; role: string }>).find((m) => m.userId === userId)?.role;
   }
@@ -496,7 +493,7 @@ describe('PATCH /organizations/{id}/members/{userId}', () => {
     ['admin', 'readonly'],
   ] as const)('200 changes a %s member to %s', async (from, to) => {
     const { admin, orgId, member } = await orgWith(from);
-    const r = await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: to } });
+    const r = await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: to } });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ userId: member!.user.id, email: member!.user.email, name: expect.any(String), role: to, joinedAt: expect.stringMatching(ISO_MS) });
     expect(await roleOf(admin.token, orgId, member!.user.id)).toBe(to);
@@ -505,18 +502,18 @@ describe('PATCH /organizations/{id}/members/{userId}', () => {
 
   it('applies on the member\'s next request, with the same token and with their API key', async () => {
     const { admin, orgId, member } = await orgWith('readonly');
-    const key = await c.createKey(member!.token, orgId);
+    const key = await lab.c.createKey(member!.token, orgId);
     const invite = (token: string) =>
-      c.call('POST', `/organizations/${orgId}/invitations`, { token, body: { email: `next-${++seq}@orgs.test`, role: 'readonly' } });
+      lab.c.call('POST', `/organizations/${orgId}/invitations`, { token, body: { email: `next-${++seq}@orgs.test`, role: 'readonly' } });
 
     expectError(await invite(member!.token), 403, 'insufficient_role');
     expectError(await invite(key), 403, 'insufficient_role');
 
-    expect((await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'admin' } })).status).toBe(200);
+    expect((await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'admin' } })).status).toBe(200);
     expect((await invite(member!.token)).status).toBe(201);
     expect((await invite(key)).status).toBe(201);
 
-    expect((await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'readonly' } })).status).toBe(200);
+    expect((await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'readonly' } })).status).toBe(200);
     expectError(await invite(member!.token), 403, 'insufficient_role');
     expectError(await invite(key), 403, 'insufficient_role');
   });
@@ -524,22 +521,22 @@ describe('PATCH /organizations/{id}/members/{userId}', () => {
   it('403 own_role: an admin cannot change their own role, so the last admin stays admin', async () => {
     const { admin, orgId } = await orgWith();
     for (const role of ['readonly', 'readwrite', 'admin']) {
-      expectError(await c.call('PATCH', rolePath(orgId, admin.user.id), { token: admin.token, body: { role } }), 403, 'own_role');
+      expectError(await lab.c.call('PATCH', rolePath(orgId, admin.user.id), { token: admin.token, body: { role } }), 403, 'own_role');
     }
     expect(await roleOf(admin.token, orgId, admin.user.id)).toBe('admin');
   });
 
   it('403 once demoted by another admin, the former admin cannot change roles back', async () => {
     const { admin, orgId, member } = await orgWith('admin');
-    expect((await c.call('PATCH', rolePath(orgId, admin.user.id), { token: member!.token, body: { role: 'readwrite' } })).status).toBe(200);
-    const r = await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'readonly' } });
+    expect((await lab.c.call('PATCH', rolePath(orgId, admin.user.id), { token: member!.token, body: { role: 'readwrite' } })).status).toBe(200);
+    const r = await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role: 'readonly' } });
     expectError(r, 403, 'insufficient_role');
     expect(await roleOf(member!.token, orgId, member!.user.id)).toBe('admin');
   });
 
   it.each(['readwrite', 'readonly'] as const)('403 insufficient_role for a %s caller', async (role) => {
     const { admin, orgId, member } = await orgWith(role);
-    const r = await c.call('PATCH', rolePath(orgId, admin.user.id), { token: member!.token, body: { role: 'readonly' } });
+    const r = await lab.c.call('PATCH', rolePath(orgId, admin.user.id), { token: member!.token, body: { role: 'readonly' } });
     expectError(r, 403, 'insufficient_role');
     expect(await roleOf(admin.token, orgId, admin.user.id)).toBe('admin');
   });
@@ -547,39 +544,39 @@ describe('PATCH /organizations/{id}/members/{userId}', () => {
   it('404 member_not_found for a user who is not a member, or does not exist', async () => {
     const { admin, orgId } = await orgWith();
     const stranger = await newAccount('stranger');
-    expectError(await c.call('PATCH', rolePath(orgId, stranger.user.id), { token: admin.token, body: { role: 'admin' } }), 404, 'member_not_found');
-    expectError(await c.call('PATCH', rolePath(orgId, randomUUID()), { token: admin.token, body: { role: 'admin' } }), 404, 'member_not_found');
+    expectError(await lab.c.call('PATCH', rolePath(orgId, stranger.user.id), { token: admin.token, body: { role: 'admin' } }), 404, 'member_not_found');
+    expectError(await lab.c.call('PATCH', rolePath(orgId, randomUUID()), { token: admin.token, body: { role: 'admin' } }), 404, 'member_not_found');
     expect((await orgsOf(stranger.token)).some((o) => o.id === orgId)).toBe(false);
   });
 
   it('404 organization_not_found for an organization the caller is not in, or one that does not exist', async () => {
     const { orgId, member } = await orgWith('readonly');
     const me = await newAccount('outsider');
-    expectError(await c.call('PATCH', rolePath(orgId, member!.user.id), { token: me.token, body: { role: 'admin' } }), 404, 'organization_not_found');
-    expectError(await c.call('PATCH', rolePath(randomUUID(), member!.user.id), { token: me.token, body: { role: 'admin' } }), 404, 'organization_not_found');
+    expectError(await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: me.token, body: { role: 'admin' } }), 404, 'organization_not_found');
+    expectError(await lab.c.call('PATCH', rolePath(randomUUID(), member!.user.id), { token: me.token, body: { role: 'admin' } }), 404, 'organization_not_found');
   });
 
   it('404 for a non-UUID organization id or user id', async () => {
     const { admin, orgId, member } = await orgWith('readonly');
-    expectError(await c.call('PATCH', rolePath(NOT_A_UUID, member!.user.id), { token: admin.token, body: { role: 'admin' } }), 404, 'not_found');
-    expectError(await c.call('PATCH', rolePath(orgId, NOT_A_UUID), { token: admin.token, body: { role: 'admin' } }), 404, 'not_found');
+    expectError(await lab.c.call('PATCH', rolePath(NOT_A_UUID, member!.user.id), { token: admin.token, body: { role: 'admin' } }), 404, 'not_found');
+    expectError(await lab.c.call('PATCH', rolePath(orgId, NOT_A_UUID), { token: admin.token, body: { role: 'admin' } }), 404, 'not_found');
     expect(await roleOf(admin.token, orgId, member!.user.id)).toBe('readonly');
   });
 
   it('401 without credentials', async () => {
     const { orgId, member } = await orgWith('readonly');
-    expectError(await c.call('PATCH', rolePath(orgId, member!.user.id), { body: { role: 'admin' } }), 401);
+    expectError(await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { body: { role: 'admin' } }), 401);
   });
 
   it.each(['owner', 'member', 'Admin', 'READONLY', 'read-only', 'read_write', ''])('400 invalid_request for the role %j', async (role) => {
     const { admin, orgId, member } = await orgWith('readonly');
-    expectError(await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role } }), 400, 'invalid_request');
+    expectError(await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, body: { role } }), 400, 'invalid_request');
     expect(await roleOf(admin.token, orgId, member!.user.id)).toBe('readonly');
   });
 
   it.each(badBodies('role', 'readwrite'))('400 for %s', async (_label, options, code) => {
     const { admin, orgId, member } = await orgWith('readonly');
-    expectError(await c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, ...options }), 400, code);
+    expectError(await lab.c.call('PATCH', rolePath(orgId, member!.user.id), { token: admin.token, ...options }), 400, code);
     expect(await roleOf(admin.token, orgId, member!.user.id)).toBe('readonly');
   });
 });

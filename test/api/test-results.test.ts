@@ -6,20 +6,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, client, errorCode, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type Reply, type TestEngine } from '../support/engine.js';
+import { describe, expect, it } from 'vitest';
+import { call, client, errorCode, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type Reply, useEngine } from '../support/engine.js';
 import { startServeProcess } from '../support/serve-process.js';
 
-let t: TestEngine;
-let c: ReturnType<typeof client>;
-let owner: string;
-
-beforeAll(async () => {
-  t = await startEngine();
-  c = client(t.api);
-  owner = await c.login();
-});
-afterAll(() => t.stop());
+const lab = useEngine();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -42,7 +33,7 @@ const FULL = {
 };
 
 async function create(token: string, body: unknown = { name: 'run' }, org?: string): Promise<any> {
-  const r = await c.call('POST', '/test-results', { token, org, body });
+  const r = await lab.c.call('POST', '/test-results', { token, org, body });
   if (r.status !== 201) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
@@ -70,7 +61,7 @@ async function upload(token: string | undefined, testResultId: string, parts: Pa
   const headers: Record<string, string> = { 'content-type': contentType };
   if (token) headers.authorization = `Bearer ${token}`;
   if (options.org) headers['x-organization-id'] = options.org;
-  const res = await fetch(`${options.api ?? t.api}/test-results/${testResultId}/assets`, { method: 'POST', headers, body });
+  const res = await fetch(`${options.api ?? lab.t.api}/test-results/${testResultId}/assets`, { method: 'POST', headers, body });
   return { status: res.status, body: await res.json(), headers: res.headers };
 }
 
@@ -80,25 +71,25 @@ const asset = (name: string, data: Buffer, type = 'application/octet-stream'): P
 ];
 
 async function download(token: string, path: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${t.api}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+  const res = await fetch(`${lab.t.api}${path}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
 /** An organization with a readonly member and that member's API key. */
 async function readonlyMember(email: string) {
-  const org = await c.createOrganization(owner, `Readers ${email}`);
-  const reader = await c.signup(email);
-  await c.addMember(owner, org, reader.token, email, 'readonly');
-  const key = await c.createKey(reader.token, org);
+  const org = await lab.c.createOrganization(lab.owner, `Readers ${email}`);
+  const reader = await lab.c.signup(email);
+  await lab.c.addMember(lab.owner, org, reader.token, email, 'readonly');
+  const key = await lab.c.createKey(reader.token, org);
   return { org, token: reader.token, key };
 }
 
 describe('POST /test-results', () => {
   it('201 with only a name: queued, empty tags, nulls, a uuid and RFC 3339 times', async () => {
-    const r = await c.call('POST', '/test-results', { token: owner, body: { name: 'smoke' } });
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'smoke' } });
     expect(r.status).toBe(201);
-    const me = await c.call('GET', '/me', { token: owner });
-    const orgs = await c.call('GET', '/organizations', { token: owner });
+    const me = await lab.c.call('GET', '/me', { token: lab.owner });
+    const orgs = await lab.c.call('GET', '/organizations', { token: lab.owner });
     expect(r.body).toEqual({
       id: expect.stringMatching(UUID),
       organizationId: orgs.body.data.find((o: { personal: boolean }) => o.personal).id,
@@ -119,8 +110,8 @@ describe('POST /test-results', () => {
   });
 
   it('201 keeps git, stats and environment exactly as sent, and normalizes times to UTC milliseconds', async () => {
-    const session = await c.call('POST', '/sessions', { token: owner });
-    const r = await c.call('POST', '/test-results', { token: owner, body: { ...FULL, sessionId: session.body.id, startedAt: '2026-11-20T11:00:00+01:00' } });
+    const session = await lab.c.call('POST', '/sessions', { token: lab.owner });
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { ...FULL, sessionId: session.body.id, startedAt: '2026-11-20T11:00:00+01:00' } });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({
       name: FULL.name,
@@ -134,17 +125,17 @@ describe('POST /test-results', () => {
       startedAt: '2026-11-20T10:00:00.000Z',
       finishedAt: null,
     });
-    expect((await c.call('GET', `/test-results/${r.body.id}`, { token: owner })).body).toEqual(r.body);
+    expect((await lab.c.call('GET', `/test-results/${r.body.id}`, { token: lab.owner })).body).toEqual(r.body);
   });
 
   it('201 for every status', async () => {
     for (const status of ['queued', 'running', 'passed', 'failed', 'skipped', 'interrupted']) {
-      expect((await create(owner, { name: status, status })).status).toBe(status);
+      expect((await create(lab.owner, { name: status, status })).status).toBe(status);
     }
   });
 
   it('ignores unknown top-level fields', async () => {
-    const r = await c.call('POST', '/test-results', { token: owner, body: { name: 'extra', reporterVersion: 3, shards: [1, 2], id: UNKNOWN } });
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'extra', reporterVersion: 3, shards: [1, 2], id: UNKNOWN } });
     expect(r.status).toBe(201);
     expect(r.body.id).not.toBe(UNKNOWN);
     expect(r.body).not.toHaveProperty('reporterVersion');
@@ -177,54 +168,54 @@ describe('POST /test-results', () => {
       'name',
     ];
     for (const body of bodies) {
-      const r = await c.call('POST', '/test-results', { token: owner, body });
+      const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(errorCode(r), JSON.stringify(body)).toBe('invalid_request');
     }
     for (const raw of ['{', '']) {
-      const r = await c.call('POST', '/test-results', { token: owner, raw });
+      const r = await lab.c.call('POST', '/test-results', { token: lab.owner, raw });
       expect(r.status, raw).toBe(400);
       errorCode(r);
     }
   });
 
   it('400 session_not_found for an unknown session or another organization\'s session', async () => {
-    const stranger = await c.signup('session-owner@results.test');
-    const theirs = await c.call('POST', '/sessions', { token: stranger.token });
+    const stranger = await lab.c.signup('session-owner@results.test');
+    const theirs = await lab.c.call('POST', '/sessions', { token: stranger.token });
     for (const sessionId of [UNKNOWN, theirs.body.id]) {
-      const r = await c.call('POST', '/test-results', { token: owner, body: { name: 'x', sessionId } });
+      const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'x', sessionId } });
       expect(r.status).toBe(400);
       expect(errorCode(r)).toBe('session_not_found');
     }
   });
 
   it('401 without credentials or with a deleted key', async () => {
-    const r = await c.call('POST', '/test-results', { body: { name: 'x' } });
+    const r = await lab.c.call('POST', '/test-results', { body: { name: 'x' } });
     expect(r.status).toBe(401);
     expect(errorCode(r)).toBe('unauthorized');
-    const created = await c.call('POST', '/keys', { token: owner, body: { name: 'doomed' } });
-    await c.call('DELETE', `/keys/${created.body.id}`, { token: owner });
-    expect((await c.call('POST', '/test-results', { token: created.body.apiKey, body: { name: 'x' } })).status).toBe(401);
+    const created = await lab.c.call('POST', '/keys', { token: lab.owner, body: { name: 'doomed' } });
+    await lab.c.call('DELETE', `/keys/${created.body.id}`, { token: lab.owner });
+    expect((await lab.c.call('POST', '/test-results', { token: created.body.apiKey, body: { name: 'x' } })).status).toBe(401);
   });
 
   it('files the result under X-Organization-Id, else the key\'s organization, else Personal', async () => {
-    const org = await c.createOrganization(owner, 'Filing lab');
-    const key = await c.createKey(owner, org);
-    expect((await create(owner, { name: 'header' }, org)).organizationId).toBe(org);
+    const org = await lab.c.createOrganization(lab.owner, 'Filing lab');
+    const key = await lab.c.createKey(lab.owner, org);
+    expect((await create(lab.owner, { name: 'header' }, org)).organizationId).toBe(org);
     expect((await create(key, { name: 'key' })).organizationId).toBe(org);
-    const personal = await create(owner, { name: 'personal' });
+    const personal = await create(lab.owner, { name: 'personal' });
     expect(personal.organizationId).not.toBe(org);
-    const inOrg = await c.call('GET', '/test-results', { token: owner, org });
+    const inOrg = await lab.c.call('GET', '/test-results', { token: lab.owner, org });
     expect(inOrg.body.data.map((r: { name: string }) => r.name)).toEqual(['key', 'header']);
   });
 
   it('an organization the caller may not act on is refused with a declared status (no 403 is declared)', async () => {
-    const stranger = await c.signup('stranger@results.test');
-    const r = await c.call('POST', '/test-results', { token: owner, org: stranger.personalOrgId, body: { name: 'x' } });
+    const stranger = await lab.c.signup('stranger@results.test');
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, org: stranger.personalOrgId, body: { name: 'x' } });
     expect(r.status).toBe(401);
     expect(errorCode(r)).toBe('not_a_member');
-    const key = await c.createKey(owner);
-    const k = await c.call('POST', '/test-results', { token: key, org: stranger.personalOrgId, body: { name: 'x' } });
+    const key = await lab.c.createKey(lab.owner);
+    const k = await lab.c.call('POST', '/test-results', { token: key, org: stranger.personalOrgId, body: { name: 'x' } });
     expect(k.status).toBe(401);
     expect(errorCode(k)).toBe('wrong_organization');
   });
@@ -238,38 +229,38 @@ describe('POST /test-results', () => {
 
 describe('GET /test-results/{testResultId}', () => {
   it('200 with the record', async () => {
-    const created = await create(owner, FULL);
-    const r = await c.call('GET', `/test-results/${created.id}`, { token: owner });
+    const created = await create(lab.owner, FULL);
+    const r = await lab.c.call('GET', `/test-results/${created.id}`, { token: lab.owner });
     expect(r.status).toBe(200);
     expect(r.body).toEqual(created);
   });
 
   it('404 for an unknown id, a malformed id, another organization\'s result, and an organization the caller is not in', async () => {
-    const unknown = await c.call('GET', `/test-results/${UNKNOWN}`, { token: owner });
+    const unknown = await lab.c.call('GET', `/test-results/${UNKNOWN}`, { token: lab.owner });
     expect(unknown.status).toBe(404);
     expect(errorCode(unknown)).toBe('test_result_not_found');
-    expect((await c.call('GET', '/test-results/not-a-uuid', { token: owner })).status).toBe(404);
-    const stranger = await c.signup('get-stranger@results.test');
+    expect((await lab.c.call('GET', '/test-results/not-a-uuid', { token: lab.owner })).status).toBe(404);
+    const stranger = await lab.c.signup('get-stranger@results.test');
     const theirs = await create(stranger.token);
-    const r = await c.call('GET', `/test-results/${theirs.id}`, { token: owner });
+    const r = await lab.c.call('GET', `/test-results/${theirs.id}`, { token: lab.owner });
     expect(r.status).toBe(404);
     expect(r.body).toEqual(unknown.body);
-    const foreign = await c.call('GET', `/test-results/${theirs.id}`, { token: owner, org: stranger.personalOrgId });
+    const foreign = await lab.c.call('GET', `/test-results/${theirs.id}`, { token: lab.owner, org: stranger.personalOrgId });
     expect(foreign.status).toBe(404);
     expect(errorCode(foreign)).toBe('not_a_member');
   });
 
   it('401 without credentials', async () => {
-    const created = await create(owner);
-    expect((await c.call('GET', `/test-results/${created.id}`)).status).toBe(401);
+    const created = await create(lab.owner);
+    expect((await lab.c.call('GET', `/test-results/${created.id}`)).status).toBe(401);
   });
 });
 
 describe('PATCH /test-results/{testResultId}', () => {
   it('200 changes only the fields present: a running run finishes', async () => {
-    const created = await create(owner, FULL);
-    const r = await c.call('PATCH', `/test-results/${created.id}`, {
-      token: owner,
+    const created = await create(lab.owner, FULL);
+    const r = await lab.c.call('PATCH', `/test-results/${created.id}`, {
+      token: lab.owner,
       body: { status: 'passed', finishedAt: '2026-11-20T10:05:00.000Z', stats: { expected: 11, unexpected: 0 } },
     });
     expect(r.status).toBe(200);
@@ -281,26 +272,26 @@ describe('PATCH /test-results/{testResultId}', () => {
       updatedAt: expect.stringMatching(RFC3339_MS),
     });
     expect(Date.parse(r.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt));
-    expect((await c.call('GET', `/test-results/${created.id}`, { token: owner })).body).toEqual(r.body);
+    expect((await lab.c.call('GET', `/test-results/${created.id}`, { token: lab.owner })).body).toEqual(r.body);
   });
 
   it('null clears a nullable field; an empty body changes nothing; sessionId attaches and detaches', async () => {
-    const created = await create(owner, FULL);
-    const cleared = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: { git: null, stats: null, userAgent: null, tags: [] } });
+    const created = await create(lab.owner, FULL);
+    const cleared = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: { git: null, stats: null, userAgent: null, tags: [] } });
     expect(cleared.status).toBe(200);
     expect(cleared.body).toMatchObject({ git: null, stats: null, userAgent: null, tags: [], environment: FULL.environment, name: FULL.name });
-    const same = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: {} });
+    const same = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: {} });
     expect({ ...same.body, updatedAt: null }).toEqual({ ...cleared.body, updatedAt: null });
-    const session = await c.call('POST', '/sessions', { token: owner });
-    const attached = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: { sessionId: session.body.id } });
+    const session = await lab.c.call('POST', '/sessions', { token: lab.owner });
+    const attached = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: { sessionId: session.body.id } });
     expect(attached.body.sessionId).toBe(session.body.id);
-    const detached = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: { sessionId: null } });
+    const detached = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: { sessionId: null } });
     expect(detached.body.sessionId).toBeNull();
   });
 
   it('ignores unknown fields', async () => {
-    const created = await create(owner);
-    const r = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: { status: 'failed', retries: 2, organizationId: UNKNOWN } });
+    const created = await create(lab.owner);
+    const r = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: { status: 'failed', retries: 2, organizationId: UNKNOWN } });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('failed');
     expect(r.body.organizationId).toBe(created.organizationId);
@@ -308,39 +299,39 @@ describe('PATCH /test-results/{testResultId}', () => {
   });
 
   it('400 for wrong types, null where a value is needed, a missing body, and another organization\'s session', async () => {
-    const created = await create(owner, FULL);
+    const created = await create(lab.owner, FULL);
     for (const body of [{ name: null }, { name: '' }, { status: 'done' }, { status: null }, { tags: null }, { stats: 3 }, { git: [] }, { finishedAt: 'soon' }, []]) {
-      const r = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body });
+      const r = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(errorCode(r)).toBe('invalid_request');
     }
-    expect((await c.call('PATCH', `/test-results/${created.id}`, { token: owner })).status).toBe(400);
-    const stranger = await c.signup('patch-session@results.test');
-    const theirs = await c.call('POST', '/sessions', { token: stranger.token });
-    const r = await c.call('PATCH', `/test-results/${created.id}`, { token: owner, body: { status: 'passed', sessionId: theirs.body.id } });
+    expect((await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner })).status).toBe(400);
+    const stranger = await lab.c.signup('patch-session@results.test');
+    const theirs = await lab.c.call('POST', '/sessions', { token: stranger.token });
+    const r = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: lab.owner, body: { status: 'passed', sessionId: theirs.body.id } });
     expect(r.status).toBe(400);
     expect(errorCode(r)).toBe('session_not_found');
     // A refused update changes nothing, not even the fields that were valid.
-    expect((await c.call('GET', `/test-results/${created.id}`, { token: owner })).body).toEqual(created);
+    expect((await lab.c.call('GET', `/test-results/${created.id}`, { token: lab.owner })).body).toEqual(created);
   });
 
   it('404 for an unknown id and another organization\'s result; 401 without credentials', async () => {
-    const unknown = await c.call('PATCH', `/test-results/${UNKNOWN}`, { token: owner, body: { status: 'passed' } });
+    const unknown = await lab.c.call('PATCH', `/test-results/${UNKNOWN}`, { token: lab.owner, body: { status: 'passed' } });
     expect(unknown.status).toBe(404);
     expect(errorCode(unknown)).toBe('test_result_not_found');
-    const stranger = await c.signup('patch-stranger@results.test');
+    const stranger = await lab.c.signup('patch-stranger@results.test');
     const theirs = await create(stranger.token);
-    expect((await c.call('PATCH', `/test-results/${theirs.id}`, { token: owner, body: { status: 'passed' } })).status).toBe(404);
-    expect((await c.call('GET', `/test-results/${theirs.id}`, { token: stranger.token })).body.status).toBe('queued');
-    expect((await c.call('PATCH', `/test-results/${theirs.id}`, { body: { status: 'passed' } })).status).toBe(401);
+    expect((await lab.c.call('PATCH', `/test-results/${theirs.id}`, { token: lab.owner, body: { status: 'passed' } })).status).toBe(404);
+    expect((await lab.c.call('GET', `/test-results/${theirs.id}`, { token: stranger.token })).body.status).toBe('queued');
+    expect((await lab.c.call('PATCH', `/test-results/${theirs.id}`, { body: { status: 'passed' } })).status).toBe(401);
   });
 
   it('200 for a readonly member and for a readonly member\'s API key', async () => {
     const reader = await readonlyMember('reader-update@results.test');
-    const created = await create(owner, { name: 'to finish', status: 'running' }, reader.org);
-    const byMember = await c.call('PATCH', `/test-results/${created.id}`, { token: reader.token, org: reader.org, body: { status: 'failed' } });
+    const created = await create(lab.owner, { name: 'to finish', status: 'running' }, reader.org);
+    const byMember = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: reader.token, org: reader.org, body: { status: 'failed' } });
     expect(byMember.status).toBe(200);
-    const byKey = await c.call('PATCH', `/test-results/${created.id}`, { token: reader.key, body: { status: 'passed' } });
+    const byKey = await lab.c.call('PATCH', `/test-results/${created.id}`, { token: reader.key, body: { status: 'passed' } });
     expect(byKey.status).toBe(200);
     expect(byKey.body.status).toBe('passed');
   });
@@ -348,19 +339,19 @@ describe('PATCH /test-results/{testResultId}', () => {
 
 describe('GET /test-results', () => {
   it('200 newest first, with no nextCursor on the last page; other organizations\' results are not listed', async () => {
-    const lister = await c.signup('lister@results.test');
-    const stranger = await c.signup('lister-stranger@results.test');
+    const lister = await lab.c.signup('lister@results.test');
+    const stranger = await lab.c.signup('lister-stranger@results.test');
     await create(stranger.token, { name: 'theirs' });
     const a = await create(lister.token, { name: 'a' });
     const b = await create(lister.token, { name: 'b' });
-    const r = await c.call('GET', '/test-results', { token: lister.token });
+    const r = await lab.c.call('GET', '/test-results', { token: lister.token });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ object: 'list', data: [b, a] });
   });
 
   it('pages newest first over results created in the same millisecond, without skips or repeats', async () => {
-    const pager = await c.signup('pager@results.test');
-    t.clock.frozenAt = Date.parse('2026-11-20T10:00:00.000Z');
+    const pager = await lab.c.signup('pager@results.test');
+    lab.t.clock.frozenAt = Date.parse('2026-11-20T10:00:00.000Z');
     const total = 600;
     const created = new Set<string>();
     try {
@@ -369,7 +360,7 @@ describe('GET /test-results', () => {
         for (const r of batch) created.add(r.id);
       }
     } finally {
-      delete t.clock.frozenAt;
+      delete lab.t.clock.frozenAt;
     }
     expect(created.size).toBe(total);
 
@@ -379,7 +370,7 @@ describe('GET /test-results', () => {
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const r = await c.call('GET', `/test-results?limit=${limit}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`, { token: pager.token });
+        const r = await lab.c.call('GET', `/test-results?limit=${limit}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`, { token: pager.token });
         expect(r.status).toBe(200);
         expect(r.body.data.length).toBeLessThanOrEqual(limit);
         for (const result of r.body.data) {
@@ -406,17 +397,17 @@ describe('GET /test-results', () => {
       }
     }
 
-    const first = await c.call('GET', '/test-results', { token: pager.token });
+    const first = await lab.c.call('GET', '/test-results', { token: pager.token });
     expect(first.body.data).toHaveLength(100);
   });
 
   it('filters by status and by session', async () => {
-    const filterer = await c.signup('filter@results.test');
-    const session = await c.call('POST', '/sessions', { token: filterer.token });
+    const filterer = await lab.c.signup('filter@results.test');
+    const session = await lab.c.call('POST', '/sessions', { token: filterer.token });
     const passed = await create(filterer.token, { name: 'p', status: 'passed', sessionId: session.body.id });
     await create(filterer.token, { name: 'f', status: 'failed', sessionId: session.body.id });
     const loose = await create(filterer.token, { name: 'loose', status: 'passed' });
-    const ids = async (q: string) => (await c.call('GET', `/test-results?${q}`, { token: filterer.token })).body.data.map((r: { id: string }) => r.id);
+    const ids = async (q: string) => (await lab.c.call('GET', `/test-results?${q}`, { token: filterer.token })).body.data.map((r: { id: string }) => r.id);
     expect(await ids('status=passed')).toEqual([loose.id, passed.id]);
     expect(await ids(`sessionId=${session.body.id}&status=passed`)).toEqual([passed.id]);
     expect(await ids(`sessionId=${session.body.id}`)).toHaveLength(2);
@@ -424,9 +415,9 @@ describe('GET /test-results', () => {
   });
 
   it('401 without credentials; a malformed query is refused with the one declared error status', async () => {
-    expect((await c.call('GET', '/test-results')).status).toBe(401);
+    expect((await lab.c.call('GET', '/test-results')).status).toBe(401);
     for (const q of ['limit=0', 'limit=501', 'limit=x', 'before=yesterday', 'status=done', 'sessionId=nope']) {
-      const r = await c.call('GET', `/test-results?${q}`, { token: owner });
+      const r = await lab.c.call('GET', `/test-results?${q}`, { token: lab.owner });
       expect(r.status, q).toBe(401);
       expect(errorCode(r), q).toBe('invalid_request');
     }
@@ -435,9 +426,9 @@ describe('GET /test-results', () => {
 
 describe('test result assets', () => {
   it('round trip: upload 201, list 200 in upload order, download 200 with the same bytes and headers', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const trace = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 251));
-    const up = await upload(owner, result.id, asset('trace.zip', trace));
+    const up = await upload(lab.owner, result.id, asset('trace.zip', trace));
     expect(up.status).toBe(201);
     expect(up.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -447,13 +438,13 @@ describe('test result assets', () => {
       sha256: sha256(trace),
       createdAt: expect.stringMatching(RFC3339_MS),
     });
-    const shot = await upload(owner, result.id, asset('screenshot.png', Buffer.from('png bytes'), 'image/png'));
+    const shot = await upload(lab.owner, result.id, asset('screenshot.png', Buffer.from('png bytes'), 'image/png'));
 
-    const listed = await c.call('GET', `/test-results/${result.id}/assets`, { token: owner });
+    const listed = await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner });
     expect(listed.status).toBe(200);
     expect(listed.body).toEqual({ object: 'list', data: [up.body, shot.body] });
 
-    const got = await download(owner, `/test-results/${result.id}/assets/${up.body.id}`);
+    const got = await download(lab.owner, `/test-results/${result.id}/assets/${up.body.id}`);
     expect(got.status).toBe(200);
     expect(got.bytes.equals(trace)).toBe(true);
     expect(sha256(got.bytes)).toBe(up.body.sha256);
@@ -465,20 +456,20 @@ describe('test result assets', () => {
   });
 
   it('stores identical content once, under its SHA-256', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const data = Buffer.from('the same bytes, twice');
-    const first = await upload(owner, result.id, asset('one.txt', data));
-    const second = await upload(owner, result.id, asset('two.txt', data));
+    const first = await upload(lab.owner, result.id, asset('one.txt', data));
+    const second = await upload(lab.owner, result.id, asset('two.txt', data));
     expect(first.body.id).not.toBe(second.body.id);
     expect(second.body.sha256).toBe(first.body.sha256);
     const digest = first.body.sha256 as string;
-    expect(readdirSync(join(t.dataDir, 'blobs', digest.slice(0, 2)))).toEqual([digest]);
-    expect(readFileSync(join(t.dataDir, 'blobs', digest.slice(0, 2), digest)).equals(data)).toBe(true);
-    expect(readdirSync(join(t.dataDir, 'blobs', 'staging'))).toEqual([]);
+    expect(readdirSync(join(lab.t.dataDir, 'blobs', digest.slice(0, 2)))).toEqual([digest]);
+    expect(readFileSync(join(lab.t.dataDir, 'blobs', digest.slice(0, 2), digest)).equals(data)).toBe(true);
+    expect(readdirSync(join(lab.t.dataDir, 'blobs', 'staging'))).toEqual([]);
   });
 
   it('takes the declared content type, else guesses from the name; the name may come after the file; an empty file is fine', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const cases: Array<[Part[], string]> = [
       [asset('video.webm', Buffer.from('v')), 'video/webm'],
       [asset('notes', Buffer.from('n')), 'application/octet-stream'],
@@ -487,46 +478,46 @@ describe('test result assets', () => {
       [asset('empty.log', Buffer.alloc(0)), 'text/plain'],
     ];
     for (const [parts, type] of cases) {
-      const r = await upload(owner, result.id, parts);
+      const r = await upload(lab.owner, result.id, parts);
       expect(r.status).toBe(201);
       expect(r.body.contentType).toBe(type);
     }
-    const empty = (await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data.at(-1);
+    const empty = (await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner })).body.data.at(-1);
     expect(empty).toMatchObject({ name: 'empty.log', size: 0, sha256: sha256(Buffer.alloc(0)) });
-    const got = await download(owner, `/test-results/${result.id}/assets/${empty.id}`, { range: 'bytes=0-' });
+    const got = await download(lab.owner, `/test-results/${result.id}/assets/${empty.id}`, { range: 'bytes=0-' });
     expect(got.status).toBe(200);
     expect(got.bytes.length).toBe(0);
   });
 
   it('Content-Disposition carries a name that is not plain ASCII', async () => {
-    const result = await create(owner);
-    const up = await upload(owner, result.id, asset('résumé "final".txt', Buffer.from('x')));
+    const result = await create(lab.owner);
+    const up = await upload(lab.owner, result.id, asset('résumé "final".txt', Buffer.from('x')));
     expect(up.body.name).toBe('résumé "final".txt');
-    const got = await download(owner, `/test-results/${result.id}/assets/${up.body.id}`);
+    const got = await download(lab.owner, `/test-results/${result.id}/assets/${up.body.id}`);
     expect(got.headers.get('content-disposition')).toBe(
       'attachment; filename="r_sum_ _final_.txt"; filename*=UTF-8\'\'r%C3%A9sum%C3%A9%20%22final%22.txt',
     );
   });
 
   it('a single Range is answered 206 with Content-Range; anything else gets the whole content', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const data = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 256));
-    const up = await upload(owner, result.id, asset('bytes.bin', data));
+    const up = await upload(lab.owner, result.id, asset('bytes.bin', data));
     const path = `/test-results/${result.id}/assets/${up.body.id}`;
     for (const [range, start, end] of [['bytes=0-99', 0, 99], ['bytes=900-', 900, 999], ['bytes=-10', 990, 999], ['bytes=500-5000', 500, 999]] as const) {
-      const got = await download(owner, path, { range });
+      const got = await download(lab.owner, path, { range });
       expect(got.status, range).toBe(206);
       expect(got.headers.get('content-range')).toBe(`bytes ${start}-${end}/1000`);
       expect(got.headers.get('content-length')).toBe(String(end - start + 1));
       expect(got.bytes.equals(data.subarray(start, end + 1)), range).toBe(true);
     }
     for (const range of ['bytes=1000-', 'bytes=5-1', 'bytes=0-1,5-6', 'lines=1-2']) {
-      const got = await download(owner, path, { range });
+      const got = await download(lab.owner, path, { range });
       expect(got.status, range).toBe(200);
       expect(got.headers.get('content-range')).toBeNull();
       expect(got.bytes.equals(data), range).toBe(true);
     }
-    const head = await fetch(`${t.api}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${owner}` } });
+    const head = await fetch(`${lab.t.api}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${lab.owner}` } });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe('1000');
   });
@@ -536,12 +527,12 @@ describe('test result assets', () => {
     const result = await create(reader.key, { name: 'by key' });
     const up = await upload(reader.key, result.id, asset('log.txt', Buffer.from('log')));
     expect(up.status).toBe(201);
-    expect((await c.call('GET', `/test-results/${result.id}/assets`, { token: reader.key })).body.data).toHaveLength(1);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: reader.key })).body.data).toHaveLength(1);
     expect((await download(reader.key, `/test-results/${result.id}/assets/${up.body.id}`)).bytes.toString()).toBe('log');
   });
 
   it('an upload without a file or a name, or not multipart, is refused with a declared status and invalid_upload', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const refusals: Part[][] = [
       [{ field: 'name', value: 'no-file.txt' }],
       [{ field: 'file', filename: 'no-name.txt', data: Buffer.from('x') }],
@@ -552,91 +543,91 @@ describe('test result assets', () => {
       [],
     ];
     for (const parts of refusals) {
-      const r = await upload(owner, result.id, parts);
+      const r = await upload(lab.owner, result.id, parts);
       expect(r.status, JSON.stringify(parts)).toBe(404);
       expect(errorCode(r), JSON.stringify(parts)).toBe('invalid_upload');
     }
-    const json = await c.call('POST', `/test-results/${result.id}/assets`, { token: owner, body: { name: 'x', file: 'x' } });
+    const json = await lab.c.call('POST', `/test-results/${result.id}/assets`, { token: lab.owner, body: { name: 'x', file: 'x' } });
     expect(json.status).toBe(404);
     expect(errorCode(json)).toBe('invalid_upload');
-    const raw = await c.call('POST', `/test-results/${result.id}/assets`, { token: owner, raw: 'bytes', headers: { 'content-type': 'application/octet-stream' } });
+    const raw = await lab.c.call('POST', `/test-results/${result.id}/assets`, { token: lab.owner, raw: 'bytes', headers: { 'content-type': 'application/octet-stream' } });
     expect(raw.status).toBe(404);
     expect(errorCode(raw)).toBe('invalid_upload');
-    const broken = await fetch(`${t.api}/test-results/${result.id}/assets`, {
+    const broken = await fetch(`${lab.t.api}/test-results/${result.id}/assets`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${owner}`, 'content-type': 'multipart/form-data; boundary=abc' },
+      headers: { authorization: `Bearer ${lab.owner}`, 'content-type': 'multipart/form-data; boundary=abc' },
       body: '--abc\r\nContent-Disposition: form-data; name="file"; filename="x"\r\n\r\nbroken off',
     });
     expect(broken.status).toBe(404);
     expect(errorCode({ status: broken.status, body: await broken.json(), headers: broken.headers })).toBe('invalid_upload');
-    expect((await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data).toEqual([]);
-    expect(readdirSync(join(t.dataDir, 'blobs', 'staging'))).toEqual([]);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner })).body.data).toEqual([]);
+    expect(readdirSync(join(lab.t.dataDir, 'blobs', 'staging'))).toEqual([]);
   });
 
   it('a form that breaks off inside a large file part stores nothing', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const { body } = form([{ field: 'name', value: 'cut.bin' }, { field: 'file', filename: 'cut.bin', data: Buffer.alloc(3 * MiB, 7) }]);
     const cut = body.subarray(0, body.length - 100);
-    const res = await fetch(`${t.api}/test-results/${result.id}/assets`, {
+    const res = await fetch(`${lab.t.api}/test-results/${result.id}/assets`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${owner}`, 'content-type': 'multipart/form-data; boundary=benchtop-test-boundary' },
+      headers: { authorization: `Bearer ${lab.owner}`, 'content-type': 'multipart/form-data; boundary=benchtop-test-boundary' },
       body: cut,
     });
     expect(res.status).toBe(404);
     expect((await res.json()).error.code).toBe('invalid_upload');
-    expect((await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data).toEqual([]);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner })).body.data).toEqual([]);
   });
 
   it('a client that goes away mid-upload leaves no asset and no staging file', async () => {
-    const result = await create(owner);
+    const result = await create(lab.owner);
     const boundary = 'gone-away';
-    const req = request(`${t.api}/test-results/${result.id}/assets`, {
+    const req = request(`${lab.t.api}/test-results/${result.id}/assets`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${owner}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': 100 * MiB },
+      headers: { authorization: `Bearer ${lab.owner}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': 100 * MiB },
     });
     req.on('error', () => {});
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\ngone.bin\r\n`);
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="gone.bin"\r\n\r\n`);
     for (let i = 0; i < 4; i++) req.write(Buffer.alloc(MiB, i));
-    const staging = join(t.dataDir, 'blobs', 'staging');
+    const staging = join(lab.t.dataDir, 'blobs', 'staging');
     for (let i = 0; i < 200 && readdirSync(staging).length === 0; i++) await sleep(10);
     expect(readdirSync(staging)).toHaveLength(1);
     req.destroy();
     for (let i = 0; i < 200 && readdirSync(staging).length > 0; i++) await sleep(10);
     expect(readdirSync(staging)).toEqual([]);
-    expect((await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data).toEqual([]);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner })).body.data).toEqual([]);
   });
 
   it('404 for an unknown or foreign test result, and an unknown asset or one of another result', async () => {
-    const stranger = await c.signup('assets-stranger@results.test');
+    const stranger = await lab.c.signup('assets-stranger@results.test');
     const theirs = await create(stranger.token);
     const theirAsset = await upload(stranger.token, theirs.id, asset('secret.txt', Buffer.from('secret')));
-    const mine = await create(owner);
-    const myOther = await create(owner);
-    const otherAsset = await upload(owner, myOther.id, asset('other.txt', Buffer.from('other')));
+    const mine = await create(lab.owner);
+    const myOther = await create(lab.owner);
+    const otherAsset = await upload(lab.owner, myOther.id, asset('other.txt', Buffer.from('other')));
 
     for (const id of [UNKNOWN, theirs.id]) {
-      const up = await upload(owner, id, asset('x.txt', Buffer.from('x')));
+      const up = await upload(lab.owner, id, asset('x.txt', Buffer.from('x')));
       expect(up.status).toBe(404);
       expect(errorCode(up)).toBe('test_result_not_found');
-      expect((await c.call('GET', `/test-results/${id}/assets`, { token: owner })).status).toBe(404);
+      expect((await lab.c.call('GET', `/test-results/${id}/assets`, { token: lab.owner })).status).toBe(404);
     }
-    const dl = (path: string) => c.call('GET', path, { token: owner });
+    const dl = (path: string) => lab.c.call('GET', path, { token: lab.owner });
     expect(errorCode(await dl(`/test-results/${theirs.id}/assets/${theirAsset.body.id}`))).toBe('test_result_not_found');
     expect(errorCode(await dl(`/test-results/${mine.id}/assets/${theirAsset.body.id}`))).toBe('asset_not_found');
     expect(errorCode(await dl(`/test-results/${mine.id}/assets/${otherAsset.body.id}`))).toBe('asset_not_found');
     expect(errorCode(await dl(`/test-results/${mine.id}/assets/${UNKNOWN}`))).toBe('asset_not_found');
     expect((await dl(`/test-results/${mine.id}/assets/not-a-uuid`)).status).toBe(404);
-    expect((await c.call('GET', `/test-results/${theirs.id}/assets`, { token: stranger.token })).body.data).toHaveLength(1);
+    expect((await lab.c.call('GET', `/test-results/${theirs.id}/assets`, { token: stranger.token })).body.data).toHaveLength(1);
   });
 
   it('401 without credentials for upload, list and download', async () => {
-    const result = await create(owner);
-    const up = await upload(owner, result.id, asset('x.txt', Buffer.from('x')));
+    const result = await create(lab.owner);
+    const up = await upload(lab.owner, result.id, asset('x.txt', Buffer.from('x')));
     expect((await upload(undefined, result.id, asset('y.txt', Buffer.from('y')))).status).toBe(401);
-    expect((await c.call('GET', `/test-results/${result.id}/assets`)).status).toBe(401);
-    expect((await c.call('GET', `/test-results/${result.id}/assets/${up.body.id}`)).status).toBe(401);
-    expect((await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data).toHaveLength(1);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`)).status).toBe(401);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets/${up.body.id}`)).status).toBe(401);
+    expect((await lab.c.call('GET', `/test-results/${result.id}/assets`, { token: lab.owner })).body.data).toHaveLength(1);
   });
 
   it('a file over BENCHTOP_MAX_ASSET_BYTES is refused with asset_too_large and leaves nothing behind', async () => {

@@ -25,6 +25,7 @@ describe('GET /lab/settings', () => {
       secretStore: 'file',
       // The test engine runs with BENCHTOP_ADB=off.
       adb: { enabled: false, host: '127.0.0.1', port: 5037 },
+      usbmuxd: { enabled: false, address: 'UNIX:/var/run/usbmuxd' },
       quotas: { devices: 3, instances: 2 },
     });
   });

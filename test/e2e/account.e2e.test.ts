@@ -4,7 +4,7 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
+import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
 import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
@@ -12,17 +12,17 @@ const SUITE = 'account';
 const CSP_OR_CRASH = /Content Security Policy|Uncaught|Refused to/;
 
 describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
-  let lab: TestEngine;
   let browser: Browser;
   let origin: string;
 
+  const lab = useEngine();
+
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startEngine(), launchChromium()]);
-    origin = originOf(lab.api);
+    browser = await launchChromium();
+    origin = originOf(lab.t.api);
   });
   afterAll(async () => {
     await browser?.close();
-    await lab?.stop();
   });
 
   it('refuses a wrong password with the API\'s message, then signs in and lands on the fleet', async () => {
@@ -35,7 +35,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     const alert = page.getByRole('alert');
     await alert.waitFor();
-    const message = (await client(lab.api).call('POST', '/auth/login', { body: { email: OWNER_EMAIL, password: 'not-the-password' } })).body.error.message;
+    const message = (await client(lab.t.api).call('POST', '/auth/login', { body: { email: OWNER_EMAIL, password: 'not-the-password' } })).body.error.message;
     expect(await alert.textContent()).toContain(message);
     await snap(page, SUITE, '01-login-refused');
 
@@ -70,11 +70,11 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     await snap(page, SUITE, '03-key-created');
 
     // The secret works against the API, and the list shows the suffix, never the secret.
-    expect((await client(lab.api).call('GET', '/sessions', { token: secret })).status).toBe(200);
+    expect((await client(lab.t.api).call('GET', '/sessions', { token: secret })).status).toBe(200);
     const keys = page.getByRole('table', { name: 'API keys' });
     const row = keys.getByRole('row', { name: /ci-runner/ });
     await row.waitFor();
-    const suffix = (await client(lab.api).call('GET', '/keys', { token: await client(lab.api).login() })).body.data[0].apiKeySuffix;
+    const suffix = (await client(lab.t.api).call('GET', '/keys', { token: await client(lab.t.api).login() })).body.data[0].apiKeySuffix;
     expect(await row.textContent()).toContain(suffix);
 
     await page.getByRole('button', { name: 'Done' }).click();
@@ -85,12 +85,12 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
 
     await page.getByRole('button', { name: 'Delete the key ci-runner' }).click();
     await page.getByText('No API keys.').waitFor();
-    expect((await client(lab.api).call('GET', '/sessions', { token: secret })).status).toBe(401);
+    expect((await client(lab.t.api).call('GET', '/sessions', { token: secret })).status).toBe(401);
     await context.close();
   });
 
   it('invites a teammate, who accepts in a second browser context and then sees the organization', async () => {
-    const c = client(lab.api);
+    const c = client(lab.t.api);
     const teammate = 'teammate@lab.test';
     await c.signup(teammate, 'teammate-password');
 
@@ -132,7 +132,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
   });
 
   it('in the desktop window, signs the local owner in through the preload bridge, with no login form', async () => {
-    const token = await client(lab.api).login();
+    const token = await client(lab.t.api).login();
     const context = await newContext(browser);
     // The preload's contextBridge exposes window.benchtop; here the page gets the same object from an init script.
     await context.addInitScript((t) => {
@@ -151,7 +151,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
   });
 
   it('lets an admin revoke an invitation, and the invitee reject one', async () => {
-    const c = client(lab.api);
+    const c = client(lab.t.api);
     const owner = await c.login();
     const org = await c.createOrganization(owner, 'Revocations');
     const mate = await c.signup('declines@lab.test', 'declines-password');

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk, readZipEntry, writeZip } from '../../src/sim/android/apk.js';
-import { OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
 import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
@@ -40,20 +40,20 @@ async function recordProgress(page: Page): Promise<void> {
 }
 
 describe.runIf(hasChromium)('GUI: files and apps', () => {
-  let lab: TestEngine;
   let browser: Browser;
 
+  const lab = useEngine();
+
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startEngine(), launchChromium()]);
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
-    await lab?.stop();
   });
 
   it('uploads an APK with a progress bar, then lists the file and its app under the bundle id', async () => {
     const page = await (await newContext(browser)).newPage();
-    await logIn(page, originOf(lab.api), OWNER_EMAIL, OWNER_PASSWORD, '/files');
+    await logIn(page, originOf(lab.t.api), OWNER_EMAIL, OWNER_PASSWORD, '/files');
     await page.getByRole('heading', { name: 'Apps', exact: true }).waitFor();
     await recordProgress(page);
     // A slow uplink, so that the progress bar has something to show.

@@ -5,7 +5,7 @@
 import { PNG } from 'pngjs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
+import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
 import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
@@ -19,22 +19,20 @@ function png(width: number, height: number, rgb: [number, number, number]): Buff
 }
 
 describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () => {
-  let lab: TestEngine;
   let browser: Browser;
   let page: Page;
-  let token: string;
-  const c = () => client(lab.api);
+  const c = () => client(lab.t.api);
+
+  const lab = useEngine();
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startEngine(), launchChromium()]);
-    token = await c().login();
-    for (let i = 0; i < SESSIONS; i++) await c().call('POST', '/sessions', { token });
+    browser = await launchChromium();
+    for (let i = 0; i < SESSIONS; i++) await c().call('POST', '/sessions', { token: lab.owner });
     page = await (await newContext(browser)).newPage();
-    await logIn(page, originOf(lab.api), OWNER_EMAIL, OWNER_PASSWORD, '/sessions');
+    await logIn(page, originOf(lab.t.api), OWNER_EMAIL, OWNER_PASSWORD, '/sessions');
   });
   afterAll(async () => {
     await browser?.close();
-    await lab?.stop();
   });
 
   it('scrolls through every session, page after page, newest first', async () => {
@@ -46,12 +44,12 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
       await page.mouse.wheel(0, 5000);
       return rows.count();
     }, { timeout: 15_000 }).toBe(SESSIONS);
-    const newest = (await c().call('GET', '/sessions?limit=1', { token })).body.data[0].id as string;
+    const newest = (await c().call('GET', '/sessions?limit=1', { token: lab.owner })).body.data[0].id as string;
     expect(await rows.first().textContent()).toContain(newest.slice(0, 8));
   });
 
   it('filters test results and shows one with its stats, git info, an inline image and a downloadable trace', async () => {
-    const create = (body: unknown) => c().call('POST', '/test-results', { token, body }).then((r) => r.body.id as string);
+    const create = (body: unknown) => c().call('POST', '/test-results', { token: lab.owner, body }).then((r) => r.body.id as string);
     const passed = await create({
       name: 'checkout-e2e',
       status: 'passed',
@@ -63,7 +61,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
       const form = new FormData();
       form.set('name', name);
       form.set('file', new Blob([new Uint8Array(data)], { type }), name);
-      const r = await fetch(`${lab.api}/test-results/${passed}/assets`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+      const r = await fetch(`${lab.t.api}/test-results/${passed}/assets`, { method: 'POST', headers: { authorization: `Bearer ${lab.owner}` }, body: form });
       expect(r.status).toBe(201);
     };
     await upload('home.png', png(120, 240, [47, 111, 237]), 'image/png');
@@ -94,7 +92,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     await page.getByRole('link', { name: 'Usage' }).click();
     const chart = page.getByRole('img', { name: /devices: .* remaining; instances: / });
     await chart.waitFor();
-    const balance = (await c().call('GET', '/billing/balance', { token })).body;
+    const balance = (await c().call('GET', '/billing/balance', { token: lab.owner })).body;
     expect(await page.getByText(`Plan ${balance.plan}`).count()).toBe(1);
     await snap(page, SUITE, '03-usage');
   });
@@ -119,7 +117,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
   });
 
   it('works from the keyboard: skip link, navigation and the session tabs', async () => {
-    await page.goto(`${originOf(lab.api)}/fleet`);
+    await page.goto(`${originOf(lab.t.api)}/fleet`);
     await page.getByRole('heading', { name: 'Fleet' }).waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
@@ -129,8 +127,8 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Sessions' }).waitFor();
 
-    const newest = (await c().call('GET', '/sessions?limit=1', { token })).body.data[0].id as string;
-    await page.goto(`${originOf(lab.api)}/sessions/${newest}`);
+    const newest = (await c().call('GET', '/sessions?limit=1', { token: lab.owner })).body.data[0].id as string;
+    await page.goto(`${originOf(lab.t.api)}/sessions/${newest}`);
     await page.getByRole('tab', { name: 'Devices' }).focus();
     await page.keyboard.press('ArrowRight');
     expect(await page.getByRole('tab', { name: 'Instances' }).getAttribute('aria-selected')).toBe('true');

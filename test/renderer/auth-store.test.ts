@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/shared/client/api-client.js';
 import { createAuthStore, type AuthStore } from '../../src/renderer/stores/auth-store.js';
-import { client, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type TestEngine } from '../support/engine.js';
+import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
 import { memoryStorage } from './support.js';
 
 /** The renderer's wiring: a client that reads its token and organization from the store, and signs out on a 401. */
@@ -17,16 +17,12 @@ function wired(api: string, storage = memoryStorage()) {
 }
 
 describe('auth store', () => {
-  let lab: TestEngine;
-  beforeAll(async () => {
-    lab = await startEngine();
-  });
-  afterAll(() => lab?.stop());
+  const lab = useEngine();
 
   it('keeps the API\'s message for a refused login, and signs in with the Personal organization selected', async () => {
-    const { store, storage } = wired(lab.api);
+    const { store, storage } = wired(lab.t.api);
     await store.getState().login(OWNER_EMAIL, 'wrong-password');
-    const refused = await client(lab.api).call('POST', '/auth/login', { body: { email: OWNER_EMAIL, password: 'wrong-password' } });
+    const refused = await client(lab.t.api).call('POST', '/auth/login', { body: { email: OWNER_EMAIL, password: 'wrong-password' } });
     expect(store.getState()).toMatchObject({ token: undefined, user: undefined, busy: false, error: refused.body.error.message });
 
     await store.getState().login(OWNER_EMAIL, OWNER_PASSWORD);
@@ -39,7 +35,7 @@ describe('auth store', () => {
   });
 
   it('acts on the organization switched to, remembers it across a restore, and ignores an unknown one', async () => {
-    const { store, apiClient, storage } = wired(lab.api);
+    const { store, apiClient, storage } = wired(lab.t.api);
     await store.getState().login(OWNER_EMAIL, OWNER_PASSWORD);
     const personal = store.getState().organizationId!;
     const team = await apiClient.createOrganization('Store Team');
@@ -52,7 +48,7 @@ describe('auth store', () => {
     expect(session.organizationId).toBe(team.id);
 
     // A new page of the same tab: the token and the organization come back from storage.
-    const again = wired(lab.api, storage);
+    const again = wired(lab.t.api, storage);
     await again.store.getState().restore();
     expect(again.store.getState()).toMatchObject({ organizationId: team.id, user: { email: OWNER_EMAIL } });
     expect((await again.apiClient.sessions()).data.map((x) => x.id)).toContain(session.id);
@@ -61,7 +57,7 @@ describe('auth store', () => {
   });
 
   it('signs out when the API answers 401, and forgets a stored token that no longer works', async () => {
-    const { store, apiClient, storage } = wired(lab.api);
+    const { store, apiClient, storage } = wired(lab.t.api);
     await store.getState().login(OWNER_EMAIL, OWNER_PASSWORD);
     store.setState({ token: 'not-a-token' });
     await expect(apiClient.sessions()).rejects.toMatchObject({ status: 401 });
@@ -69,7 +65,7 @@ describe('auth store', () => {
     expect(storage.items.has('benchtop.token')).toBe(false);
 
     storage.setItem('benchtop.token', 'expired-or-forged');
-    const restored = wired(lab.api, storage);
+    const restored = wired(lab.t.api, storage);
     await restored.store.getState().restore();
     expect(restored.store.getState().user).toBeUndefined();
     expect(restored.store.getState().token).toBeUndefined();
@@ -77,7 +73,7 @@ describe('auth store', () => {
   });
 
   it('signs up a teammate, who starts in their own Personal organization', async () => {
-    const { store } = wired(lab.api);
+    const { store } = wired(lab.t.api);
     await store.getState().signup('new-mate@lab.test', 'a-long-password');
     expect(store.getState().user).toMatchObject({ email: 'new-mate@lab.test', labOwner: false });
     expect(store.getState().organizations).toEqual([expect.objectContaining({ personal: true, role: 'admin' })]);

@@ -1,23 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createSessionsStore } from '../../src/renderer/stores/sessions-store.js';
-import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { useEngine } from '../support/engine.js';
 import { clientFor } from './support.js';
 
 describe('sessions store', () => {
-  let lab: TestEngine;
-  let token: string;
   const created: string[] = [];
 
+  const lab = useEngine();
+
   beforeAll(async () => {
-    lab = await startEngine();
-    const c = client(lab.api);
-    token = await c.login();
-    for (let i = 0; i < 7; i++) created.push((await c.call('POST', '/sessions', { token })).body.id);
+    for (let i = 0; i < 7; i++) created.push((await lab.c.call('POST', '/sessions', { token: lab.owner })).body.id);
   });
-  afterAll(() => lab?.stop());
 
   it('pages through every session newest first over nextCursor, once each, then stops', async () => {
-    const store = createSessionsStore(() => clientFor(lab.api, token), 3);
+    const store = createSessionsStore(() => clientFor(lab.t.api, lab.owner), 3);
     // A second call while a page is loading is ignored rather than fetching the same page twice.
     await Promise.all([store.getState().loadMore(), store.getState().loadMore()]);
     expect(store.getState().sessions).toHaveLength(3);
@@ -30,7 +26,7 @@ describe('sessions store', () => {
   });
 
   it('puts a created session first, and starts over on reset', async () => {
-    const store = createSessionsStore(() => clientFor(lab.api, token), 5);
+    const store = createSessionsStore(() => clientFor(lab.t.api, lab.owner), 5);
     await store.getState().loadMore();
     const session = await store.getState().create();
     expect(store.getState().sessions[0]!.id).toBe(session!.id);
@@ -40,7 +36,7 @@ describe('sessions store', () => {
   });
 
   it('keeps the API\'s message when a page cannot load, and can try again', async () => {
-    const store = createSessionsStore(() => clientFor(lab.api, 'mob_not-a-key'), 5);
+    const store = createSessionsStore(() => clientFor(lab.t.api, 'mob_not-a-key'), 5);
     await store.getState().loadMore();
     expect(store.getState()).toMatchObject({ loading: false, done: false, sessions: [] });
     expect(store.getState().error).toMatch(/./);

@@ -1,9 +1,9 @@
 /** The upload flow against the Files API (issue 6): hash, create, PUT with progress, complete, wait until ready. */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createUploadsStore, type UploadTransport } from '../../src/renderer/stores/uploads-store.js';
 import { buildApk } from '../../src/sim/android/apk.js';
-import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { useEngine } from '../support/engine.js';
 import { clientFor } from './support.js';
 
 /** The browser's transport, in Node: the same hash, the PUT by fetch, progress at the start and the end. */
@@ -21,16 +21,10 @@ const nodeTransport = (token: string): UploadTransport => ({
 });
 
 describe('uploads store', () => {
-  let lab: TestEngine;
-  let token: string;
-  beforeAll(async () => {
-    lab = await startEngine();
-    token = await client(lab.api).login();
-  });
-  afterAll(() => lab?.stop());
+  const lab = useEngine();
 
   it('fails with the hashing error, without calling the API', async () => {
-    const store = createUploadsStore(() => clientFor(lab.api, token), {
+    const store = createUploadsStore(() => clientFor(lab.t.api, lab.owner), {
       sha256: () => Promise.reject(new Error('Hashing failed: the file could not be read.')),
       put: () => Promise.reject(new Error('not reached')),
     });
@@ -43,7 +37,7 @@ describe('uploads store', () => {
 
   it('takes an APK through every phase to ready, with its bundle id', async () => {
     const phases: string[] = [];
-    const store = createUploadsStore(() => clientFor(lab.api, token), nodeTransport(token), () => new Promise((r) => setTimeout(r, 20)));
+    const store = createUploadsStore(() => clientFor(lab.t.api, lab.owner), nodeTransport(lab.owner), () => new Promise((r) => setTimeout(r, 20)));
     store.subscribe((s) => {
       const phase = s.uploads[0]?.phase;
       if (phase && phases.at(-1) !== phase) phases.push(phase);

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { client, useEngine } from '../support/engine.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -74,14 +74,13 @@ const runPlaywright = (dir: string, env: Record<string, string>) =>
   });
 
 describe.skipIf(!hasChromium)('the Playwright reporter', () => {
-  let t: TestEngine;
   let key: string;
   let dir: string;
 
+  const lab = useEngine();
+
   beforeAll(async () => {
-    t = await startEngine();
-    const c = client(t.api);
-    key = await c.createKey(await c.login());
+    key = await lab.c.createKey(lab.owner);
     dir = project();
     const author = { GIT_AUTHOR_NAME: 'Ada Lovelace', GIT_AUTHOR_EMAIL: 'ada@lab.test', GIT_COMMITTER_NAME: 'Ada Lovelace', GIT_COMMITTER_EMAIL: 'ada@lab.test' };
     for (const args of [['init', '-q', '-b', 'feature/reporter'], ['add', 'playwright.config.mjs', 'hello.spec.mjs'], ['commit', '-q', '-m', 'Add the smoke test']]) {
@@ -90,18 +89,17 @@ describe.skipIf(!hasChromium)('the Playwright reporter', () => {
     }
   }, 60_000);
   afterAll(async () => {
-    await t?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('files the run with its stats, git info, screenshot and trace, and prints the result\'s URL', async () => {
-    const pw = await runPlaywright(dir, { BENCHTOP_URL: t.api.replace(/\/api\/v1$/, ''), BENCHTOP_API_KEY: key });
+    const pw = await runPlaywright(dir, { BENCHTOP_URL: lab.t.api.replace(/\/api\/v1$/, ''), BENCHTOP_API_KEY: key });
     expect(pw.code, pw.out).toBe(0);
     const url = /\[benchtop\] Test result: (\S+)/.exec(pw.out)?.[1];
-    expect(url, pw.out).toMatch(new RegExp(`^${t.api}/test-results/[0-9a-f-]{36}$`));
+    expect(url, pw.out).toMatch(new RegExp(`^${lab.t.api}/test-results/[0-9a-f-]{36}$`));
 
-    const c = client(t.api);
-    const result = (await c.call('GET', url!.slice(t.api.length), { token: key })).body;
+    const c = client(lab.t.api);
+    const result = (await c.call('GET', url!.slice(lab.t.api.length), { token: key })).body;
     const sha = (await run('git', ['rev-parse', 'HEAD'], dir)).out.trim();
     expect(result).toMatchObject({
       name: 'reporter smoke',
@@ -120,7 +118,7 @@ describe.skipIf(!hasChromium)('the Playwright reporter', () => {
     const trace = assets.find((a) => a.name === 'hello.spec.mjs › greets - trace.zip');
     expect(screenshot, JSON.stringify(assets)).toMatchObject({ contentType: 'image/png' });
     expect(trace, JSON.stringify(assets)).toBeDefined();
-    const png = await fetch(`${t.api}/test-results/${result.id}/assets/${screenshot!.id}`, { headers: { authorization: `Bearer ${key}` } });
+    const png = await fetch(`${lab.t.api}/test-results/${result.id}/assets/${screenshot!.id}`, { headers: { authorization: `Bearer ${key}` } });
     const bytes = Buffer.from(await png.arrayBuffer());
     expect(bytes.subarray(1, 4).toString('latin1')).toBe('PNG');
     expect(bytes.length).toBe(screenshot!.size);
@@ -136,7 +134,7 @@ describe.skipIf(!hasChromium)('the Playwright reporter', () => {
   }, 120_000);
 
   it('a key the lab refuses is a warning too', async () => {
-    const pw = await runPlaywright(dir, { BENCHTOP_URL: t.api, BENCHTOP_API_KEY: 'mob_not-a-key' });
+    const pw = await runPlaywright(dir, { BENCHTOP_URL: lab.t.api, BENCHTOP_API_KEY: 'mob_not-a-key' });
     expect(pw.code, pw.out).toBe(0);
     expect(pw.out).toMatch(/\[benchtop\] Warning: the run was not reported: the lab answered 401/);
   }, 120_000);

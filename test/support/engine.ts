@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { loadConfig, type EngineConfig } from '../../src/main/engine/config.js';
 import { createEngine, type Engine } from '../../src/main/engine/engine.js';
 
@@ -32,6 +33,7 @@ export async function startEngine(overrides: Partial<EngineConfig> = {}): Promis
     logLevel: 'silent',
     // No adb unless a fleet test asks for one: the control-plane tests have no phones.
     adb: null,
+    usbmuxd: null,
     ...overrides,
   };
   const clock: TestEngine['clock'] = { offsetMs: 0 };
@@ -124,6 +126,33 @@ export function client(api: string) {
     },
   };
   return c;
+}
+
+export type Client = ReturnType<typeof client>;
+
+/** What useEngine hands a test file: filled in by its beforeAll, so read the fields inside hooks and tests. */
+export interface EngineUnderTest {
+  /** The engine; a test that restarts it assigns the new one here (`lab.t = await lab.t.restart()`). */
+  t: TestEngine;
+  /** A client bound to the engine as it was started. */
+  c: Client;
+  /** The lab owner's interactive token. */
+  owner: string;
+}
+
+/**
+ * One real engine for the enclosing file or describe block: started, with the lab owner logged in, before its tests,
+ * and stopped after them. Hooks registered after this call run after the engine has started (and before it stops).
+ */
+export function useEngine(overrides: Partial<EngineConfig> = {}): EngineUnderTest {
+  const lab = {} as EngineUnderTest;
+  beforeAll(async () => {
+    lab.t = await startEngine(overrides);
+    lab.c = client(lab.t.api);
+    lab.owner = await lab.c.login();
+  });
+  afterAll(() => lab.t?.stop());
+  return lab;
 }
 
 /** Asserts the DESIGN.md error body and returns its code. */

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 
 import { DEFAULT_PLANS, type PlanAllowance } from '../../shared/plans.js';
+import { DEFAULT_USBMUXD_SOCKET, parseUsbmuxdAddress, type UsbmuxdAddress } from './fleet/ios/usbmux.js';
 
 export { DEFAULT_PLANS, type PlanAllowance };
 
@@ -22,6 +23,10 @@ export interface EngineConfig {
   deviceConcurrencyQuota: number;
   /** The adb server to track Android phones through; null switches the Android fleet off. */
   adb: { host: string; port: number } | null;
+  /** The usbmuxd to track iPhones through (its socket, or host:port); null switches the iOS fleet off. */
+  usbmuxd: UsbmuxdAddress | null;
+  /** Simulated iPhones to attach at start (the demo mode), on a simulated usbmuxd. */
+  demoIphones: number;
   /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
   deviceGraceSeconds: number;
   /** Live screen frames per second at most (0: as fast as the phone answers). */
@@ -44,6 +49,10 @@ export interface EngineConfig {
   assistantToolTimeoutSeconds: number;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
+  /** Host names, beyond addresses, localhost and this machine's name, that requests may name (DNS rebinding). */
+  allowedHosts: string[];
+  /** Whether failed logins, sign-ups and invitation acceptances are throttled (BENCHTOP_LOGIN_THROTTLE=off: not). */
+  throttleLogins: boolean;
 }
 
 /** Reads the engine configuration from the environment, with the documented defaults. */
@@ -63,6 +72,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
       env.BENCHTOP_ADB === 'off'
         ? null
         : { host: env.BENCHTOP_ADB_HOST || '127.0.0.1', port: intFrom(env.BENCHTOP_ADB_PORT, 5037, 'BENCHTOP_ADB_PORT') },
+    usbmuxd: env.BENCHTOP_USBMUXD_ADDRESS === 'off' ? null : parseUsbmuxdAddress(env.BENCHTOP_USBMUXD_ADDRESS || DEFAULT_USBMUXD_SOCKET),
+    demoIphones: intFrom(env.BENCHTOP_DEMO_IPHONES, 0, 'BENCHTOP_DEMO_IPHONES'),
     deviceGraceSeconds: intFrom(env.BENCHTOP_DEVICE_GRACE_SECONDS, 60, 'BENCHTOP_DEVICE_GRACE_SECONDS'),
     demoPhones: intFrom(env.BENCHTOP_DEMO_PHONES, 0, 'BENCHTOP_DEMO_PHONES'),
     screenMaxFps: intFrom(env.BENCHTOP_SCREEN_MAX_FPS, 30, 'BENCHTOP_SCREEN_MAX_FPS'),
@@ -76,6 +87,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     plans: DEFAULT_PLANS,
     assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
+    throttleLogins: env.BENCHTOP_LOGIN_THROTTLE !== 'off',
+    allowedHosts: (env.BENCHTOP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
 }
 

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { Message, ScreenshotResult, ToolCall } from '../../shared/api/chats.js';
+import type { Device } from '../../shared/api/sessions.js';
 import { followExecution } from '../../shared/client/execution-events.js';
 import { api } from '../app-context.js';
 import { Empty, ErrorBanner, Spinner, Status, useAction, useLoad } from '../ui.js';
@@ -37,7 +38,16 @@ function MessageItem({ message, onCancel }: { message: Message; onCancel?(): voi
 const upsert = (calls: ToolCall[], call: ToolCall) =>
   calls.some((c) => c.id === call.id) ? calls.map((c) => (c.id === call.id ? call : c)) : [...calls, call];
 
-function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) {
+export interface ChatViewProps {
+  sessionId: string;
+  chatId: string;
+  /** The message box's accessible name. */
+  inputLabel?: string;
+  /** Why nothing can be sent now (the phone was released, say), as a sentence; the box is then disabled. */
+  blocked?: string;
+}
+
+export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assistant', blocked }: ChatViewProps) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [error, setError] = useState<string>();
   const [text, setText] = useState('');
@@ -114,15 +124,29 @@ function ChatView({ sessionId, chatId }: { sessionId: string; chatId: string }) 
         ))}</ol>
       )}
       <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
+      {blocked && <p className="muted" role="status">{blocked}</p>}
       <form className="composer" onSubmit={(e) => void send(e)}>
         <label className="grow">
           <span className="visually-hidden">Message</span>
-          <input aria-label="Message to the assistant" value={text} onChange={(e) => setText(e.target.value)} placeholder="Tell the assistant what to do on the phone" />
+          <input aria-label={inputLabel} value={text} disabled={Boolean(blocked)} onChange={(e) => setText(e.target.value)} placeholder="Tell the assistant what to do on the phone" />
         </label>
-        <button type="submit" className="primary" disabled={!text.trim()}>Send</button>
+        <button type="submit" className="primary" disabled={!text.trim() || Boolean(blocked)}>Send</button>
       </form>
     </div>
   );
+}
+
+/** Why a chat bound to a phone cannot drive it now, as a sentence; undefined while the phone is in use. */
+export function blockedReason(serial: string | undefined, devices: Device[]): string | undefined {
+  if (!serial) return undefined;
+  const device = devices.find((d) => d.info.serial === serial && d.status !== 'released') ?? devices.find((d) => d.info.serial === serial);
+  if (!device) return undefined;
+  switch (device.status) {
+    case 'in_use': return undefined;
+    case 'offline': return `${device.info.name} is unplugged: the assistant can drive it again once it is back.`;
+    case 'released': return `${device.info.name} was released, so the assistant can no longer drive it. Start a new chat with a phone in use.`;
+    default: return `${device.info.name} is not ready yet (${device.status.replace(/_/g, ' ')}).`;
+  }
 }
 
 export function ChatsPanel({ sessionId, active }: { sessionId: string; active: boolean }) {
@@ -168,7 +192,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
           ))}
         </ul>
       </aside>
-      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
+      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} blocked={blockedReason(all.find((c) => c.id === selected)?.metadata.deviceId, devices.data?.data ?? [])} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
     </div>
   );
 }

@@ -1,14 +1,18 @@
 import { useState, type DragEvent } from 'react';
-import type { App } from '../../shared/api/files.js';
+import type { App, StoredFile } from '../../shared/api/files.js';
 import { api, uploadsStore, useUploads } from '../app-context.js';
-import { Empty, ErrorBanner, fmtBytes, fmtTime, Page, Progress, Status, useLoad } from '../ui.js';
+import { fileFailureSentence, isAppFile, notAnAppMessage } from '../file-errors.js';
+import { Empty, ErrorBanner, fmtBytes, fmtTime, Page, Progress, Status, useAction, useLoad } from '../ui.js';
 
 const PHASE_LABELS = { hashing: 'Computing SHA-256', uploading: 'Uploading', processing: 'Processing', ready: 'Ready', failed: 'Failed' };
 
 function Uploads() {
   const uploads = useUploads((s) => s.uploads);
   if (uploads.length === 0) return null;
+  const finished = uploads.filter((u) => u.phase === 'ready' || u.phase === 'failed').length;
   return (
+    <>
+    {finished > 1 && <button type="button" onClick={() => uploadsStore.getState().clearFinished()}>Clear {finished} finished uploads</button>}
     <ul className="uploads" aria-label="Uploads">
       {uploads.map((u) => (
         <li key={u.key} className="card upload" aria-label={`Upload of ${u.filename}`}>
@@ -24,6 +28,28 @@ function Uploads() {
         </li>
       ))}
     </ul>
+    </>
+  );
+}
+
+function DeleteFile({ file, onDeleted }: { file: StoredFile; onDeleted(): void }) {
+  const remove = useAction();
+  return (
+    <>
+      <button
+        type="button"
+        className="link danger"
+        aria-label={`Delete ${file.filename}`}
+        disabled={remove.pending}
+        onClick={() => {
+          if (!window.confirm(`Delete ${file.filename}? Phones that already have it keep it installed.`)) return;
+          void remove.run(() => api.deleteFile(file.id)).then(() => onDeleted());
+        }}
+      >
+        Delete
+      </button>
+      {remove.error && <span role="alert" className="error inline">{remove.error}</span>}
+    </>
   );
 }
 
@@ -50,12 +76,18 @@ export function FilesScreen() {
   const files = useLoad(() => api.files({ limit: 100 }), [], 3000);
   const apps = useLoad(() => api.apps(), [], 3000);
   const [dragging, setDragging] = useState(false);
+  const [refused, setRefused] = useState<string>();
 
+  // Only apps are stored: anything else is refused here, with a sentence, before a byte is uploaded.
   const take = (list: FileList | null) => {
-    for (const file of Array.from(list ?? [])) {
+    const chosen = Array.from(list ?? []);
+    const others = chosen.filter((f) => !isAppFile(f.name));
+    setRefused(others.length === 0 ? undefined : others.map((f) => notAnAppMessage(f.name)).join(' '));
+    for (const file of chosen.filter((f) => isAppFile(f.name))) {
       void uploadsStore.getState().upload(file).then(() => Promise.all([files.reload(), apps.reload()]));
     }
   };
+  const reload = () => void Promise.all([files.reload(), apps.reload()]);
   const onDrop = (event: DragEvent) => {
     event.preventDefault();
     setDragging(false);
@@ -76,6 +108,7 @@ export function FilesScreen() {
         <span>Drop an .apk or .ipa here, or choose one</span>
         <input type="file" accept=".apk,.ipa" multiple aria-label="Choose app files to upload" onChange={(e) => take(e.target.files)} />
       </label>
+      <ErrorBanner error={refused} onDismiss={() => setRefused(undefined)} />
       <Uploads />
       <h2>Apps</h2>
       <ErrorBanner error={apps.error} />
@@ -84,21 +117,24 @@ export function FilesScreen() {
       <h2>Files</h2>
       <ErrorBanner error={files.error} />
       {files.data && files.data.data.length === 0 ? <Empty>No files.</Empty> : files.data && (
+        <div className="table-wrap">
         <table className="table" aria-label="Files">
-          <thead><tr><th>File</th><th>Size</th><th>Status</th><th>Bundle id</th><th>SHA-256</th><th>Expires</th></tr></thead>
+          <thead><tr><th>File</th><th>Size</th><th>Status</th><th>Bundle id</th><th>SHA-256</th><th>Expires</th><th><span className="visually-hidden">Actions</span></th></tr></thead>
           <tbody>
             {files.data.data.map((f) => (
               <tr key={f.id}>
                 <td>{f.filename}</td>
                 <td>{fmtBytes(f.size)}</td>
-                <td><Status value={f.status} />{f.failureReason && <span className="muted"> {f.failureReason}</span>}</td>
+                <td><Status value={f.status} />{f.status === 'failed' && <span className="muted"> {fileFailureSentence(f.failureReason)}</span>}</td>
                 <td>{f.bundleId ?? '—'}</td>
                 <td><code title={f.sha256}>{f.sha256.slice(0, 12)}…</code></td>
                 <td>{fmtTime(f.expiresAt)}</td>
+                <td><DeleteFile file={f} onDeleted={reload} /></td>
               </tr>
             ))}
           </tbody>
         </table>
+        </div>
       )}
     </Page>
   );

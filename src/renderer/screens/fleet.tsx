@@ -1,7 +1,9 @@
-import { useEffect } from 'react';
-import { fleetStore, useFleet } from '../app-context.js';
-import { linkTo } from '../router.js';
-import { Empty, ErrorBanner, Page, Spinner, Status } from '../ui.js';
+import { useEffect, useState } from 'react';
+import type { FleetDevice } from '../../shared/api/devices.js';
+import { api, fleetStore, useFleet } from '../app-context.js';
+import { compareVersions, isAttached, isFree } from '../device-match.js';
+import { linkTo, navigate } from '../router.js';
+import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
 
 export const FLEET_POLL_MS = 2000;
 
@@ -15,14 +17,66 @@ function Battery({ level }: { level: number | null }) {
   );
 }
 
+type Availability = 'any' | 'free' | 'in_use' | 'unavailable';
+
+interface FleetQuery {
+  text: string;
+  platform: string;
+  availability: Availability;
+  minVersion: string;
+}
+
+const stateOf = (d: FleetDevice) => (d.state === 'device' ? (d.held ? 'in_use' : 'free') : d.state);
+
+/** The Fleet screen's search: text in the name, serial or version, then the platform, availability and minimum version. */
+export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
+  const text = q.text.trim().toLowerCase();
+  if (text && ![d.name, d.serial, d.osVersion, d.platform].some((v) => v.toLowerCase().includes(text))) return false;
+  if (q.platform && d.platform !== q.platform) return false;
+  if (q.availability === 'free' && !isFree(d)) return false;
+  if (q.availability === 'in_use' && !(d.state === 'device' && d.held)) return false;
+  if (q.availability === 'unavailable' && d.state === 'device') return false;
+  if (/^\d+(\.\d+)*$/.test(q.minVersion.trim()) && compareVersions(d.osVersion, q.minVersion.trim()) < 0) return false;
+  return true;
+}
+
+/** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
+function UseThisPhone({ device }: { device: FleetDevice }) {
+  const use = useAction();
+  const take = () => use.run(async () => {
+    const session = await api.createSession();
+    await api.allocateDevice(session.id, {
+      filters: [
+        { attribute: 'platform', operator: 'EQUALS', value: device.platform },
+        { attribute: 'name', operator: 'EQUALS', value: device.name },
+        { attribute: 'version', operator: 'EQUALS', value: device.osVersion },
+      ],
+    });
+    navigate(`/sessions/${session.id}`);
+  });
+  return (
+    <>
+      <button type="button" className="primary" disabled={use.pending} aria-label={`Use this phone: ${device.name} (${device.serial})`} onClick={() => void take()}>
+        {use.pending ? <Spinner label={`Taking ${device.name}`} /> : 'Use this phone'}
+      </button>
+      {use.error && <span role="alert" className="error inline">{use.error}</span>}
+    </>
+  );
+}
+
 /** Every phone and Mac host of the lab, polled: who holds what shows only for the current organization. */
 export function FleetScreen() {
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
+  const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
+  const set = (patch: Partial<FleetQuery>) => setQuery((q) => ({ ...q, ...patch }));
+  const shown = devices.filter((d) => fleetMatches(d, query));
+  const shownFree = shown.filter(isFree).length;
+  const filtering = query.text.trim() !== '' || query.platform !== '' || query.availability !== 'any' || query.minVersion.trim() !== '';
 
   // Unplugged phones stay listed (so that one which went missing can be seen), but only attached ones are the fleet.
-  const attached = devices.filter((d) => d.state !== 'gone').length;
-  const free = devices.filter((d) => d.state === 'device' && !d.held).length;
+  const attached = devices.filter(isAttached).length;
+  const free = devices.filter(isFree).length;
   const freeSlots = hosts.reduce((n, h) => n + h.freeSlots, 0);
 
   return (
@@ -39,32 +93,66 @@ export function FleetScreen() {
         </ul>
       )}
       <h2>Phones</h2>
-      {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : (
+      <form className="fleet-filters" role="search" aria-label="Find phones" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Search
+          <input type="search" value={query.text} placeholder="Name, serial or version" onChange={(e) => set({ text: e.target.value })} />
+        </label>
+        <label>
+          Platform
+          <select value={query.platform} onChange={(e) => set({ platform: e.target.value })}>
+            <option value="">Any</option>
+            <option value="android">Android</option>
+            <option value="ios">iOS</option>
+          </select>
+        </label>
+        <label>
+          Availability
+          <select value={query.availability} onChange={(e) => set({ availability: e.target.value as Availability })}>
+            <option value="any">Any</option>
+            <option value="free">Free now</option>
+            <option value="in_use">In use</option>
+            <option value="unavailable">Offline or unplugged</option>
+          </select>
+        </label>
+        <label>
+          Version at least
+          <input value={query.minVersion} inputMode="decimal" placeholder="e.g. 13" size={8} onChange={(e) => set({ minVersion: e.target.value })} />
+        </label>
+        <p className="match-count" role="status" aria-live="polite">
+          {loaded && (filtering ? `${shown.length} of ${devices.length} phones match · ${shownFree} free` : `${devices.length} phones · ${shownFree} free`)}
+        </p>
+      </form>
+      {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : loaded && shown.length === 0 ? <Empty>No phone matches that search.</Empty> : (
+        <div className="table-wrap">
         <table className="table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th>Platform</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th></tr>
+            <tr><th>Name</th><th>Platform</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
-            {devices.map((d) => (
+            {shown.map((d) => (
               <tr key={d.serial} data-serial={d.serial}>
                 <td>{d.name}</td>
                 <td>{d.platform}</td>
                 <td>{d.osVersion}</td>
                 <td><code>{d.serial}</code></td>
-                <td><Status value={d.state === 'device' ? (d.held ? 'in_use' : 'free') : d.state} /></td>
+                <td><Status value={stateOf(d)} /></td>
                 <td><Battery level={d.battery} /></td>
                 <td>
                   {d.heldBy ? (
                     <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>your session {d.heldBy.sessionId.slice(0, 8)}</a>
                   ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
                 </td>
+                <td>{isFree(d) && <UseThisPhone device={d} />}</td>
               </tr>
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <h2>Mac hosts</h2>
       {loaded && hosts.length === 0 ? <Empty>No Mac hosts. The lab owner adds them in Settings.</Empty> : (
+        <div className="table-wrap">
         <table className="table" aria-label="Mac hosts">
           <thead>
             <tr><th>Name</th><th>Mode</th><th>Image</th><th>Machine</th><th>Health</th><th>Free slots</th><th>Your instances</th></tr>
@@ -87,6 +175,7 @@ export function FleetScreen() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
     </Page>
   );

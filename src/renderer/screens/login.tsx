@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { authStore, useAuth } from '../app-context.js';
-import { ErrorBanner, Spinner } from '../ui.js';
+import { ErrorBanner, Spinner, useTitle } from '../ui.js';
 
 /** For browsers and LAN teammates; the desktop window signs its owner in by itself. */
 export function LoginScreen() {
@@ -9,6 +9,7 @@ export function LoginScreen() {
   const [mode, setMode] = useState<'login' | 'signup'>('login');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  useTitle(mode === 'login' ? 'Sign in' : 'Sign up');
 
   const submit = (event: FormEvent) => {
     event.preventDefault();

@@ -1,19 +1,79 @@
-import { useState } from 'react';
+import { useState, type FormEvent } from 'react';
+import type { Session } from '../../shared/api/sessions.js';
 import { api } from '../app-context.js';
 import { ChatsPanel } from '../components/chats-panel.js';
 import { DevicesPanel } from '../components/devices-panel.js';
 import { InstancesPanel } from '../components/instances-panel.js';
-import { ErrorBanner, fmtTime, Page, Spinner, useLoad } from '../ui.js';
+import { ErrorBanner, fmtTime, Page, Spinner, useAction, useLoad } from '../ui.js';
 
 const TABS = ['Devices', 'Instances', 'Chats'] as const;
 type Tab = (typeof TABS)[number];
 
+export const sessionLabel = (s: Pick<Session, 'id' | 'name'>) => s.name ?? `Session ${s.id.slice(0, 8)}`;
+
+/** The session's name as its heading, and a Rename button that turns it into a field. */
+function SessionName({ session, onSaved }: { session: Session; onSaved(): void }) {
+  const [editing, setEditing] = useState(false);
+  const [name, setName] = useState(session.name ?? '');
+  const save = useAction();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if ((await save.run(() => api.renameSession(session.id, name.trim() || null))) !== undefined) {
+      setEditing(false);
+      onSaved();
+    }
+  };
+  if (!editing) {
+    return (
+      <div className="session-title">
+        <h1 id="page-title">{sessionLabel(session)}</h1>
+        {!session.endedAt && <button type="button" className="link" onClick={() => { setName(session.name ?? ''); setEditing(true); }}>Rename</button>}
+      </div>
+    );
+  }
+  return (
+    <form className="session-title" onSubmit={(e) => void submit(e)} aria-label="Rename the session">
+      <h1 id="page-title" className="visually-hidden">{sessionLabel(session)}</h1>
+      <input aria-label="Session name" value={name} maxLength={100} autoFocus placeholder={`Session ${session.id.slice(0, 8)}`} onChange={(e) => setName(e.target.value)} onKeyDown={(e) => e.key === 'Escape' && setEditing(false)} />
+      <button type="submit" className="primary" disabled={save.pending}>Save</button>
+      <button type="button" onClick={() => setEditing(false)}>Cancel</button>
+      <ErrorBanner error={save.error} />
+    </form>
+  );
+}
+
+function EndSession({ session, onEnded }: { session: Session; onEnded(): void }) {
+  const end = useAction();
+  const holding = session.devices.filter((d) => d.status !== 'released').length + session.instances.filter((i) => !i.releasedAt).length;
+  if (session.endedAt) return <span className="muted">ended {fmtTime(session.endedAt)}</span>;
+  return (
+    <>
+      <span className="muted">created {fmtTime(session.createdAt)}</span>
+      <button
+        type="button"
+        className="danger"
+        disabled={end.pending}
+        onClick={() => {
+          const what = holding === 0 ? 'It holds nothing.' : `Its ${holding} phone${holding === 1 ? '' : 's'} and Mac instance${holding === 1 ? '' : 's'} will be released.`;
+          if (!window.confirm(`End this session? ${what}`)) return;
+          void end.run(() => api.endSession(session.id)).then((s) => s && onEnded());
+        }}
+      >
+        End session
+      </button>
+      {end.error && <span role="alert" className="error inline">{end.error}</span>}
+    </>
+  );
+}
+
 export function SessionScreen({ sessionId }: { sessionId: string }) {
   const session = useLoad(() => api.session(sessionId), [sessionId]);
   const [tab, setTab] = useState<Tab>('Devices');
+  const [generation, setGeneration] = useState(0);
 
   if (session.loading && !session.data) return <Spinner label="Loading the session" />;
   if (!session.data) return <Page title="Session"><ErrorBanner error={session.error} /></Page>;
+  const s = session.data;
 
   const onKeyDown = (event: React.KeyboardEvent) => {
     const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
@@ -24,7 +84,12 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
   };
 
   return (
-    <Page title={`Session ${sessionId.slice(0, 8)}`} actions={<span className="muted">created {fmtTime(session.data.createdAt)}</span>}>
+    <Page
+      title={sessionLabel(s)}
+      heading={<SessionName session={s} onSaved={() => void session.reload()} />}
+      actions={<EndSession session={s} onEnded={() => { void session.reload(); setGeneration((g) => g + 1); }} />}
+    >
+      {s.endedAt && <p className="ended-note warning" role="status">This session has ended: its phones and Mac instances were released, and it takes no new ones.</p>}
       <div role="tablist" aria-label="Session" className="tabs" onKeyDown={onKeyDown}>
         {TABS.map((t) => (
           <button
@@ -41,10 +106,11 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           </button>
         ))}
       </div>
-      {/* Panels stay mounted, so that a live screen or a terminal survives a look at another tab. */}
+      {/* Panels stay mounted, so that a live screen or a terminal survives a look at another tab; ending the session
+          remounts them, so that they show what it released. */}
       {TABS.map((t) => (
-        <div key={t} id={`panel-${t}`} role="tabpanel" aria-labelledby={`tab-${t}`} hidden={tab !== t}>
-          {t === 'Devices' && <DevicesPanel sessionId={sessionId} />}
+        <div key={`${t}-${generation}`} id={`panel-${t}`} role="tabpanel" aria-labelledby={`tab-${t}`} hidden={tab !== t}>
+          {t === 'Devices' && <DevicesPanel sessionId={sessionId} ended={Boolean(s.endedAt)} />}
           {t === 'Instances' && <InstancesPanel sessionId={sessionId} />}
           {t === 'Chats' && <ChatsPanel sessionId={sessionId} active={tab === 'Chats'} />}
         </div>

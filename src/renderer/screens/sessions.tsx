@@ -27,12 +27,16 @@ export function SessionsScreen() {
     <Page title="Sessions" actions={<button type="button" className="primary" onClick={() => void create()}>New session</button>}>
       <ErrorBanner error={error} />
       {done && sessions.length === 0 ? <Empty>No sessions yet. A session holds the phones, Mac instances and chats of one piece of work.</Empty> : (
+        <div className="table-wrap">
         <table className="table" aria-label="Sessions">
           <thead><tr><th>Session</th><th>Created</th><th>Phones</th><th>Instances</th></tr></thead>
           <tbody>
             {sessions.map((s) => (
               <tr key={s.id}>
-                <td><a href={`/sessions/${s.id}`} onClick={linkTo(`/sessions/${s.id}`)}><code>{s.id.slice(0, 8)}</code></a></td>
+                <td>
+                  <a href={`/sessions/${s.id}`} onClick={linkTo(`/sessions/${s.id}`)}>{s.name ? s.name : <code>{s.id.slice(0, 8)}</code>}</a>
+                  {s.endedAt && <> <Status value="ended" /></>}
+                </td>
                 <td>{fmtTime(s.createdAt)}</td>
                 <td>{s.devices.length === 0 ? <span className="muted">none</span> : s.devices.map((d) => <span key={d.id} className="chip">{d.info.name} <Status value={d.status} /></span>)}</td>
                 <td>{s.instances.length === 0 ? <span className="muted">none</span> : s.instances.map((i) => <span key={i.id} className="chip">{i.os} <Status value={i.status} /></span>)}</td>
@@ -40,6 +44,7 @@ export function SessionsScreen() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <div ref={sentinel} aria-hidden="true" className="sentinel" />
       {loading && <Spinner label="Loading sessions" />}

@@ -1,6 +1,7 @@
 import { createStore } from 'zustand/vanilla';
 import type { ApiClient } from '../../shared/client/api-client.js';
 import type { StoredFile } from '../../shared/api/files.js';
+import { fileFailureSentence } from '../file-errors.js';
 
 export type UploadPhase = 'hashing' | 'uploading' | 'processing' | 'ready' | 'failed';
 
@@ -23,9 +24,11 @@ export interface UploadTransport {
 
 export interface UploadsState {
   uploads: Upload[];
-  /** Hash, create, PUT, complete; resolves with the upload's final state. */
-  upload(file: Blob & { name: string }): Promise<Upload>;
+  /** Hash, create, PUT, complete; resolves with the upload's final state. `onStart` learns its key at once. */
+  upload(file: Blob & { name: string }, onStart?: (key: string) => void): Promise<Upload>;
   dismiss(key: string): void;
+  /** Drops every upload that has finished, ready or failed, so that old failures do not pile up. */
+  clearFinished(): void;
 }
 
 const PROCESSING_POLL_MS = 500;
@@ -39,9 +42,10 @@ export function createUploadsStore(api: () => ApiClient, transport: UploadTransp
     const current = (key: string) => get().uploads.find((u) => u.key === key)!;
     return {
       uploads: [],
-      async upload(file) {
+      async upload(file, onStart) {
         const key = `upload-${++counter}`;
         set({ uploads: [{ key, filename: file.name, size: file.size, phase: 'hashing', progress: 0 }, ...get().uploads] });
+        onStart?.(key);
         try {
           const sha256 = await transport.sha256(file, (progress) => update(key, { progress }));
           const created = await api().createFile(file.name, file.size, sha256);
@@ -56,7 +60,7 @@ export function createUploadsStore(api: () => ApiClient, transport: UploadTransp
           for (;;) {
             const stored = await api().file(created.id);
             if (stored.status === 'ready') update(key, { phase: 'ready', file: stored });
-            else if (stored.status === 'failed') update(key, { phase: 'failed', file: stored, error: stored.failureReason ?? 'The file could not be processed.' });
+            else if (stored.status === 'failed') update(key, { phase: 'failed', file: stored, error: fileFailureSentence(stored.failureReason) });
             else {
               await sleep(PROCESSING_POLL_MS);
               continue;
@@ -70,6 +74,9 @@ export function createUploadsStore(api: () => ApiClient, transport: UploadTransp
       },
       dismiss(key) {
         set({ uploads: get().uploads.filter((u) => u.key !== key) });
+      },
+      clearFinished() {
+        set({ uploads: get().uploads.filter((u) => u.phase !== 'ready' && u.phase !== 'failed') });
       },
     };
   });

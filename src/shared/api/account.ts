@@ -62,6 +62,10 @@ export const LabSettings = Type.Object({
     { enabled: Type.Boolean(), host: Type.String(), port: Type.Integer() },
     { description: 'The adb server the Android fleet tracks; a changed address is tracked at once, and kept across restarts.' },
   ),
+  usbmuxd: Type.Object(
+    { enabled: Type.Boolean(), address: Type.String() },
+    { description: 'The usbmuxd the iOS fleet tracks (BENCHTOP_USBMUXD_ADDRESS): UNIX:/path or host:port.' },
+  ),
   quotas: Type.Object(
     { devices: Type.Integer(), instances: Type.Integer() },
     { description: 'Devices and instances each organization may hold at once.' },

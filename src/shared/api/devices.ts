@@ -24,7 +24,7 @@ export const FleetDevice = Type.Object({
   name: Type.String(),
   osVersion: Type.String(),
   serial: Type.String(),
-  state: Type.String({ description: 'device, unauthorized, offline, or gone (not attached now)' }),
+  state: Type.String({ description: 'device, unauthorized (an Android phone that has not allowed USB debugging, an iPhone that has not trusted this computer), wda_unavailable (an iPhone without a running WebDriverAgent; see the README), offline, or gone (not attached now)' }),
   battery: Type.Union([Type.Integer(), Type.Null()]),
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
@@ -56,6 +56,8 @@ export type UiElement = Static<typeof UiElement>;
 export const BUTTONS = [
   'HOME', 'BACK', 'ENTER', 'VOLUME_UP', 'VOLUME_DOWN', 'POWER', 'APP_SWITCH',
   'BACKSPACE', 'DELETE', 'TAB', 'ESCAPE', 'DPAD_UP', 'DPAD_DOWN', 'DPAD_LEFT', 'DPAD_RIGHT',
+  // Ctrl/⌘+A, C and X on the phone page: select all, copy and cut in the focused text field.
+  'SELECT_ALL', 'COPY', 'CUT',
 ] as const;
 export type Button = (typeof BUTTONS)[number];
 export const ORIENTATIONS = ['portrait', 'landscape'] as const;
@@ -101,3 +103,31 @@ export const ActionResult = Type.Object({
   packageName: Type.Optional(Type.String({ description: 'foregroundApp: the app in front, empty for the home screen' })),
 });
 export type ActionResult = Static<typeof ActionResult>;
+
+/**
+ * What the phone page's device panel shows: read from the phone itself (getprop, wm, dumpsys battery, settings), so
+ * every field is what the phone says now. A value the phone did not report is null.
+ */
+export const DeviceInfo = Type.Object({
+  serial: Type.String(),
+  platform: Type.String(),
+  manufacturer: Type.String(),
+  model: Type.String(),
+  osVersion: Type.String(),
+  sdk: Type.Union([Type.Integer(), Type.Null()]),
+  abi: Type.String({ description: 'The primary ABI, e.g. arm64-v8a' }),
+  screen: Type.Object({
+    width: Type.Union([Type.Integer(), Type.Null()]),
+    height: Type.Union([Type.Integer(), Type.Null()]),
+    density: Type.Union([Type.Integer(), Type.Null()]),
+  }),
+  battery: Type.Object({
+    level: Type.Union([Type.Integer(), Type.Null()]),
+    charging: Type.Union([Type.Boolean(), Type.Null()]),
+  }),
+  network: Type.Object({
+    wifi: Type.Union([Type.Boolean(), Type.Null()]),
+    airplaneMode: Type.Union([Type.Boolean(), Type.Null()]),
+  }),
+});
+export type DeviceInfo = Static<typeof DeviceInfo>;

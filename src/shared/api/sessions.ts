@@ -42,6 +42,8 @@ export const Session = Type.Object({
   organizationId: Uuid,
   createdBy: Nullable(Uuid),
   createdAt: DateTime,
+  name: Type.Optional(Nullable(Type.String({ description: 'Extension: what the people using it call it; null when unnamed.' }))),
+  endedAt: Type.Optional(Nullable(DateTime)),
   devices: Type.Array(Device),
   instances: Type.Array(Instance),
 });
@@ -55,3 +57,10 @@ export const SessionListQuery = Type.Object(
   },
 );
 export type SessionListQuery = Static<typeof SessionListQuery>;
+
+/** Extension: PATCH /sessions/{sessionId}. An empty name clears it. */
+export const UpdateSessionBody = Type.Object(
+  { name: Type.Union([Type.String({ maxLength: 100 }), Type.Null()]) },
+  { additionalProperties: false },
+);
+export type UpdateSessionBody = Static<typeof UpdateSessionBody>;

@@ -7,7 +7,7 @@ import type { ApiKey, AuthToken, LabSettings, LabSettingsPatch, User } from '../
 import type { AssistantConfig, AssistantConfigBody, Chat, Message } from '../api/chats.js';
 import type { ErrorBody, Health } from '../api/common.js';
 import type { DeviceAction } from '../api/devices.js';
-import type { ActionResult, AllocateDeviceBody, FleetDevice } from '../api/devices.js';
+import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
@@ -152,6 +152,8 @@ export function createApiClient(options: ApiClientOptions) {
     sessions: (query: { limit?: number; before?: string } = {}) => json<List<Session>>('GET', '/sessions', { query }),
     createSession: () => json<Session>('POST', '/sessions'),
     session: (sid: string) => json<Session>('GET', `/sessions/${seg(sid)}`),
+    renameSession: (sid: string, name: string | null) => json<Session>('PATCH', `/sessions/${seg(sid)}`, { body: { name } }),
+    endSession: (sid: string) => json<Session>('POST', `/sessions/${seg(sid)}/end`),
 
     devices: (sid: string) => json<List<Device>>('GET', `/sessions/${seg(sid)}/devices`),
     allocateDevice: (sid: string, body: AllocateDeviceBody) => json<Device>('POST', `/sessions/${seg(sid)}/devices`, { body }),
@@ -160,7 +162,12 @@ export function createApiClient(options: ApiClientOptions) {
       json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
     install: (sid: string, serial: string, fileId: string, launch: boolean) =>
       json<InstallResult>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId, launch } }),
-    screenSocket: (sid: string, serial: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`),
+    deviceInfo: (sid: string, serial: string) => json<DeviceInfo>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/info`),
+    screenshot: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot`)).blob(),
+    /** The phone's log as text/event-stream (read it with followDeviceLogs). */
+    deviceLogs: (sid: string, serial: string, signal?: AbortSignal) => raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/logs`, { signal }),
+    /** maxSize: the longest side, in pixels, the viewer shows; minicap then captures no larger. */
+    screenSocket: (sid: string, serial: string, maxSize?: number) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`, { maxSize }),
 
     instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
     allocateInstance: (sid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances`, { body: { os: 'macos' } }),
@@ -189,6 +196,7 @@ export function createApiClient(options: ApiClientOptions) {
     createFile: (filename: string, filesize: number, sha256: string) =>
       json<CreatedFile>('POST', '/files', { body: { filename, filesize, sha256 } }),
     completeFile: (id: string) => json<StoredFile>('POST', `/files/${seg(id)}/complete`),
+    deleteFile: (id: string) => json<void>('DELETE', `/files/${seg(id)}`),
     apps: () => json<List<App>>('GET', '/apps'),
 
     balance: () => json<Balance>('GET', '/billing/balance'),

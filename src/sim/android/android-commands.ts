@@ -281,6 +281,19 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
         }
         return 0;
       }
+      case 'keycombination': {
+        // Android 13's `input keycombination`: the keys held together. Ctrl with A, C, X or V is what text fields act on.
+        const codes = rest.filter((a) => !a.startsWith('-')).map(parseKeycode);
+        if (codes.length < 2 || codes.some((c) => c === undefined)) return invalid();
+        const ctrl = codes.some((c) => c === 113 || c === 114);
+        const key = codes.find((c) => c !== 113 && c !== 114);
+        if (ctrl && key === 29) device.selectAll();
+        else if (ctrl && key === 31) device.keyevent(278);
+        else if (ctrl && key === 52) device.keyevent(277);
+        else if (ctrl && key === 50) device.keyevent(279);
+        else for (const c of codes) device.keyevent(c!);
+        return 0;
+      }
       case 'tap': {
         const c = coords(rest, 2);
         if (!c) return invalid();

@@ -15,7 +15,8 @@ const LOCAL_SIG = 0x04034b50;
 
 export class ApkError extends Error {}
 
-export function readZipEntry(zip: Buffer, name: string): Buffer | undefined {
+/** The first entry named `name` (or matching it, for a predicate), inflated. */
+export function readZipEntry(zip: Buffer, name: string | ((entryName: string) => boolean)): Buffer | undefined {
   let eocd = -1;
   for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--) {
     if (zip.readUInt32LE(i) === EOCD_SIG) {
@@ -35,7 +36,7 @@ export function readZipEntry(zip: Buffer, name: string): Buffer | undefined {
     const commentLength = zip.readUInt16LE(p + 32);
     const localOffset = zip.readUInt32LE(p + 42);
     const entryName = zip.subarray(p + 46, p + 46 + nameLength).toString('utf8');
-    if (entryName === name) {
+    if (typeof name === 'string' ? entryName === name : name(entryName)) {
       if (zip.readUInt32LE(localOffset) !== LOCAL_SIG) throw new ApkError('corrupt local header');
       const start = localOffset + 30 + zip.readUInt16LE(localOffset + 26) + zip.readUInt16LE(localOffset + 28);
       const raw = zip.subarray(start, start + compressedSize);

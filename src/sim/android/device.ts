@@ -89,12 +89,17 @@ export const KEYCODES: Record<string, number> = {
   PAGE_DOWN: 93,
   ESCAPE: 111,
   FORWARD_DEL: 112,
+  CTRL_LEFT: 113,
+  CTRL_RIGHT: 114,
   MOVE_HOME: 122,
   MOVE_END: 123,
   VOLUME_MUTE: 164,
   APP_SWITCH: 187,
   SLEEP: 223,
   WAKEUP: 224,
+  CUT: 277,
+  COPY: 278,
+  PASTE: 279,
 };
 
 const CHAR_FOR_KEY: Record<number, string> = {
@@ -169,7 +174,9 @@ export class Device {
   bluetooth = false;
   settingsPage: SettingsPage = 'main';
   browser = { url: 'about:blank', history: [] as string[], urlFocused: false, draft: '', replaceDraft: false };
-  notes = { text: '', focused: false };
+  notes = { text: '', focused: false, selected: false };
+  /** What the phone's clipboard holds: Copy and Cut in a text field put its selection there. */
+  clipboard = '';
   readonly pids = new Map<string, number>();
 
   private revision = 0;
@@ -432,7 +439,7 @@ export class Device {
   clearData(packageName: string): boolean {
     if (!this.apps.has(packageName)) return false;
     this.forceStop(packageName);
-    if (packageName === NOTES_PACKAGE) this.notes.text = '';
+    if (packageName === NOTES_PACKAGE) this.notes = { ...this.notes, text: '', selected: false };
     if (packageName === BROWSER_PACKAGE) this.browser = { url: 'about:blank', history: [], urlFocused: false, draft: '', replaceDraft: false };
     this.changed();
     return true;
@@ -468,6 +475,13 @@ export class Device {
         return this.enter();
       case 67:
         return this.deleteBackward();
+      case 277:
+        return this.copySelection(true);
+      case 278:
+        return this.copySelection(false);
+      case 279:
+        this.typeText(this.clipboard);
+        return;
     }
     const ch = CHAR_FOR_KEY[code];
     if (ch !== undefined) this.typeText(ch);
@@ -485,7 +499,8 @@ export class Device {
     const field = this.focusedField();
     if (!field || text === '') return false;
     if (field === 'notes') {
-      this.notes.text += text;
+      this.notes.text = this.notes.selected ? text : this.notes.text + text;
+      this.notes.selected = false;
     } else {
       this.browser.draft = this.browser.replaceDraft ? text : this.browser.draft + text;
       this.browser.replaceDraft = false;
@@ -503,7 +518,10 @@ export class Device {
 
   private deleteBackward(): void {
     const field = this.focusedField();
-    if (field === 'notes') this.notes.text = [...this.notes.text].slice(0, -1).join('');
+    if (field === 'notes') {
+      this.notes.text = this.notes.selected ? '' : [...this.notes.text].slice(0, -1).join('');
+      this.notes.selected = false;
+    }
     if (field === 'url') {
       this.browser.draft = this.browser.replaceDraft ? '' : [...this.browser.draft].slice(0, -1).join('');
       this.browser.replaceDraft = false;
@@ -522,6 +540,27 @@ export class Device {
       if (typed) this.openUrl(normalizeUrl(typed));
       this.changed();
     }
+  }
+
+  /** Ctrl+A in a text field: the whole text is selected, and what is typed next replaces it. */
+  selectAll(): void {
+    const field = this.focusedField();
+    if (field === 'notes') this.notes.selected = true;
+    if (field === 'url') this.browser.replaceDraft = true;
+    if (field) this.changed();
+  }
+
+  /** Copy (or Cut) puts the field's selection on the clipboard; with nothing selected, nothing happens. */
+  private copySelection(cut: boolean): void {
+    const field = this.focusedField();
+    if (field === 'notes' && this.notes.selected) {
+      this.clipboard = this.notes.text;
+      if (cut) this.notes = { ...this.notes, text: '', selected: false };
+    } else if (field === 'url' && this.browser.replaceDraft) {
+      this.clipboard = this.browser.draft;
+      if (cut) this.browser = { ...this.browser, draft: '', replaceDraft: false };
+    } else return;
+    this.changed();
   }
 
   focusNotes(): void {

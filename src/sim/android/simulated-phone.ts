@@ -63,6 +63,8 @@ export interface PhoneState {
   /** Package names of the recent tasks, most recent first. */
   recents: string[];
   notesText: string;
+  /** What the phone's clipboard holds. */
+  clipboard: string;
   browserUrl: string;
   settingsPage: string;
   inputMethod: string | undefined;
@@ -224,6 +226,7 @@ export class SimulatedPhone {
       thirdPartyPackages: [...d.apps.values()].filter((a) => !a.system).map((a) => a.packageName),
       recents: d.tasks.map((t) => t.packageName),
       notesText: d.notes.text,
+      clipboard: d.clipboard,
       browserUrl: d.browser.url,
       settingsPage: d.settingsPage,
       inputMethod: d.settings.secure.get('default_input_method'),

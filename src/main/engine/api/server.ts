@@ -18,12 +18,20 @@ import type { LabOwner } from '../services/lab-owner.js';
 import type { LabSettingsService } from '../services/lab-settings.js';
 import type { MacHosts } from '../services/mac-hosts.js';
 import type { Organizations } from '../services/organizations.js';
+import type { SessionLifecycle } from '../services/session-lifecycle.js';
 import type { Sessions } from '../services/sessions.js';
 import type { TestResults } from '../services/test-results.js';
 import type { MultipartUploads } from './multipart-upload.js';
+import { invalid } from '../domain/errors.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../domain/json-depth.js';
 import { sendError } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
+import { checkHost } from './host-check.js';
+import { redactUrl } from './redact.js';
+import { MAX_PARAM_LENGTH, RouterErrors } from './router-errors.js';
+import { boundedClose } from './shutdown.js';
+import { throttleAttempts, type AttemptThrottles } from './throttle.js';
 import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
@@ -40,9 +48,12 @@ import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
+import { sessionExtensionRoutes } from './routes/session-extensions.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
 import { wsRpcRoute } from './ws/route.js';
+import { createMcpLab } from './mcp/lab.js';
+import { mcpRoutes } from './mcp/route.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
@@ -63,8 +74,8 @@ declare module 'fastify' {
   }
 }
 
-/** A URL with its token parameter blanked, so that a bearer sent in the query never reaches a log line. */
-const withoutToken = (url: string) => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+/** A URL with its token (and upload signature) blanked, so that neither reaches a log line. */
+const withoutToken = redactUrl;
 
 /** The Authorization header, or, on a route that allows it, the bearer a browser's WebSocket can send. */
 function authorizationOf(request: FastifyRequest, tokenInQuery: boolean | undefined): string | undefined {
@@ -111,14 +122,21 @@ export interface ApiServices {
   assistant: AssistantSettings;
   chats: Chats;
   uploads: MultipartUploads;
+  sessionLifecycle: SessionLifecycle;
+  /** Failed logins, sign-ups and invitation acceptances, counted for both servers; absent when throttling is off. */
+  attempts?: AttemptThrottles;
 }
 
 export async function buildServer(services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const { config } = services;
   const tls = config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
+  const routerErrors = new RouterErrors();
   const app = Fastify({
     ...(https ? { https } : {}),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerErrors.frameworkError,
+    clientErrorHandler: routerErrors.clientError,
     bodyLimit: BODY_LIMIT,
     logger: config.logLevel === 'silent' ? false : {
       level: config.logLevel,
@@ -135,6 +153,7 @@ export async function buildServer(services: ApiServices, version: string, option
     return503OnClosing: true,
   }).withTypeProvider() as unknown as App;
 
+  routerErrors.attach(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error as Error));
   app.setNotFoundHandler((request, reply) =>
@@ -146,6 +165,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body, done) => {
     if (!request.routeOptions.schema?.body || body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) return done(invalid('json_too_deep', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     parseJson(request, body as string, done);
   });
 
@@ -154,6 +174,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.addHook('preClose', async () => {
     app.server.keepAliveTimeout = 1;
   });
+  boundedClose(app);
 
   // Before the auth hook: the plugin's own onRequest hook marks an upgrade request, so that a refused upgrade (a 401
   // from the auth hook included) has its socket destroyed after the response instead of held open.
@@ -178,6 +199,8 @@ export async function buildServer(services: ApiServices, version: string, option
     },
   });
 
+  checkHost(app, config.allowedHosts);
+  if (services.attempts) throttleAttempts(app, services.attempts);
   // Every route with a WebSocket handler says so in its config, so that an upgrade elsewhere can be refused.
   app.addHook('onRoute', (route) => {
     if (route.wsHandler || route.websocket) route.config = { ...route.config, upgrades: true };
@@ -238,6 +261,7 @@ export async function buildServer(services: ApiServices, version: string, option
     organizationRoutes(a, s.organizations);
     billingRoutes(a, s.billing);
     sessionRoutes(a, s.sessions);
+    sessionExtensionRoutes(a, s.sessions, s.sessionLifecycle);
     testResultRoutes(a, s.testResults, s.uploads);
     deviceRoutes(a, s.allocator);
     deviceControlRoutes(a, s.control);
@@ -258,6 +282,9 @@ export async function buildServer(services: ApiServices, version: string, option
     createSession: (scope) => services.sessions.createSession(scope),
     rebootTimeoutMs: REBOOT_TIMEOUT_MS,
   });
+  // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
+  const lab = createMcpLab(services);
+  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
 
   await registerGui(app);
 

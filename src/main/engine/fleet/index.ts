@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EngineConfig } from '../config.js';
 import { AndroidFleet } from './android/android-fleet.js';
+import { IosFleet } from './ios/ios-fleet.js';
 import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 
 export interface Fleet extends PhoneSource {
@@ -10,21 +11,57 @@ export interface Fleet extends PhoneSource {
   retarget?(address: { host: string; port: number }): Promise<void>;
 }
 
-/** A fleet with no phones, for an engine whose Android fleet is switched off (BENCHTOP_ADB=off). */
-class EmptyFleet extends EventEmitter implements Fleet {
-  async start() {}
-  async stop() {}
-  list(): Phone[] {
-    return [];
+type Part = AndroidFleet | IosFleet;
+
+/** UDIDs: 40 hex digits before the iPhone XS, 8-dash-16 since. */
+const IOS_UDID = /^([0-9a-f]{40}|[0-9A-F]{8}-[0-9A-F]{16})$/i;
+
+/** Android's and iOS's fleets as one: their phones in one list, each phone driven by the fleet that reported it. */
+class CombinedFleet extends EventEmitter implements Fleet {
+  retarget?: (address: { host: string; port: number }) => Promise<void>;
+
+  constructor(private readonly parts: Part[]) {
+    super();
+    for (const part of parts) {
+      part.on('phone', (phone: Phone) => this.emit('phone', phone));
+      part.on('gone', (serial: string) => this.emit('gone', serial));
+    }
+    const android = parts.find((p): p is AndroidFleet => p instanceof AndroidFleet);
+    if (android) this.retarget = (address) => android.retarget(address);
   }
-  get(): Phone | undefined {
+
+  async start() {
+    await Promise.all(this.parts.map((p) => p.start()));
+  }
+
+  async stop() {
+    await Promise.all(this.parts.map((p) => p.stop()));
+  }
+
+  list(): Phone[] {
+    return this.parts.flatMap((p) => p.list());
+  }
+
+  get(serial: string): Phone | undefined {
+    for (const part of this.parts) {
+      const phone = part.get(serial);
+      if (phone) return phone;
+    }
     return undefined;
   }
+
   driver(serial: string): PhoneDriver {
-    throw new Error(`No phone ${serial}: the Android fleet is off.`);
+    // A phone away for a moment (unplugged within grace) is driven by the fleet its serial belongs to; the command
+    // then fails as an unplugged phone's would.
+    const part = this.parts.find((p) => p.get(serial)) ?? this.parts.find((p) => p instanceof IosFleet && IOS_UDID.test(serial)) ?? this.parts[0];
+    if (!part) throw new Error(`No phone ${serial}: the Android and iOS fleets are both off.`);
+    return part.driver(serial);
   }
 }
 
 export function createFleet(config: EngineConfig, log: (message: string) => void): Fleet {
-  return config.adb ? new AndroidFleet(config.adb, log) : new EmptyFleet();
+  const parts: Part[] = [];
+  if (config.adb) parts.push(new AndroidFleet(config.adb, log));
+  if (config.usbmuxd) parts.push(new IosFleet(config.usbmuxd, log));
+  return new CombinedFleet(parts);
 }

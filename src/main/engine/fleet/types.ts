@@ -1,9 +1,12 @@
-import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 
-export type { ActionResult, Button, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+export type { ActionResult, Button, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 
-/** device: usable; unauthorized: the phone has not trusted this computer; offline: attached but not answering; gone: not attached. */
-export type PhoneState = 'device' | 'unauthorized' | 'offline' | 'gone';
+/**
+ * device: usable; unauthorized: the phone has not trusted this computer; wda_unavailable: an iPhone whose
+ * WebDriverAgent is not answering; offline: attached but not answering; gone: not attached.
+ */
+export type PhoneState = 'device' | 'unauthorized' | 'wda_unavailable' | 'offline' | 'gone';
 
 /** A phone as the fleet sees it right now. */
 export interface Phone {
@@ -29,6 +32,10 @@ export interface PhoneDriver {
   elements(): Promise<UiElement[]>;
   /** The signal, when it aborts, stops the command on the phone. */
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
+  /** Model, OS, ABI, screen, battery and network, as the phone reports them now. */
+  info(): Promise<DeviceInfo>;
+  /** Frames the phone streams itself (WDA's MJPEG on an iPhone), when it can; else the live screen polls screenshot(). */
+  liveFrames?(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'png' | 'jpeg'; width: number; height: number }>;
   /** Restarts the phone; resolves once it has been asked to (the phone then drops off the bus and comes back). */
   reboot(): Promise<void>;
 }

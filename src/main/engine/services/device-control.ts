@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
+import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { Phone, PhoneDriver, PhoneSource } from '../fleet/types.js';
@@ -76,6 +76,12 @@ export class DeviceControl {
     return onPhone(() => driver.elements(), 'read its screen');
   }
 
+  /** Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. */
+  info(scope: Scope, target: DeviceTarget): Promise<DeviceInfo> {
+    const driver = this.driver(scope, target);
+    return onPhone(() => driver.info(), 'report its details');
+  }
+
   act(scope: Scope, target: DeviceTarget, action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
     requireRole(scope.role, 'readwrite');
     const driver = this.driver(scope, target);
@@ -145,7 +151,7 @@ export class DeviceControl {
     const driver = this.phones.driver(target.serial);
     const screen: ScreenTarget = {
       key: id,
-      source: () => screencapSource(driver, this.options.screenMaxFps),
+      source: () => (driver.liveFrames ? { frames: (signal) => driver.liveFrames!(signal) } : screencapSource(driver, this.options.screenMaxFps)),
       ended: (): FeedEnd | undefined => {
         const status = this.stores.devices.get(id)?.status;
         if (status === 'in_use') return undefined;

@@ -6,6 +6,7 @@ import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
 import type { FleetDeviceRow } from '../store/fleet.js';
 import type { Stores } from '../store/index.js';
+import { refuseIfEnded } from '../domain/session-state.js';
 import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
@@ -82,6 +83,7 @@ export class DeviceAllocator {
     this.reconciled = true;
     const { fleet, devices } = this.stores;
     fleet.markAllGone('android');
+    fleet.markAllGone('ios');
     for (const phone of this.phones.list()) fleet.upsert(phone, this.now());
     for (const row of devices.uncleaned()) {
       if (this.attached(row.serial!)) void this.cleanup(row);
@@ -112,7 +114,9 @@ export class DeviceAllocator {
   allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[]; installApps?: string[] }): DeviceAllocationRow {
     requireRole(scope.role, 'readwrite');
     const { sessions, devices, fleet } = this.stores;
-    if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const session = sessions.get(sessionId, scope.organization.id);
+    if (!session) throw notFound('session');
+    refuseIfEnded(session);
     const filters = checkFilters(request.filters);
     const installs = (request.installApps ?? []).map((ref) => {
       if (!FILE_REF.test(ref)) throw invalid('invalid_install_apps', `installApps entries look like file:<fileId>, not "${ref}".`);

@@ -4,6 +4,7 @@ import { MacHost, StepError, type InstanceShell, type TartVm } from '../fleet/ma
 import type { Stores } from '../store/index.js';
 import type { InstanceRow } from '../store/instances.js';
 import type { MacHostRow } from '../store/mac-hosts.js';
+import { refuseIfEnded } from '../domain/session-state.js';
 import { requireRole } from './auth.js';
 import type { HostSecretStore } from './host-secrets.js';
 import type { Clock, Scope } from './scope.js';
@@ -112,7 +113,9 @@ export class InstanceManager {
   create(scope: Scope, sessionId: string, body: { os: string }): InstanceRow {
     requireRole(scope.role, 'readwrite');
     const { db, sessions, instances, usage } = this.stores;
-    if (!sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    const session = sessions.get(sessionId, scope.organization.id);
+    if (!session) throw notFound('session');
+    refuseIfEnded(session);
     if (body.os !== 'macos') throw invalid('unsupported_os', `Only macos instances are supported, not "${body.os}".`);
     const id = randomUUID();
     const organizationId = scope.organization.id;
@@ -153,6 +156,13 @@ export class InstanceManager {
     if (!this.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
     const row = this.stores.instances.get(instanceId);
     if (!row || row.sessionId !== sessionId || row.organizationId !== scope.organization.id) throw notFound('instance');
+    return row;
+  }
+
+  /** An instance of the caller's organization by its id alone, wherever its session: /mcp names no session. */
+  find(scope: Scope, instanceId: string): InstanceRow {
+    const row = this.stores.instances.get(instanceId);
+    if (!row || row.organizationId !== scope.organization.id) throw notFound('instance');
     return row;
   }
 

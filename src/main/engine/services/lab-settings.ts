@@ -1,5 +1,6 @@
 import type { LabSettings, LabSettingsPatch } from '../../../shared/api/account.js';
 import type { EngineConfig } from '../config.js';
+import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
 import type { SecretStore } from '../secrets.js';
 
@@ -35,11 +36,11 @@ export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddre
   return config.adb && (savedAdb(settings) ?? config.adb);
 }
 
-/** The lab owner's settings: sign-up, LAN sharing, the adb server, quotas. */
+/** The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas. */
 export class LabSettingsService {
   constructor(
     private readonly stores: Pick<Stores, 'settings'>,
-    private readonly config: Pick<EngineConfig, 'adb' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota'>,
+    private readonly config: Pick<EngineConfig, 'adb' | 'usbmuxd' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota'>,
     private readonly lanSharing: LanSharing,
     private readonly secrets: Pick<SecretStore, 'kind'>,
     /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
@@ -66,6 +67,7 @@ export class LabSettingsService {
       lanSharing: this.lanSharing.status(),
       secretStore: this.secrets.kind,
       adb: { enabled: this.config.adb !== null, host: adb.host, port: adb.port },
+      usbmuxd: { enabled: this.config.usbmuxd !== null, address: formatUsbmuxdAddress(this.config.usbmuxd ?? { path: DEFAULT_USBMUXD_SOCKET }) },
       quotas: this.quotas(),
     };
   }

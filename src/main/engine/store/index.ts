@@ -23,13 +23,13 @@ export function createStores(db: Db) {
     db,
     /** Changes with every write to accounts, organizations, memberships or keys: what authorization reads. */
     authVersion,
-    /** Changes with every write to a session's devices or instances; the device and instance stores bump it. */
+    /** Changes with every write to a session, its devices or instances; those stores bump it. */
     sessionPartsVersion,
     users: userStore(db, authVersion),
     organizations: organizationStore(db, authVersion),
     invitations: invitationStore(db),
     apiKeys: apiKeyStore(db, authVersion),
-    sessions: sessionStore(db),
+    sessions: sessionStore(db, sessionPartsVersion),
     devices: deviceAllocationStore(db, sessionPartsVersion),
     fleet: fleetStore(db),
     instances: instanceStore(db, sessionPartsVersion),

@@ -325,4 +325,9 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (execution_id, seq)
   ) WITHOUT ROWID;
   `,
+  // Sessions can be named, and ended (everything released); both are extensions beyond the spec.
+  `
+  ALTER TABLE sessions ADD COLUMN name TEXT;
+  ALTER TABLE sessions ADD COLUMN ended_at INTEGER;
+  `,
 ];

@@ -56,6 +56,8 @@ export const presentSession = (s: SessionWithParts): Session => ({
   organizationId: s.organizationId,
   createdBy: s.createdBy,
   createdAt: iso(s.createdAt),
+  name: s.name,
+  endedAt: isoOrNull(s.endedAt),
   devices: s.devices.map(presentDevice),
   instances: s.instances.map(presentInstance),
 });

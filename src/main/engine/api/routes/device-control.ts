@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
-import { ActionResult, DeviceActionBody, UiElement } from '../../../../shared/api/devices.js';
+import { ActionResult, DeviceActionBody, DeviceInfo, UiElement } from '../../../../shared/api/devices.js';
 import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
 import type { DeviceControl } from '../../services/device-control.js';
 import type { FeedEnd, Viewer } from '../../services/live-screen.js';
@@ -59,6 +59,10 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
   app.get('/sessions/:sessionId/devices/:deviceId/elements', {
     schema: { tags, operationId: 'deviceElements', summary: 'The UI elements on screen, flattened from the hierarchy', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: List(UiElement) }, errors) },
   }, async (req) => list(await control.elements(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId })));
+
+  app.get('/sessions/:sessionId/devices/:deviceId/info', {
+    schema: { tags, operationId: 'deviceInfo', summary: 'The device\'s model, OS, ABI, screen, battery and network, read from it now', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: DeviceInfo }, errors) },
+  }, (req) => control.info(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }));
 
   app.post('/sessions/:sessionId/devices/:deviceId/actions', {
     schema: { tags, operationId: 'deviceAction', summary: 'Tap, swipe, type, press a button, launch or stop an app, open a URL, rotate', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: DeviceActionBody, response: responses({ 200: ActionResult }, [400, ...errors]) },

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { XMLParser } from 'fast-xml-parser';
-import type { ActionResult, Button, DeviceAction, PhoneDriver, UiElement } from '../types.js';
+import type { ActionResult, Button, DeviceAction, DeviceInfo, PhoneDriver, UiElement } from '../types.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 
-const KEYCODES: Record<Button, string> = {
+/** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
+const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
   HOME: 'KEYCODE_HOME',
   BACK: 'KEYCODE_BACK',
   ENTER: 'KEYCODE_ENTER',
@@ -20,7 +21,11 @@ const KEYCODES: Record<Button, string> = {
   DPAD_DOWN: 'KEYCODE_DPAD_DOWN',
   DPAD_LEFT: 'KEYCODE_DPAD_LEFT',
   DPAD_RIGHT: 'KEYCODE_DPAD_RIGHT',
+  COPY: 'KEYCODE_COPY',
+  CUT: 'KEYCODE_CUT',
 };
+const keyCommand = (button: Button) =>
+  button === 'SELECT_ALL' ? 'input keycombination KEYCODE_CTRL_LEFT KEYCODE_A' : `input keyevent ${KEYCODES[button]}`;
 
 
 /** `input text` takes printable ASCII only, with %s for a space; anything else goes through the ADBKeyboard IME. */
@@ -72,6 +77,50 @@ export function parseUiDump(dump: string): UiElement[] {
   };
   walk(root.hierarchy?.node);
   return out;
+}
+
+/** What `info()` runs, as one shell command: each part's output follows a marker line, so a part may print any number of lines. */
+const INFO_PARTS = [
+  'getprop ro.product.manufacturer',
+  'getprop ro.product.model',
+  'getprop ro.build.version.release',
+  'getprop ro.build.version.sdk',
+  'getprop ro.product.cpu.abi',
+  'wm size',
+  'wm density',
+  'dumpsys battery',
+  'settings get global wifi_on',
+  'settings get global airplane_mode_on',
+] as const;
+const INFO_MARKER = '@@benchtop-info@@';
+export const INFO_COMMAND = INFO_PARTS.map((part) => `echo ${INFO_MARKER}; ${part}`).join('; ');
+
+/** Reads INFO_COMMAND's output. `wm` prints an "Override" line when the display was resized: that is what shows. */
+export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
+  const parts = output.split(`${INFO_MARKER}\n`).slice(1).map((p) => p.replace(/\r/g, ''));
+  const at = (i: number) => parts[i] ?? '';
+  const line = (i: number) => at(i).trim().split('\n')[0]!.trim();
+  const int = (text: string | undefined) => (text !== undefined && /^\d+$/.test(text) ? Number(text) : null);
+  const flag = (i: number) => (line(i) === '1' ? true : line(i) === '0' ? false : null);
+  const size = /Override size:\s*(\d+)x(\d+)/.exec(at(5)) ?? /Physical size:\s*(\d+)x(\d+)/.exec(at(5));
+  const density = /Override density:\s*(\d+)/.exec(at(6)) ?? /Physical density:\s*(\d+)/.exec(at(6));
+  const battery = at(7);
+  const powered = [...battery.matchAll(/(AC|USB|Wireless) powered:\s*(true|false)/g)];
+  return {
+    serial,
+    platform: 'android',
+    manufacturer: line(0),
+    model: line(1),
+    osVersion: line(2),
+    sdk: int(line(3)),
+    abi: line(4),
+    screen: { width: size ? +size[1]! : null, height: size ? +size[2]! : null, density: density ? +density[1]! : null },
+    battery: {
+      level: int(/^\s*level:\s*(\d+)/m.exec(battery)?.[1]),
+      charging: powered.length > 0 ? powered.some((m) => m[2] === 'true') : null,
+    },
+    network: { wifi: flag(8), airplaneMode: flag(9) },
+  };
 }
 
 /** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
@@ -148,6 +197,10 @@ export class AndroidDriver implements PhoneDriver {
     await this.client.getDevice(this.serial).reboot();
   }
 
+  async info(): Promise<DeviceInfo> {
+    return parseDeviceInfo(this.serial, await this.shell(INFO_COMMAND));
+  }
+
   async act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
     const shell = (command: string) => this.shell(command, signal);
     switch (action.type) {
@@ -172,7 +225,7 @@ export class AndroidDriver implements PhoneDriver {
         }
         break;
       case 'pressButton':
-        await shell(`input keyevent ${KEYCODES[action.button]}`);
+        await shell(keyCommand(action.button));
         break;
       case 'launchApp':
         await shell(`monkey -p ${quote(action.packageName)} -c android.intent.category.LAUNCHER 1`);

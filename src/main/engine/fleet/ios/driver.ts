@@ -1,0 +1,354 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { XMLParser } from 'fast-xml-parser';
+import { invalid } from '../../domain/errors.js';
+import type { ActionResult, DeviceAction, DeviceInfo, PhoneDriver, UiElement } from '../types.js';
+import { afcService, installationProxy, readLockdownValues, syslogService, type UsbmuxdAddress } from './usbmux.js';
+import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
+
+/** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
+const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes'];
+/** The bundle-id prefix of WebDriverAgent's runner, which cleanup must never uninstall or stop. */
+const WDA_RUNNER = 'com.facebook.WebDriverAgentRunner';
+
+/** Element types a person taps: WDA's source has no "clickable", so it follows from the type. */
+const TAPPABLE = new Set([
+  'XCUIElementTypeButton', 'XCUIElementTypeCell', 'XCUIElementTypeIcon', 'XCUIElementTypeLink', 'XCUIElementTypeSwitch',
+  'XCUIElementTypeTextField', 'XCUIElementTypeSecureTextField', 'XCUIElementTypeTextView', 'XCUIElementTypeSearchField',
+  'XCUIElementTypeMenuItem', 'XCUIElementTypeTab', 'XCUIElementTypeSegmentedControl', 'XCUIElementTypeKey',
+]);
+const CONTAINERS = new Set(['XCUIElementTypeApplication', 'XCUIElementTypeWindow', 'XCUIElementTypeOther']);
+
+type XmlNode = Record<string, unknown> & { ':@'?: Record<string, string> };
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true });
+
+/**
+ * WDA's /source (XCUIElementType elements, in points) flattened to the shared element shape, in screenshot pixels:
+ * the label is the text (the value for fields), the name the id. Layout containers without a label are left out.
+ */
+export function parseWdaSource(source: string, scale: number): UiElement[] {
+  const out: UiElement[] = [];
+  const walk = (nodes: XmlNode[]) => {
+    for (const n of nodes) {
+      const type = Object.keys(n).find((k) => k !== ':@');
+      if (!type || type.startsWith('?')) continue;
+      const a = n[':@'] ?? {};
+      const isField = /TextField|TextView|SearchField/.test(type);
+      const element: UiElement = {
+        text: String((isField ? a.value : a.label ?? a.value) ?? ''),
+        contentDescription: String(a.label ?? ''),
+        resourceId: String(a.name ?? ''),
+        className: type,
+        bounds: {
+          x: Math.round(Number(a.x ?? 0) * scale),
+          y: Math.round(Number(a.y ?? 0) * scale),
+          width: Math.round(Number(a.width ?? 0) * scale),
+          height: Math.round(Number(a.height ?? 0) * scale),
+        },
+        clickable: TAPPABLE.has(type),
+      };
+      const labelled = element.text.trim() || element.contentDescription.trim() || element.resourceId.trim();
+      if (a.visible !== 'false' && (element.clickable || (labelled && !CONTAINERS.has(type)))) out.push(element);
+      walk((n[type] as XmlNode[] | undefined) ?? []);
+    }
+  };
+  walk(xml.parse(source) as XmlNode[]);
+  return out;
+}
+
+/** One finger's W3C pointer actions: down at the start, through the moves, up at the end. */
+function pointer(points: Array<{ x: number; y: number; ms: number }>, holdMs: number) {
+  const [first, ...rest] = points;
+  return [
+    {
+      type: 'pointer',
+      id: 'finger1',
+      parameters: { pointerType: 'touch' },
+      actions: [
+        { type: 'pointerMove', duration: 0, x: first!.x, y: first!.y },
+        { type: 'pointerDown', button: 0 },
+        { type: 'pause', duration: holdMs },
+        ...rest.map((p) => ({ type: 'pointerMove', duration: p.ms, x: p.x, y: p.y })),
+        { type: 'pointerUp', button: 0 },
+      ],
+    },
+  ];
+}
+
+/**
+ * Drives one iPhone: WebDriverAgent for the screen, input and apps, installation_proxy and AFC for installs, all
+ * through usbmuxd. The API's coordinates are screenshot pixels, as on Android; WDA's are points, `scale` times fewer.
+ */
+export class IosDriver implements PhoneDriver {
+  private scaleValue: number | undefined;
+
+  constructor(
+    private readonly address: UsbmuxdAddress,
+    readonly udid: string,
+    readonly wda: WdaClient,
+  ) {}
+
+  private async scale(): Promise<number> {
+    this.scaleValue ??= (await this.wda.command<{ scale: number }>('GET', '/wda/screen')).scale || 1;
+    return this.scaleValue;
+  }
+
+  private async points(...values: number[]): Promise<number[]> {
+    const s = await this.scale();
+    return values.map((v) => Math.round(v / s));
+  }
+
+  /** Lockdown's values for the model, OS, CPU and battery; WDA's for the screen (points times scale, in pixels). */
+  async info(): Promise<DeviceInfo> {
+    const [[type, version, arch, level, charging], size, scale] = await Promise.all([
+      readLockdownValues(this.address, this.udid, [
+        { Key: 'ProductType' },
+        { Key: 'ProductVersion' },
+        { Key: 'CPUArchitecture' },
+        { Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' },
+        { Domain: 'com.apple.mobile.battery', Key: 'BatteryIsCharging' },
+      ]),
+      this.wda.command<{ width: number; height: number }>('GET', '/window/size'),
+      this.scale(),
+    ]);
+    return {
+      serial: this.udid,
+      platform: 'ios',
+      manufacturer: 'Apple',
+      model: String(type ?? ''),
+      osVersion: String(version ?? ''),
+      sdk: null,
+      abi: String(arch ?? ''),
+      screen: { width: Math.round(size.width * scale), height: Math.round(size.height * scale), density: null },
+      battery: { level: typeof level === 'number' ? level : null, charging: typeof charging === 'boolean' ? charging : null },
+      network: { wifi: null, airplaneMode: null },
+    };
+  }
+
+  /** Bundle ids of the apps a user installed (ApplicationType User), WDA's runner included. */
+  async userApps(): Promise<string[]> {
+    const proxy = await installationProxy(this.address, this.udid);
+    try {
+      return Object.keys(await proxy.listApplications({ applicationType: 'User', returnAttributes: ['CFBundleIdentifier'] })).sort();
+    } finally {
+      proxy.close();
+    }
+  }
+
+  async prepare(): Promise<string[]> {
+    if (await this.wda.command<boolean>('GET', '/wda/locked')) await this.wda.command('POST', '/wda/unlock');
+    await this.wda.request('POST', '/wda/homescreen');
+    return this.userApps();
+  }
+
+  async cleanup(packagesBefore: readonly string[]): Promise<void> {
+    const before = new Set(packagesBefore);
+    const apps = await this.userApps();
+    const added = apps.filter((id) => !before.has(id) && !id.startsWith(WDA_RUNNER));
+    if (added.length) {
+      const proxy = await installationProxy(this.address, this.udid);
+      try {
+        for (const id of added) await proxy.uninstallApplication(id);
+      } finally {
+        proxy.close();
+      }
+    }
+    for (const id of [...apps.filter((a) => !added.includes(a) && !a.startsWith(WDA_RUNNER)), ...SYSTEM_APPS]) {
+      await this.wda.command('POST', '/wda/apps/terminate', { bundleId: id });
+    }
+    await this.wda.request('POST', '/wda/homescreen');
+    await this.wda.command('POST', '/orientation', { orientation: 'PORTRAIT' });
+  }
+
+  /**
+   * Stages the IPA in the media partition's PublicStaging through AFC, then has installation_proxy install it from
+   * there (as ideviceinstaller and Xcode do); the staged copy is removed whatever happens.
+   */
+  async install(ipaPath: string): Promise<void> {
+    const staged = `PublicStaging/benchtop-${randomUUID()}.ipa`;
+    const afc = await afcService(this.address, this.udid);
+    try {
+      await afc.createDirectory('PublicStaging');
+      const stream = await afc.createWriteStream(staged, { autoDestroy: true });
+      await pipeline(createReadStream(ipaPath), stream);
+    } catch (error) {
+      afc.close();
+      throw error;
+    }
+    try {
+      const proxy = await installationProxy(this.address, this.udid);
+      try {
+        await proxy.installApplication(staged, { PackageType: 'Developer' }, 300_000);
+      } finally {
+        proxy.close();
+      }
+    } finally {
+      await afc.deleteDirectory(staged).catch(() => undefined);
+      afc.close();
+    }
+  }
+
+  /** usbmuxd and lockdown offer no restart that works without a developer disk image: say so rather than pretend. */
+  async reboot(): Promise<void> {
+    throw invalid('unsupported_on_ios', 'Benchtop cannot restart an iPhone remotely yet: restart it by hand (side button and a volume button), and it comes back in_use.');
+  }
+
+  async screenshot(): Promise<Buffer> {
+    return Buffer.from(await this.wda.request<string>('GET', '/screenshot'), 'base64');
+  }
+
+  async elements(): Promise<UiElement[]> {
+    const [source, scale] = await Promise.all([this.wda.request<string>('GET', '/source'), this.scale()]);
+    return parseWdaSource(source, scale);
+  }
+
+  async act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
+    const wda = this.wda;
+    switch (action.type) {
+      case 'tap': {
+        const [x, y] = await this.points(action.x, action.y);
+        await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], 50) }, signal);
+        break;
+      }
+      case 'longPress': {
+        const [x, y] = await this.points(action.x, action.y);
+        await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], action.durationMs ?? 800) }, signal);
+        break;
+      }
+      case 'swipe': {
+        const [x1, y1, x2, y2] = await this.points(action.fromX, action.fromY, action.toX, action.toY);
+        const points = [{ x: x1!, y: y1!, ms: 0 }, { x: x2!, y: y2!, ms: action.durationMs ?? 300 }];
+        await wda.command('POST', '/actions', { actions: pointer(points, 50) }, signal);
+        break;
+      }
+      case 'typeText':
+        await wda.command('POST', '/wda/keys', { value: [...action.text] }, signal);
+        break;
+      case 'pressButton':
+        switch (action.button) {
+          case 'HOME':
+            await wda.request('POST', '/wda/homescreen', undefined, signal);
+            break;
+          case 'VOLUME_UP':
+          case 'VOLUME_DOWN':
+            await wda.command('POST', '/wda/pressButton', { name: action.button === 'VOLUME_UP' ? 'volumeUp' : 'volumeDown' }, signal);
+            break;
+          case 'POWER':
+            // The side button: locks an unlocked phone, wakes (unlocks) a locked one.
+            await wda.command('POST', (await wda.command<boolean>('GET', '/wda/locked')) ? '/wda/unlock' : '/wda/lock', undefined, signal);
+            break;
+          case 'ENTER':
+            await wda.command('POST', '/wda/keys', { value: ['\n'] }, signal);
+            break;
+          default:
+            throw invalid('unsupported_button', `An iPhone has no ${action.button} button: use HOME, VOLUME_UP, VOLUME_DOWN, POWER or ENTER.`);
+        }
+        break;
+      case 'launchApp':
+        await wda.command('POST', '/wda/apps/launch', { bundleId: action.packageName }, signal);
+        break;
+      case 'terminateApp':
+        await wda.command('POST', '/wda/apps/terminate', { bundleId: action.packageName }, signal);
+        break;
+      case 'listApps': {
+        const proxy = await installationProxy(this.address, this.udid);
+        try {
+          const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier'] });
+          return { ok: true, apps: Object.keys(apps).filter((id) => !id.startsWith(WDA_RUNNER)).sort() };
+        } finally {
+          proxy.close();
+        }
+      }
+      case 'openUrl':
+        await wda.command('POST', '/url', { url: action.url }, signal);
+        break;
+      case 'setOrientation':
+        await wda.command('POST', '/orientation', { orientation: action.orientation.toUpperCase() }, signal);
+        break;
+      case 'screenSize': {
+        const [size, scale] = await Promise.all([wda.command<{ width: number; height: number }>('GET', '/window/size', undefined, signal), this.scale()]);
+        return { ok: true, width: Math.round(size.width * scale), height: Math.round(size.height * scale) };
+      }
+    }
+    return { ok: true };
+  }
+
+  /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */
+  async *liveFrames(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'jpeg'; width: number; height: number }> {
+    const socket = await tunnel(this.address, this.udid, WDA_MJPEG_PORT);
+    const stop = () => socket.destroy();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      socket.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      let pending = Buffer.alloc(0);
+      let headersDone = false;
+      for await (const chunk of socket) {
+        pending = Buffer.concat([pending, chunk as Buffer]);
+        if (!headersDone) {
+          const end = pending.indexOf('\r\n\r\n');
+          if (end < 0) continue;
+          headersDone = true;
+          pending = pending.subarray(end + 4);
+        }
+        for (;;) {
+          // Each part ends in a blank line before the next boundary.
+          let skip = 0;
+          while (pending[skip] === 0x0d || pending[skip] === 0x0a) skip++;
+          pending = pending.subarray(skip);
+          const head = pending.indexOf('\r\n\r\n');
+          if (head < 0) break;
+          const length = /content-length:\s*(\d+)/i.exec(pending.subarray(0, head).toString('latin1'));
+          if (!length) throw new Error('The MJPEG stream has a part without Content-Length.');
+          const start = head + 4;
+          const size = Number(length[1]);
+          if (pending.length < start + size) break;
+          const data = Buffer.from(pending.subarray(start, start + size));
+          pending = pending.subarray(start + size);
+          yield { data, format: 'jpeg', ...jpegSize(data) };
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      socket.destroy();
+    }
+  }
+
+  /** Lines of the phone's syslog (com.apple.syslog_relay) until the signal aborts. */
+  async *logs(signal: AbortSignal): AsyncIterable<string> {
+    const syslog = await syslogService(this.address, this.udid);
+    const lines: string[] = [];
+    let wake: (() => void) | undefined;
+    syslog.start((line) => {
+      lines.push(line);
+      wake?.();
+    });
+    const stop = () => wake?.();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      while (!signal.aborted) {
+        if (!lines.length) await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        while (lines.length) yield lines.shift()!;
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      syslog.close();
+    }
+  }
+}
+
+/** Width and height from a JPEG's start-of-frame marker. */
+export function jpegSize(jpeg: Buffer): { width: number; height: number } {
+  let p = 2;
+  while (p + 9 < jpeg.length) {
+    if (jpeg[p] !== 0xff) break;
+    const marker = jpeg[p + 1]!;
+    const length = jpeg.readUInt16BE(p + 2);
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      return { height: jpeg.readUInt16BE(p + 5), width: jpeg.readUInt16BE(p + 7) };
+    }
+    p += 2 + length;
+  }
+  return { width: 0, height: 0 };
+}

@@ -1,0 +1,284 @@
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+
+/** Where usbmuxd listens: its Unix socket (the default on Linux and macOS) or a TCP address (`host:port`). */
+export type UsbmuxdAddress = { path: string } | { host: string; port: number };
+
+export const DEFAULT_USBMUXD_SOCKET = '/var/run/usbmuxd';
+
+/** libusbmuxd's USBMUXD_SOCKET_ADDRESS format: `host:port`, `UNIX:/path`, or a bare path. */
+export function parseUsbmuxdAddress(text: string): UsbmuxdAddress {
+  const unix = /^unix:(.+)$/i.exec(text);
+  if (unix) return { path: unix[1]! };
+  if (text.startsWith('/')) return { path: text };
+  const m = /^(.+):(\d{1,5})$/.exec(text);
+  if (!m || Number(m[2]) > 65535) throw new Error(`A usbmuxd address is host:port, UNIX:/path or /path, not "${text}"`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+export function formatUsbmuxdAddress(address: UsbmuxdAddress): string {
+  return 'path' in address ? `UNIX:${address.path}` : `${address.host}:${address.port}`;
+}
+
+/** The parts of appium-ios-device (CommonJS, untyped where we use it) this fleet calls. */
+export interface UsbmuxClient {
+  listDevices(timeout?: number): Promise<Array<{ DeviceID: number; Properties: { SerialNumber: string; DeviceID: number } }>>;
+  readPairRecord(udid: string, timeout?: number): Promise<Record<string, unknown> | null>;
+  connectLockdown(udid: string, timeout?: number): Promise<LockdownClient>;
+  connect(deviceId: number, port: number, timeout?: number): Promise<Socket>;
+  close(): void;
+  _sendPlist(message: { tag: number; payload: Record<string, unknown> }): void;
+  _decoder: EventEmitter;
+  _socketClient: Socket;
+}
+export interface LockdownClient {
+  getValue(query?: { Domain?: string; Key?: string }, timeout?: number): Promise<unknown>;
+  close(): void;
+}
+export interface AfcClient {
+  createDirectory(path: string): Promise<void>;
+  deleteDirectory(path: string): Promise<void>;
+  createWriteStream(path: string, opts?: { autoDestroy?: boolean }): Promise<NodeJS.WritableStream>;
+  getFileInfo(path: string): Promise<{ size: number }>;
+  close(): void;
+}
+export interface InstallationProxyClient {
+  installApplication(path: string, options?: Record<string, unknown>, timeout?: number): Promise<Array<Record<string, unknown>>>;
+  uninstallApplication(bundleId: string, timeout?: number): Promise<Array<Record<string, unknown>>>;
+  listApplications(opts?: { applicationType?: string; returnAttributes?: string[] }): Promise<Record<string, Record<string, unknown>>>;
+  close(): void;
+}
+export interface SyslogClient {
+  start(onLine: (line: string) => void): void;
+  close(): void;
+}
+export interface AppiumIosDevice {
+  Usbmux: new (socket: Socket) => UsbmuxClient;
+  utilities: {
+    startLockdownSession(udid: string, socket: Socket): Promise<LockdownClient>;
+  };
+  getDefaultSocket(opts: { socketPath?: string; socketHost?: string; socketPort?: number; timeout?: number }): Promise<Socket>;
+  AfcService: new (socket: Socket) => AfcClient;
+  InstallationProxyService: new (plistService: unknown) => InstallationProxyClient;
+  SyslogService: new (socket: Socket) => SyslogClient;
+  PlistService: new (socket: Socket) => unknown;
+  upgradeToSSL(socket: Socket, key: unknown, cert: unknown): Socket;
+}
+
+let loaded: AppiumIosDevice | undefined;
+
+/**
+ * appium-ios-device, loaded on first use: it pulls in @appium/support (most of a second), which a lab without
+ * iPhones never needs. Its logger (npmlog, verbose by default) is silenced: the engine logs what matters itself.
+ */
+export function appiumIosDevice(): AppiumIosDevice {
+  if (loaded) return loaded;
+  const require = createRequire(import.meta.url);
+  const main = require('appium-ios-device') as Omit<AppiumIosDevice, 'getDefaultSocket'>;
+  const { getDefaultSocket } = require('appium-ios-device/build/lib/usbmux/index.js') as Pick<AppiumIosDevice, 'getDefaultSocket'>;
+  const { log } = require('appium-ios-device/build/lib/logger.js') as { log: { level: string } };
+  log.level = 'silent';
+  const lib = (path: string) => require(`appium-ios-device/build/lib/${path}`) as Record<string, unknown>;
+  loaded = {
+    ...main,
+    getDefaultSocket,
+    AfcService: lib('afc/index.js').AfcService as AppiumIosDevice['AfcService'],
+    InstallationProxyService: lib('installation-proxy/index.js').InstallationProxyService as AppiumIosDevice['InstallationProxyService'],
+    SyslogService: lib('syslog/index.js').SyslogService as AppiumIosDevice['SyslogService'],
+    PlistService: lib('plist-service/index.js').PlistService as AppiumIosDevice['PlistService'],
+    upgradeToSSL: lib('ssl-helper.js').upgradeToSSL as AppiumIosDevice['upgradeToSSL'],
+  };
+  return loaded;
+}
+
+/** A fresh connection to usbmuxd: each Connect uses up one, as in every usbmuxd client. */
+export async function usbmuxdSocket(address: UsbmuxdAddress, timeout = 5000): Promise<Socket> {
+  const { getDefaultSocket } = appiumIosDevice();
+  const socket = await ('path' in address
+    ? getDefaultSocket({ socketPath: address.path, timeout })
+    : getDefaultSocket({ socketHost: address.host, socketPort: address.port, timeout }));
+  // appium-ios-device listens for no socket errors: a phone pulled out (ECONNRESET) would otherwise crash the engine.
+  // A failed socket ends its requests anyway, which time out or fail where they are awaited.
+  socket.on('error', () => undefined);
+  return socket;
+}
+
+export async function openUsbmux(address: UsbmuxdAddress): Promise<UsbmuxClient> {
+  return new (appiumIosDevice().Usbmux)(await usbmuxdSocket(address));
+}
+
+/** One device event from usbmuxd's Listen stream. */
+export type MuxEvent = { type: 'attached'; deviceId: number; udid: string; connectionType: string } | { type: 'detached'; deviceId: number };
+
+/**
+ * usbmuxd's `Listen`: the connection turns into a stream of Attached and Detached messages, the way libusbmuxd's
+ * usbmuxd_events_subscribe tracks plugging with no polling. appium-ios-device has no call for it, so it is sent with
+ * its encoder, and its decoder's messages are read as they come.
+ */
+export async function listen(address: UsbmuxdAddress, onEvent: (event: MuxEvent) => void): Promise<{ close(): void; closed: Promise<void> }> {
+  const mux = await openUsbmux(address);
+  const closed = new Promise<void>((resolve) => {
+    mux._socketClient.once('close', () => resolve());
+    mux._socketClient.once('error', () => resolve());
+  });
+  const tag = 1;
+  const accepted = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('usbmuxd did not answer Listen within 5 s')), 5000);
+    mux._decoder.on('data', (message: { header: { tag: number }; payload: Record<string, unknown> }) => {
+      const p = message.payload;
+      if (p.MessageType === 'Result' && message.header.tag === tag) {
+        clearTimeout(timer);
+        if (p.Number === 0) resolve();
+        else reject(new Error(`usbmuxd refused Listen (${String(p.Number)})`));
+      } else if (p.MessageType === 'Attached') {
+        const props = p.Properties as { SerialNumber: string; ConnectionType?: string };
+        onEvent({ type: 'attached', deviceId: Number(p.DeviceID), udid: props.SerialNumber, connectionType: props.ConnectionType ?? 'USB' });
+      } else if (p.MessageType === 'Detached') {
+        onEvent({ type: 'detached', deviceId: Number(p.DeviceID) });
+      }
+    });
+    void closed.then(() => reject(new Error('usbmuxd closed the connection')));
+  });
+  mux._sendPlist({ tag, payload: { MessageType: 'Listen', ProgName: 'benchtop', ClientVersionString: 'benchtop', kLibUSBMuxVersion: 3 } });
+  try {
+    await accepted;
+  } catch (error) {
+    mux.close();
+    throw error;
+  }
+  return { close: () => mux.close(), closed };
+}
+
+interface PlistServiceInternals {
+  replyQueue: unknown[];
+  _decoder: EventEmitter;
+  _socketClient: Socket;
+  receivePlist(timeout?: number): Promise<unknown>;
+}
+
+/**
+ * appium-ios-device's PlistService looks for a reply every 50 ms (setInterval), which adds up to 50 ms to every
+ * lockdown and installation_proxy message. Replies are taken as they are decoded instead.
+ */
+function answerOnArrival(service: PlistServiceInternals): void {
+  service.receivePlist = (timeout = 5000) =>
+    new Promise((resolve, reject) => {
+      const queued = service.replyQueue.shift();
+      if (queued !== undefined) return resolve(queued);
+      const onData = () => {
+        const next = service.replyQueue.shift();
+        if (next === undefined) return;
+        clearTimeout(timer);
+        service._decoder.off('data', onData);
+        resolve(next);
+      };
+      const timer = setTimeout(() => {
+        service._decoder.off('data', onData);
+        reject(new Error(`Failed to receive any data within the timeout: ${timeout}`));
+      }, timeout);
+      // Registered after the service's own listener, which queues the reply first.
+      service._decoder.on('data', onData);
+    });
+}
+
+type LockdownWithService = LockdownClient & {
+  _plistService: PlistServiceInternals;
+  startSession(hostId: unknown, systemBuid: unknown): Promise<unknown>;
+  enableSessionSSL(key: unknown, cert: unknown): void;
+  startService(name: string, timeout?: number): Promise<{ Port: number; EnableServiceSSL?: boolean }>;
+};
+
+/**
+ * A lockdown session in TLS with the pair record usbmuxd keeps, as appium-ios-device's startLockdownSession opens
+ * it, plus: replies taken on arrival, and an error listener on the TLS socket it swaps in (it has none, so a phone
+ * pulled out mid-session would crash the process with ECONNRESET).
+ */
+async function lockdownSession(address: UsbmuxdAddress, udid: string): Promise<LockdownWithService> {
+  const mux = await openUsbmux(address);
+  try {
+    const record = await mux.readPairRecord(udid);
+    if (!record) throw new Error(`No pair record for ${udid}: the iPhone has not trusted this computer.`);
+    const lockdown = (await mux.connectLockdown(udid)) as LockdownWithService;
+    answerOnArrival(lockdown._plistService);
+    await lockdown.startSession(record.HostID, record.SystemBUID);
+    lockdown.enableSessionSSL(record.HostPrivateKey, record.HostCertificate);
+    lockdown._plistService._socketClient.on('error', () => undefined);
+    return lockdown;
+  } catch (error) {
+    mux.close();
+    throw error;
+  }
+}
+
+/**
+ * Values from lockdownd inside one TLS session (the pair record from usbmuxd), each query's answer or undefined.
+ * appium-ios-device pipes its TLS stream into the plist decoder a second time when a session starts, so each answer
+ * arrives twice: the queue is emptied before every request, or the next request would read the previous answer.
+ */
+export async function readLockdownValues(
+  address: UsbmuxdAddress,
+  udid: string,
+  queries: Array<{ Domain?: string; Key?: string }>,
+): Promise<unknown[]> {
+  const lockdown = await lockdownSession(address, udid);
+  try {
+    const values: unknown[] = [];
+    for (const query of queries) {
+      lockdown._plistService.replyQueue.length = 0;
+      values.push(await lockdown.getValue(query).catch(() => undefined));
+    }
+    return values;
+  } finally {
+    lockdown.close();
+  }
+}
+
+
+/**
+ * Starts a lockdown service (com.apple.afc, installation_proxy, syslog_relay) and returns the connection to it:
+ * StartService inside a TLS session, then a usbmuxd Connect to the port it names, in TLS when the phone asks.
+ * appium-ios-device's own start*Service helpers reuse one usbmuxd socket for both steps when handed one, so the
+ * steps are done here, each on its own usbmuxd connection.
+ */
+export async function startService(address: UsbmuxdAddress, udid: string, name: string): Promise<Socket> {
+  const aid = appiumIosDevice();
+  const lockdown = await lockdownSession(address, udid);
+  let service: { Port: number; EnableServiceSSL?: boolean };
+  try {
+    lockdown._plistService.replyQueue.length = 0;
+    service = await lockdown.startService(name);
+  } finally {
+    lockdown.close();
+  }
+  const mux = await openUsbmux(address);
+  try {
+    const device = (await mux.listDevices()).find((d) => d.Properties.SerialNumber === udid);
+    if (!device) throw new Error(`The iPhone ${udid} is not attached.`);
+    const record = service.EnableServiceSSL ? await mux.readPairRecord(udid) : null;
+    const socket = await mux.connect(device.Properties.DeviceID, service.Port);
+    socket.on('error', () => undefined);
+    if (!record) return socket;
+    const tls = aid.upgradeToSSL(socket, record.HostPrivateKey, record.HostCertificate);
+    tls.on('error', () => undefined);
+    return tls;
+  } catch (error) {
+    mux.close();
+    throw error;
+  }
+}
+
+export async function afcService(address: UsbmuxdAddress, udid: string): Promise<AfcClient> {
+  return new (appiumIosDevice().AfcService)(await startService(address, udid, 'com.apple.afc'));
+}
+
+export async function installationProxy(address: UsbmuxdAddress, udid: string): Promise<InstallationProxyClient> {
+  const aid = appiumIosDevice();
+  const service = new aid.PlistService(await startService(address, udid, 'com.apple.mobile.installation_proxy')) as PlistServiceInternals;
+  answerOnArrival(service);
+  return new aid.InstallationProxyService(service);
+}
+
+export async function syslogService(address: UsbmuxdAddress, udid: string): Promise<SyslogClient> {
+  return new (appiumIosDevice().SyslogService)(await startService(address, udid, 'com.apple.syslog_relay'));
+}

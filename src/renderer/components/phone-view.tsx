@@ -1,0 +1,303 @@
+import { useCallback, useRef, useState, type KeyboardEvent } from 'react';
+import type { DeviceAction, DeviceInfo } from '../../shared/api/devices.js';
+import type { Device } from '../../shared/api/sessions.js';
+import { api, uploadsStore, useUploads } from '../app-context.js';
+import { isAppFile, notAnAppMessage } from '../file-errors.js';
+import { ErrorBanner, Progress, Spinner, Status, useAction, useLoad } from '../ui.js';
+import { ChatView } from './chats-panel.js';
+import { LogcatPane } from './logcat-pane.js';
+import { PhoneScreen, type ScreenFeed } from './phone-screen.js';
+
+const INFO_POLL_MS = 30_000;
+const SIDE_TABS = ['Details', 'Logcat', 'Assistant', 'Apps'] as const;
+type SideTab = (typeof SIDE_TABS)[number];
+
+/** An app file dropped on the screen: uploaded (with the upload's own progress), then installed and opened. */
+interface InstallJob {
+  id: number;
+  filename: string;
+  uploadKey?: string;
+  phase: 'uploading' | 'installing' | 'installed' | 'failed';
+  message?: string;
+}
+
+const yesNo = (v: boolean | null, yes: string, no: string) => (v === null ? '—' : v ? yes : no);
+
+function DeviceDetails({ info, loading, error }: { info: DeviceInfo | undefined; loading: boolean; error: string | undefined }) {
+  if (!info) return loading ? <Spinner label="Reading the phone's details" /> : <ErrorBanner error={error} />;
+  const { screen, battery, network } = info;
+  return (
+    <dl className="facts" aria-label="Phone details">
+      <dt>Model</dt><dd>{info.manufacturer} {info.model}</dd>
+      <dt>OS</dt><dd>{info.platform === 'android' ? 'Android' : info.platform} {info.osVersion}{info.sdk !== null && ` (API ${info.sdk})`}</dd>
+      <dt>Resolution</dt><dd>{screen.width && screen.height ? `${screen.width} × ${screen.height}` : '—'}{screen.density && ` · ${screen.density} dpi`}</dd>
+      <dt>ABI</dt><dd><code>{info.abi || '—'}</code></dd>
+      <dt>Battery</dt><dd>{battery.level === null ? '—' : `${battery.level}%`}{battery.charging !== null && ` · ${battery.charging ? 'charging' : 'on battery'}`}</dd>
+      <dt>Network</dt><dd>{network.airplaneMode ? 'Airplane mode' : `Wi-Fi ${yesNo(network.wifi, 'on', 'off')}`}</dd>
+      <dt>Serial</dt><dd><code>{info.serial}</code></dd>
+    </dl>
+  );
+}
+
+function StoredAppInstall({ sessionId, device }: { sessionId: string; device: Device }) {
+  const files = useLoad(() => api.files({ limit: 100 }), []);
+  const [fileId, setFileId] = useState('');
+  const install = useAction();
+  const [done, setDone] = useState<string>();
+  const ready = (files.data?.data ?? []).filter((f) => f.status === 'ready' && (!f.platform || f.platform === device.info.platform));
+  return (
+    <form
+      className="stack"
+      aria-label="Install a stored app"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setDone(undefined);
+        void install.run(() => api.install(sessionId, device.info.serial!, fileId, true)).then((r) => r && setDone(`Installed ${r.bundleId} and opened it.`));
+      }}
+    >
+      <p className="muted">Drop an .apk on the screen to upload and install it, or pick one stored under Files &amp; Apps.</p>
+      <label>
+        Stored app
+        <select value={fileId} onChange={(e) => setFileId(e.target.value)} required>
+          <option value="">{ready.length ? 'Choose a stored app' : `No ${device.info.platform} app stored yet`}</option>
+          {ready.map((f) => <option key={f.id} value={f.id}>{f.filename}{f.bundleId ? ` (${f.bundleId})` : ''}</option>)}
+        </select>
+      </label>
+      <div className="button-row">
+        <button type="submit" disabled={!fileId || install.pending}>{install.pending ? <Spinner label="Installing" /> : 'Install and open'}</button>
+        {done && <span role="status" className="ok">{done}</span>}
+      </div>
+      <ErrorBanner error={install.error ?? files.error} />
+    </form>
+  );
+}
+
+function InstallJobRow({ job }: { job: InstallJob }) {
+  const upload = useUploads((s) => s.uploads.find((u) => u.key === job.uploadKey));
+  const label = job.phase === 'uploading'
+    ? { hashing: 'Checking the file', uploading: 'Uploading', processing: 'Reading the app', ready: 'Uploaded', failed: 'Upload failed' }[upload?.phase ?? 'hashing']
+    : { installing: 'Installing', installed: 'Installed', failed: 'Failed' }[job.phase];
+  return (
+    <li className="card install-job" aria-label={`Install of ${job.filename}`}>
+      <div className="upload-head">
+        <strong>{job.filename}</strong>
+        <span className={`phase phase-${job.phase === 'installed' ? 'ready' : job.phase}`} role="status">{label}</span>
+      </div>
+      {job.phase === 'uploading' && upload && (upload.phase === 'hashing' || upload.phase === 'uploading')
+        ? <Progress label={`${label} ${job.filename}`} value={upload.progress} />
+        : (job.phase === 'uploading' || job.phase === 'installing') && <Progress label={`${label} ${job.filename}`} />}
+      {job.message && <p className={job.phase === 'failed' ? 'error' : 'muted'}>{job.message}</p>}
+    </li>
+  );
+}
+
+let jobCounter = 0;
+
+/**
+ * One phone of the session, the way a lab engineer works with it: the screen as large as the window allows, its
+ * buttons, its details, its live log, the assistant beside it, and apps dropped straight onto it.
+ */
+export function PhoneView({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
+  const serial = device.info.serial!;
+  const name = device.info.name;
+  const [zoom, setZoom] = useState<'fit' | 'actual'>('fit');
+  const [feed, setFeed] = useState<ScreenFeed>({ source: undefined, format: undefined, fps: 0 });
+  const [tab, setTab] = useState<SideTab>('Details');
+  const [opened, setOpened] = useState<Set<SideTab>>(new Set(['Details']));
+  const [jobs, setJobs] = useState<InstallJob[]>([]);
+  const [error, setError] = useState<string>();
+  const info = useLoad(() => api.deviceInfo(sessionId, serial), [sessionId, serial], INFO_POLL_MS);
+  const release = useAction();
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
+
+  /** Actions run one after another, in the order they were made: typed text, then the Backspace after it. */
+  const act = useCallback((action: DeviceAction) => {
+    const run = queue.current.then(() => api.act(sessionId, serial, action));
+    queue.current = run.catch(() => undefined);
+    run.then(() => setError(undefined), (e: Error) => setError(e.message));
+    return run;
+  }, [sessionId, serial]);
+
+  const rotate = async () => {
+    const { orientation } = await act({ type: 'getOrientation' }) as { orientation?: string };
+    await act({ type: 'setOrientation', orientation: orientation === 'landscape' ? 'portrait' : 'landscape' });
+  };
+
+  const screenshot = async () => {
+    try {
+      const blob = await api.screenshot(sessionId, serial);
+      const ext = blob.type === 'image/jpeg' ? 'jpg' : 'png';
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = `${name.replace(/[^\w.-]+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.${ext}`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+
+  const patchJob = (id: number, patch: Partial<InstallJob>) => setJobs((js) => js.map((j) => (j.id === id ? { ...j, ...patch } : j)));
+  const installFiles = (files: File[]) => {
+    setTab('Apps');
+    setOpened((o) => new Set(o).add('Apps'));
+    for (const file of files) {
+      const id = ++jobCounter;
+      const wrongPlatform = device.info.platform === 'android' ? /\.ipa$/i.test(file.name) : /\.apk$/i.test(file.name);
+      if (!isAppFile(file.name) || wrongPlatform) {
+        const message = wrongPlatform ? `${file.name} is an app for the other platform: ${name} runs ${device.info.platform}.` : notAnAppMessage(file.name);
+        setJobs((js) => [{ id, filename: file.name, phase: 'failed', message }, ...js]);
+        continue;
+      }
+      setJobs((js) => [{ id, filename: file.name, phase: 'uploading' }, ...js]);
+      void (async () => {
+        const upload = await uploadsStore.getState().upload(file, (uploadKey) => patchJob(id, { uploadKey }));
+        if (upload.phase !== 'ready' || !upload.file) return patchJob(id, { phase: 'failed', message: upload.error ?? 'The upload failed.' });
+        patchJob(id, { phase: 'installing' });
+        try {
+          const result = await api.install(sessionId, serial, upload.file.id, true);
+          patchJob(id, { phase: 'installed', message: `Installed ${result.bundleId} on ${name}${result.launched ? ' and opened it' : ''}.` });
+        } catch (e) {
+          patchJob(id, { phase: 'failed', message: (e as Error).message });
+        }
+      })();
+    }
+  };
+
+  const choose = (next: SideTab) => {
+    setTab(next);
+    setOpened((o) => new Set(o).add(next));
+  };
+  const onTabKey = (event: KeyboardEvent) => {
+    const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
+    if (!step) return;
+    const next = SIDE_TABS[(SIDE_TABS.indexOf(tab) + step + SIDE_TABS.length) % SIDE_TABS.length]!;
+    choose(next);
+    document.getElementById(`side-tab-${serial}-${next}`)?.focus();
+  };
+
+  const press = (button: 'BACK' | 'HOME' | 'APP_SWITCH' | 'VOLUME_DOWN' | 'VOLUME_UP' | 'POWER') => () => void act({ type: 'pressButton', button }).catch(() => undefined);
+  const displaySize = info.data?.screen.width && info.data.screen.height ? { width: info.data.screen.width, height: info.data.screen.height } : undefined;
+  const slow = feed.source === 'screencap';
+
+  return (
+    <section className="phone" aria-label={`${name} ${device.status}`}>
+      <div className="phone-toolbar" role="toolbar" aria-label={`Controls of ${name}`}>
+        <div className="group" role="group" aria-label="Navigation">
+          <button type="button" onClick={press('BACK')}>Back</button>
+          <button type="button" onClick={press('HOME')}>Home</button>
+          <button type="button" onClick={press('APP_SWITCH')}>Recent apps</button>
+        </div>
+        <div className="group" role="group" aria-label="Hardware buttons">
+          <button type="button" onClick={press('VOLUME_DOWN')}>Volume down</button>
+          <button type="button" onClick={press('VOLUME_UP')}>Volume up</button>
+          <button type="button" onClick={press('POWER')}>Power</button>
+        </div>
+        <div className="group" role="group" aria-label="View">
+          <button type="button" onClick={() => void rotate().catch(() => undefined)}>Rotate</button>
+          <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
+          <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
+          <button type="button" onClick={() => void screenshot()}>Screenshot</button>
+        </div>
+        <div className="group">
+          <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
+            {feed.source ? `${feed.source} · ${(feed.format ?? '').toUpperCase()} · ${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps` : 'Connecting…'}
+          </span>
+          <Status value={device.status} />
+        </div>
+        <div className="group">
+          <button
+            type="button"
+            className="danger"
+            disabled={release.pending}
+            onClick={() => void release.run(async () => {
+              await api.releaseDevice(sessionId, serial);
+              onChange();
+            })}
+          >
+            Release {name}
+          </button>
+        </div>
+      </div>
+
+      {/* The panel comes before the screen in the page's order: the screen takes Tab for the phone, so it is the
+          last stop, and Shift+Tab leaves it back into the panel. */}
+      <aside className="phone-side" aria-label={`${name}: details, log, assistant and apps`}>
+        <div className="side-tabs" role="tablist" aria-label={`About ${name}`} onKeyDown={onTabKey}>
+          {SIDE_TABS.map((t) => (
+            <button
+              key={t}
+              id={`side-tab-${serial}-${t}`}
+              role="tab"
+              type="button"
+              aria-selected={tab === t}
+              aria-controls={`side-panel-${serial}-${t}`}
+              tabIndex={tab === t ? 0 : -1}
+              onClick={() => choose(t)}
+            >
+              {t}
+            </button>
+          ))}
+        </div>
+        {jobs.length > 0 && (
+          <ul className="uploads" aria-label="App installs">
+            {jobs.slice(0, 3).map((j) => <InstallJobRow key={j.id} job={j} />)}
+          </ul>
+        )}
+        {SIDE_TABS.filter((t) => opened.has(t)).map((t) => (
+          <div key={t} id={`side-panel-${serial}-${t}`} className="side-panel" role="tabpanel" aria-labelledby={`side-tab-${serial}-${t}`} hidden={tab !== t}>
+            {t === 'Details' && <DeviceDetails info={info.data} loading={info.loading} error={info.error} />}
+            {t === 'Logcat' && <LogcatPane sessionId={sessionId} serial={serial} name={name} />}
+            {t === 'Assistant' && <PhoneChat sessionId={sessionId} device={device} />}
+            {t === 'Apps' && <StoredAppInstall key={jobs.filter((j) => j.phase === 'installed').length} sessionId={sessionId} device={device} />}
+          </div>
+        ))}
+      </aside>
+
+      <PhoneScreen
+        sessionId={sessionId}
+        serial={serial}
+        name={name}
+        displaySize={displaySize}
+        zoom={zoom}
+        act={act}
+        onFeed={setFeed}
+        onFiles={installFiles}
+      />
+
+      <div className="phone-foot">
+        <p id={`keys-help-${serial}`} className="keys-help muted">
+          Click to tap, drag to swipe, scroll to scroll. With the screen focused, typing goes to the phone: Enter,
+          Backspace, Delete, arrows, Tab and Esc too; Ctrl+A, C and X (⌘ on a Mac) select, copy and cut on the phone,
+          and Ctrl+V pastes this computer's clipboard. Shift+Tab leaves the screen.
+          Drop an .apk on it to install it.
+        </p>
+        <ErrorBanner error={error ?? release.error} onDismiss={() => { setError(undefined); release.setError(undefined); }} />
+      </div>
+    </section>
+  );
+}
+
+/** The assistant beside the screen: this phone's newest chat, or a button to start one. */
+function PhoneChat({ sessionId, device }: { sessionId: string; device: Device }) {
+  const serial = device.info.serial!;
+  const chats = useLoad(() => api.chats(sessionId), [sessionId]);
+  const create = useAction();
+  const chat = (chats.data?.data ?? []).filter((c) => c.metadata.deviceId === serial).at(-1);
+  if (chats.loading && !chats.data) return <Spinner label="Loading chats" />;
+  if (!chat) {
+    return (
+      <div className="stack">
+        <p className="muted">The assistant drives {device.info.name} for you: “open Settings and tap Wi-Fi”.</p>
+        <button type="button" className="primary" disabled={create.pending} onClick={() => void create.run(async () => {
+          await api.createChat(sessionId, serial);
+          await chats.reload();
+        })}>
+          Start a chat about {device.info.name}
+        </button>
+        <ErrorBanner error={create.error ?? chats.error} />
+      </div>
+    );
+  }
+  return <ChatView key={chat.id} sessionId={sessionId} chatId={chat.id} inputLabel={`Ask the assistant to do something on ${device.info.name}`} />;
+}

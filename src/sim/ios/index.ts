@@ -1,0 +1,11 @@
+/**
+ * Protocol-faithful simulated iPhones for tests and demo mode: a usbmuxd on loopback TCP (what
+ * USBMUXD_SOCKET_ADDRESS points libimobiledevice and appium-ios-device at) with phones that speak lockdownd,
+ * installation_proxy, AFC, syslog_relay and WebDriverAgent through it.
+ */
+export { SimulatedUsbmuxd, type UsbmuxDevice } from './usbmuxd.js';
+export { SimulatedIPhone, SYSLOG_SERVICE, type SimulatedIPhoneOptions } from './simulated-iphone.js';
+export { SETTINGS, SAFARI, NOTES, APP_STATE, type Springboard } from './springboard.js';
+export { WDA_PORT, MJPEG_PORT, WDA_BUNDLE_ID } from './wda.js';
+export { LOCKDOWN_PORT } from './lockdownd.js';
+export { inspectIpa } from './installation-proxy.js';

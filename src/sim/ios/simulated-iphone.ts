@@ -1,0 +1,203 @@
+import { createPublicKey, randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
+import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
+import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
+import { createPairing, pairRecordOf, type Pairing } from './pairing.js';
+import { Springboard, SYSTEM_APPS } from './springboard.js';
+import type { SimulatedUsbmuxd, UsbmuxDevice } from './usbmuxd.js';
+import { MJPEG_PORT, WDA_BUNDLE_ID, WDA_PORT, WebDriverAgent } from './wda.js';
+
+export const SYSLOG_SERVICE = 'com.apple.syslog_relay';
+
+export interface SimulatedIPhoneOptions {
+  /** The name the owner gave it (Settings > General > About > Name). */
+  name?: string;
+  /** Apple's model identifier: iPhone14,6 is the iPhone SE (3rd generation), whose 375x667-point screen this draws. */
+  productType?: string;
+  version?: string;
+  buildVersion?: string;
+  udid?: string;
+  battery?: number;
+  /** Whether it trusts the host: false shows the "Trust This Computer?" alert, with no pair record on the host. */
+  trusted?: boolean;
+  /** Whether WebDriverAgent is running on it (on a real phone: an XCUITest runner started by xcodebuild or devicectl). */
+  wda?: boolean;
+}
+
+/** A UDID as phones since the iPhone XS have it: 8 hex digits of the chip, a dash, 16 of the ECID. */
+function newUdid(): string {
+  return `00008110-${randomBytes(8).toString('hex').toUpperCase()}`;
+}
+
+/**
+ * A simulated iPhone on a simulated USB bus: lockdownd (port 62078) with a pairing and TLS sessions,
+ * installation_proxy, AFC and syslog_relay started through it, and WebDriverAgent (8100, MJPEG on 9100) drawing
+ * SpringBoard with Settings, Safari and Notes. It has no port of its own: everything is reached through usbmuxd.
+ */
+export class SimulatedIPhone implements UsbmuxDevice {
+  readonly udid: string;
+  readonly productId = 0x12a8;
+  readonly productType: string;
+  readonly version: string;
+  readonly buildVersion: string;
+  name: string;
+  battery: number;
+  trusted: boolean;
+  wdaRunning: boolean;
+  readonly apps = new Map<string, InstalledApp>(SYSTEM_APPS.map((a) => [a.bundleId, a]));
+  readonly media = new MediaFs();
+  readonly board: Springboard;
+  readonly wda: WebDriverAgent;
+  /** Lines it wrote to its syslog, oldest first (bounded). */
+  readonly syslog: string[] = [];
+  private pairingData: Pairing | undefined;
+  private usbmuxd: SimulatedUsbmuxd | undefined;
+  private readonly services = new Map<number, (socket: Socket) => void>();
+  private readonly syslogClients = new Set<Socket>();
+  private nextServicePort = 49152;
+
+  constructor(options: SimulatedIPhoneOptions = {}) {
+    this.udid = options.udid ?? newUdid();
+    this.name = options.name ?? 'iPhone';
+    this.productType = options.productType ?? 'iPhone14,6';
+    this.version = options.version ?? '17.5.1';
+    this.buildVersion = options.buildVersion ?? '21F90';
+    this.battery = options.battery ?? 80;
+    this.trusted = options.trusted ?? true;
+    this.wdaRunning = options.wda ?? true;
+    this.apps.set(WDA_BUNDLE_ID, { bundleId: WDA_BUNDLE_ID, name: 'WebDriverAgentRunner-Runner', version: '1.0', build: '1', type: 'User' });
+    this.board = new Springboard(this.apps, { name: () => this.name, version: this.version, battery: () => this.battery });
+    this.board.log = (process, message) => this.log(process, message);
+    this.wda = new WebDriverAgent(this.board, { udid: this.udid, version: this.version });
+  }
+
+  get pairing(): Pairing | undefined {
+    return this.pairingData;
+  }
+
+  /** Plugs it into the usbmuxd's bus. A trusted phone's pair record is there already, as after an earlier Trust. */
+  async plugInto(usbmuxd: SimulatedUsbmuxd): Promise<void> {
+    this.usbmuxd = usbmuxd;
+    this.pairingData ??= await createPairing(usbmuxd.buid);
+    if (this.trusted) usbmuxd.savePairRecord(this.udid, pairRecordOf(this.pairingData));
+    usbmuxd.attach(this);
+  }
+
+  unplug(): void {
+    this.usbmuxd?.detach(this.udid);
+    for (const socket of this.syslogClients) socket.destroy();
+  }
+
+  /** Someone tapped "Trust" on the phone: the host's usbmuxd gets the pair record. */
+  trust(): void {
+    this.trusted = true;
+    if (this.usbmuxd && this.pairingData) this.usbmuxd.savePairRecord(this.udid, pairRecordOf(this.pairingData));
+  }
+
+  stop(): void {
+    this.unplug();
+    this.wda.stop();
+  }
+
+  // ---- the bus side ----
+
+  listening(port: number): boolean {
+    if (port === LOCKDOWN_PORT) return true;
+    if (port === WDA_PORT || port === MJPEG_PORT) return this.wdaRunning;
+    return this.services.has(port);
+  }
+
+  accept(port: number, socket: Socket): void {
+    socket.setNoDelay(true);
+    if (port === LOCKDOWN_PORT) return serveLockdown(socket, this.lockdownHost());
+    if (port === WDA_PORT) return this.wda.accept(socket);
+    if (port === MJPEG_PORT) return this.wda.acceptMjpeg(socket);
+    const service = this.services.get(port);
+    // A started service takes one connection, as lockdownd's per-service listener does.
+    this.services.delete(port);
+    service?.(socket);
+  }
+
+  log(process: string, message: string): void {
+    const time = new Date().toString().slice(4, 24).replace(/ (\d{4}) /, ' ');
+    const line = `${time} ${this.name.replace(/\s/g, '-')} ${process}(SpringBoard)[58] <Notice>: ${message}`;
+    this.syslog.push(line);
+    if (this.syslog.length > 1000) this.syslog.shift();
+    for (const socket of this.syslogClients) socket.write(`${line}\n\0`);
+  }
+
+  private lockdownHost() {
+    return {
+      pairing: () => (this.trusted ? this.pairingData : undefined),
+      values: (domain: string) => this.values(domain),
+      startService: (name: string) => this.startService(name),
+    };
+  }
+
+  private values(domain: string): Record<string, unknown> | undefined {
+    switch (domain) {
+      case '':
+        return {
+          ActivationState: 'Activated',
+          BuildVersion: this.buildVersion,
+          CPUArchitecture: 'arm64e',
+          DeviceClass: 'iPhone',
+          DeviceColor: '1',
+          DeviceName: this.name,
+          // What a host pairs against: it signs a device certificate for this key and asks the phone to trust it.
+          DevicePublicKey: this.pairingData
+            ? Buffer.from(createPublicKey(this.pairingData.devicePrivateKey).export({ type: 'pkcs1', format: 'pem' }) as string)
+            : undefined,
+          HardwareModel: 'D49AP',
+          ModelNumber: 'MMXF3',
+          PasswordProtected: false,
+          ProductName: 'iPhone OS',
+          ProductType: this.productType,
+          ProductVersion: this.version,
+          SerialNumber: this.udid.slice(-12),
+          TimeIntervalSince1970: Date.now() / 1000,
+          TimeZone: 'Europe/Berlin',
+          TimeZoneOffsetFromUTC: 3600,
+          UniqueChipID: parseInt(this.udid.slice(-8), 16),
+          UniqueDeviceID: this.udid,
+          WiFiAddress: this.pairingData?.wifiMacAddress ?? '00:00:00:00:00:00',
+        };
+      case 'com.apple.mobile.battery':
+        return { BatteryCurrentCapacity: this.battery, BatteryIsCharging: true, ExternalChargeCapable: true, ExternalConnected: true, FullyCharged: this.battery >= 100, GasGaugeCapability: true, HasBattery: true };
+      case 'com.apple.security.mac.amfi':
+        return { DeveloperModeStatus: true };
+      default:
+        return undefined;
+    }
+  }
+
+  private startService(name: string): number | undefined {
+    let serve: ((socket: Socket) => void) | undefined;
+    if (name === AFC_SERVICE) serve = (s) => serveAfc(s, this.media);
+    else if (name === INSTALLATION_PROXY_SERVICE) {
+      serve = (s) =>
+        serveInstallationProxy(s, {
+          apps: this.apps,
+          media: this.media,
+          appsChanged: () => {
+            for (const id of this.board.running) if (!this.apps.has(id)) this.board.forget(id);
+            this.board.changed();
+          },
+        });
+    } else if (name === SYSLOG_SERVICE) {
+      serve = (s) => {
+        s.on('error', () => undefined);
+        this.syslogClients.add(s);
+        s.on('close', () => this.syslogClients.delete(s));
+        // Clients write anything to start the stream; the relay ignores what they send.
+        s.on('data', () => undefined);
+      };
+    }
+    if (!serve) return undefined;
+    const port = this.nextServicePort++;
+    if (this.nextServicePort > 65000) this.nextServicePort = 49152;
+    this.services.set(port, serve);
+    return port;
+  }
+}

@@ -1,0 +1,493 @@
+import { PNG } from 'pngjs';
+import jpeg from 'jpeg-js';
+import { Canvas, ellipsize, textWidth, type Rgb } from '../android/canvas.js';
+import type { InstalledApp } from './installation-proxy.js';
+
+export const SETTINGS = 'com.apple.Preferences';
+export const SAFARI = 'com.apple.mobilesafari';
+export const NOTES = 'com.apple.mobilenotes';
+export const SYSTEM_APPS: InstalledApp[] = [
+  { bundleId: SETTINGS, name: 'Settings', version: '1.0', build: '1', type: 'System' },
+  { bundleId: SAFARI, name: 'Safari', version: '17.0', build: '1', type: 'System' },
+  { bundleId: NOTES, name: 'Notes', version: '4.11', build: '1', type: 'System' },
+];
+
+/** XCUIApplicationState, as WDA's /wda/apps/state answers it. */
+export const APP_STATE = { NOT_RUNNING: 1, RUNNING_BACKGROUND: 3, RUNNING_FOREGROUND: 4 } as const;
+
+/** One element of the accessibility tree WDA reads (points, not pixels). */
+export interface AxNode {
+  type: string;
+  name?: string;
+  label?: string;
+  value?: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  children: AxNode[];
+  onTap?: () => void;
+  onLongPress?: () => void;
+}
+
+export type Orientation = 'PORTRAIT' | 'LANDSCAPE';
+
+const STATUS_BAR = 20;
+const NAV_BAR = 44;
+const KEYBOARD = 216;
+const ICON = 60;
+/** Below this travel (points) a gesture is a touch in place. */
+const TOUCH_SLOP = 10;
+export const LONG_PRESS_MS = 500;
+
+const WALLPAPER: Rgb = [38, 64, 128];
+const WHITE: Rgb = [255, 255, 255];
+const BLACK: Rgb = [0, 0, 0];
+const GROUPED: Rgb = [242, 242, 247];
+const SEPARATOR: Rgb = [198, 198, 200];
+const BLUE: Rgb = [0, 122, 255];
+const GRAY: Rgb = [142, 142, 147];
+const ICON_COLORS: Record<string, Rgb> = { [SETTINGS]: GRAY, [SAFARI]: BLUE, [NOTES]: [255, 204, 0] };
+
+function colorOf(bundleId: string): Rgb {
+  if (ICON_COLORS[bundleId]) return ICON_COLORS[bundleId];
+  let h = 0;
+  for (const ch of bundleId) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  return [60 + (h % 160), 60 + ((h >> 8) % 160), 60 + ((h >> 16) % 160)];
+}
+
+const node = (type: string, x: number, y: number, width: number, height: number, more: Partial<AxNode> = {}): AxNode => ({
+  type, x, y, width, height, children: [], ...more,
+});
+
+/**
+ * SpringBoard and three apps (Settings, Safari, Notes) plus whatever was installed: the state a gesture, a key or
+ * a WDA command changes, the accessibility tree WDA's /source serializes, and the picture /screenshot returns.
+ */
+export class Springboard {
+  /** Points of the portrait screen; pixels are `scale` times as many. */
+  readonly size = { width: 375, height: 667 };
+  readonly scale = 2;
+  orientation: Orientation = 'PORTRAIT';
+  foreground: string | undefined;
+  readonly running = new Set<string>();
+  locked = false;
+  volume = 8;
+  focused: 'note' | 'url' | undefined;
+  notesText = '';
+  safariUrl = '';
+  addressText = '';
+  settingsPage: 'main' | 'wifi' | 'general' = 'main';
+  wifi = true;
+  /** Taps on a user app's "Tap me" button, by bundle id. */
+  readonly taps = new Map<string, number>();
+  lastTap: { x: number; y: number } | undefined;
+  lastLongPress: { x: number; y: number; durationMs: number } | undefined;
+  lastSwipe: { fromX: number; fromY: number; toX: number; toY: number } | undefined;
+  rev = 0;
+  /** Where SpringBoard's log lines go (the phone's syslog_relay). */
+  log: (process: string, message: string) => void = () => undefined;
+  private cache: { rev: number; tree?: AxNode; canvas?: Canvas; png?: Buffer; jpeg?: Map<number, Buffer> } = { rev: -1 };
+
+  constructor(
+    readonly apps: Map<string, InstalledApp>,
+    readonly device: { name: () => string; version: string; battery: () => number },
+  ) {}
+
+  changed(): void {
+    this.rev++;
+  }
+
+  /** The window in points, as WDA's /window/size reports it for the current orientation. */
+  window(): { width: number; height: number } {
+    return this.orientation === 'PORTRAIT' ? { ...this.size } : { width: this.size.height, height: this.size.width };
+  }
+
+  // ---- what WDA's commands do ----
+
+  launch(bundleId: string): void {
+    if (!this.apps.has(bundleId)) throw new Error(`The application '${bundleId}' is not installed on the device`);
+    this.locked = false;
+    this.foreground = bundleId;
+    this.running.add(bundleId);
+    this.focused = undefined;
+    this.log('SpringBoard', `Launching application ${bundleId}`);
+    this.changed();
+  }
+
+  terminate(bundleId: string): boolean {
+    const wasRunning = this.running.delete(bundleId);
+    if (this.foreground === bundleId) {
+      this.foreground = undefined;
+      this.focused = undefined;
+    }
+    if (bundleId === SETTINGS) this.settingsPage = 'main';
+    if (wasRunning) this.log('SpringBoard', `Application ${bundleId} terminated`);
+    this.changed();
+    return wasRunning;
+  }
+
+  state(bundleId: string): number {
+    if (this.foreground === bundleId) return APP_STATE.RUNNING_FOREGROUND;
+    return this.running.has(bundleId) ? APP_STATE.RUNNING_BACKGROUND : APP_STATE.NOT_RUNNING;
+  }
+
+  /** Removes an uninstalled app from the screen. */
+  forget(bundleId: string): void {
+    this.running.delete(bundleId);
+    if (this.foreground === bundleId) this.foreground = undefined;
+    this.changed();
+  }
+
+  home(): void {
+    if (this.locked) return;
+    this.foreground = undefined;
+    this.focused = undefined;
+    this.changed();
+  }
+
+  pressButton(name: string): void {
+    if (name === 'home') this.home();
+    else if (name === 'volumeUp') this.volume = Math.min(16, this.volume + 1);
+    else if (name === 'volumeDown') this.volume = Math.max(0, this.volume - 1);
+    else throw new Error(`The button '${name}' is unknown. Only the following button names are supported: home, volumeUp, volumeDown`);
+    this.changed();
+  }
+
+  lock(): void {
+    this.locked = true;
+    this.focused = undefined;
+    this.changed();
+  }
+
+  unlock(): void {
+    this.locked = false;
+    this.changed();
+  }
+
+  openUrl(url: string): void {
+    if (/^https?:/i.test(url)) {
+      this.launch(SAFARI);
+      this.safariUrl = url;
+      this.addressText = url;
+    } else if (/^(prefs|app-settings):/i.test(url)) {
+      this.launch(SETTINGS);
+    } else {
+      throw new Error(`No application can open ${url}`);
+    }
+    this.changed();
+  }
+
+  setOrientation(orientation: Orientation): void {
+    this.orientation = orientation;
+    this.changed();
+  }
+
+  /** Typing goes to the focused field; with none, WDA refuses as XCTest does. */
+  type(text: string): void {
+    if (!this.focused) throw new Error('Neither the application nor any of its elements have keyboard focus');
+    for (const ch of text) {
+      const field = this.focused === 'note' ? this.notesText : this.addressText;
+      let next: string;
+      if (ch === '\b' || ch === '\uE003') next = field.slice(0, -1);
+      else if (ch === '\n' || ch === '\uE007') {
+        if (this.focused === 'url') {
+          this.safariUrl = /^[a-z][a-z0-9+.-]*:/i.test(field) ? field : `https://${field}`;
+          this.addressText = this.safariUrl;
+          this.focused = undefined;
+          continue;
+        }
+        next = field + '\n';
+      } else next = field + ch;
+      if (this.focused === 'note') this.notesText = next;
+      else this.addressText = next;
+    }
+    this.changed();
+  }
+
+  tap(x: number, y: number): void {
+    this.lastTap = { x, y };
+    this.changed();
+    hit(this.tree(), x, y, 'tap')?.onTap?.();
+  }
+
+  longPress(x: number, y: number, durationMs: number): void {
+    this.lastLongPress = { x, y, durationMs };
+    this.changed();
+    const target = hit(this.tree(), x, y, 'long') ?? hit(this.tree(), x, y, 'tap');
+    if (target?.onLongPress) target.onLongPress();
+    else target?.onTap?.();
+  }
+
+  /** A finger that went down at (x1, y1), travelled to (x2, y2) and lifted after `durationMs`. */
+  gesture(x1: number, y1: number, x2: number, y2: number, durationMs: number): void {
+    if (Math.hypot(x2 - x1, y2 - y1) < TOUCH_SLOP) {
+      if (durationMs >= LONG_PRESS_MS) this.longPress(x1, y1, durationMs);
+      else this.tap(x1, y1);
+      return;
+    }
+    this.lastSwipe = { fromX: x1, fromY: y1, toX: x2, toY: y2 };
+    const { height } = this.window();
+    if (this.locked && y1 - y2 > height * 0.15) this.locked = false;
+    // Swiping up from the home indicator leaves the app.
+    else if (this.foreground && y1 > height - 30 && y1 - y2 > 100) this.home();
+    this.changed();
+  }
+
+  // ---- the accessibility tree ----
+
+  tree(): AxNode {
+    if (this.cache.rev !== this.rev) this.cache = { rev: this.rev };
+    this.cache.tree ??= this.build();
+    return this.cache.tree;
+  }
+
+  private build(): AxNode {
+    const { width, height } = this.window();
+    const name = this.foreground ? this.apps.get(this.foreground)?.name ?? this.foreground : ' ';
+    const app = node('XCUIElementTypeApplication', 0, 0, width, height, { name, label: name });
+    const window = node('XCUIElementTypeWindow', 0, 0, width, height);
+    app.children.push(window);
+    const statusBar = node('XCUIElementTypeStatusBar', 0, 0, width, STATUS_BAR, {
+      children: [node('XCUIElementTypeOther', width - 60, 0, 60, STATUS_BAR, { name: `${this.device.battery()} % battery power`, label: `${this.device.battery()} % battery power` })],
+    });
+    window.children.push(statusBar);
+    if (this.locked) {
+      window.children.push(node('XCUIElementTypeStaticText', 0, 120, width, 60, { name: '9:41', label: '9:41' }));
+      window.children.push(node('XCUIElementTypeStaticText', 0, height - 60, width, 20, { name: 'Swipe up to open', label: 'Swipe up to open' }));
+      return app;
+    }
+    if (!this.foreground) window.children.push(this.homeScreen(width));
+    else if (this.foreground === SETTINGS) window.children.push(...this.settings(width));
+    else if (this.foreground === SAFARI) window.children.push(...this.safari(width, height));
+    else if (this.foreground === NOTES) window.children.push(...this.notes(width, height));
+    else window.children.push(...this.userApp(this.foreground, width, height));
+    if (this.focused) window.children.push(node('XCUIElementTypeKeyboard', 0, height - KEYBOARD, width, KEYBOARD, { name: 'keyboard' }));
+    return app;
+  }
+
+  private homeScreen(width: number): AxNode {
+    const list = [...SYSTEM_APPS.filter((a) => this.apps.has(a.bundleId)), ...[...this.apps.values()].filter((a) => a.type === 'User').sort((a, b) => a.name.localeCompare(b.name))];
+    const columns = 4;
+    const cell = width / columns;
+    const icons = list.map((app, i) => {
+      const x = Math.round((i % columns) * cell + (cell - ICON) / 2);
+      const y = STATUS_BAR + 24 + Math.floor(i / columns) * 96;
+      return node('XCUIElementTypeIcon', x, y, ICON, ICON + 18, {
+        name: app.name,
+        label: app.name,
+        onTap: () => this.launch(app.bundleId),
+        onLongPress: () => undefined,
+      });
+    });
+    return node('XCUIElementTypeOther', 0, STATUS_BAR, width, this.window().height - STATUS_BAR, { name: 'Home screen icons', children: icons });
+  }
+
+  private navBar(width: number, title: string, back?: { label: string; go: () => void }): AxNode {
+    const bar = node('XCUIElementTypeNavigationBar', 0, STATUS_BAR, width, NAV_BAR, { name: title });
+    bar.children.push(node('XCUIElementTypeStaticText', width / 2 - 80, STATUS_BAR + 10, 160, 24, { name: title, label: title, value: title }));
+    if (back) bar.children.push(node('XCUIElementTypeButton', 4, STATUS_BAR + 6, 96, 32, { name: back.label, label: back.label, onTap: back.go }));
+    return bar;
+  }
+
+  private settings(width: number): AxNode[] {
+    const top = STATUS_BAR + NAV_BAR + 16;
+    const row = (i: number, label: string, value: string | undefined, onTap?: () => void) =>
+      node('XCUIElementTypeCell', 0, top + i * 44, width, 44, {
+        name: label,
+        label,
+        value,
+        onTap,
+        children: [node('XCUIElementTypeStaticText', 16, top + i * 44 + 12, 200, 20, { name: label, label, value: label })],
+      });
+    const back = { label: 'Settings', go: () => ((this.settingsPage = 'main'), this.changed()) };
+    if (this.settingsPage === 'wifi') {
+      const toggle = node('XCUIElementTypeSwitch', width - 70, top + 6, 51, 31, {
+        name: 'Wi-Fi', label: 'Wi-Fi', value: this.wifi ? '1' : '0', onTap: () => ((this.wifi = !this.wifi), this.changed()),
+      });
+      const cell = row(0, 'Wi-Fi', this.wifi ? '1' : '0');
+      cell.children.push(toggle);
+      return [this.navBar(width, 'Wi-Fi', back), node('XCUIElementTypeTable', 0, top, width, 44, { children: [cell] })];
+    }
+    if (this.settingsPage === 'general') {
+      return [
+        this.navBar(width, 'General', back),
+        node('XCUIElementTypeTable', 0, top, width, 88, {
+          children: [row(0, 'Name', this.device.name()), row(1, 'iOS Version', this.device.version)],
+        }),
+      ];
+    }
+    const open = (page: 'wifi' | 'general') => () => ((this.settingsPage = page), this.changed());
+    return [
+      this.navBar(width, 'Settings'),
+      node('XCUIElementTypeTable', 0, top, width, 44 * 4, {
+        children: [
+          row(0, 'Wi-Fi', this.wifi ? 'On' : 'Off', open('wifi')),
+          row(1, 'Bluetooth', 'On'),
+          row(2, 'General', undefined, open('general')),
+          row(3, 'Battery', `${this.device.battery()}%`),
+        ],
+      }),
+    ];
+  }
+
+  private safari(width: number, height: number): AxNode[] {
+    const field = node('XCUIElementTypeTextField', 12, STATUS_BAR + 6, width - 24, 32, {
+      name: 'URL', label: 'Address', value: this.focused === 'url' ? this.addressText : this.safariUrl || 'Search or enter website name',
+      onTap: () => ((this.focused = 'url'), (this.addressText = this.safariUrl), this.changed()),
+    });
+    const title = this.safariUrl ? this.safariUrl.replace(/^[a-z]+:\/\//i, '').split('/')[0]! : 'Start Page';
+    const page = node('XCUIElementTypeWebView', 0, STATUS_BAR + NAV_BAR, width, height - STATUS_BAR - NAV_BAR, {
+      children: [node('XCUIElementTypeStaticText', 16, STATUS_BAR + NAV_BAR + 40, width - 32, 24, { name: title, label: title, value: title })],
+    });
+    return [field, page];
+  }
+
+  private notes(width: number, height: number): AxNode[] {
+    const body = node('XCUIElementTypeTextView', 16, STATUS_BAR + NAV_BAR + 8, width - 32, height - STATUS_BAR - NAV_BAR - 40, {
+      name: 'note', label: 'Note', value: this.notesText, onTap: () => ((this.focused = 'note'), this.changed()),
+    });
+    return [this.navBar(width, 'Notes'), body];
+  }
+
+  private userApp(bundleId: string, width: number, height: number): AxNode[] {
+    const app = this.apps.get(bundleId)!;
+    const count = this.taps.get(bundleId) ?? 0;
+    const message = count ? `Tapped ${count} times` : `Hello from ${app.name}`;
+    return [
+      this.navBar(width, app.name),
+      node('XCUIElementTypeStaticText', 16, height / 2 - 60, width - 32, 24, { name: message, label: message, value: message }),
+      node('XCUIElementTypeButton', width / 2 - 60, height / 2, 120, 44, {
+        name: 'Tap me', label: 'Tap me', onTap: () => (this.taps.set(bundleId, count + 1), this.changed()),
+      }),
+    ];
+  }
+
+  // ---- the picture ----
+
+  canvas(): Canvas {
+    this.tree();
+    this.cache.canvas ??= this.render();
+    return this.cache.canvas;
+  }
+
+  png(): Buffer {
+    const c = this.canvas();
+    if (!this.cache.png) {
+      const png = new PNG({ width: c.width, height: c.height });
+      png.data = c.data;
+      this.cache.png = PNG.sync.write(png, { colorType: 2, inputHasAlpha: true, filterType: 2 });
+    }
+    return this.cache.png;
+  }
+
+  /** A JPEG of the screen at WDA's mjpegServerScreenshotQuality, encoded once per screen state and quality. */
+  jpeg(quality: number): Buffer {
+    const c = this.canvas();
+    this.cache.jpeg ??= new Map();
+    let frame = this.cache.jpeg.get(quality);
+    if (!frame) {
+      frame = jpeg.encode({ width: c.width, height: c.height, data: c.data }, quality).data;
+      this.cache.jpeg.set(quality, frame);
+    }
+    return frame;
+  }
+
+  private render(): Canvas {
+    const s = this.scale;
+    const { width, height } = this.window();
+    const c = new Canvas(width * s, height * s);
+    const tree = this.cache.tree!;
+    const app = this.foreground;
+    c.fill(this.locked || !app ? WALLPAPER : app === SETTINGS ? GROUPED : WHITE);
+    const text = (t: string, x: number, y: number, color: Rgb, size = 2, maxWidth = width - x - 8) =>
+      c.text(ellipsize(t, size * s / 2, maxWidth * s), x * s, y * s, (size * s) / 2, color);
+    const draw = (n: AxNode) => {
+      const [x, y, w, h] = [n.x * s, n.y * s, n.width * s, n.height * s];
+      switch (n.type) {
+        case 'XCUIElementTypeIcon': {
+          const bundle = [...this.apps.values()].find((a) => a.name === n.name)?.bundleId ?? '';
+          c.fillRoundRect(x, y, ICON * s, ICON * s, 14 * s, colorOf(bundle));
+          c.text(n.name!.slice(0, 1), x + 22 * s, y + 16 * s, 4 * s, WHITE);
+          const label = ellipsize(n.name!, s, (ICON + 14) * s);
+          c.text(label, x + (ICON * s - textWidth(label, s)) / 2, y + (ICON + 6) * s, s, WHITE);
+          break;
+        }
+        case 'XCUIElementTypeNavigationBar':
+          c.fillRect(x, y, w, h, app === SETTINGS ? GROUPED : [249, 249, 249]);
+          c.fillRect(x, y + h - s, w, s, SEPARATOR);
+          break;
+        case 'XCUIElementTypeCell':
+          c.fillRect(x, y, w, h, WHITE);
+          c.fillRect(x + 16 * s, y + h - 1, w, 1, SEPARATOR);
+          if (n.value && !n.children.some((k) => k.type === 'XCUIElementTypeSwitch')) text(n.value, n.x + n.width - 110, n.y + 14, GRAY, 2, 100);
+          break;
+        case 'XCUIElementTypeSwitch':
+          c.fillRoundRect(x, y, w, h, h / 2, n.value === '1' ? [52, 199, 89] : SEPARATOR);
+          c.fillCircle(n.value === '1' ? x + w - h / 2 : x + h / 2, y + h / 2, h / 2 - 2 * s, WHITE);
+          break;
+        case 'XCUIElementTypeButton':
+          if (n.name === 'Tap me') c.fillRoundRect(x, y, w, h, 10 * s, BLUE);
+          text(n.label ?? '', n.x + (n.name === 'Tap me' ? 26 : 8), n.y + 12, n.name === 'Tap me' ? WHITE : BLUE);
+          break;
+        case 'XCUIElementTypeTextField':
+          c.fillRoundRect(x, y, w, h, 10 * s, [230, 230, 235]);
+          text(n.value ?? '', n.x + 10, n.y + 10, this.focused === 'url' ? BLACK : GRAY, 2, n.width - 20);
+          break;
+        case 'XCUIElementTypeTextView': {
+          const lines = (n.value || (this.focused === 'note' ? '' : 'Tap to write')).split('\n');
+          lines.slice(0, 20).forEach((line, i) => text(line, n.x, n.y + 4 + i * 20, n.value ? BLACK : GRAY, 2, n.width));
+          break;
+        }
+        case 'XCUIElementTypeStaticText':
+          if (n.y >= STATUS_BAR) text(n.label ?? '', n.x, n.y + 4, this.locked || !app ? WHITE : BLACK, this.locked && n.name === '9:41' ? 6 : 2, n.width);
+          break;
+        case 'XCUIElementTypeKeyboard':
+          c.fillRect(x, y, w, h, [209, 212, 217]);
+          for (let row = 0; row < 4; row++) for (let k = 0; k < 10; k++) c.fillRoundRect(x + (k * w) / 10 + 3 * s, y + (8 + row * 52) * s, w / 10 - 6 * s, 42 * s, 5 * s, WHITE);
+          break;
+      }
+      for (const child of n.children) draw(child);
+    };
+    draw(tree);
+    // Status bar: time left, battery right.
+    const barColor = this.locked || !app ? WHITE : BLACK;
+    text('9:41', 12, 6, barColor);
+    text(`${this.device.battery()}%`, width - 44, 6, barColor, 2, 40);
+    if (app) c.fillRoundRect(((width - 134) / 2) * s, (height - 10) * s, 134 * s, 5 * s, 3 * s, BLACK);
+    return c;
+  }
+}
+
+/** The deepest element under the point that takes the gesture. */
+function hit(root: AxNode, x: number, y: number, kind: 'tap' | 'long'): AxNode | undefined {
+  if (x < root.x || y < root.y || x >= root.x + root.width || y >= root.y + root.height) return undefined;
+  for (let i = root.children.length - 1; i >= 0; i--) {
+    const found = hit(root.children[i]!, x, y, kind);
+    if (found) return found;
+  }
+  return (kind === 'tap' ? root.onTap : root.onLongPress) ? root : undefined;
+}
+
+const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\n/g, '&#10;');
+
+/** The tree as WDA's GET /source serializes it (XCUIElementType elements with their attributes). */
+export function sourceXml(root: AxNode): string {
+  const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
+  const walk = (n: AxNode, index: number, depth: number) => {
+    const attrs = [`type="${n.type}"`];
+    if (n.name !== undefined) attrs.push(`name="${escape(n.name)}"`);
+    if (n.label !== undefined) attrs.push(`label="${escape(n.label)}"`);
+    if (n.value !== undefined) attrs.push(`value="${escape(n.value)}"`);
+    const accessible = n.type !== 'XCUIElementTypeApplication' && n.type !== 'XCUIElementTypeWindow' && n.type !== 'XCUIElementTypeOther';
+    attrs.push('enabled="true"', 'visible="true"', `accessible="${accessible}"`);
+    attrs.push(`x="${Math.round(n.x)}"`, `y="${Math.round(n.y)}"`, `width="${Math.round(n.width)}"`, `height="${Math.round(n.height)}"`, `index="${index}"`);
+    const pad = '  '.repeat(depth);
+    if (!n.children.length) return void out.push(`${pad}<${n.type} ${attrs.join(' ')}/>`);
+    out.push(`${pad}<${n.type} ${attrs.join(' ')}>`);
+    n.children.forEach((child, i) => walk(child, i, depth + 1));
+    out.push(`${pad}</${n.type}>`);
+  };
+  walk(root, 0, 0);
+  return out.join('\n');
+}

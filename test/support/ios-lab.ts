@@ -1,0 +1,58 @@
+import { execFileSync } from 'node:child_process';
+import { SimulatedIPhone, SimulatedUsbmuxd, type SimulatedIPhoneOptions } from '../../src/sim/ios/index.js';
+
+/** libimobiledevice's tools, as Debian packages them. */
+export const IDEVICE_TOOLS = { idevice_id: 'libimobiledevice-utils', ideviceinfo: 'libimobiledevice-utils', ideviceinstaller: 'ideviceinstaller' } as const;
+
+function onPath(tool: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Tests that read a simulated iPhone with libimobiledevice need its tools: under CI their absence is a failure naming
+ * the Debian package; elsewhere those tests are skipped loudly.
+ */
+export function ideviceToolsOrSkip(): boolean {
+  if (onPath('idevice_id') && onPath('ideviceinfo')) return true;
+  const message = 'idevice_id/ideviceinfo are missing: install the Debian package `libimobiledevice-utils` (apt-get install -y libimobiledevice-utils libusbmuxd-tools).';
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`SKIPPING: ${message}`);
+  return false;
+}
+
+/** A simulated usbmuxd on loopback with simulated iPhones plugged in. */
+export interface IosBus {
+  usbmuxd: SimulatedUsbmuxd;
+  /** `127.0.0.1:PORT`, the USBMUXD_SOCKET_ADDRESS format. */
+  address: string;
+  phones: SimulatedIPhone[];
+  plug(options?: SimulatedIPhoneOptions): Promise<SimulatedIPhone>;
+  stop(): Promise<void>;
+}
+
+export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promise<IosBus> {
+  const usbmuxd = new SimulatedUsbmuxd();
+  const address = await usbmuxd.start();
+  const bus: IosBus = {
+    usbmuxd,
+    address,
+    phones: [],
+    async plug(options = {}) {
+      const phone = new SimulatedIPhone(options);
+      await phone.plugInto(usbmuxd);
+      bus.phones.push(phone);
+      return phone;
+    },
+    async stop() {
+      for (const phone of bus.phones) phone.stop();
+      await usbmuxd.stop();
+    },
+  };
+  for (const options of phones) await bus.plug(options);
+  return bus;
+}
