@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { existsSync } from 'node:fs';
 import type { Phone } from '../types.js';
 import { IosDriver } from './driver.js';
 import { formatUsbmuxdAddress, listen, openUsbmux, readLockdownValues, type MuxEvent, type UsbmuxdAddress } from './usbmux.js';
@@ -76,6 +77,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   private async subscribe(): Promise<void> {
+    // No socket, no usbmuxd (Linux without the usbmuxd package, or before udev started it for a first iPhone):
+    // appium-ios-device, most of a second to load, is not loaded until there is one.
+    if ('path' in this.address && !existsSync(this.address.path)) return this.scheduleRetry(`no usbmuxd socket at ${this.address.path} (Linux: apt-get install usbmuxd)`);
     try {
       const pending: Array<Promise<void>> = [];
       this.subscription = await listen(this.address, (event) => pending.push(this.onEvent(event)));
