@@ -157,7 +157,14 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         { Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' },
       ]);
       const described = { ...phone, name: String(name ?? udid), osVersion: String(version ?? ''), battery: typeof battery === 'number' ? battery : null };
-      return { ...described, state: (await this.wdaReady(udid)) ? 'device' : 'wda_unavailable' };
+      if (await this.wdaReady(udid)) return { ...described, state: 'device' };
+      this.log(
+        `${udid} (${described.name}): WebDriverAgent is not answering on port 8100, so it cannot be allocated. Install and ` +
+          'start it once from a Mac: clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
+          `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test ` +
+          '(README: iPhones). It is picked up within 5 s of answering.',
+      );
+      return { ...described, state: 'wda_unavailable' };
     } catch (error) {
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
       this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
