@@ -1,5 +1,5 @@
 /**
- * Targets: a 500 MiB test-result asset uploaded as multipart/form-data reaches at least 0.7x the throughput of
+ * Targets: a 500 MiB test-result asset uploaded as multipart/form-data reaches at least 0.8x the throughput of
  * writing the same bytes straight to a file on the same disk (the baseline, measured in the same run), and the
  * engine's RSS during the upload peaks less than 100 MB above its idle RSS. The engine runs in its own process and
  * streams the file to its blob store, hashing as it goes; both sides end with an fsync, so they promise the same
@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tempDir } from './support/cleanup.js';
-import { rssMb } from './support/processes.js';
+import { cpuMs, rssMb } from './support/processes.js';
 import { detail, fmtMb, fmtRatio, median, type Benchmark } from './support/report.js';
 import { call, ownerApiKey, startEngine } from './support/servers.js';
 
@@ -25,7 +25,7 @@ const RUNS = 5;
 const IDLE_MS = 1000;
 const SAMPLE_MS = 10;
 const UPLOAD_TIMEOUT_MS = 120_000;
-const TARGET_RATIO = 0.7;
+const TARGET_RATIO = 0.8;
 const TARGET_RISE_MB = 100;
 const BOUNDARY = 'benchtop-bench-boundary';
 
@@ -147,13 +147,20 @@ export const assetUpload: Benchmark = {
 
     const direct: number[] = [];
     const uploads: number[] = [];
+    const engineCpu: number[] = [];
     for (let i = 1; i <= RUNS; i++) {
       const d = await directWrite(dataDir);
       direct.push(d);
+      const cpuBefore = cpuMs(engine.child.pid);
       const u = await send();
       uploads.push(u);
-      detail(`run ${i}: direct write ${fmtThroughput(mbPerSecond(d))}, upload ${fmtThroughput(mbPerSecond(u))}`);
+      engineCpu.push(cpuMs(engine.child.pid) - cpuBefore);
+      detail(`run ${i}: direct write ${fmtThroughput(mbPerSecond(d))}, upload ${fmtThroughput(mbPerSecond(u))}, engine CPU ${engineCpu.at(-1)} ms`);
     }
+    // Where the time goes, in terms that a busy machine does not blur: the engine's own CPU per upload (parsing the
+    // form, hashing, handing the bytes to the kernel), against the wall time the upload took.
+    detail(`engine CPU per upload: median ${median(engineCpu).toFixed(0)} ms, ${(median(engineCpu) / (SIZE / MiB)).toFixed(2)} ms/MiB, ` +
+      `${((median(engineCpu) / median(uploads)) * 100).toFixed(0)}% of the upload's wall time`);
     await engine.child.stop();
     detail(`engine RSS: ${fmtMb(idleMb)} idle, ${fmtMb(rss.peakMb)} at the peak of ${RUNS + 1} uploads`);
 

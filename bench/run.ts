@@ -9,15 +9,19 @@ import { httpThroughput } from './http-throughput.js';
 import { instanceReady } from './instance-ready.js';
 import { ios } from './ios.js';
 import { liveScreen } from './live-screen.js';
+import { loginThrottle } from './login-throttle.js';
+import { mcp } from './mcp.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
 import { terminalEcho, terminalThroughput } from './terminal.js';
+import { wsRpc } from './ws.js';
 import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
 import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, ios];
+
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, ios, wsRpc, mcp];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

@@ -5,7 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ensureDependencies } from './dependencies.mjs';
 import { isFresh, root } from './freshness.mjs';
+
+// Straight after `git clone`, this installs node_modules first.
+await ensureDependencies();
 
 const bundle = join(root, 'out', 'serve', 'serve.mjs');
 // The demo mode bundles the simulated phone from test/support.

@@ -4,6 +4,10 @@ import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureDependencies } from './dependencies.mjs';
+
+// Straight after `git clone`, this installs node_modules first.
+await ensureDependencies();
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -48,8 +52,9 @@ function prepareElectronSqlite() {
     npm_config_disturl: 'https://electronjs.org/headers',
     npm_config_arch: process.arch,
   };
-  // nodedir points node-gyp at Node's headers, which are the wrong ones for Electron.
+  // nodedir (an npm config, or node-gyp's own) points node-gyp at Node's headers, the wrong ones for Electron.
   delete env.npm_config_nodedir;
+  delete env.npm_package_config_node_gyp_nodedir;
   const built = spawnSync('npm', ['run', 'install'], { cwd: NATIVE_DIR, env, stdio: 'inherit', shell: process.platform === 'win32' });
   if (built.status !== 0) {
     console.error(`Could not build better-sqlite3 for Electron ${electronVersion}; see the output above.`);

@@ -28,8 +28,8 @@ export function engineEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
 }
 
 /** The headless engine in its own node process, on an ephemeral port, started as `npm run serve` starts it. */
-export async function startEngine(dataDir: string): Promise<Server> {
-  const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env: engineEnv(dataDir, 0) });
+export async function startEngine(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<Server> {
+  const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env: { ...engineEnv(dataDir, 0), ...env } });
   const [, url] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, 30_000);
   return { child, api: `${url}/api/v1` };
 }

@@ -1,6 +1,7 @@
 /**
  * Headless entry (npm run serve): the same engine as the desktop app, with no Electron import.
  */
+import { adbAvailable } from './adb-presence.js';
 import { isLoopback, loadConfig } from './engine/config.js';
 import { createEngine } from './engine/engine.js';
 import type { DemoIphones, DemoPhones } from './demo.js';
@@ -9,6 +10,16 @@ import { parseUsbmuxdAddress } from './engine/fleet/ios/usbmux.js';
 const config = loadConfig(process.env);
 // npm run demo: three simulated phones unless BENCHTOP_DEMO_PHONES says otherwise.
 if (process.argv.includes('--demo') && !process.env.BENCHTOP_DEMO_PHONES) config.demoPhones = 3;
+// A machine without adb still serves, with the Android fleet off. A remote adb server (BENCHTOP_ADB_HOST) is never
+// second-guessed: the fleet keeps retrying it until it answers.
+if (config.adb && isLoopback(config.adb.host) && !(await adbAvailable(config.adb))) {
+  if (config.demoPhones > 0) {
+    console.error('Benchtop could not start: demo phones need adb, which is not installed (Debian: sudo apt-get install -y adb)');
+    process.exit(1);
+  }
+  config.adb = null;
+  console.log('The Android fleet is off: adb is not installed. To enable it, install adb (Debian: sudo apt-get install -y adb) and restart.');
+}
 if (process.argv.includes('--demo') && !process.env.BENCHTOP_DEMO_IPHONES) config.demoIphones = 2;
 const engine = createEngine(config);
 let demo: DemoPhones | undefined;
@@ -57,8 +68,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (signalled) return;
     signalled = true;
     console.log(`${signal}: finishing in-flight requests, then closing the database.`);
-    // The demo's phones go first, while the engine still sees them leave: new ones, under new serials, attach at
-    // the next start, so these are dropped from the inventory rather than listed as gone forever.
+    // The demo's phones go once the chats have stopped (a message running on one ends failed), while the engine
+    // still sees them leave: new ones, under new serials, attach at the next start, so these are dropped from the
+    // inventory rather than listed as gone forever.
     const detachDemo = async () => {
       const { fleet } = engine.stores;
       if (demoIphones) {
@@ -71,7 +83,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       await waitUntilGone(demo.serials, (serial) => fleet.get(serial)?.state);
       for (const serial of demo.serials) fleet.forget(serial);
     };
-    detachDemo().finally(() => engine.stop()).then(
+    const beforeFleetStops = () => detachDemo().catch((error: Error) => console.error(`The demo phones did not detach: ${error.message}`));
+    engine.stop({ beforeFleetStops }).then(
       () => process.exit(0),
       (error: Error) => {
         console.error(`Shutdown failed: ${error.message}`);

@@ -50,7 +50,8 @@ const SPEC_OPERATIONS: Array<[string, string, string, number[]]> = [
   ['patch', '/api/v1/test-results/{testResultId}', 'Test Results', [200, 400, 401, 404]],
   ['get', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [200, 401, 404]],
   ['post', '/api/v1/test-results/{testResultId}/assets', 'Test Results', [201, 401, 404]],
-  ['get', '/api/v1/test-results/{testResultId}/assets/{assetId}', 'Test Results', [200, 401, 404]],
+  // 206 only answers a Range request, which a client must send to see it: declared because it is served
+  ['get', '/api/v1/test-results/{testResultId}/assets/{assetId}', 'Test Results', [200, 206, 401, 404]],
   // Files and Apps are preview; the spec shows none of their statuses
   ['get', '/api/v1/files', 'Files', [200, 400, 401, 403]],
   ['post', '/api/v1/files', 'Files', [200, 201, 400, 401, 403]],
@@ -93,6 +94,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
+  ['get', '/ws'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
   ['get', '/api/v1/lab/assistant'],

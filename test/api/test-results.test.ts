@@ -165,7 +165,9 @@ describe('POST /test-results', () => {
       { name: 'x', git: { commitSha: 5 } },
       { name: 'x', tags: 'nightly' },
       { name: 'x', tags: [1] },
-      { name: 'x', environment: 'ci' },
+      // A string is accepted (mobilewright's reporter sends one); a number or a list is not.
+      { name: 'x', environment: 3 },
+      { name: 'x', environment: ['ci'] },
       { name: 'x', stats: [1, 2] },
       { name: 'x', stats: 'good' },
       { name: 'x', sessionId: 'not-a-uuid' },

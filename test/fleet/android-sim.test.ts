@@ -74,6 +74,11 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
 
   const adb = (...args: string[]) => server.run(['-s', serial, ...args]);
   const shell = async (command: string) => (await adb('shell', command)).stdout.toString('utf8');
+  /** shell_v2 keeps stderr apart and carries the exit status, as on a real phone. */
+  const shellFull = async (command: string) => {
+    const r = await adb('shell', command);
+    return { stdout: r.stdout.toString('utf8'), stderr: r.stderr, code: r.code };
+  };
   const dump = async () => {
     const out = (await adb('exec-out', 'uiautomator dump /dev/tty')).stdout.toString('utf8');
     expect(out.endsWith('</hierarchy>UI hierchary dumped to: /dev/tty\n')).toBe(true);
@@ -122,11 +127,14 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
     expect(await shell('echo a && echo b; false || echo c')).toBe('a\nb\nc\n');
     expect(await shell("echo 'single $HOME' \"double $USER\"")).toBe('single $HOME double shell\n');
     expect(await shell('getprop | grep -E "ro.product.(model|brand)" | head -n 1')).toBe('[ro.product.brand]: [benchtop]\n');
-    expect(await shell('nosuchcmd')).toBe('/system/bin/sh: nosuchcmd: inaccessible or not found\n');
+    expect(await shellFull('nosuchcmd')).toEqual({ stdout: '', stderr: '/system/bin/sh: nosuchcmd: inaccessible or not found\n', code: 127 });
     expect(await shell('nosuchcmd 2>/dev/null; echo status=$?')).toBe('status=127\n');
-    expect(await shell('echo kept > /data/local/tmp/x.txt && cat /data/local/tmp/x.txt; rm /data/local/tmp/x.txt; cat /data/local/tmp/x.txt')).toBe(
-      'kept\ncat: /data/local/tmp/x.txt: No such file or directory\n',
-    );
+    expect(await shellFull('echo kept > /data/local/tmp/x.txt && cat /data/local/tmp/x.txt; rm /data/local/tmp/x.txt; cat /data/local/tmp/x.txt')).toEqual({
+      stdout: 'kept\n',
+      stderr: 'cat: /data/local/tmp/x.txt: No such file or directory\n',
+      code: 1,
+    });
+    expect((await shellFull('exit 42')).code).toBe(42);
     // exec: is binary-safe: no PTY, so no CRLF translation of a bare LF byte.
     const raw = (await adb('exec-out', 'printf "a\\nb"')).stdout;
     expect([...raw]).toEqual([0x61, 0x0a, 0x62]);
@@ -213,7 +221,8 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
     writeFileSync(apk, buildApk({ packageName: 'com.example.hello', label: 'Hello', activities: ['.MainActivity', '.Second'] }));
     const install = await adb('install', apk);
     expect(install.stdout.toString()).toMatch(/Performing Push Install[\s\S]*\nSuccess\n$/);
-    expect(phone.state.recentServices).toEqual(expect.arrayContaining(["shell:pm 'install' '/data/local/tmp/hello.apk'"]));
+    // adb opens shell v2 streams (shell,v2,<options>:command) since the phone offers shell_v2.
+    expect(phone.state.recentServices).toEqual(expect.arrayContaining([expect.stringMatching(/^shell,v2,[^:]*:pm 'install' '\/data\/local\/tmp\/hello\.apk'$/)]));
     expect(phone.readFile('/data/local/tmp/hello.apk')).toBeUndefined();
     expect(await shell('pm list packages -3')).toBe('package:com.example.hello\n');
     expect(await shell('pm path com.example.hello')).toMatch(/^package:\/data\/app\/~~[\w-]+==\/com\.example\.hello-[\w-]+==\/base\.apk\n$/);
@@ -271,7 +280,8 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
     const page = await dump();
     expect(page.find((n) => n.resourceId === 'com.android.chrome:id/url_bar')!.text).toBe('https://example.com/docs');
     expect(page.some((n) => n.className === 'android.webkit.WebView' && n.text === 'example.com')).toBe(true);
-    expect(await shell('am start -n com.nope/.Main')).toBe(
+    const nope = await shellFull('am start -n com.nope/.Main');
+    expect(nope.stdout + nope.stderr).toBe(
       'Starting: Intent { cmp=com.nope/.Main }\nError type 3\nError: Activity class {com.nope/com.nope.Main} does not exist.\n',
     );
     const monkey = await shell('monkey -p com.android.settings -c android.intent.category.LAUNCHER 1');
@@ -284,7 +294,7 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
     const pulled = join(work, 'window_dump.xml');
     await adb('pull', '/sdcard/window_dump.xml', pulled);
     expect(readFileSync(pulled, 'utf8')).toMatch(/^<\?xml version='1\.0' encoding='UTF-8' standalone='yes' \?><hierarchy rotation="0"><node index="0" /);
-    expect(await shell('rm -f /sdcard/window_dump.xml /sdcard/none.xml; ls /sdcard/window_dump.xml')).toBe(
+    expect((await shellFull('rm -f /sdcard/window_dump.xml /sdcard/none.xml; ls /sdcard/window_dump.xml')).stderr).toBe(
       'ls: /sdcard/window_dump.xml: No such file or directory\n',
     );
     expect((await adb('root')).stdout.toString()).toBe('adbd cannot run as root in production builds\n');
@@ -437,8 +447,8 @@ describe('simulated Android phone at the ADB transport layer', () => {
     expect(cnxn.checksum).toBe(sum(cnxn.data));
     const banner = cnxn.data.toString();
     expect(banner).toMatch(/^device::ro\.product\.name=benchsim;ro\.product\.model=Raw Sim;ro\.product\.device=benchsim;features=/);
-    expect(banner.split('features=')[1]!.split(',')).not.toEqual(expect.arrayContaining(['shell_v2']));
-    expect(banner).not.toMatch(/[=,](cmd|abb|abb_exec|shell_v2)(,|$)/);
+    expect(banner.split('features=')[1]!.split(',')).toEqual(expect.arrayContaining(['shell_v2']));
+    expect(banner).not.toMatch(/[=,](cmd|abb|abb_exec)(,|$)/);
 
     host.send('OPEN', 1, 0, 'exec:screencap -p\0');
     const opened = (await host.next((m) => m.cmd === 'OKAY' && m.arg1 === 1))!;

@@ -49,6 +49,10 @@ export interface EngineConfig {
   assistantToolTimeoutSeconds: number;
   /** Quiet in tests; the headless entry prints its own lines. */
   logLevel: 'silent' | 'error' | 'warn' | 'info';
+  /** Host names, beyond addresses, localhost and this machine's name, that requests may name (DNS rebinding). */
+  allowedHosts: string[];
+  /** Whether failed logins, sign-ups and invitation acceptances are throttled (BENCHTOP_LOGIN_THROTTLE=off: not). */
+  throttleLogins: boolean;
 }
 
 /** Reads the engine configuration from the environment, with the documented defaults. */
@@ -83,6 +87,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     plans: DEFAULT_PLANS,
     assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
+    throttleLogins: env.BENCHTOP_LOGIN_THROTTLE !== 'off',
+    allowedHosts: (env.BENCHTOP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
 }
 

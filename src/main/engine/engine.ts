@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { App } from './api/http.js';
 import { LanServer } from './api/lan-server.js';
 import { chatPresenter } from './api/presenters/chats.js';
+import { AttemptThrottles } from './api/throttle.js';
 import { buildServer, type ApiServices } from './api/server.js';
 import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
@@ -45,8 +46,13 @@ export type EngineServices = ReturnType<typeof wire>;
 export interface Engine {
   /** Opens the database, creates the lab owner on first start, and listens. */
   start(): Promise<{ url: string; owner: { created: boolean; email: string; generatedPassword?: string } }>;
-  /** Finishes in-flight requests, then closes the database. Safe to call twice. */
-  stop(): Promise<void>;
+  /**
+   * Ends running messages, finishes in-flight requests, then closes the database. Safe to call twice.
+   * `beforeFleetStops` runs once the chats have stopped, while the fleet still tracks phones: where phones that
+   * leave with the engine (the demo's) detach, so that a message running on one ends failed, not completed on a
+   * tool error.
+   */
+  stop(options?: { beforeFleetStops?: () => Promise<void> }): Promise<void>;
   readonly url: string;
   /** An interactive token for the lab owner, for the desktop window, which signs in without a password. */
   ownerToken(): Promise<{ token: string; expiresAt: number }>;
@@ -127,6 +133,7 @@ function wire(
       log,
     }),
     uploads: { blobs, maxBytes: config.maxAssetBytes },
+    ...(config.throttleLogins ? { attempts: new AttemptThrottles(now) } : {}),
   };
   return services;
 }
@@ -198,11 +205,12 @@ export function createEngine(
       url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
       return { url, owner };
     },
-    stop() {
+    stop(options = {}) {
       stopping ??= (async () => {
         await fleetReady;
         const services = running?.services;
         await services?.chats.stop();
+        await options.beforeFleetStops?.();
         await services?.instances.stop();
         services?.allocator.stop();
         services?.control.close();

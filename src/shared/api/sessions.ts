@@ -5,6 +5,7 @@ export const Device = Type.Object({
   id: Uuid,
   allocationId: Uuid,
   status: Type.String({ description: 'provisioning, queued, in_use, offline, released; clients must tolerate new values.' }),
+  state: Type.String({ description: 'The status in the Mobile Next fleet\'s words, which mobilecli waits on: allocating (queued or provisioning), online (in_use), offline, released.' }),
   info: Type.Object({
     platform: Type.String(),
     type: Type.Optional(Type.String()),

@@ -27,7 +27,12 @@ const Git = Type.Object(
 const Name = Type.String({ minLength: 1, maxLength: 1024, pattern: '\\S', description: 'What ran, e.g. the project or suite.' });
 const UserAgent = Nullable(Type.String({ maxLength: 1024, description: 'The reporter that sent the result.' }));
 const Tags = Type.Array(Type.String({ maxLength: 1024 }));
-const Environment = Nullable(FreeForm('Where the run happened (CI, OS, browser, ...), free-form.'));
+/** mobilewright's reporter sends a plain string (its `environment` option); other reporters send an object. */
+const Environment = Nullable(
+  Type.Union([FreeForm('Where the run happened (CI, OS, browser, ...), free-form.'), Type.String({ maxLength: 65_536 })], {
+    description: 'Where the run happened (CI, OS, browser, ...): an object, free-form, or a string.',
+  }),
+);
 const Stats = Nullable(FreeForm('The run\'s statistics, free-form: Playwright sends expected, unexpected, flaky, skipped, duration and startTime.'));
 const SessionId = Nullable(Type.String({ format: 'uuid', description: 'A session of the same organization the run used.' }));
 

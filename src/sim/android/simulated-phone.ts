@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { androidCommands } from './android-commands.js';
+import { contentCommand } from './content.js';
 import { Device, type DeviceOptions } from './device.js';
 import { Screen } from './screen.js';
 import { BufferSink, Shell, type Sink } from './shell.js';
+import { openShellV2 } from './shell-v2.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
 import { DeviceConnection, type ServiceSession, type StreamIo } from './transport.js';
@@ -67,8 +70,14 @@ export interface PhoneState {
   recentServices: string[];
 }
 
-/** adbd's feature list minus shell_v2, cmd and abb, so clients fall back to shell v1, push + `pm install`. */
-export const DEVICE_FEATURES = ['stat_v2', 'ls_v2', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp'];
+/**
+ * adbd's feature list minus cmd and abb, so clients install with push + `pm install`. shell_v2 is offered: adb then
+ * opens `shell,v2,...` streams and exits with the command's status, as on a real phone.
+ */
+export const DEVICE_FEATURES = ['shell_v2', 'stat_v2', 'ls_v2', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp'];
+
+/** How long a simulated reboot keeps adbd away: under adb's first redial, 250 ms after the drop. */
+const REBOOT_MS = 100;
 
 /** adb treats 5555-5585 as emulator console pairs and renames such devices `emulator-N`. */
 const EMULATOR_PORTS = { first: 5555, last: 5585 };
@@ -87,6 +96,8 @@ export class SimulatedPhone {
   private readonly sockets = new Set<Socket>();
   private readonly connections = new Set<DeviceConnection>();
   private readonly services: string[] = [];
+  /** A reboot is under way: adbd comes back unless the phone is stopped meanwhile. */
+  private rebooting = false;
 
   constructor(options: SimulatedPhoneOptions = {}) {
     const model = options.model ?? 'Benchtop Sim';
@@ -111,6 +122,11 @@ export class SimulatedPhone {
     this.screen = new Screen(this.device);
     const commands = toolbox(() => commands.keys());
     for (const [name, fn] of androidCommands(this.device, this.screen)) commands.set(name, fn);
+    commands.set('content', contentCommand(this.device));
+    commands.set('reboot', () => {
+      this.reboot();
+      return 0;
+    });
     this.shellInterpreter = new Shell(this.device.fs, commands, {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
       HOME: '/',
@@ -154,6 +170,12 @@ export class SimulatedPhone {
    * every 10 s; after about a minute of refusals it forgets the device, and only `adb connect` brings it back.
    */
   async stop(): Promise<void> {
+    this.rebooting = false;
+    await this.drop();
+  }
+
+  /** Stops listening and drops every transport. */
+  private async drop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
     for (const conn of this.connections) conn.close();
@@ -263,10 +285,16 @@ export class SimulatedPhone {
       void io.write(text).then(() => io.end());
       return {};
     };
-    // `shell,v2,raw:cmd` style arguments only appear with shell_v2, which this phone does not offer.
-    const base = name.split(',')[0];
+    // `shell,v2,raw:cmd`: the service's options come before the colon.
+    const [base, ...flags] = name.split(',');
     switch (base) {
       case 'shell':
+        if (flags.includes('v2')) {
+          return openShellV2(io, arg, {
+            run: (command, streams) => this.shellInterpreter.run(command, streams),
+            interactive: (framed) => this.interactiveShell(framed),
+          });
+        }
         return arg === '' ? this.interactiveShell(io) : this.runCommand(arg, io);
       case 'exec':
         return this.runCommand(arg, io);
@@ -274,6 +302,9 @@ export class SimulatedPhone {
         return openSyncService(io, this.device.fs);
       case 'framebuffer':
         return this.framebuffer(io);
+      case 'reboot':
+        this.reboot();
+        return say('');
       case 'root':
         return say('adbd cannot run as root in production builds\n');
       case 'unroot':
@@ -283,6 +314,28 @@ export class SimulatedPhone {
       default:
         return undefined;
     }
+  }
+
+  /**
+   * Restarts the phone: every transport drops (adb sees it go offline), adbd listens again on the same port a moment
+   * later and adb's redial brings it back. Like a real phone, it comes back on the lock screen with no app open.
+   */
+  private reboot(): void {
+    const port = this.boundPort;
+    this.rebooting = true;
+    void (async () => {
+      // Let the reboot command's own stream finish first.
+      await delay(20);
+      await this.drop();
+      this.device.tasks = [];
+      this.device.screen = 'home';
+      this.device.locked = true;
+      this.device.changed();
+      await delay(REBOOT_MS);
+      if (!this.rebooting || port === undefined) return;
+      this.rebooting = false;
+      await this.start(port).catch((error: Error) => this.log?.(`reboot: listening again failed: ${error.message}`));
+    })();
   }
 
   private runCommand(command: string, io: StreamIo): ServiceSession {

@@ -126,9 +126,13 @@ const grep: CommandFn = async (ctx) => {
   const args = [...ctx.args];
   const opts = new Set<string>();
   const operands: string[] = [];
+  let maxCount = Infinity;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '-e') patterns.push(args[++i] ?? '');
+    // -m NUM: stop after NUM matching lines (toybox grep; the engine reads the resumed activity with -m 1).
+    else if (a === '-m') maxCount = Number(args[++i]);
+    else if (/^-m\d+$/.test(a)) maxCount = Number(a.slice(2));
     else if (a.startsWith('-') && a.length > 1) {
       for (const f of a.slice(1)) opts.add(f);
     } else operands.push(a);
@@ -159,7 +163,7 @@ const grep: CommandFn = async (ctx) => {
   const status = await eachInput(ctx, 'grep', operands, async (data, path) => {
     let count = 0;
     const all = lines(data);
-    for (let n = 0; n < all.length; n++) {
+    for (let n = 0; n < all.length && count < maxCount; n++) {
       const line = all[n]!;
       const hit = re.test(line) !== opts.has('v');
       if (!hit) continue;

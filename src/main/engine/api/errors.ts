@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, type ErrorKind } from '../domain/errors.js';
+import { redactUrl } from './redact.js';
 
 const STATUS_OF: Record<ErrorKind, number> = {
   invalid: 400,
@@ -7,6 +8,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  too_many: 429,
 };
 
 /**
@@ -19,6 +21,8 @@ const FALLBACKS: Record<number, number[]> = {
   403: [403, 404, 401],
   404: [404, 403, 400, 401],
   409: [409, 400, 403],
+  // Rate limits are 'not shown' by the spec; an operation without 429 (accepting an invitation) refuses with 403.
+  429: [429, 403, 400],
 };
 
 interface Mapped {
@@ -57,14 +61,18 @@ function declaredStatuses(request: FastifyRequest): number[] | undefined {
 }
 
 export function errorStatus(request: FastifyRequest, natural: number): number {
-  const declared = declaredStatuses(request);
+  return nearestDeclared(declaredStatuses(request), natural);
+}
+
+/** The natural status if the operation declares it (or declares nothing), else the nearest one it does declare. */
+export function nearestDeclared(declared: number[] | undefined, natural: number): number {
   if (!declared || natural >= 500 || declared.includes(natural)) return natural;
   return (FALLBACKS[natural] ?? [natural]).find((s) => declared.includes(s)) ?? natural;
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: Error): FastifyReply {
   const mapped = classify(error);
-  if (mapped.status >= 500) request.log.error({ err: error, reqId: request.id, url: request.url }, 'unhandled error');
+  if (mapped.status >= 500) request.log.error({ err: error, reqId: request.id, url: redactUrl(request.url) }, 'unhandled error');
   const status = errorStatus(request, mapped.status);
   return reply.code(status).type('application/json').send({ error: { code: mapped.code, message: mapped.message } });
 }

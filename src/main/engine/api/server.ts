@@ -21,9 +21,16 @@ import type { Organizations } from '../services/organizations.js';
 import type { Sessions } from '../services/sessions.js';
 import type { TestResults } from '../services/test-results.js';
 import type { MultipartUploads } from './multipart-upload.js';
+import { invalid } from '../domain/errors.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../domain/json-depth.js';
 import { sendError } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 import { registerGui } from './gui.js';
+import { checkHost } from './host-check.js';
+import { redactUrl } from './redact.js';
+import { MAX_PARAM_LENGTH, RouterErrors } from './router-errors.js';
+import { boundedClose } from './shutdown.js';
+import { throttleAttempts, type AttemptThrottles } from './throttle.js';
 import type { App, ScopeResolver } from './http.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
@@ -42,6 +49,9 @@ import { fileRoutes } from './routes/files.js';
 import { appRoutes } from './routes/apps.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { testResultRoutes } from './routes/test-results.js';
+import { wsRpcRoute } from './ws/route.js';
+import { createMcpLab } from './mcp/lab.js';
+import { mcpRoutes } from './mcp/route.js';
 import { lazySerializers } from './serialization.js';
 import { validatorCompiler } from './validation.js';
 
@@ -50,16 +60,20 @@ const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
 const WEBSOCKET_CLOSE_GRACE_MS = 1000;
+/** How long /ws's device.reboot waits for a phone to come back: a real phone restarts in one to two minutes. */
+const REBOOT_TIMEOUT_MS = 180_000;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The bearer may also come as ?token= or a bearer.<token> subprotocol: for WebSockets opened by a browser. */
     tokenInQuery?: boolean;
+    /** Set for routes with a WebSocket handler: an upgrade to any other route is a 404 before the upgrade. */
+    upgrades?: boolean;
   }
 }
 
-/** A URL with its token parameter blanked, so that a bearer sent in the query never reaches a log line. */
-const withoutToken = (url: string) => url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+/** A URL with its token (and upload signature) blanked, so that neither reaches a log line. */
+const withoutToken = redactUrl;
 
 /** The Authorization header, or, on a route that allows it, the bearer a browser's WebSocket can send. */
 function authorizationOf(request: FastifyRequest, tokenInQuery: boolean | undefined): string | undefined {
@@ -106,14 +120,20 @@ export interface ApiServices {
   assistant: AssistantSettings;
   chats: Chats;
   uploads: MultipartUploads;
+  /** Failed logins, sign-ups and invitation acceptances, counted for both servers; absent when throttling is off. */
+  attempts?: AttemptThrottles;
 }
 
 export async function buildServer(services: ApiServices, version: string, options: { https?: { cert: string; key: string } } = {}): Promise<App> {
   const { config } = services;
   const tls = config.tls;
   const https = options.https ?? (tls ? { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } : undefined);
+  const routerErrors = new RouterErrors();
   const app = Fastify({
     ...(https ? { https } : {}),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerErrors.frameworkError,
+    clientErrorHandler: routerErrors.clientError,
     bodyLimit: BODY_LIMIT,
     logger: config.logLevel === 'silent' ? false : {
       level: config.logLevel,
@@ -130,6 +150,7 @@ export async function buildServer(services: ApiServices, version: string, option
     return503OnClosing: true,
   }).withTypeProvider() as unknown as App;
 
+  routerErrors.attach(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error as Error));
   app.setNotFoundHandler((request, reply) =>
@@ -141,6 +162,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body, done) => {
     if (!request.routeOptions.schema?.body || body === '') return done(null, undefined);
+    if (jsonTooDeep(body as string)) return done(invalid('json_too_deep', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     parseJson(request, body as string, done);
   });
 
@@ -149,6 +171,7 @@ export async function buildServer(services: ApiServices, version: string, option
   app.addHook('preClose', async () => {
     app.server.keepAliveTimeout = 1;
   });
+  boundedClose(app);
 
   // Before the auth hook: the plugin's own onRequest hook marks an upgrade request, so that a refused upgrade (a 401
   // from the auth hook included) has its socket destroyed after the response instead of held open.
@@ -173,14 +196,27 @@ export async function buildServer(services: ApiServices, version: string, option
     },
   });
 
+  checkHost(app, config.allowedHosts);
+  if (services.attempts) throttleAttempts(app, services.attempts);
+  // Every route with a WebSocket handler says so in its config, so that an upgrade elsewhere can be refused.
+  app.addHook('onRoute', (route) => {
+    if (route.wsHandler || route.websocket) route.config = { ...route.config, upgrades: true };
+  });
+
   const { auth } = services;
   const scopes: ScopeResolver = (caller, organization) => auth.resolveScope(caller, organization);
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     request.resolveScope = scopes;
     if (request.is404) return done();
     // routeOptions is built afresh on every read.
     const routeConfig = request.routeOptions.config;
+    // An upgrade to a path with no WebSocket (the GUI's catch-all included) is refused before it happens, rather than
+    // accepted and closed with no status. The websocket plugin destroys the socket once this answer is sent.
+    if (request.ws && !routeConfig.upgrades) {
+      reply.code(404).send({ error: { code: 'route_not_found', message: `No WebSocket at ${request.url.split('?')[0]}.` } });
+      return;
+    }
     if (routeConfig.public) return done();
     try {
       const caller = auth.authenticate(authorizationOf(request, routeConfig.tokenInQuery));
@@ -234,6 +270,17 @@ export async function buildServer(services: ApiServices, version: string, option
     labAssistantRoutes(a, s.assistant, s.labOwner);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
+
+  // Outside /api/v1, where the Mobile Next clients look for it: the fleet's URL is wss://<host>/ws.
+  wsRpcRoute(app, {
+    allocator: services.allocator,
+    control: services.control,
+    createSession: (scope) => services.sessions.createSession(scope),
+    rebootTimeoutMs: REBOOT_TIMEOUT_MS,
+  });
+  // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
+  const lab = createMcpLab(services);
+  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
 
   await registerGui(app);
 

@@ -26,6 +26,12 @@ export class BlobSourceError extends Error {
 
 /** Chunks that arrive while a write is in flight queue up to this much; the next write takes them all at once. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
+/**
+ * While content arrives, what has been written is flushed to disk every this many bytes, in the background. One
+ * fsync at the end would leave the disk idle while the network delivers, then make the response wait for the whole
+ * file to be written out: flushing as it goes overlaps the two, and the last fsync has only the tail left to write.
+ */
+export const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
 
 /**
  * Hashes what it writes, so that the content is read once. It records its own I/O failures, which tells them
@@ -61,22 +67,55 @@ class HashingFileSink extends Writable {
 
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
     const buffers = chunks.map((c) => c.chunk);
+    let bytes = 0;
+    // The write goes to the thread pool first: the hash, on this thread, is computed while the disk takes it.
+    const written = writeAll(this.file!, buffers);
     for (const buffer of buffers) {
       this.hash.update(buffer);
-      this.size += buffer.length;
+      bytes += buffer.length;
     }
-    this.own(writeAll(this.file!, buffers), callback);
+    this.size += bytes;
+    this.own(written.then(() => this.flushAsItGoes(bytes)), callback);
   }
 
   /** The content is on disk before anything can point at it. */
   override _final(callback: (error?: Error | null) => void): void {
-    this.own(this.file!.sync(), callback);
+    this.own((this.flushing ?? Promise.resolve()).then(() => {
+      // After a failed flush, a later fsync can succeed with the failed pages lost: the failure itself is final.
+      if (this.flushFailure) throw this.flushFailure;
+      return this.file!.sync();
+    }), callback);
   }
 
   /** Closes the file once nothing writes to it any more, whether the content is complete or not. */
   async close(): Promise<void> {
     const file = await this.opening.catch(() => undefined);
+    await this.flushing?.catch(() => undefined);
     await file?.close();
+  }
+
+  private unflushed = 0;
+  /** The background flush under way, if any: one at a time. */
+  private flushing: Promise<void> | undefined;
+  /** A background flush that failed: it fails the next write, or the end. */
+  private flushFailure: Error | undefined;
+
+  private async flushAsItGoes(bytes: number): Promise<void> {
+    if (this.flushFailure) throw this.flushFailure;
+    this.unflushed += bytes;
+    if (this.unflushed < FLUSH_EVERY_BYTES) return;
+    // Writes never wait for the disk (the network would idle meanwhile): while a flush runs, the next one waits.
+    if (this.flushing) return;
+    this.unflushed = 0;
+    const flush: Promise<void> = this.file!.datasync().then(
+      () => undefined,
+      (error: Error) => {
+        this.flushFailure = error;
+      },
+    ).finally(() => {
+      if (this.flushing === flush) this.flushing = undefined;
+    });
+    this.flushing = flush;
   }
 
   private own(io: Promise<void>, callback: (error?: Error | null) => void): void {

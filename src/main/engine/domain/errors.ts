@@ -2,7 +2,7 @@
  * What went wrong, in the service's own terms. The API layer maps each kind to an HTTP status; nothing below
  * the API knows about HTTP.
  */
-export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict';
+export type ErrorKind = 'invalid' | 'unauthorized' | 'forbidden' | 'not_found' | 'conflict' | 'too_many';
 
 export class ServiceError extends Error {
   constructor(

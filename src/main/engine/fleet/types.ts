@@ -34,6 +34,8 @@ export interface PhoneDriver {
   act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult>;
   /** Frames the phone streams itself (WDA's MJPEG on an iPhone), when it can; else the live screen polls screenshot(). */
   liveFrames?(signal: AbortSignal): AsyncIterable<{ data: Buffer; format: 'png' | 'jpeg'; width: number; height: number }>;
+  /** Restarts the phone; resolves once it has been asked to (the phone then drops off the bus and comes back). */
+  reboot(): Promise<void>;
 }
 
 /** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */
@@ -43,4 +45,6 @@ export interface PhoneSource {
   driver(serial: string): PhoneDriver;
   on(event: 'phone', listener: (phone: Phone) => void): unknown;
   on(event: 'gone', listener: (serial: string) => void): unknown;
+  off(event: 'phone', listener: (phone: Phone) => void): unknown;
+  off(event: 'gone', listener: (serial: string) => void): unknown;
 }

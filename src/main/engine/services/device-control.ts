@@ -1,7 +1,8 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { ActionResult, DeviceAction, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
-import type { PhoneDriver, PhoneSource } from '../fleet/types.js';
+import type { Phone, PhoneDriver, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
@@ -79,6 +80,43 @@ export class DeviceControl {
     requireRole(scope.role, 'readwrite');
     const driver = this.driver(scope, target);
     return onPhone(() => driver.act(action, signal));
+  }
+
+  /**
+   * Restarts the phone and resolves once it is back in_use, awake and unlocked. The allocation holds on: it goes
+   * offline when the phone drops off the bus and in_use again when it returns, as for an unplugged cable, so a
+   * phone away longer than the device grace period is released as device_lost.
+   */
+  async reboot(scope: Scope, target: DeviceTarget, options: { timeoutMs: number; pollMs?: number }): Promise<void> {
+    requireRole(scope.role, 'readwrite');
+    const { id } = this.holding(scope, target);
+    const driver = this.phones.driver(target.serial);
+    // Back means seen away first. The fleet's events say so: a phone may be away for less than any polling interval.
+    let away = false;
+    const left = (phone: Phone) => {
+      if (phone.serial === target.serial && phone.state !== 'device') away = true;
+    };
+    const gone = (serial: string) => {
+      if (serial === target.serial) away = true;
+    };
+    this.phones.on('phone', left);
+    this.phones.on('gone', gone);
+    try {
+      await onPhone(() => driver.reboot(), 'reboot');
+      const deadline = Date.now() + options.timeoutMs;
+      for (;;) {
+        const row = this.stores.devices.get(id);
+        if (!row || row.releasedAt !== null) throw conflict('device_released', 'The device was released while it rebooted.');
+        if (away && row.status === 'in_use' && this.phones.get(target.serial)?.state === 'device') break;
+        if (Date.now() > deadline) throw conflict('device_error', `The device did not come back within ${options.timeoutMs / 1000} s of its reboot.`);
+        await delay(options.pollMs ?? 50);
+      }
+    } finally {
+      this.phones.off('phone', left);
+      this.phones.off('gone', gone);
+    }
+    // A phone restarts on its lock screen: wake it and go home, as before it was handed over.
+    await onPhone(() => driver.prepare(), 'wake up after its reboot');
   }
 
   /**

@@ -170,6 +170,11 @@ export class DeviceAllocator {
     return this.stores.devices.get(row.id)!;
   }
 
+  /** The organization's allocations not yet released, in every session, oldest first (what /ws's devices.list shows). */
+  held(scope: Scope): DeviceAllocationRow[] {
+    return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);
+  }
+
   /** Every phone the lab has seen, with its last known state. */
   inventory(): FleetDeviceRow[] {
     return this.stores.fleet.all();

@@ -156,6 +156,13 @@ export class InstanceManager {
     return row;
   }
 
+  /** An instance of the caller's organization by its id alone, wherever its session: /mcp names no session. */
+  find(scope: Scope, instanceId: string): InstanceRow {
+    const row = this.stores.instances.get(instanceId);
+    if (!row || row.organizationId !== scope.organization.id) throw notFound('instance');
+    return row;
+  }
+
   /** Idempotent: billing stops now and teardown runs in the background; a released or failed instance is answered as it is. */
   release(scope: Scope, sessionId: string, instanceId: string): InstanceRow {
     requireRole(scope.role, 'readwrite');

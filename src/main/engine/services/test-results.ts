@@ -49,7 +49,7 @@ export class TestResults {
       status: body.status ?? 'queued',
       git: (body.git as JsonObject | null | undefined) ?? null,
       tags: body.tags ?? [],
-      environment: (body.environment as JsonObject | null | undefined) ?? null,
+      environment: (body.environment as JsonObject | string | null | undefined) ?? null,
       stats: (body.stats as JsonObject | null | undefined) ?? null,
       sessionId: body.sessionId ?? null,
       startedAt: timeOf(body.startedAt),
@@ -73,7 +73,7 @@ export class TestResults {
     if (body.status !== undefined) row.status = body.status;
     if (body.git !== undefined) row.git = body.git as JsonObject | null;
     if (body.tags !== undefined) row.tags = body.tags;
-    if (body.environment !== undefined) row.environment = body.environment as JsonObject | null;
+    if (body.environment !== undefined) row.environment = body.environment as JsonObject | string | null;
     if (body.stats !== undefined) row.stats = body.stats as JsonObject | null;
     if (body.startedAt !== undefined) row.startedAt = timeOf(body.startedAt);
     if (body.finishedAt !== undefined) row.finishedAt = timeOf(body.finishedAt);

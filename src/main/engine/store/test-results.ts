@@ -11,7 +11,7 @@ export interface TestResultFields {
   status: string;
   git: JsonObject | null;
   tags: string[];
-  environment: JsonObject | null;
+  environment: JsonObject | string | null;
   stats: JsonObject | null;
   sessionId: string | null;
   startedAt: number | null;
@@ -54,7 +54,7 @@ const parsed = (row: StoredTestResult): TestResultRow => ({
   ...row,
   git: row.git === null ? null : (JSON.parse(row.git) as JsonObject),
   tags: JSON.parse(row.tags) as string[],
-  environment: row.environment === null ? null : (JSON.parse(row.environment) as JsonObject),
+  environment: row.environment === null ? null : (JSON.parse(row.environment) as JsonObject | string),
   stats: row.stats === null ? null : (JSON.parse(row.stats) as JsonObject),
 });
 

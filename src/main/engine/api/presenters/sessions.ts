@@ -4,12 +4,28 @@ import type { DeviceAllocationRow } from '../../store/devices.js';
 import type { InstanceRow } from '../../store/instances.js';
 import type { SessionWithParts } from '../../services/sessions.js';
 
+/** An allocation's status in the Mobile Next fleet's words: what mobilecli and /ws clients wait on. */
+export function fleetState(status: DeviceAllocationRow['status']): 'allocating' | 'online' | 'offline' | 'released' {
+  switch (status) {
+    case 'queued':
+    case 'provisioning':
+      return 'allocating';
+    case 'in_use':
+      return 'online';
+    case 'offline':
+      return 'offline';
+    default:
+      return 'released';
+  }
+}
+
 /** Sessions and what they hold (devices, instances) as the spec's JSON: stored names and millisecond times become its names and RFC 3339. */
 
 export const presentDevice = (d: DeviceAllocationRow): Device => ({
   id: d.id,
   allocationId: d.id,
   status: d.status,
+  state: fleetState(d.status),
   info: {
     platform: d.platform,
     ...(d.type ? { type: d.type } : {}),

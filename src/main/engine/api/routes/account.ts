@@ -35,24 +35,24 @@ export function accountRoutes(app: App, accounts: Accounts, auth: Auth, labOwner
   });
 
   app.post('/auth/login', {
-    config: { public: true },
+    config: { public: true, throttle: 'login' },
     schema: {
       tags: ['Extensions'],
       operationId: 'login',
       summary: 'Exchange email and password for an interactive token',
       body: LoginBody,
-      response: responses({ 200: AuthToken }, [400, 401]),
+      response: responses({ 200: AuthToken }, [400, 401, 429]),
     },
   }, async (req) => tokenFor(await accounts.login(req.body.email, req.body.password)));
 
   app.post('/auth/signup', {
-    config: { public: true },
+    config: { public: true, throttle: 'signup' },
     schema: {
       tags: ['Extensions'],
       operationId: 'signup',
       summary: 'Create an account with its Personal organization (open unless the lab owner closed sign-up)',
       body: SignupBody,
-      response: responses({ 201: AuthToken }, [400, 403, 409]),
+      response: responses({ 201: AuthToken }, [400, 403, 409, 429]),
     },
   }, async (req, reply) => reply.code(201).send(await tokenFor(await accounts.signup(req.body))));
 }

@@ -16,7 +16,15 @@ const MessageParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uu
 const ToolCallParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uuid, toolCallId: Uuid });
 /** A browser's EventSource and <img> cannot send Authorization: the bearer may come as ?token= instead. */
 const BrowserQuery = Type.Object(SOCKET_QUERY);
-const EventStream = Type.String({ description: 'text/event-stream: frames of id: <seq>, event: <kind>, data: <json>; a comment heartbeat every 15 s.' });
+/** Served as text/event-stream, and documented so: not as the JSON string a plain schema would declare. */
+const EventStream = Type.Unsafe<string>({
+  description: 'Server-Sent Events: frames of id: <seq>, event: <kind>, data: <json>; a comment heartbeat every 15 s.',
+  content: { 'text/event-stream': { schema: { type: 'string' } } },
+});
+const Png = Type.Unsafe<Buffer>({
+  description: 'The PNG the tool call took.',
+  content: { 'image/png': { schema: { type: 'string', format: 'binary' } } },
+});
 
 const EVENTS_DESCRIPTION =
   'Server-Sent Events of the message\'s execution, in this order: execution.started {executionId, messageId}, ' +
@@ -109,7 +117,7 @@ export function chatRoutes(app: App, chats: Chats): void {
 
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/tool-calls/:toolCallId/image', {
     config: { tokenInQuery: true },
-    schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: ToolCallParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png' }) }, [401, 404]) },
+    schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: ToolCallParams, response: responses({ 200: Png }, [401, 404]) },
   }, (req, reply) => {
     const image = chats.toolCallImage(scopeOf(req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
     return reply.type(image.contentType).header('cache-control', 'private, max-age=31536000, immutable').send(createReadStream(image.path));

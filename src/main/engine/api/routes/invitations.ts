@@ -16,6 +16,7 @@ export function invitationRoutes(app: App, invitations: Invitations): void {
   }, (req) => list(invitations.listMyInvitations(callerOf(req)).map(presentInvitation)));
 
   app.post('/invitations/:invitationId/accept', {
+    config: { throttle: 'invitation' },
     schema: { tags, operationId: 'acceptInvitation', summary: 'Accept an invitation and join with its role', security: BEARER, params: InvitationParams, response: responses({ 204: Type.Null() }, [401, 403, 404]) },
   }, (req, reply) => {
     invitations.acceptInvitation(callerOf(req), req.params.invitationId);

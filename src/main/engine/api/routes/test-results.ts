@@ -25,6 +25,12 @@ const RawContent = Type.Unsafe({
   content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
 });
 
+/** What a single satisfiable byte range gets: only a client that sends Range ever sees a 206. */
+const PartialContent = Type.Unsafe({
+  description: 'The requested byte range of the content, with Content-Range: bytes a-b/size.',
+  content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+});
+
 /** A file name for Content-Disposition: an ASCII fallback, and the exact name in RFC 5987 form. */
 function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
@@ -60,7 +66,7 @@ export function testResultRoutes(app: App, testResults: TestResults, uploads: Mu
   }, (req) => list(testResults.listAssets(scopeOf(req), req.params.testResultId).map(presentAsset)));
 
   app.get('/test-results/:testResultId/assets/:assetId', {
-    schema: { tags, operationId: 'downloadTestResultAsset', summary: 'An asset\'s raw content', security: BEARER, headers: OrganizationHeader, params: AssetParams, response: responses({ 200: RawContent }, [401, 404]) },
+    schema: { tags, operationId: 'downloadTestResultAsset', summary: 'An asset\'s raw content', security: BEARER, headers: OrganizationHeader, params: AssetParams, response: responses({ 200: RawContent, 206: PartialContent }, [401, 404]) },
   }, async (req, reply) => {
     const { asset, content } = await testResults.openAsset(scopeOf(req), req.params.testResultId, req.params.assetId);
     const range = byteRange(req.headers.range, asset.size);

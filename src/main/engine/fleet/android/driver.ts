@@ -143,6 +143,11 @@ export class AndroidDriver implements PhoneDriver {
     return parseUiDump(await this.shell('uiautomator dump /dev/tty'));
   }
 
+  /** adb's reboot service, as `adb reboot` uses. */
+  async reboot(): Promise<void> {
+    await this.client.getDevice(this.serial).reboot();
+  }
+
   async act(action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
     const shell = (command: string) => this.shell(command, signal);
     switch (action.type) {

@@ -162,6 +162,11 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
+  /** usbmuxd and lockdown offer no restart that works without a developer disk image: say so rather than pretend. */
+  async reboot(): Promise<void> {
+    throw invalid('unsupported_on_ios', 'Benchtop cannot restart an iPhone remotely yet: restart it by hand (side button and a volume button), and it comes back in_use.');
+  }
+
   async screenshot(): Promise<Buffer> {
     return Buffer.from(await this.wda.request<string>('GET', '/screenshot'), 'base64');
   }

@@ -1,0 +1,208 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller, Scope } from '../../services/scope.js';
+import { callerOf, scopeOf, type App } from '../http.js';
+import type { McpLab } from './lab.js';
+import { explain, failure, TOOLS, TOOLS_BY_NAME, type McpSessionState } from './tools.js';
+
+export const MCP_PATH = '/mcp';
+const SESSION_HEADER = 'mcp-session-id';
+/** A session nobody used for this long is closed: an agent that went away does not hold memory forever. */
+const IDLE_MS = 60 * 60 * 1000;
+const SWEEP_MS = 5 * 60 * 1000;
+/** A body that is not JSON: the transport's parse error, in JSON-RPC terms. */
+const PARSE_ERROR = Symbol('parse error');
+/** /mcp is not an operation of the API: the OpenAPI document leaves it out (README documents it). */
+const HIDDEN = { schema: { hide: true } };
+
+const INSTRUCTIONS =
+  'Benchtop is a device lab: real phones (and Mac build machines) shared by a team. Take a phone with ' +
+  'mobile_allocate_remote_device (mobile_list_remote_devices shows which exist and are free), drive it with the other ' +
+  'mobile_* tools, passing its serial as device, and give it back with mobile_release_remote_device when the task is done. ' +
+  'mobile_list_available_devices lists the phones your organization holds now.';
+
+/** Who opened a session: a session id alone must not let another caller (or another key of the same user) in. */
+const ownerOf = (caller: Caller) => `${caller.kind}:${caller.user.id}:${caller.key?.id ?? ''}`;
+
+interface McpSession {
+  owner: string;
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  lastUsed: number;
+}
+
+/** The scope of the request a tool call arrived in: each POST picks its organization, as a REST call does. */
+interface ScopeAuth extends AuthInfo {
+  extra: { scope: Scope };
+}
+
+function mcpServer(lab: McpLab, version: string, log: (error: unknown) => void): Server {
+  const server = new Server({ name: 'benchtop', title: 'Benchtop device lab', version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const state: McpSessionState = { labSessions: new Map(), refs: new Map() };
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as never, annotations: t.annotations })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = TOOLS_BY_NAME.get(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}; tools/list lists the tools of this server.`);
+    const scope = (extra.authInfo as ScopeAuth | undefined)?.extra.scope;
+    if (!scope) return failure(explain(new Error('no scope')));
+    try {
+      return await tool.call({ scope, lab, state, signal: extra.signal, log }, request.params.arguments ?? {});
+    } catch (error) {
+      log(error);
+      return failure(explain(error));
+    }
+  });
+  return server;
+}
+
+/** An MCP-level refusal before the SDK sees the request, in the API's error body. */
+function refuse(reply: FastifyReply, status: number, code: string, message: string) {
+  return reply.code(status).send({ error: { code, message } });
+}
+
+/**
+ * /mcp: the Model Context Protocol over Streamable HTTP (the SDK's transport), on the same origin and with the same
+ * authentication and organization selection as /api/v1. The auth hook has run before any handler here: without a
+ * bearer the request is a 401 in the API's error body. Each MCP session belongs to the caller who opened it.
+ * Register it in a plugin of its own (its content-type parsers are not the API's).
+ */
+export function mcpRoutes(app: App, lab: McpLab, version: string): void {
+  const sessions = new Map<string, McpSession>();
+  const log = (error: unknown) => app.log.error({ err: error }, 'MCP tool failed');
+
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - IDLE_MS;
+    for (const [id, session] of sessions) if (session.lastUsed < cutoff) void close(id);
+  }, SWEEP_MS);
+  sweep.unref();
+
+  async function close(id: string) {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    await session.transport.close().catch(() => undefined);
+    await session.server.close().catch(() => undefined);
+  }
+
+  // Open SSE streams would hold the server's close: every session ends first. (preClose: Fastify closes the server
+  // before the onClose hooks run, and that close waits for every open response.)
+  app.addHook('preClose', async () => {
+    clearInterval(sweep);
+    await Promise.all([...sessions.keys()].map(close));
+  });
+
+  /** Hands the request to the SDK's transport, which answers it (JSON or an SSE stream) on the raw response. */
+  async function handOver(req: FastifyRequest, reply: FastifyReply, transport: StreamableHTTPServerTransport, body: unknown) {
+    const auth: ScopeAuth = { token: '', clientId: ownerOf(callerOf(req)), scopes: [], extra: { scope: scopeOf(req) } };
+    (req.raw as IncomingMessage & { auth?: AuthInfo }).auth = auth;
+    reply.hijack();
+    await transport.handleRequest(req.raw, reply.raw, body);
+  }
+
+  /** The caller's session named by the header, or why not. */
+  function sessionOf(req: FastifyRequest, reply: FastifyReply): McpSession | undefined {
+    const id = req.headers[SESSION_HEADER];
+    if (typeof id !== 'string' || id === '') {
+      void refuse(reply, 400, 'mcp_session_required', `Send the ${SESSION_HEADER} header that initialize answered with, or POST an initialize request to start a session.`);
+      return undefined;
+    }
+    const session = sessions.get(id);
+    // Another caller's session is as unknown as a closed one: its existence does not leak.
+    if (!session || session.owner !== ownerOf(callerOf(req))) {
+      void refuse(reply, 404, 'mcp_session_not_found', 'No MCP session with that id: it was closed, expired, or opened by another caller. Initialize a new one.');
+      return undefined;
+    }
+    session.lastUsed = Date.now();
+    return session;
+  }
+
+  /**
+   * Browsers send Origin; an MCP client does not. A page of another origin must not reach the lab through a
+   * browser that has a token (DNS rebinding), as the MCP specification requires servers to check.
+   */
+  function foreignOrigin(req: FastifyRequest): boolean {
+    const origin = req.headers.origin;
+    if (!origin) return false;
+    try {
+      return new URL(origin).host !== req.headers.host;
+    } catch {
+      return true;
+    }
+  }
+
+  // The body is read by Fastify (its body limit applies) and handed to the transport already parsed. `app` is this
+  // module's own plugin context, so these parsers and hooks apply to /mcp only.
+  {
+    const mcp = app;
+    mcp.removeAllContentTypeParsers();
+    mcp.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+      try {
+        done(null, JSON.parse(body as string));
+      } catch {
+        done(null, PARSE_ERROR);
+      }
+    });
+    // Other media types reach the transport unread, which answers 415 as the protocol says.
+    mcp.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+
+    mcp.addHook('preHandler', async (req, reply) => {
+      if (foreignOrigin(req)) return refuse(reply, 403, 'forbidden_origin', 'Requests from a web page of another origin are refused.');
+      // The organization is resolved (and refused, for a key of another one) before the transport takes over.
+      scopeOf(req);
+    });
+
+    mcp.post(MCP_PATH, HIDDEN, async (req, reply) => {
+      const body = req.body;
+      if (body === PARSE_ERROR) {
+        return reply.code(400).send({ jsonrpc: '2.0', error: { code: ErrorCode.ParseError, message: 'Parse error: the body is not JSON.' }, id: null });
+      }
+      if (req.headers[SESSION_HEADER] === undefined && isInitializeRequest(body)) {
+        const owner = ownerOf(callerOf(req));
+        const server = mcpServer(lab, version, log);
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          // Every request here is answered by one message (no tool sends progress or asks the client anything), and
+          // the protocol lets such an answer be one application/json body instead of an SSE stream of one event:
+          // that saves both sides a stream per call, a third of a tool call's overhead. Server-initiated messages
+          // still stream, on the session's GET /mcp SSE stream.
+          enableJsonResponse: true,
+          onsessioninitialized: (id) => {
+            sessions.set(id, { owner, transport, server, lastUsed: Date.now() });
+          },
+          onsessionclosed: (id) => {
+            sessions.delete(id);
+          },
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.delete(transport.sessionId);
+        };
+        await server.connect(transport);
+        return handOver(req, reply, transport, body);
+      }
+      const session = sessionOf(req, reply);
+      if (session) return handOver(req, reply, session.transport, body);
+    });
+
+    // The standalone SSE stream, for messages the server sends outside a request.
+    mcp.get(MCP_PATH, HIDDEN, async (req, reply) => {
+      const session = sessionOf(req, reply);
+      if (session) return handOver(req, reply, session.transport, undefined);
+    });
+
+    // The client ends its session: the transport answers and calls onsessionclosed.
+    mcp.delete(MCP_PATH, HIDDEN, async (req, reply) => {
+      const session = sessionOf(req, reply);
+      if (!session) return;
+      await handOver(req, reply, session.transport, undefined);
+      await close(req.headers[SESSION_HEADER] as string);
+    });
+  }
+}
+
