@@ -194,6 +194,16 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     expect(phone.apps.has('com.example.ioshello')).toBe(false);
     // WebDriverAgent's runner, a user app installed before, is kept.
     expect(phone.apps.has('com.facebook.WebDriverAgentRunner.xctrunner')).toBe(true);
+
+    // installApps at allocation: installed before in_use, uninstalled at release.
+    const second = await newSession();
+    const withApps = await c.call('POST', `/sessions/${second}/devices`, { token: owner, body: { ...ios(['name', 'EQUALS', 'Old iPhone']), installApps: [`file:${fileId}`] } });
+    expect(withApps.status).toBe(201);
+    await untilInUse(second, withApps.body.id);
+    expect(phone.apps.has('com.example.ioshello')).toBe(true);
+    await c.call('POST', `/sessions/${second}/devices/${phone.udid}/release`, { token: owner });
+    await waitFor('cleaned again', async () => (await fleet()).find((p) => p.serial === phone.udid && !p.held));
+    expect(phone.apps.has('com.example.ioshello')).toBe(false);
   });
 
   it('keeps an allocation across an unplug and replug within grace', async () => {

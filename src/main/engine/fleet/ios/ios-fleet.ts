@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { existsSync } from 'node:fs';
 import type { Phone } from '../types.js';
 import { IosDriver } from './driver.js';
 import { formatUsbmuxdAddress, listen, openUsbmux, readLockdownValues, type MuxEvent, type UsbmuxdAddress } from './usbmux.js';
@@ -76,6 +77,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   private async subscribe(): Promise<void> {
+    // No socket, no usbmuxd (Linux without the usbmuxd package, or before udev started it for a first iPhone):
+    // appium-ios-device, most of a second to load, is not loaded until there is one.
+    if ('path' in this.address && !existsSync(this.address.path)) return this.scheduleRetry(`no usbmuxd socket at ${this.address.path} (Linux: apt-get install usbmuxd)`);
     try {
       const pending: Array<Promise<void>> = [];
       this.subscription = await listen(this.address, (event) => pending.push(this.onEvent(event)));
@@ -153,7 +157,14 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         { Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' },
       ]);
       const described = { ...phone, name: String(name ?? udid), osVersion: String(version ?? ''), battery: typeof battery === 'number' ? battery : null };
-      return { ...described, state: (await this.wdaReady(udid)) ? 'device' : 'wda_unavailable' };
+      if (await this.wdaReady(udid)) return { ...described, state: 'device' };
+      this.log(
+        `${udid} (${described.name}): WebDriverAgent is not answering on port 8100, so it cannot be allocated. Install and ` +
+          'start it once from a Mac: clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
+          `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test ` +
+          '(README: iPhones). It is picked up within 5 s of answering.',
+      );
+      return { ...described, state: 'wda_unavailable' };
     } catch (error) {
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
       this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
