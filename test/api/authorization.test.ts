@@ -3,7 +3,7 @@ import { buildApk, sha256 } from '../support/app-fixtures.js';
 import { errorCode, useEngine, type CallOptions, type Reply } from '../support/engine.js';
 import { waitFor } from '../support/lab.js';
 import { readEvents, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
-import { refusedUpgrade } from '../support/ws.js';
+import { connectWs, refusedUpgrade } from '../support/ws.js';
 
 /**
  * The authorization matrix: every operation of the API that takes credentials, called by an interactive user and by
@@ -89,6 +89,11 @@ const MATRIX = {
   'POST /sessions/{sessionId}/devices/{deviceId}/actions': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
   'POST /sessions/{sessionId}/devices/{deviceId}/install': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/screen': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/info': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/logs': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'PATCH /sessions/{sessionId}': { interactive: [200, 200, LOW, NM], key: [200, 200, LOW, WO] },
+  'POST /sessions/{sessionId}/end': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
+  'GET /ws': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   // Fleet
   'GET /fleet/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/hosts': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
@@ -615,6 +620,40 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'POST /sessions/{sessionId}/devices/{deviceId}/install': async (c) => ({
     reply: await as(c, 'POST', `${s()}/devices/${device}/install`, { scoped: true, body: { file } }),
   }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/info': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/info`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/logs': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/logs`, { scoped: true }) }),
+  'PATCH /sessions/{sessionId}': async (c) => {
+    const name = `renamed ${++seq}`;
+    const reply = await as(c, 'PATCH', s(), { scoped: true, body: { name } });
+    return {
+      reply,
+      ifAllowed: async () => expect((await lab.c.call('GET', s(), { token: lab.owner, org: matrix })).body.name).toBe(name),
+      ifRefused: async () => expect((await lab.c.call('GET', s(), { token: lab.owner, org: matrix })).body.name).not.toBe(name),
+    };
+  },
+  'POST /sessions/{sessionId}/end': async (c) => {
+    // A session of its own, so that ending it leaves the matrix session open for the other cells.
+    const own = (await lab.c.call('POST', '/sessions', { token: lab.owner, org: matrix })).body.id as string;
+    const reply = await as(c, 'POST', `/sessions/${own}/end`, { scoped: true });
+    const endedAt = async () => (await lab.c.call('GET', `/sessions/${own}`, { token: lab.owner, org: matrix })).body.endedAt;
+    return { reply, ifAllowed: async () => expect(await endedAt()).toBeTruthy(), ifRefused: async () => expect(await endedAt()).toBeFalsy() };
+  },
+  'GET /ws': async (c) => {
+    // An allowed caller gets the socket and a JSON-RPC answer; a refused one an HTTP error before the upgrade.
+    const { ws, refusal } = connectWs(`${lab.t.api.replace(/^http/, 'ws').replace(/\/api\/v1$/, '')}/ws`, { headers: headersOf(c) });
+    ws.on('error', () => undefined);
+    const opened = new Promise<Reply>((resolve) =>
+      ws.once('open', () => {
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'devices.list', params: {} }));
+        ws.once('message', (data) => {
+          ws.close();
+          resolve({ status: 200, body: JSON.parse(String(data)), headers: new Headers() });
+        });
+      }),
+    );
+    const reply = await Promise.race([opened, refusal.then((r) => ({ ...r, headers: new Headers() }))]);
+    return { reply, ifAllowed: async () => expect(reply.body).toMatchObject({ jsonrpc: '2.0', id: 1, result: expect.anything() }) };
+  },
   'GET /sessions/{sessionId}/devices/{deviceId}/screen': async (c) => {
     const refusal = await refusedUpgrade(`${lab.t.api.replace(/^http/, 'ws')}${s()}/devices/${device}/screen`, { headers: headersOf(c) });
     return { reply: { status: refusal.status, body: refusal.body, headers: refusal.headers } };

@@ -93,7 +93,8 @@ describe.skipIf(!hasAdb)('minicap', () => {
   describe('on the simulated phone, driven by the adb CLI as minicap\'s README does', () => {
     it('runs only the binary for its ABI with the minicap.so for its SDK', async () => {
       const serial = lab.serials[2]!;
-      const adb = (...args: string[]) => lab.adb.run(['-s', serial, ...args]).then((r) => r.stdout.toString());
+      // adb shell over shell_v2 keeps the phone's stderr apart, as on a real phone: minicap writes its messages there.
+      const adb = (...args: string[]) => lab.adb.run(['-s', serial, ...args]).then((r) => r.stdout.toString() + r.stderr);
       const run = 'LD_LIBRARY_PATH=/data/local/tmp /data/local/tmp/minicap -i';
       await adb('push', `${PREBUILT}/arm64-v8a/bin/minicap`, '/data/local/tmp/');
       expect(await adb('shell', run)).toContain('not executable: 64-bit ELF file');
@@ -102,16 +103,17 @@ describe.skipIf(!hasAdb)('minicap', () => {
       await adb('push', `${PREBUILT}/x86/lib/android-28/minicap.so`, '/data/local/tmp/');
       expect(await adb('shell', run)).toContain('cannot locate symbol');
       await adb('push', `${PREBUILT}/x86/lib/android-29/minicap.so`, '/data/local/tmp/');
-      expect(JSON.parse(await adb('shell', run))).toMatchObject({ id: 0, width: 720, height: 1280, rotation: 0 });
+      expect(JSON.parse((await lab.adb.run(['-s', serial, 'shell', run])).stdout.toString())).toMatchObject({ id: 0, width: 720, height: 1280, rotation: 0 });
       expect(await adb('shell', `CLASSPATH=/data/local/tmp/none.apk app_process /system/bin io.devicefarmer.minicap.Main -i`)).toContain('ClassNotFoundException');
     });
 
     it('serves the banner, then a JPEG of the screen, on localabstract:minicap through adb forward', async () => {
       const serial = lab.serials[2]!;
-      const adb = (...args: string[]) => lab.adb.run(['-s', serial, ...args]).then((r) => r.stdout.toString());
+      // adb shell over shell_v2 keeps the phone's stderr apart, as on a real phone: minicap writes its messages there.
+      const adb = (...args: string[]) => lab.adb.run(['-s', serial, ...args]).then((r) => r.stdout.toString() + r.stderr);
       const running = adb('shell', 'LD_LIBRARY_PATH=/data/local/tmp /data/local/tmp/minicap -P 720x1280@360x640/0');
-      const pid = Number(await waitFor('minicap to run', async () => (await adb('shell', 'pidof minicap')).trim() || undefined));
-      const port = Number((await adb('forward', 'tcp:0', 'localabstract:minicap')).trim());
+      const pid = Number(await waitFor('minicap to run', async () => (await lab.adb.run(['-s', serial, 'shell', 'pidof minicap'])).stdout.toString().trim() || undefined));
+      const port = Number((await lab.adb.run(['-s', serial, 'forward', 'tcp:0', 'localabstract:minicap'])).stdout.toString().trim());
       const { banner, frames } = await readMinicap(port, 1);
       expect([banner[0], banner[1], banner.readUInt32LE(2)]).toEqual([1, 24, pid]);
       expect([banner.readUInt32LE(6), banner.readUInt32LE(10), banner.readUInt32LE(14), banner.readUInt32LE(18)]).toEqual([720, 1280, 360, 640]);

@@ -154,7 +154,7 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     ws.on('message', (data: Buffer, binary: boolean) => messages.push(binary ? data : JSON.parse(data.toString())));
     const frames = () => messages.filter((m): m is Buffer => Buffer.isBuffer(m));
     await waitFor('two frames', () => frames().length >= 2, 10_000);
-    expect(messages[0]).toEqual({ type: 'hello', width: 750, height: 1334, format: 'jpeg' });
+    expect(messages[0]).toMatchObject({ type: 'hello', width: 750, height: 1334, format: 'jpeg', source: 'mjpeg' });
     const home = jpeg.decode(frames().at(-1)!);
     expect([home.width, home.height]).toEqual([750, 1334]);
     await act(session, phone.udid, { type: 'launchApp', packageName: SETTINGS });

@@ -37,6 +37,10 @@ export function wsRpcRoute(app: App, services: WsServices): void {
       querystring: WsQuery,
       response: responses({ 101: Type.Null({ description: 'Switching to the WebSocket protocol' }), 426: ErrorBody }, [401, 403]),
     },
+    // The organization is chosen as in REST, and a caller who may not act in it is refused before the upgrade.
+    preHandler: async (req) => {
+      scopeOf(req, req.query.org);
+    },
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket: WebSocket, req) => {
