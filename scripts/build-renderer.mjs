@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { isFresh, root } from './freshness.mjs';
 
 const rendererIsFresh = () =>
-  isFresh('out/renderer/index.html', ['src/renderer', 'src/shared', 'src/main/desktop/ipc-channels.ts', 'vite.renderer.config.ts', 'package-lock.json']);
+  isFresh('out/renderer/index.html', ['src/renderer', 'src/shared', 'vite.renderer.config.ts', 'package-lock.json']);
 
 export async function buildRenderer({ force = false } = {}) {
   if (!force && rendererIsFresh()) return false;
