@@ -11,7 +11,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { IosDriver, jpegSize } from '../src/main/engine/fleet/ios/driver.js';
+import { jpegSize } from '../src/main/engine/domain/image-size.js';
+import { IosDriver } from '../src/main/engine/fleet/ios/driver.js';
 import { parseUsbmuxdAddress } from '../src/main/engine/fleet/ios/usbmux.js';
 import { WdaClient } from '../src/main/engine/fleet/ios/wda-client.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
@@ -39,7 +40,7 @@ async function mjpegFps(driver: IosDriver): Promise<number> {
   const stop = new AbortController();
   let frames = 0;
   const counting = (async () => {
-    for await (const frame of driver.liveFrames(stop.signal)) if (jpegSize(frame.data).width > 0) frames++;
+    for await (const frame of driver.liveFrames(stop.signal)) if (jpegSize(frame.data)) frames++;
   })().catch(() => undefined);
   await sleep(1000);
   const before = frames;

@@ -1,18 +1,10 @@
-/**
- * Follows a phone's log (logcat on Android) from GET .../devices/{serial}/logs: Server-Sent Events, one `log` event
- * per line. fetch rather than EventSource, so that the bearer goes in the Authorization header, not in a URL.
- */
-import { createParser } from 'eventsource-parser';
+/** Follows a phone's log (logcat on Android) from GET .../devices/{serial}/logs: one `log` event per line. */
+import type { LogLine as ApiLogLine } from '../api/devices.js';
 import type { ApiClient } from './api-client.js';
+import { readEvents } from './sse.js';
 
-export interface LogLine {
-  time: string;
-  /** Android's letter (V, D, I, W, E, F); also accepted as a word (verbose, debug, ...). */
-  level: string;
-  tag: string;
-  pid: number;
-  message: string;
-}
+/** The API's log line; its level is read as a word (verbose, debug, ...) or Android's letter (V, D, I, W, E, F). */
+export type LogLine = Omit<ApiLogLine, 'level'> & { level: string };
 
 export const LOG_LEVELS = ['V', 'D', 'I', 'W', 'E', 'F'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -42,24 +34,15 @@ export async function followDeviceLogs(
   const response = await api.deviceLogs(sessionId, serial, signal);
   if (!response.body) return;
   let batch: LogLine[] = [];
-  const parser = createParser({
-    onEvent(message) {
+  await readEvents(
+    response.body,
+    (message) => {
       if (message.event === 'log') batch.push(JSON.parse(message.data) as LogLine);
     },
-  });
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      parser.feed(value);
-      // One state update per chunk, not per line: a busy logcat sends hundreds of lines a second.
-      if (batch.length > 0) {
-        onLines(batch);
-        batch = [];
-      }
-    }
-  } catch (error) {
-    if ((error as Error).name !== 'AbortError') throw error;
-  }
+    () => {
+      if (batch.length === 0) return;
+      onLines(batch);
+      batch = [];
+    },
+  );
 }

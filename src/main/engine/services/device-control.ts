@@ -8,7 +8,8 @@ import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
 import type { AppFiles, DeviceAllocator } from './devices.js';
 import type { LogLine } from '../../../shared/api/devices.js';
-import { LiveScreens, pngSize, preferLiveSource, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
+import { pngSize } from '../domain/image-size.js';
+import { LiveScreens, preferLiveSource, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
 import type { Scope } from './scope.js';
 
 /**

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PhoneDriver } from '../fleet/types.js';
+import { pngSize } from '../domain/image-size.js';
 
 /** One encoded picture of the screen, with its size so that a viewer need not decode it to learn it. */
 export interface Frame {
@@ -53,12 +54,6 @@ const RETRY_MS = 300;
 const CHECK_MS = 500;
 /** The longest side of captured frames when no viewer says: about what a window shows a phone at. */
 export const DEFAULT_MAX_SIZE = 1280;
-
-/** Width and height from the IHDR chunk, which every PNG has first: no need to decode the image. */
-export function pngSize(png: Buffer): { width: number; height: number } {
-  if (png.length < 24 || png.toString('latin1', 12, 16) !== 'IHDR') throw new Error('screencap did not return a PNG');
-  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
-}
 
 /**
  * Sequential screencaps: one in flight at a time, since a second would only slow the phone's encoding of the first.

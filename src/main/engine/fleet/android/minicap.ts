@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from './adb.js';
 import { readAll } from './adb.js';
+import { jpegSize } from '../../domain/image-size.js';
 
 /**
  * minicap (DeviceFarmer, from @devicefarmer/minicap-prebuilt) as a phone's live screen: the phone encodes JPEGs
@@ -77,22 +78,6 @@ export function minicapBuild(abi: string, sdk: number): MinicapBuild | undefined
     ],
     command: (args) => `LD_LIBRARY_PATH=${DIR} exec ${DIR}/minicap ${args}`,
   };
-}
-
-/** Width and height from the first SOF marker: what the phone actually encoded, rotation included. */
-export function jpegSize(jpeg: Buffer): { width: number; height: number } | undefined {
-  let i = 2;
-  while (i + 9 < jpeg.length) {
-    if (jpeg[i] !== 0xff) return undefined;
-    const marker = jpeg[i + 1]!;
-    const length = jpeg.readUInt16BE(i + 2);
-    // SOF0..SOF15 carry the frame size, except DHT (C4), JPG (C8) and DAC (CC).
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-      return { height: jpeg.readUInt16BE(i + 5), width: jpeg.readUInt16BE(i + 7) };
-    }
-    i += 2 + length;
-  }
-  return undefined;
 }
 
 /** Reads exact byte counts off a stream; fails when the stream ends or errors first. */

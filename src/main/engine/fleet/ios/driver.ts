@@ -6,6 +6,7 @@ import { invalid } from '../../domain/errors.js';
 import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
 import { afcService, installationProxy, readLockdownValues, syslogService, type UsbmuxdAddress } from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
+import { jpegSize } from '../../domain/image-size.js';
 
 /** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
 const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes'];
@@ -306,7 +307,7 @@ export class IosDriver implements PhoneDriver {
           const data = Buffer.from(pending.subarray(start, start + size));
           pending = pending.subarray(start + size);
           // WDA's frames are screenshots' pixels, the coordinates the API takes: the frame is the screen.
-          const frame = jpegSize(data);
+          const frame = jpegSize(data) ?? { width: 0, height: 0 };
           yield { data, format: 'jpeg', ...frame, source: 'mjpeg', screen: frame };
         }
       }
@@ -365,19 +366,4 @@ export function parseSyslogLine(raw: string, now = new Date()): LogLine | undefi
     pid: Number(m[3]),
     message: m[5]!,
   };
-}
-
-/** Width and height from a JPEG's start-of-frame marker. */
-export function jpegSize(jpeg: Buffer): { width: number; height: number } {
-  let p = 2;
-  while (p + 9 < jpeg.length) {
-    if (jpeg[p] !== 0xff) break;
-    const marker = jpeg[p + 1]!;
-    const length = jpeg.readUInt16BE(p + 2);
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-      return { height: jpeg.readUInt16BE(p + 5), width: jpeg.readUInt16BE(p + 7) };
-    }
-    p += 2 + length;
-  }
-  return { width: 0, height: 0 };
 }
