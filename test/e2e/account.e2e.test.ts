@@ -42,7 +42,9 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     await page.getByLabel('Password').fill(OWNER_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Fleet' }).waitFor();
-    expect(await page.getByRole('link', { name: 'Settings' }).isVisible()).toBe(true);
+    // The owner-only link appears once the signed-in user (and whether they own the lab) has loaded, which can be a
+    // moment after the fleet heading: wait for it rather than sample it.
+    await page.getByRole('link', { name: 'Settings' }).waitFor({ state: 'visible', timeout: 10_000 });
     await snap(page, SUITE, '02-fleet-after-login');
 
     // A reload keeps the tab signed in; a deep link is served the app too.
