@@ -20,7 +20,7 @@ const bundle = join(root, 'out', 'serve', 'serve.mjs');
  * character in a string, a template, a regular expression and an identifier, and nothing in a comment.
  */
 function asciiOnly(code) {
-  return code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return code.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 // The demo mode bundles the simulated phone from test/support.
