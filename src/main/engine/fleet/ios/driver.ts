@@ -242,8 +242,12 @@ export class IosDriver implements PhoneDriver {
           case 'ENTER':
             await wda.command('POST', '/wda/keys', { value: ['\n'] }, signal);
             break;
+          case 'BACKSPACE':
+            // XCUIKeyboardKeyDelete: the keyboard's delete key, in the focused field.
+            await wda.command('POST', '/wda/keys', { value: ['\b'] }, signal);
+            break;
           default:
-            throw invalid('unsupported_button', `An iPhone has no ${action.button} button: use HOME, VOLUME_UP, VOLUME_DOWN, POWER or ENTER.`);
+            throw invalid('unsupported_button', `An iPhone has no ${action.button} button: use HOME, VOLUME_UP, VOLUME_DOWN, POWER, ENTER or BACKSPACE.`);
         }
         break;
       case 'launchApp':
@@ -267,6 +271,11 @@ export class IosDriver implements PhoneDriver {
       case 'setOrientation':
         await wda.command('POST', '/orientation', { orientation: action.orientation.toUpperCase() }, signal);
         break;
+      case 'getOrientation': {
+        // The phone page's Rotate asks first, then turns the other way.
+        const orientation = await wda.command<string>('GET', '/orientation', undefined, signal);
+        return { ok: true, orientation: /^LANDSCAPE/i.test(orientation) ? 'landscape' : 'portrait' };
+      }
       case 'screenSize': {
         const [size, scale] = await Promise.all([wda.command<{ width: number; height: number }>('GET', '/window/size', undefined, signal), this.scale()]);
         return { ok: true, width: Math.round(size.width * scale), height: Math.round(size.height * scale) };
