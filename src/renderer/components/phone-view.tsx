@@ -165,7 +165,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
       const id = ++jobCounter;
       const wrongPlatform = device.info.platform === 'android' ? /\.ipa$/i.test(file.name) : /\.apk$/i.test(file.name);
       if (!isAppFile(file.name) || wrongPlatform) {
-        const message = wrongPlatform ? `${file.name} is an app for the other platform: ${name} runs ${device.info.platform}.` : notAnAppMessage(file.name);
+        const message = wrongPlatform ? `${file.name} is an app for the other platform: ${name} runs ${platformName(device.info.platform)}.` : notAnAppMessage(file.name);
         setJobs((js) => [{ id, filename: file.name, phase: 'failed', message }, ...js]);
         continue;
       }

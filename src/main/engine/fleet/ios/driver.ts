@@ -22,7 +22,8 @@ const TAPPABLE = new Set([
 const CONTAINERS = new Set(['XCUIElementTypeApplication', 'XCUIElementTypeWindow', 'XCUIElementTypeOther']);
 
 type XmlNode = Record<string, unknown> & { ':@'?: Record<string, string> };
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true });
+// htmlEntities: WDA's XML writes a newline in a value as &#10;, which the five XML entities alone leave as it is.
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true, htmlEntities: true });
 
 /**
  * WDA's /source (XCUIElementType elements, in points) flattened to the shared element shape, in screenshot pixels:
