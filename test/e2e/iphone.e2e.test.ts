@@ -98,11 +98,12 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     // The WDA-less phone is read last (its WDA check waits to time out): wait for its state, not for the row.
     await row('Lab iPhone').getByText('wda unavailable').waitFor({ timeout: 20_000 });
     await row('New iPhone').getByText('unauthorized').waitFor();
+    await row(ANA).getByRole('button', { name: `Use this phone: ${ANA} (${ana.udid})` }).waitFor();
+    await row('Pixel 7').getByRole('button', { name: /^Use this phone/ }).waitFor();
 
     const [name, platform, modelName, version, serial, state, battery] = await cells(ANA);
     expect([name, platform, modelName, version, serial, state, battery]).toEqual([ANA, 'iOS', 'iPhone SE (3rd generation)', '17.5.1', ana.udid, 'free', '77%']);
     expect((await cells('Pixel 7')).slice(1, 4)).toEqual(['Android', 'Pixel 7', '14']);
-    await row(ANA).getByRole('button', { name: `Use this phone: ${ANA} (${ana.udid})` }).waitFor();
 
     // The steps are the engine's, word for word, and say what to do.
     const api = await fleet();
