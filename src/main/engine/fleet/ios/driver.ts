@@ -213,6 +213,15 @@ export class IosDriver implements PhoneDriver {
         await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], 50) }, signal);
         break;
       }
+      case 'doubleTap': {
+        // Two touches in one W3C action sequence, as Appium's XCUITest driver sends them: two requests would space
+        // them past the double-tap interval.
+        const [x, y] = await this.points(action.x, action.y);
+        const touch = pointer([{ x: x!, y: y!, ms: 0 }], 50)[0]!;
+        const [move, down, hold, up] = touch.actions;
+        await wda.command('POST', '/actions', { actions: [{ ...touch, actions: [move, down, hold, up, { type: 'pause', duration: 100 }, down, hold, up] }] }, signal);
+        break;
+      }
       case 'longPress': {
         const [x, y] = await this.points(action.x, action.y);
         await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], action.durationMs ?? 800) }, signal);
@@ -257,6 +266,22 @@ export class IosDriver implements PhoneDriver {
       case 'terminateApp':
         await wda.command('POST', '/wda/apps/terminate', { bundleId: action.packageName }, signal);
         break;
+      case 'uninstallApp': {
+        const proxy = await installationProxy(this.address, this.udid);
+        try {
+          const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier'] });
+          if (!(action.packageName in apps)) throw new Error(`${action.packageName} is not installed`);
+          await proxy.uninstallApplication(action.packageName);
+        } finally {
+          proxy.close();
+        }
+        break;
+      }
+      case 'foregroundApp': {
+        // SpringBoard in front is the home screen: no app, as on Android's launcher.
+        const { bundleId } = await wda.command<{ bundleId?: string }>('GET', '/wda/activeAppInfo', undefined, signal);
+        return { ok: true, packageName: !bundleId || bundleId === 'com.apple.springboard' ? '' : bundleId };
+      }
       case 'listApps': {
         const proxy = await installationProxy(this.address, this.udid);
         try {
@@ -280,6 +305,11 @@ export class IosDriver implements PhoneDriver {
       case 'screenSize': {
         const [size, scale] = await Promise.all([wda.command<{ width: number; height: number }>('GET', '/window/size', undefined, signal), this.scale()]);
         return { ok: true, width: Math.round(size.width * scale), height: Math.round(size.height * scale) };
+      }
+      default: {
+        // Every action of the vocabulary is handled above: a new one fails to compile here rather than answer ok.
+        const unhandled: never = action;
+        throw invalid('unsupported_action', `An iPhone cannot ${(unhandled as DeviceAction).type} yet.`);
       }
     }
     return { ok: true };
