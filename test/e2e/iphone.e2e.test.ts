@@ -120,6 +120,10 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     expect(await row('New iPhone').getByRole('button').count()).toBe(0);
     expect(await row('Lab iPhone').getByRole('button').count()).toBe(0);
     await snap(page, SUITE, '01-fleet');
+    // The long steps wrap in their column: at 800 px the page still does not scroll sideways.
+    await page.setViewportSize({ width: 800, height: 900 });
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(800);
+    await page.setViewportSize({ width: 1440, height: 900 });
 
     await page.getByLabel('Platform').selectOption('ios');
     await page.getByRole('search', { name: 'Find phones' }).getByText('3 of 4 phones match · 1 free').waitFor();
