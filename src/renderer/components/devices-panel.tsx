@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import type { Device } from '../../shared/api/sessions.js';
+import { platformName } from '../../shared/iphone-models.js';
 import { api } from '../app-context.js';
 import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
@@ -15,7 +16,7 @@ function DeviceCard({ sessionId, device, onChange }: { sessionId: string; device
       <header className="card-header">
         <div>
           <h3>{device.info.name}</h3>
-          <span className="muted">{device.info.platform} {device.info.osVersion}{device.info.serial && <> · <code>{device.info.serial}</code></>}</span>
+          <span className="muted">{platformName(device.info.platform)} {device.info.osVersion}{device.info.serial && <> · <code>{device.info.serial}</code></>}</span>
         </div>
         <Status value={device.status} />
       </header>

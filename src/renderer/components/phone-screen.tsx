@@ -30,6 +30,13 @@ export const KEY_BUTTONS: Record<string, Button> = {
 /** Ctrl/⌘ with these keys, as the phone's own shortcuts. */
 const SHORTCUTS: Record<string, Button> = { a: 'SELECT_ALL', c: 'COPY', x: 'CUT' };
 
+/**
+ * What an iPhone takes of those: WebDriverAgent types Return and Delete (XCUIKeyboardKey) into the focused field, and
+ * has no arrow, Tab, Escape or clipboard keys, so those stay the browser's (Tab moves focus on).
+ */
+const IOS_KEY_BUTTONS: Record<string, Button> = { Enter: 'ENTER', Backspace: 'BACKSPACE' };
+const KEYS = { android: { buttons: KEY_BUTTONS, shortcuts: SHORTCUTS }, ios: { buttons: IOS_KEY_BUTTONS, shortcuts: {} as Record<string, Button> } };
+
 const CLOSE_REASONS: Record<number, string> = {
   4001: 'The phone was released.',
   4002: 'The phone went offline.',
@@ -48,6 +55,8 @@ export interface PhoneScreenProps {
   sessionId: string;
   serial: string;
   name: string;
+  /** Which keys the phone takes, and which app file it installs. */
+  platform: 'android' | 'ios';
   /** The phone's own display size, when known (device info); else the feed's hello. */
   displaySize?: { width: number; height: number };
   zoom: 'fit' | 'actual';
@@ -62,7 +71,7 @@ export interface PhoneScreenProps {
  * click taps, a drag swipes, the wheel scrolls, keys go to the phone, a paste types the clipboard, and an app file
  * dropped on it is installed. The frames shown are counted in data-frames, which the benchmarks read.
  */
-export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, onFeed, onFiles }: PhoneScreenProps) {
+export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, act, onFeed, onFiles }: PhoneScreenProps) {
   const img = useRef<HTMLImageElement>(null);
   const stage = useRef<HTMLDivElement>(null);
   const hello = useRef<{ width: number; height: number }>(undefined);
@@ -268,7 +277,8 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
     // Ctrl/⌘+A, C and X act in the phone's text field. Ctrl/⌘+V is left to the browser, which then fires a paste
     // event with this computer's clipboard (onPaste). Other shortcuts stay the browser's (reload, find, close the
     // tab), and Shift+Tab leaves the screen.
-    const shortcut = command && !event.altKey && !event.shiftKey ? SHORTCUTS[event.key.toLowerCase()] : undefined;
+    const keys = KEYS[platform];
+    const shortcut = command && !event.altKey && !event.shiftKey ? keys.shortcuts[event.key.toLowerCase()] : undefined;
     if (shortcut) {
       event.preventDefault();
       flushTyped();
@@ -276,7 +286,7 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
       return;
     }
     if (command || event.altKey || (event.key === 'Tab' && event.shiftKey)) return;
-    const button = KEY_BUTTONS[event.key];
+    const button = keys.buttons[event.key];
     if (button) {
       event.preventDefault();
       flushTyped();
@@ -328,7 +338,7 @@ export function PhoneScreen({ sessionId, serial, name, displaySize, zoom, act, o
         <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" style={{ width: size.width, height: size.height }} />
         {!connected && !closed && <div className="screen-overlay"><Spinner label="Connecting to the screen" /></div>}
         {closed && <div className="screen-overlay">{closed}</div>}
-        {dropping && <div className="drop-hint">Drop an .apk to install it on {name}</div>}
+        {dropping && <div className="drop-hint">Drop an {platform === 'ios' ? '.ipa' : '.apk'} to install it on {name}</div>}
       </div>
     </div>
   );

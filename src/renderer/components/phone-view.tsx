@@ -1,5 +1,6 @@
 import { useCallback, useRef, useState, type KeyboardEvent } from 'react';
-import type { DeviceAction, DeviceInfo } from '../../shared/api/devices.js';
+import type { Button, DeviceAction, DeviceInfo } from '../../shared/api/devices.js';
+import { modelName, platformName } from '../../shared/iphone-models.js';
 import type { Device } from '../../shared/api/sessions.js';
 import { api, uploadsStore, useUploads } from '../app-context.js';
 import { isAppFile, notAnAppMessage } from '../file-errors.js';
@@ -11,6 +12,25 @@ import { PhoneScreen, type ScreenFeed } from './phone-screen.js';
 const INFO_POLL_MS = 30_000;
 const SIDE_TABS = ['Details', 'Logcat', 'Assistant', 'Apps'] as const;
 type SideTab = (typeof SIDE_TABS)[number];
+/** An iPhone's log is its syslog, not logcat. */
+const tabLabel = (tab: SideTab, platform: string) => (tab === 'Logcat' && platform === 'ios' ? 'Syslog' : tab);
+
+/**
+ * The buttons each platform's phone has, as the toolbar shows them: an iPhone has no Back or Recent apps button
+ * (its driver refuses them), and its side button locks and wakes it.
+ */
+const TOOLBAR: Record<'android' | 'ios', { navigation: Array<[Button, string]>; hardware: Array<[Button, string]> }> = {
+  android: {
+    navigation: [['BACK', 'Back'], ['HOME', 'Home'], ['APP_SWITCH', 'Recent apps']],
+    hardware: [['VOLUME_DOWN', 'Volume down'], ['VOLUME_UP', 'Volume up'], ['POWER', 'Power']],
+  },
+  ios: {
+    navigation: [['HOME', 'Home']],
+    hardware: [['VOLUME_DOWN', 'Volume down'], ['VOLUME_UP', 'Volume up'], ['POWER', 'Side button']],
+  },
+};
+/** The app file each platform installs. */
+export const appExtension = (platform: string) => (platform === 'ios' ? '.ipa' : '.apk');
 
 /** An app file dropped on the screen: uploaded (with the upload's own progress), then installed and opened. */
 interface InstallJob {
@@ -28,10 +48,10 @@ function DeviceDetails({ info, loading, error }: { info: DeviceInfo | undefined;
   const { screen, battery, network } = info;
   return (
     <dl className="facts" aria-label="Phone details">
-      <dt>Model</dt><dd>{info.manufacturer} {info.model}</dd>
-      <dt>OS</dt><dd>{info.platform === 'android' ? 'Android' : info.platform} {info.osVersion}{info.sdk !== null && ` (API ${info.sdk})`}</dd>
+      <dt>Model</dt><dd>{info.manufacturer} {modelName(info.model)}{modelName(info.model) !== info.model && <span className="muted"> ({info.model})</span>}</dd>
+      <dt>OS</dt><dd>{platformName(info.platform)} {info.osVersion}{info.sdk !== null && ` (API ${info.sdk})`}</dd>
       <dt>Resolution</dt><dd>{screen.width && screen.height ? `${screen.width} × ${screen.height}` : '—'}{screen.density && ` · ${screen.density} dpi`}</dd>
-      <dt>ABI</dt><dd><code>{info.abi || '—'}</code></dd>
+      <dt>{info.platform === 'ios' ? 'CPU' : 'ABI'}</dt><dd><code>{info.abi || '—'}</code></dd>
       <dt>Battery</dt><dd>{battery.level === null ? '—' : `${battery.level}%`}{battery.charging !== null && ` · ${battery.charging ? 'charging' : 'on battery'}`}</dd>
       <dt>Network</dt><dd>{network.airplaneMode ? 'Airplane mode' : `Wi-Fi ${yesNo(network.wifi, 'on', 'off')}`}</dd>
       <dt>Serial</dt><dd><code>{info.serial}</code></dd>
@@ -55,7 +75,7 @@ function StoredAppInstall({ sessionId, device }: { sessionId: string; device: De
         void install.run(() => api.install(sessionId, device.info.serial!, fileId, true)).then((r) => r && setDone(`Installed ${r.bundleId} and opened it.`));
       }}
     >
-      <p className="muted">Drop an .apk on the screen to upload and install it, or pick one stored under Files &amp; Apps.</p>
+      <p className="muted">Drop an {appExtension(device.info.platform)} on the screen to upload and install it, or pick one stored under Files &amp; Apps.</p>
       <label>
         Stored app
         <select value={fileId} onChange={(e) => setFileId(e.target.value)} required>
@@ -145,7 +165,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
       const id = ++jobCounter;
       const wrongPlatform = device.info.platform === 'android' ? /\.ipa$/i.test(file.name) : /\.apk$/i.test(file.name);
       if (!isAppFile(file.name) || wrongPlatform) {
-        const message = wrongPlatform ? `${file.name} is an app for the other platform: ${name} runs ${device.info.platform}.` : notAnAppMessage(file.name);
+        const message = wrongPlatform ? `${file.name} is an app for the other platform: ${name} runs ${platformName(device.info.platform)}.` : notAnAppMessage(file.name);
         setJobs((js) => [{ id, filename: file.name, phase: 'failed', message }, ...js]);
         continue;
       }
@@ -176,7 +196,9 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
     document.getElementById(`side-tab-${serial}-${next}`)?.focus();
   };
 
-  const press = (button: 'BACK' | 'HOME' | 'APP_SWITCH' | 'VOLUME_DOWN' | 'VOLUME_UP' | 'POWER') => () => void act({ type: 'pressButton', button }).catch(() => undefined);
+  const press = (button: Button) => () => void act({ type: 'pressButton', button }).catch(() => undefined);
+  const platform = device.info.platform === 'ios' ? 'ios' : 'android';
+  const buttons = TOOLBAR[platform];
   const displaySize = info.data?.screen.width && info.data.screen.height ? { width: info.data.screen.width, height: info.data.screen.height } : undefined;
   const slow = feed.source === 'screencap';
 
@@ -184,14 +206,10 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
     <section className="phone" aria-label={`${name} ${device.status}`}>
       <div className="phone-toolbar" role="toolbar" aria-label={`Controls of ${name}`}>
         <div className="group" role="group" aria-label="Navigation">
-          <button type="button" onClick={press('BACK')}>Back</button>
-          <button type="button" onClick={press('HOME')}>Home</button>
-          <button type="button" onClick={press('APP_SWITCH')}>Recent apps</button>
+          {buttons.navigation.map(([button, label]) => <button key={button} type="button" onClick={press(button)}>{label}</button>)}
         </div>
         <div className="group" role="group" aria-label="Hardware buttons">
-          <button type="button" onClick={press('VOLUME_DOWN')}>Volume down</button>
-          <button type="button" onClick={press('VOLUME_UP')}>Volume up</button>
-          <button type="button" onClick={press('POWER')}>Power</button>
+          {buttons.hardware.map(([button, label]) => <button key={button} type="button" onClick={press(button)}>{label}</button>)}
         </div>
         <div className="group" role="group" aria-label="View">
           <button type="button" onClick={() => void rotate().catch(() => undefined)}>Rotate</button>
@@ -235,7 +253,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
               tabIndex={tab === t ? 0 : -1}
               onClick={() => choose(t)}
             >
-              {t}
+              {tabLabel(t, platform)}
             </button>
           ))}
         </div>
@@ -258,6 +276,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
         sessionId={sessionId}
         serial={serial}
         name={name}
+        platform={platform}
         displaySize={displaySize}
         zoom={zoom}
         act={act}
@@ -267,10 +286,20 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
 
       <div className="phone-foot">
         <p id={`keys-help-${serial}`} className="keys-help muted">
-          Click to tap, drag to swipe, scroll to scroll. With the screen focused, typing goes to the phone: Enter,
-          Backspace, Delete, arrows, Tab and Esc too; Ctrl+A, C and X (⌘ on a Mac) select, copy and cut on the phone,
-          and Ctrl+V pastes this computer's clipboard. Shift+Tab leaves the screen.
-          Drop an .apk on it to install it.
+          {platform === 'ios' ? (
+            <>
+              Click to tap, drag to swipe, scroll to scroll. With the screen focused, typing goes to the iPhone's
+              focused field, Enter and Backspace too, and Ctrl+V (⌘ on a Mac) pastes this computer's clipboard. Tab and
+              Shift+Tab leave the screen. Drop an .ipa on it to install it.
+            </>
+          ) : (
+            <>
+              Click to tap, drag to swipe, scroll to scroll. With the screen focused, typing goes to the phone: Enter,
+              Backspace, Delete, arrows, Tab and Esc too; Ctrl+A, C and X (⌘ on a Mac) select, copy and cut on the phone,
+              and Ctrl+V pastes this computer's clipboard. Shift+Tab leaves the screen.
+              Drop an .apk on it to install it.
+            </>
+          )}
         </p>
         <ErrorBanner error={error ?? release.error} onDismiss={() => { setError(undefined); release.setError(undefined); }} />
       </div>

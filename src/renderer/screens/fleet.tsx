@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
 import { api, fleetStore, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
+import { modelName, platformName } from '../../shared/iphone-models.js';
 import { linkTo, navigate } from '../router.js';
 import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
 
@@ -31,7 +32,7 @@ const stateOf = (d: FleetDevice) => (d.state === 'device' ? (d.held ? 'in_use' :
 /** The Fleet screen's search: text in the name, serial or version, then the platform, availability and minimum version. */
 export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
   const text = q.text.trim().toLowerCase();
-  if (text && ![d.name, d.serial, d.osVersion, d.platform].some((v) => v.toLowerCase().includes(text))) return false;
+  if (text && ![d.name, d.serial, d.osVersion, d.platform, d.model ?? '', modelName(d.model ?? '')].some((v) => v.toLowerCase().includes(text))) return false;
   if (q.platform && d.platform !== q.platform) return false;
   if (q.availability === 'free' && !isFree(d)) return false;
   if (q.availability === 'in_use' && !(d.state === 'device' && d.held)) return false;
@@ -127,16 +128,21 @@ export function FleetScreen() {
         <div className="table-wrap">
         <table className="table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th>Platform</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th>Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
             {shown.map((d) => (
               <tr key={d.serial} data-serial={d.serial}>
                 <td>{d.name}</td>
-                <td>{d.platform}</td>
+                <td>{platformName(d.platform)}</td>
+                <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
                 <td>{d.osVersion}</td>
                 <td><code>{d.serial}</code></td>
-                <td><Status value={stateOf(d)} /></td>
+                <td>
+                  <Status value={stateOf(d)} />
+                  {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
+                  {d.steps && d.state !== 'gone' && <p className="steps" aria-label={`What ${d.name} needs`}>{d.steps}</p>}
+                </td>
                 <td><Battery level={d.battery} /></td>
                 <td>
                   {d.heldBy ? (

@@ -26,6 +26,8 @@ export const FleetDevice = Type.Object({
   serial: Type.String(),
   state: Type.String({ description: 'device, unauthorized (an Android phone that has not allowed USB debugging, an iPhone that has not trusted this computer), wda_unavailable (an iPhone without a running WebDriverAgent; see the README), offline, or gone (not attached now)' }),
   battery: Type.Union([Type.Integer(), Type.Null()]),
+  model: Type.Optional(Type.String({ description: 'The hardware model while attached: ro.product.model on Android, the ProductType (e.g. iPhone14,6) on an iPhone.' })),
+  steps: Type.Optional(Type.String({ description: 'While unauthorized or wda_unavailable: what to do on the phone or this computer so that it can be allocated.' })),
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
     Type.Object(

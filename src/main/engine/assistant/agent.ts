@@ -22,6 +22,19 @@ const SYSTEM = [
 
 const NO_DEVICE = ' This chat is not bound to a device, so you have no tools: say so if asked to act on a phone.';
 
+/**
+ * The instructions for the chat's phone. An iPhone's driver refuses Android's buttons, so the model is told which it
+ * has and how apps are named, rather than learning it from failed tool calls.
+ */
+export function systemPrompt(phone: DeviceAccess['phone'] | undefined, bound = true): string {
+  if (!bound) return SYSTEM + NO_DEVICE;
+  if (phone?.platform !== 'ios') return SYSTEM;
+  return SYSTEM.replace('one Android phone', `one iPhone (${phone.name}, iOS ${phone.osVersion})`) +
+    ' An iPhone has no Back button: go back with the app\'s own back button at the top left, or press HOME. Its buttons are' +
+    ' HOME, VOLUME_UP, VOLUME_DOWN, POWER (the side button: locks or wakes it), ENTER and BACKSPACE. Apps are named by' +
+    ' bundle id: Settings is com.apple.Preferences, Safari com.apple.mobilesafari, Notes com.apple.mobilenotes.';
+}
+
 /** How a tool call ended, as stored on it. */
 export type ToolEnd =
   | { status: 'completed'; result: unknown }
@@ -61,7 +74,7 @@ export async function runAgent(run: AgentRun): Promise<void> {
   const maxSteps = run.maxSteps ?? MAX_STEPS;
   for (let step = 0; step < maxSteps; step++) {
     const turn = await untilAborted(
-      run.provider.turn({ system: run.device ? SYSTEM : SYSTEM + NO_DEVICE, history, tools, onDelta: run.onDelta, signal: run.signal }),
+      run.provider.turn({ system: systemPrompt(run.device?.phone, !!run.device), history, tools, onDelta: run.onDelta, signal: run.signal }),
       run.signal,
     );
     if (turn.toolCalls.length === 0) return;

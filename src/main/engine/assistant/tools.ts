@@ -40,6 +40,8 @@ export interface ToolImage {
  * screenshot is kept for the GUI.
  */
 export interface DeviceAccess {
+  /** What the phone is, for the model's instructions: an iPhone has other buttons and names its apps by bundle id. */
+  phone?: { platform: string; name: string; osVersion: string };
   screenshot(): Promise<ToolImage>;
   elements(): Promise<UiElement[]>;
   act(action: DeviceAction, signal: AbortSignal): Promise<ActionResult>;
@@ -54,7 +56,7 @@ const object = (properties: Record<string, unknown>, required: string[] = []): T
   required,
   additionalProperties: false,
 });
-const PACKAGE = { type: 'string', description: 'Android package name, e.g. com.android.settings' };
+const PACKAGE = { type: 'string', description: 'Android package name or iOS bundle id, e.g. com.android.settings or com.apple.Preferences' };
 
 /** Device actions as tools: one tool per action of the device-control API, with its argument names. */
 const ACTIONS: Record<string, { spec: Omit<ToolSpec, 'name'>; action: DeviceAction['type'] }> = {

@@ -17,6 +17,10 @@ export interface Phone {
   osVersion: string;
   state: PhoneState;
   battery: number | null;
+  /** The hardware model as the phone names it (Android: ro.product.model; iPhone: lockdown's ProductType, e.g. iPhone14,6). */
+  model?: string;
+  /** While it is unauthorized or wda_unavailable: what a person must do so that it can be allocated. */
+  steps?: string;
 }
 
 /** Driving one phone: what every platform implements, and the only way the engine touches a phone. */

@@ -73,7 +73,7 @@ export class Chats {
   constructor(
     private readonly stores: Pick<Stores, 'chats'>,
     private readonly sessions: Pick<Sessions, 'getSession'>,
-    private readonly control: Pick<DeviceControl, 'screenshot' | 'elements' | 'act'>,
+    private readonly control: Pick<DeviceControl, 'holding' | 'screenshot' | 'elements' | 'act'>,
     private readonly assistant: Pick<AssistantSettings, 'provider'>,
     private readonly blobs: Pick<BlobStore, 'stage' | 'pathOf'>,
     /** Events and answers carry messages and tool calls in the API's shapes. */
@@ -150,7 +150,15 @@ export class Chats {
     const { control, blobs, present } = this;
     // Authorized on every call, for the caller who posted the message: a released device or a lost role stops it.
     const target = { sessionId: chat.sessionId, serial };
+    let phone: DeviceAccess['phone'];
+    try {
+      const row = control.holding(scope, target);
+      phone = { platform: row.platform, name: row.name, osVersion: row.osVersion };
+    } catch {
+      // Not in use now: the first tool call says so, in the driver's words.
+    }
     return {
+      phone,
       async screenshot() {
         const frame = await control.screenshot(scope, target);
         return { data: frame.data, mimeType: `image/${frame.format}` as const };

@@ -179,8 +179,12 @@ export class DeviceAllocator {
   }
 
   /** Every phone the lab has seen, with its last known state. */
-  inventory(): FleetDeviceRow[] {
-    return this.stores.fleet.all();
+  /** Every phone the lab has seen; an attached one with its model and, while it cannot be allocated, the steps to fix that. */
+  inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps'>> {
+    return this.stores.fleet.all().map((row) => {
+      const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);
+      return live ? { ...row, model: live.model, steps: live.steps } : row;
+    });
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */

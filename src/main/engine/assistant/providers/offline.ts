@@ -53,9 +53,14 @@ function findElement(elements: UiElement[], name: string): UiElement | undefined
   );
 }
 
+/** iPhone apps whose bundle ids do not say their names. */
+const IOS_APPS: Record<string, string> = { settings: 'com.apple.Preferences', safari: 'com.apple.mobilesafari', notes: 'com.apple.mobilenotes' };
+
 /** The installed package a name like "settings" or "Google Chrome" means. */
 function findPackage(packages: string[], name: string): string | undefined {
   const want = name.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const ios = IOS_APPS[want];
+  if (ios && packages.includes(ios)) return ios;
   const segments = (p: string) => p.toLowerCase().split('.');
   // The shortest match is the app itself: com.android.settings, not com.android.providers.settings.
   const shortest = (matches: string[]) => matches.sort((a, b) => a.length - b.length)[0];

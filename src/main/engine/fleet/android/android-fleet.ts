@@ -16,6 +16,9 @@ export interface AndroidFleetEvents {
   gone: [string];
 }
 
+/** What a phone that has not allowed USB debugging needs, as the fleet shows it. */
+const ANDROID_UNAUTHORIZED_STEPS = 'Unlock the phone and tap Allow on "Allow USB debugging?" (tick "Always allow from this computer"). If no prompt shows, unplug it, revoke USB debugging authorizations in Developer options, and plug it in again.';
+
 /**
  * The Android half of the fleet: tracks the adb server's device list as it changes (host:track-devices pushes
  * every change, so nothing polls), and reads each phone's model, version and battery when it comes online.
@@ -120,9 +123,10 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private async onDevice(device: AdbDevice, generation: number): Promise<void> {
     const known = this.phones.get(device.id);
     const state = device.type === 'device' || device.type === 'emulator' ? 'device' : device.type === 'unauthorized' ? 'unauthorized' : 'offline';
+    const steps = state === 'unauthorized' ? ANDROID_UNAUTHORIZED_STEPS : undefined;
     let phone: Phone = known
-      ? { ...known, state }
-      : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null };
+      ? { ...known, state, steps }
+      : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null, steps };
     if (state === 'device') {
       try {
         phone = { ...phone, ...(await this.describe(device.id)) };
@@ -142,11 +146,13 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     this.emit('gone', serial);
   }
 
-  private async describe(serial: string): Promise<Pick<Phone, 'name' | 'osVersion' | 'battery'>> {
+  private async describe(serial: string): Promise<Pick<Phone, 'name' | 'osVersion' | 'battery' | 'model' | 'steps'>> {
     const driver = this.driver(serial);
     const props = await this.client.getDevice(serial).getProperties();
     return {
       name: props['ro.product.model'] || props['ro.product.name'] || serial,
+      model: props['ro.product.model'] || undefined,
+      steps: undefined,
       osVersion: props['ro.build.version.release'] || '',
       battery: await this.battery(driver),
     };

@@ -22,7 +22,8 @@ const TAPPABLE = new Set([
 const CONTAINERS = new Set(['XCUIElementTypeApplication', 'XCUIElementTypeWindow', 'XCUIElementTypeOther']);
 
 type XmlNode = Record<string, unknown> & { ':@'?: Record<string, string> };
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true });
+// htmlEntities: WDA's XML writes a newline in a value as &#10;, which the five XML entities alone leave as it is.
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', preserveOrder: true, htmlEntities: true });
 
 /**
  * WDA's /source (XCUIElementType elements, in points) flattened to the shared element shape, in screenshot pixels:
@@ -212,6 +213,15 @@ export class IosDriver implements PhoneDriver {
         await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], 50) }, signal);
         break;
       }
+      case 'doubleTap': {
+        // Two touches in one W3C action sequence, as Appium's XCUITest driver sends them: two requests would space
+        // them past the double-tap interval.
+        const [x, y] = await this.points(action.x, action.y);
+        const touch = pointer([{ x: x!, y: y!, ms: 0 }], 50)[0]!;
+        const [move, down, hold, up] = touch.actions;
+        await wda.command('POST', '/actions', { actions: [{ ...touch, actions: [move, down, hold, up, { type: 'pause', duration: 100 }, down, hold, up] }] }, signal);
+        break;
+      }
       case 'longPress': {
         const [x, y] = await this.points(action.x, action.y);
         await wda.command('POST', '/actions', { actions: pointer([{ x: x!, y: y!, ms: 0 }], action.durationMs ?? 800) }, signal);
@@ -242,8 +252,12 @@ export class IosDriver implements PhoneDriver {
           case 'ENTER':
             await wda.command('POST', '/wda/keys', { value: ['\n'] }, signal);
             break;
+          case 'BACKSPACE':
+            // XCUIKeyboardKeyDelete: the keyboard's delete key, in the focused field.
+            await wda.command('POST', '/wda/keys', { value: ['\b'] }, signal);
+            break;
           default:
-            throw invalid('unsupported_button', `An iPhone has no ${action.button} button: use HOME, VOLUME_UP, VOLUME_DOWN, POWER or ENTER.`);
+            throw invalid('unsupported_button', `An iPhone has no ${action.button} button: use HOME, VOLUME_UP, VOLUME_DOWN, POWER, ENTER or BACKSPACE.`);
         }
         break;
       case 'launchApp':
@@ -252,6 +266,22 @@ export class IosDriver implements PhoneDriver {
       case 'terminateApp':
         await wda.command('POST', '/wda/apps/terminate', { bundleId: action.packageName }, signal);
         break;
+      case 'uninstallApp': {
+        const proxy = await installationProxy(this.address, this.udid);
+        try {
+          const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier'] });
+          if (!(action.packageName in apps)) throw new Error(`${action.packageName} is not installed`);
+          await proxy.uninstallApplication(action.packageName);
+        } finally {
+          proxy.close();
+        }
+        break;
+      }
+      case 'foregroundApp': {
+        // SpringBoard in front is the home screen: no app, as on Android's launcher.
+        const { bundleId } = await wda.command<{ bundleId?: string }>('GET', '/wda/activeAppInfo', undefined, signal);
+        return { ok: true, packageName: !bundleId || bundleId === 'com.apple.springboard' ? '' : bundleId };
+      }
       case 'listApps': {
         const proxy = await installationProxy(this.address, this.udid);
         try {
@@ -267,9 +297,19 @@ export class IosDriver implements PhoneDriver {
       case 'setOrientation':
         await wda.command('POST', '/orientation', { orientation: action.orientation.toUpperCase() }, signal);
         break;
+      case 'getOrientation': {
+        // The phone page's Rotate asks first, then turns the other way.
+        const orientation = await wda.command<string>('GET', '/orientation', undefined, signal);
+        return { ok: true, orientation: /^LANDSCAPE/i.test(orientation) ? 'landscape' : 'portrait' };
+      }
       case 'screenSize': {
         const [size, scale] = await Promise.all([wda.command<{ width: number; height: number }>('GET', '/window/size', undefined, signal), this.scale()]);
         return { ok: true, width: Math.round(size.width * scale), height: Math.round(size.height * scale) };
+      }
+      default: {
+        // Every action of the vocabulary is handled above: a new one fails to compile here rather than answer ok.
+        const unhandled: never = action;
+        throw invalid('unsupported_action', `An iPhone cannot ${(unhandled as DeviceAction).type} yet.`);
       }
     }
     return { ok: true };

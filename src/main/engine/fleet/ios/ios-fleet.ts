@@ -11,6 +11,16 @@ const BATTERY_REFRESH_MS = 60_000;
 const WDA_RECHECK_MS = 5000;
 const WDA_STATUS_TIMEOUT_MS = 3000;
 
+/** What an iPhone that has not trusted this computer needs; the fleet shows it, and the log says it. */
+const UNTRUSTED_STEPS = 'Unlock the iPhone and tap "Trust" on "Trust This Computer?" (enter its passcode), then unplug it and plug it in again.';
+
+/** What an iPhone without a running WebDriverAgent needs, with the xcodebuild line for this phone. */
+const wdaSteps = (udid: string) =>
+  'WebDriverAgent is not answering on port 8100, so it cannot be allocated. Install and start it once from a Mac: ' +
+  'clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
+  `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test ` +
+  '(README: iPhones). It is picked up within 5 s of answering.';
+
 export interface IosFleetEvents {
   phone: [Phone];
   gone: [string];
@@ -140,35 +150,40 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         const lockdown = await mux.connectLockdown(udid);
         const name = await lockdown.getValue({ Key: 'DeviceName' }).catch(() => '');
         const version = await lockdown.getValue({ Key: 'ProductVersion' }).catch(() => '');
+        const model = await lockdown.getValue({ Key: 'ProductType' }).catch(() => '');
         lockdown.close();
-        this.log(`${udid} (${String(name)}) has not trusted this computer: unlock it and tap "Trust", then plug it in again`);
-        return { ...phone, name: String(name || udid), osVersion: String(version), state: 'unauthorized' };
+        this.log(`${udid} (${String(name)}) has not trusted this computer: ${UNTRUSTED_STEPS}`);
+        return { ...phone, name: String(name || udid), osVersion: String(version), model: String(model) || undefined, state: 'unauthorized', steps: UNTRUSTED_STEPS };
       }
     } catch {
       // Lockdown refused the unpaired phone: listed with its UDID until it trusts this computer.
-      return { ...phone, name: phone.name || udid, state: 'unauthorized' };
+      return { ...phone, name: phone.name || udid, state: 'unauthorized', steps: UNTRUSTED_STEPS };
     } finally {
       mux?.close();
     }
     try {
-      const [name, version, battery] = await readLockdownValues(this.address, udid, [
+      const [name, version, battery, model] = await readLockdownValues(this.address, udid, [
         { Key: 'DeviceName' },
         { Key: 'ProductVersion' },
         { Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' },
+        { Key: 'ProductType' },
       ]);
-      const described = { ...phone, name: String(name ?? udid), osVersion: String(version ?? ''), battery: typeof battery === 'number' ? battery : null };
+      const described = {
+        ...phone,
+        name: String(name ?? udid),
+        osVersion: String(version ?? ''),
+        battery: typeof battery === 'number' ? battery : null,
+        model: model ? String(model) : undefined,
+        steps: undefined,
+      };
       if (await this.wdaReady(udid)) return { ...described, state: 'device' };
-      this.log(
-        `${udid} (${described.name}): WebDriverAgent is not answering on port 8100, so it cannot be allocated. Install and ` +
-          'start it once from a Mac: clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
-          `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test ` +
-          '(README: iPhones). It is picked up within 5 s of answering.',
-      );
-      return { ...described, state: 'wda_unavailable' };
+      const steps = wdaSteps(udid);
+      this.log(`${udid} (${described.name}): ${steps}`);
+      return { ...described, state: 'wda_unavailable', steps };
     } catch (error) {
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
       this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
-      return { ...phone, name: phone.name || udid, state: 'unauthorized' };
+      return { ...phone, name: phone.name || udid, state: 'unauthorized', steps: UNTRUSTED_STEPS };
     }
   }
 
@@ -185,7 +200,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     for (const phone of this.phones.values()) {
       try {
         let updated: Phone | undefined;
-        if (what === 'wda' && phone.state === 'wda_unavailable' && (await this.wdaReady(phone.serial))) updated = { ...phone, state: 'device' };
+        if (what === 'wda' && phone.state === 'wda_unavailable' && (await this.wdaReady(phone.serial))) updated = { ...phone, state: 'device', steps: undefined };
         if (what === 'battery' && phone.state === 'device') {
           const [battery] = await readLockdownValues(this.address, phone.serial, [{ Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' }]);
           if (typeof battery === 'number' && battery !== phone.battery) updated = { ...phone, battery };

@@ -1,0 +1,78 @@
+/**
+ * The iPhone actions the phone page and the assistant's tools can send beyond the basic ones: doubleTap,
+ * foregroundApp, uninstallApp and getOrientation, each checked against the simulated iPhone's state (before these
+ * were implemented the iOS driver answered {ok: true} without doing anything).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
+import { SETTINGS } from '../../src/sim/ios/index.js';
+import { buildIpa } from '../support/app-fixtures.js';
+import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { startIosBus, type IosBus } from '../support/ios-lab.js';
+import { waitFor } from '../support/lab.js';
+
+describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simulated iPhone', () => {
+  let bus: IosBus;
+  let engine: TestEngine;
+  let c: ReturnType<typeof client>;
+  let owner: string;
+  let session: string;
+  let udid: string;
+  const act = (body: unknown) => c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body });
+
+  beforeAll(async () => {
+    bus = await startIosBus([{ name: 'Actions iPhone' }]);
+    udid = bus.phones[0]!.udid;
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address) });
+    c = client(engine.api);
+    owner = await c.login();
+    session = (await c.call('POST', '/sessions', { token: owner })).body.id;
+    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] } });
+    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use', 15_000);
+  }, 60_000);
+  afterAll(async () => {
+    await engine?.stop();
+    await bus?.stop();
+  });
+
+  it('foregroundApp names the app in front, and nothing on the home screen', async () => {
+    expect((await act({ type: 'foregroundApp' })).body).toEqual({ ok: true, packageName: '' });
+    await act({ type: 'launchApp', packageName: SETTINGS });
+    expect((await act({ type: 'foregroundApp' })).body).toEqual({ ok: true, packageName: SETTINGS });
+    await act({ type: 'pressButton', button: 'HOME' });
+  });
+
+  it('doubleTap touches twice at the point: an app\'s "Tap me" counts two', async () => {
+    const ipa = buildIpa({ bundleId: 'com.example.twice', displayName: 'Twice', shortVersion: '1.0', build: '1' });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(ipa)]), 'twice.ipa');
+    const up = await fetch(`${engine.api}/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form });
+    const fileId = ((await up.json()) as { id: string }).id;
+    await waitFor('file ready', async () => (await c.call('GET', `/files/${fileId}`, { token: owner })).body.status === 'ready');
+    expect((await c.call('POST', `/sessions/${session}/devices/${udid}/install`, { token: owner, body: { file: fileId, launch: true } })).status).toBe(200);
+    const elements = (await c.call('GET', `/sessions/${session}/devices/${udid}/elements`, { token: owner })).body.data as Array<{ text: string; bounds: { x: number; y: number; width: number; height: number } }>;
+    const button = elements.find((e) => e.text === 'Tap me')!;
+    const r = await act({ type: 'doubleTap', x: button.bounds.x + button.bounds.width / 2, y: button.bounds.y + button.bounds.height / 2 });
+    expect(r.status).toBe(200);
+    expect(bus.phones[0]!.board.taps.get('com.example.twice')).toBe(2);
+  });
+
+  it('uninstallApp removes an installed app, and refuses one that is not installed', async () => {
+    expect(bus.phones[0]!.apps.has('com.example.twice')).toBe(true);
+    expect((await act({ type: 'uninstallApp', packageName: 'com.example.twice' })).status).toBe(200);
+    expect(bus.phones[0]!.apps.has('com.example.twice')).toBe(false);
+    const again = await act({ type: 'uninstallApp', packageName: 'com.example.twice' });
+    // As on Android: the phone could not do it, a 409 device_error in the API's error body.
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('device_error');
+    expect(again.body.error.message).toMatch(/com\.example\.twice is not installed/);
+  });
+
+  it('getOrientation reads what setOrientation set', async () => {
+    expect((await act({ type: 'getOrientation' })).body).toEqual({ ok: true, orientation: 'portrait' });
+    await act({ type: 'setOrientation', orientation: 'landscape' });
+    expect(bus.phones[0]!.board.orientation).toBe('LANDSCAPE');
+    expect((await act({ type: 'getOrientation' })).body).toEqual({ ok: true, orientation: 'landscape' });
+    await act({ type: 'setOrientation', orientation: 'portrait' });
+  });
+});
