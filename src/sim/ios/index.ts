@@ -12,3 +12,4 @@ export { inspectIpa } from './installation-proxy.js';
 export { TestManager, HOUSE_ARREST_SERVICE, TESTMANAGERD_SECURE_SERVICE, INSTRUMENTS_SECURE_SERVICE } from './test-manager.js';
 export { archive, unarchive, NSUUID, NSURL, NSError } from './nskeyed.js';
 export { DtxReader, DtxConnection, encodeDtx, DTX_TYPE } from './dtx.js';
+export { startCoreDevice } from './core-device.js';

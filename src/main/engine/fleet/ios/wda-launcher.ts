@@ -268,7 +268,11 @@ async function startOverTestmanagerd(address: UsbmuxdAddress, udid: string, osVe
         stream.once('error', reject);
         stream.write(configuration.getBytes(), (error) => (error ? reject(error) : resolve()));
       });
-      await new Promise<void>((resolve) => stream.end(resolve));
+      // The stream closes its AFC file handle after it finishes; the container is closed only after that ('close').
+      await new Promise<void>((resolve) => {
+        stream.once('close', resolve);
+        stream.end();
+      });
     } finally {
       houseArrest.close();
       opened.pop()?.destroy();
