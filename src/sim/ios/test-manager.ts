@@ -53,8 +53,8 @@ interface RunnerProcess {
  * for WebDriverAgent, the plan that serves HTTP on 8100 until the IDE's session closes).
  */
 export class TestManager {
-  /** Every DTX selector the phone received, in order, with its channel: what a test reads to see the launch happen. */
-  readonly received: Array<{ selector: string; channel: string }> = [];
+  /** Every DTX selector the phone received, in order, with its channel and when (ms, performance.now()). */
+  readonly received: Array<{ selector: string; channel: string; at: number }> = [];
   private readonly processes = new Map<number, RunnerProcess>();
   /** Execution sessions the IDE opened, by the session identifier it gave. */
   private readonly sessions = new Map<string, DtxConnection>();
@@ -192,7 +192,7 @@ export class TestManager {
   }
 
   private readonly record = (selector: string, channel: string) => {
-    this.received.push({ selector, channel });
+    this.received.push({ selector, channel, at: performance.now() });
     if (this.received.length > 500) this.received.shift();
   };
 
