@@ -33,7 +33,7 @@ async function until(what: string, check: () => boolean, timeoutMs = 30_000): Pr
 function appiumXctestMs(address: string, udid: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [APPIUM_XCTEST, udid, WDA], { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: address } });
-    onCleanup(() => child.kill('SIGTERM'));
+    onCleanup(() => void child.kill('SIGTERM'));
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
