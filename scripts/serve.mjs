@@ -12,8 +12,19 @@ import { isFresh, root } from './freshness.mjs';
 await ensureDependencies();
 
 const bundle = join(root, 'out', 'serve', 'serve.mjs');
+
+/**
+ * V8 keeps a module's source for as long as the process runs, and one character beyond Latin-1 anywhere in it makes
+ * the whole source a two-byte string: an em dash in a comment costs the engine 5 MB of memory. esbuild escapes what
+ * it must in strings, not in comments or regular expressions, so the rest is escaped here: \uXXXX means the same
+ * character in a string, a template, a regular expression and an identifier, and nothing in a comment.
+ */
+function asciiOnly(code) {
+  return code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 // The demo mode bundles the simulated phone from test/support.
-const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'package-lock.json']);
+const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'package-lock.json', 'scripts/serve.mjs']);
 
 if (!bundleIsFresh()) {
   const { build } = await import('esbuild');
@@ -35,7 +46,7 @@ if (!bundleIsFresh()) {
   // Written aside and renamed, so that two starts at once never run a half-written file.
   mkdirSync(dirname(bundle), { recursive: true });
   const temporary = `${bundle}.${randomUUID()}.tmp`;
-  writeFileSync(temporary, result.outputFiles[0].contents);
+  writeFileSync(temporary, asciiOnly(result.outputFiles[0].text));
   renameSync(temporary, bundle);
 }
 

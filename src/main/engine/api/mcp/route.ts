@@ -1,14 +1,12 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Caller, Scope } from '../../services/scope.js';
+import type { Caller } from '../../services/scope.js';
 import { callerOf, scopeOf, type App } from '../http.js';
 import type { McpLab } from './lab.js';
-import { explain, failure, TOOLS, TOOLS_BY_NAME, type McpSessionState } from './tools.js';
+import type { ScopeAuth } from './server.js';
 
 export const MCP_PATH = '/mcp';
 const SESSION_HEADER = 'mcp-session-id';
@@ -19,12 +17,15 @@ const SWEEP_MS = 5 * 60 * 1000;
 const PARSE_ERROR = Symbol('parse error');
 /** /mcp is not an operation of the API: the OpenAPI document leaves it out (README documents it). */
 const HIDDEN = { schema: { hide: true } };
+/** JSON-RPC's code for a body that is not JSON. */
+const PARSE_ERROR_CODE = -32700;
 
-const INSTRUCTIONS =
-  'Benchtop is a device lab: real phones (and Mac build machines) shared by a team. Take a phone with ' +
-  'mobile_allocate_remote_device (mobile_list_remote_devices shows which exist and are free), drive it with the other ' +
-  'mobile_* tools, passing its serial as device, and give it back with mobile_release_remote_device when the task is done. ' +
-  'mobile_list_available_devices lists the phones your organization holds now.';
+/**
+ * The MCP SDK (and the zod it validates with) is loaded when the first session opens: it is a third of the engine's
+ * start-up memory, and most labs start many times for each time an agent connects.
+ */
+let sdk: Promise<typeof import('./server.js')> | undefined;
+const loadSdk = () => (sdk ??= import('./server.js'));
 
 /** Who opened a session: a session id alone must not let another caller (or another key of the same user) in. */
 const ownerOf = (caller: Caller) => `${caller.kind}:${caller.user.id}:${caller.key?.id ?? ''}`;
@@ -34,32 +35,6 @@ interface McpSession {
   transport: StreamableHTTPServerTransport;
   server: Server;
   lastUsed: number;
-}
-
-/** The scope of the request a tool call arrived in: each POST picks its organization, as a REST call does. */
-interface ScopeAuth extends AuthInfo {
-  extra: { scope: Scope };
-}
-
-function mcpServer(lab: McpLab, version: string, log: (error: unknown) => void): Server {
-  const server = new Server({ name: 'benchtop', title: 'Benchtop device lab', version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
-  const state: McpSessionState = { labSessions: new Map(), refs: new Map() };
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: TOOLS.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as never, annotations: t.annotations })),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = TOOLS_BY_NAME.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name}; tools/list lists the tools of this server.`);
-    const scope = (extra.authInfo as ScopeAuth | undefined)?.extra.scope;
-    if (!scope) return failure(explain(new Error('no scope')));
-    try {
-      return await tool.call({ scope, lab, state, signal: extra.signal, log }, request.params.arguments ?? {});
-    } catch (error) {
-      log(error);
-      return failure(explain(error));
-    }
-  });
-  return server;
 }
 
 /** An MCP-level refusal before the SDK sees the request, in the API's error body. */
@@ -161,30 +136,19 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
     mcp.post(MCP_PATH, HIDDEN, async (req, reply) => {
       const body = req.body;
       if (body === PARSE_ERROR) {
-        return reply.code(400).send({ jsonrpc: '2.0', error: { code: ErrorCode.ParseError, message: 'Parse error: the body is not JSON.' }, id: null });
+        return reply.code(400).send({ jsonrpc: '2.0', error: { code: PARSE_ERROR_CODE, message: 'Parse error: the body is not JSON.' }, id: null });
       }
-      if (req.headers[SESSION_HEADER] === undefined && isInitializeRequest(body)) {
-        const owner = ownerOf(callerOf(req));
-        const server = mcpServer(lab, version, log);
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: randomUUID,
-          // Every request here is answered by one message (no tool sends progress or asks the client anything), and
-          // the protocol lets such an answer be one application/json body instead of an SSE stream of one event:
-          // that saves both sides a stream per call, a third of a tool call's overhead. Server-initiated messages
-          // still stream, on the session's GET /mcp SSE stream.
-          enableJsonResponse: true,
-          onsessioninitialized: (id) => {
-            sessions.set(id, { owner, transport, server, lastUsed: Date.now() });
-          },
-          onsessionclosed: (id) => {
-            sessions.delete(id);
-          },
-        });
-        transport.onclose = () => {
-          if (transport.sessionId) sessions.delete(transport.sessionId);
-        };
-        await server.connect(transport);
-        return handOver(req, reply, transport, body);
+      if (req.headers[SESSION_HEADER] === undefined) {
+        const mcpSdk = await loadSdk();
+        if (mcpSdk.isInitializeRequest(body)) {
+          const owner = ownerOf(callerOf(req));
+          const { server, transport } = mcpSdk.openSession(lab, version, log, {
+            opened: (id, opened) => sessions.set(id, { owner, ...opened, lastUsed: Date.now() }),
+            closed: (id) => sessions.delete(id),
+          });
+          await server.connect(transport);
+          return handOver(req, reply, transport, body);
+        }
       }
       const session = sessionOf(req, reply);
       if (session) return handOver(req, reply, session.transport, body);
