@@ -69,7 +69,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     bus = await startIosBus([
       { name: ANA, version: '17.5.1', battery: 77 },
       { name: 'New iPhone', version: '17.4', trusted: false },
-      { name: 'Lab iPhone', version: '16.7.8', wda: false },
+      { name: 'Lab iPhone', version: '16.7.8', wda: false, wdaInstalled: false },
     ]);
     ana = bus.phones[0]!;
     [lab, browser, model] = await Promise.all([
@@ -105,8 +105,10 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     expect([name, platform, modelName, version, serial, state, battery]).toEqual([ANA, 'iOS', 'iPhone SE (3rd generation)', '17.5.1', ana.udid, 'free', '77%']);
     expect((await cells('Pixel 7')).slice(1, 4)).toEqual(['Android', 'Pixel 7', '14']);
 
-    // The steps are the engine's, word for word, and say what to do.
-    const api = await fleet();
+    // The steps are the engine's, word for word, and say what to do. The WDA-less phone's change once the engine's
+    // attempt to start its runner has failed (it is not installed): wait for those.
+    let api = await fleet();
+    await expect.poll(async () => (api = await fleet()).find((p) => p.name === 'Lab iPhone')?.steps, { timeout: 15_000 }).toContain('xcodebuild');
     const untrusted = api.find((p) => p.name === 'New iPhone')!;
     const noWda = api.find((p) => p.name === 'Lab iPhone')!;
     expect(untrusted).toMatchObject({ state: 'unauthorized', platform: 'ios', model: 'iPhone14,6' });
@@ -114,7 +116,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     expect(noWda).toMatchObject({ state: 'wda_unavailable', osVersion: '16.7.8' });
     expect(noWda.steps).toContain(`xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${noWda.serial} test`);
     expect(await row('New iPhone').getByLabel('What New iPhone needs').innerText()).toBe(untrusted.steps);
-    expect(await row('Lab iPhone').getByLabel('What Lab iPhone needs').innerText()).toBe(noWda.steps);
+    await expect.poll(() => row('Lab iPhone').getByLabel('What Lab iPhone needs').innerText(), { timeout: 10_000 }).toBe(noWda.steps);
     expect(await row(ANA).getByLabel(`What ${ANA} needs`).count()).toBe(0);
     // Neither can be taken from the page.
     expect(await row('New iPhone').getByRole('button').count()).toBe(0);

@@ -1,5 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { SimulatedIPhone, SimulatedUsbmuxd, type SimulatedIPhoneOptions } from '../../src/sim/ios/index.js';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SimulatedIPhone, SimulatedUsbmuxd, startCoreDevice, type SimulatedIPhoneOptions } from '../../src/sim/ios/index.js';
+
+const XCRUN_SCRIPT = fileURLToPath(new URL('./ios-host/xcrun.mjs', import.meta.url));
 
 /** libimobiledevice's tools, as Debian packages them. */
 export const IDEVICE_TOOLS = { idevice_id: 'libimobiledevice-utils', ideviceinfo: 'libimobiledevice-utils', ideviceinstaller: 'ideviceinstaller' } as const;
@@ -32,12 +38,18 @@ export interface IosBus {
   address: string;
   phones: SimulatedIPhone[];
   plug(options?: SimulatedIPhoneOptions): Promise<SimulatedIPhone>;
+  /**
+   * A scripted `xcrun` (its path) whose `devicectl device process launch` reaches these phones through their
+   * CoreDevice endpoint, as a Mac's reaches a real iOS 17+ phone.
+   */
+  xcrun(): Promise<string>;
   stop(): Promise<void>;
 }
 
 export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promise<IosBus> {
   const usbmuxd = new SimulatedUsbmuxd();
   const address = await usbmuxd.start();
+  let coreDevice: { url: string; stop(): Promise<void>; dir: string; path: string } | undefined;
   const bus: IosBus = {
     usbmuxd,
     address,
@@ -48,9 +60,24 @@ export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promis
       bus.phones.push(phone);
       return phone;
     },
+    async xcrun() {
+      if (!coreDevice) {
+        const endpoint = await startCoreDevice((udid) => bus.phones.find((p) => p.udid === udid && usbmuxd.attachedUdids().includes(udid)));
+        const dir = mkdtempSync(join(tmpdir(), 'benchtop-xcrun-'));
+        const path = join(dir, 'xcrun');
+        writeFileSync(path, `#!/bin/sh\nXCRUN_SIM_URL='${endpoint.url}' exec '${process.execPath}' '${XCRUN_SCRIPT}' "$@"\n`);
+        chmodSync(path, 0o755);
+        coreDevice = { ...endpoint, dir, path };
+      }
+      return coreDevice.path;
+    },
     async stop() {
       for (const phone of bus.phones) phone.stop();
       await usbmuxd.stop();
+      if (coreDevice) {
+        await coreDevice.stop();
+        rmSync(coreDevice.dir, { recursive: true, force: true });
+      }
     },
   };
   for (const options of phones) await bus.plug(options);

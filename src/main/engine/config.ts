@@ -3,6 +3,7 @@ import { join } from 'node:path';
 
 import { DEFAULT_PLANS, type PlanAllowance } from '../../shared/plans.js';
 import { DEFAULT_USBMUXD_SOCKET, parseUsbmuxdAddress, type UsbmuxdAddress } from './fleet/ios/usbmux.js';
+import { DEFAULT_WDA_BUNDLE_ID, findXcrun } from './fleet/ios/wda-launcher.js';
 
 export { DEFAULT_PLANS, type PlanAllowance };
 
@@ -27,6 +28,10 @@ export interface EngineConfig {
   usbmuxd: UsbmuxdAddress | null;
   /** Simulated iPhones to attach at start (the demo mode), on a simulated usbmuxd. */
   demoIphones: number;
+  /** The bundle id of WebDriverAgent's runner the engine starts on an iPhone whose WDA is not answering. */
+  wdaBundleId: string;
+  /** The xcrun whose devicectl starts WDA on iOS 17+ (a Mac with Xcode 15+); null where there is none. */
+  xcrun: string | null;
   /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
   deviceGraceSeconds: number;
   /** Live screen frames per second at most (0: as fast as the phone answers). */
@@ -74,6 +79,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
         : { host: env.BENCHTOP_ADB_HOST || '127.0.0.1', port: intFrom(env.BENCHTOP_ADB_PORT, 5037, 'BENCHTOP_ADB_PORT') },
     usbmuxd: env.BENCHTOP_USBMUXD_ADDRESS === 'off' ? null : parseUsbmuxdAddress(env.BENCHTOP_USBMUXD_ADDRESS || DEFAULT_USBMUXD_SOCKET),
     demoIphones: intFrom(env.BENCHTOP_DEMO_IPHONES, 0, 'BENCHTOP_DEMO_IPHONES'),
+    wdaBundleId: env.BENCHTOP_WDA_BUNDLE_ID || DEFAULT_WDA_BUNDLE_ID,
+    xcrun: findXcrun(env),
     deviceGraceSeconds: intFrom(env.BENCHTOP_DEVICE_GRACE_SECONDS, 60, 'BENCHTOP_DEVICE_GRACE_SECONDS'),
     demoPhones: intFrom(env.BENCHTOP_DEMO_PHONES, 0, 'BENCHTOP_DEMO_PHONES'),
     screenMaxFps: intFrom(env.BENCHTOP_SCREEN_MAX_FPS, 30, 'BENCHTOP_SCREEN_MAX_FPS'),

@@ -9,3 +9,7 @@ export { SETTINGS, SAFARI, NOTES, APP_STATE, type Springboard } from './springbo
 export { WDA_PORT, MJPEG_PORT, WDA_BUNDLE_ID } from './wda.js';
 export { LOCKDOWN_PORT } from './lockdownd.js';
 export { inspectIpa } from './installation-proxy.js';
+export { TestManager, HOUSE_ARREST_SERVICE, TESTMANAGERD_SECURE_SERVICE, INSTRUMENTS_SECURE_SERVICE } from './test-manager.js';
+export { archive, unarchive, NSUUID, NSURL, NSError } from './nskeyed.js';
+export { DtxReader, DtxConnection, encodeDtx, DTX_TYPE } from './dtx.js';
+export { startCoreDevice } from './core-device.js';

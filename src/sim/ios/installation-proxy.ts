@@ -11,6 +11,14 @@ export interface InstalledApp {
   version: string;
   build: string;
   type: 'System' | 'User';
+  /** CFBundleExecutable; an XCTest runner's ends in "-Runner". Defaults to the name. */
+  executable?: string;
+  /** The signing certificate of a developer-signed app (SignerIdentity), whose container house_arrest may vend. */
+  signer?: string;
+  /** Where the app's data container is on the phone (Container). */
+  container?: string;
+  /** Where the app's bundle is on the phone (Path). */
+  path?: string;
 }
 
 /** What installation_proxy changes on its phone. */
@@ -36,7 +44,10 @@ function appAttributes(app: InstalledApp): PlistDict {
     CFBundleName: app.name,
     CFBundleShortVersionString: app.version,
     CFBundleVersion: app.build,
-    Path: `/private/var/containers/Bundle/Application/${app.bundleId}/${app.name}.app`,
+    CFBundleExecutable: app.executable ?? app.name,
+    Path: app.path ?? `/private/var/containers/Bundle/Application/${app.bundleId}/${app.name}.app`,
+    SignerIdentity: app.signer,
+    Container: app.container,
   };
 }
 

@@ -12,8 +12,11 @@ export interface LockdownHost {
   pairing(): Pairing | undefined;
   /** Values by domain ('' is the default domain). */
   values(domain: string): Record<string, unknown> | undefined;
-  /** Starts a service and returns the port it listens on, or undefined for an unknown service. */
-  startService(name: string): number | undefined;
+  /**
+   * Starts a service and returns the port it listens on and whether the host must speak TLS to it (the secure
+   * developer services), or undefined for a service the phone does not offer (now).
+   */
+  startService(name: string): { port: number; ssl: boolean } | undefined;
 }
 
 /** Keys a phone answers before any session, so that a host can tell what it is talking to before pairing. */
@@ -87,9 +90,9 @@ export function serveLockdown(socket: Socket, host: LockdownHost): void {
         return reply({});
       case 'StartService': {
         if (!session) return fail('InvalidService');
-        const port = host.startService(String(request.Service ?? ''));
-        if (port === undefined) return fail('InvalidService');
-        return reply({ Service: request.Service, Port: port });
+        const started = host.startService(String(request.Service ?? ''));
+        if (started === undefined) return fail('InvalidService');
+        return reply({ Service: request.Service, Port: started.port, ...(started.ssl ? { EnableServiceSSL: true } : {}) });
       }
       case 'Goodbye':
         reply({ Result: 'Success' });

@@ -1,10 +1,14 @@
-import { createPublicKey, randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
 import { createPairing, pairRecordOf, type Pairing } from './pairing.js';
 import { Springboard, SYSTEM_APPS } from './springboard.js';
+import {
+  HOUSE_ARREST_SERVICE, INSTRUMENTS_SECURE_SERVICE, INSTRUMENTS_SERVICE, TESTMANAGERD_SECURE_SERVICE, TESTMANAGERD_SERVICE, TestManager,
+} from './test-manager.js';
 import type { SimulatedUsbmuxd, UsbmuxDevice } from './usbmuxd.js';
 import { MJPEG_PORT, WDA_BUNDLE_ID, WDA_PORT, WebDriverAgent } from './wda.js';
 
@@ -23,6 +27,15 @@ export interface SimulatedIPhoneOptions {
   trusted?: boolean;
   /** Whether WebDriverAgent is running on it (on a real phone: an XCUITest runner started by xcodebuild or devicectl). */
   wda?: boolean;
+  /** Whether WebDriverAgent's runner is installed (developer-signed, bundle id `wdaBundleId`); default true. */
+  wdaInstalled?: boolean;
+  /** The runner's bundle id; default com.facebook.WebDriverAgentRunner.xctrunner. */
+  wdaBundleId?: string;
+  /**
+   * Whether the Developer Disk Image is mounted (iOS < 17): without it lockdown offers no testmanagerd or
+   * instruments. Xcode mounts it when it first sees the phone; it stays mounted until the phone restarts. Default true.
+   */
+  developerImage?: boolean;
 }
 
 /** A UDID as phones since the iPhone XS have it: 8 hex digits of the chip, a dash, 16 of the ECID. */
@@ -45,6 +58,15 @@ export class SimulatedIPhone implements UsbmuxDevice {
   battery: number;
   trusted: boolean;
   wdaRunning: boolean;
+  developerImage: boolean;
+  /** When set, the phone refuses to launch apps with this reason (say, a developer profile it does not trust). */
+  launchFailure: string | undefined;
+  readonly wdaBundleId: string;
+  readonly testManager: TestManager;
+  /** App data containers (what house_arrest vends), by bundle id. */
+  readonly containers = new Map<string, { path: string; fs: MediaFs }>();
+  /** Connections to started services that are still open: a client that leaks sockets shows here. */
+  readonly serviceConnections = new Set<Socket>();
   readonly apps = new Map<string, InstalledApp>(SYSTEM_APPS.map((a) => [a.bundleId, a]));
   readonly media = new MediaFs();
   readonly board: Springboard;
@@ -53,7 +75,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
   readonly syslog: string[] = [];
   private pairingData: Pairing | undefined;
   private usbmuxd: SimulatedUsbmuxd | undefined;
-  private readonly services = new Map<number, (socket: Socket) => void>();
+  private readonly services = new Map<number, { ssl: boolean; serve: (stream: Socket | TLSSocket) => void }>();
   private readonly syslogClients = new Set<Socket>();
   private nextServicePort = 49152;
 
@@ -66,7 +88,40 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.battery = options.battery ?? 80;
     this.trusted = options.trusted ?? true;
     this.wdaRunning = options.wda ?? true;
-    this.apps.set(WDA_BUNDLE_ID, { bundleId: WDA_BUNDLE_ID, name: 'WebDriverAgentRunner-Runner', version: '1.0', build: '1', type: 'User' });
+    this.developerImage = options.developerImage ?? true;
+    this.launchFailure = undefined;
+    this.wdaBundleId = options.wdaBundleId ?? WDA_BUNDLE_ID;
+    if (options.wdaInstalled ?? true) {
+      // As Xcode installs it: developer-signed, with a data container the host can write the test configuration into.
+      const container = `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`;
+      this.apps.set(this.wdaBundleId, {
+        bundleId: this.wdaBundleId,
+        name: 'WebDriverAgentRunner-Runner',
+        executable: 'WebDriverAgentRunner-Runner',
+        version: '1.0',
+        build: '1',
+        type: 'User',
+        signer: 'Apple Development: Benchtop Lab (ABCDE12345)',
+        container,
+        path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/WebDriverAgentRunner-Runner.app`,
+      });
+      const fs = new MediaFs();
+      fs.dirs.clear();
+      for (const dir of ['/', '/Documents', '/Library', '/tmp']) fs.dirs.add(dir);
+      this.containers.set(this.wdaBundleId, { path: container, fs });
+    }
+    this.testManager = new TestManager({
+      apps: this.apps,
+      container: (id) => this.containers.get(id),
+      launchFailure: () => this.launchFailure,
+      startWda: () => {
+        this.wdaRunning = true;
+      },
+      stopWda: () => {
+        this.wdaRunning = false;
+      },
+      log: (process, message) => this.log(process, message),
+    });
     this.board = new Springboard(this.apps, { name: () => this.name, version: this.version, battery: () => this.battery });
     this.board.log = (process, message) => this.log(process, message);
     this.wda = new WebDriverAgent(this.board, { udid: this.udid, version: this.version });
@@ -116,7 +171,21 @@ export class SimulatedIPhone implements UsbmuxDevice {
     const service = this.services.get(port);
     // A started service takes one connection, as lockdownd's per-service listener does.
     this.services.delete(port);
-    service?.(socket);
+    if (!service) return void socket.destroy();
+    this.serviceConnections.add(socket);
+    socket.once('close', () => this.serviceConnections.delete(socket));
+    if (!service.ssl) return service.serve(socket);
+    // The secure developer services: TLS with the phone's certificate from the pairing, as lockdown's session.
+    const pairing = this.pairingData!;
+    const tls = new TLSSocket(socket, { isServer: true, key: pairing.devicePrivateKey, cert: pairing.deviceCertificate, requestCert: true, rejectUnauthorized: false });
+    tls.on('error', () => socket.destroy());
+    tls.on('close', () => socket.destroy());
+    service.serve(tls);
+  }
+
+  /** The major iOS version, which decides which developer services lockdown offers. */
+  get majorVersion(): number {
+    return parseInt(this.version, 10);
   }
 
   log(process: string, message: string): void {
@@ -172,8 +241,16 @@ export class SimulatedIPhone implements UsbmuxDevice {
     }
   }
 
-  private startService(name: string): number | undefined {
+  private startService(name: string): { port: number; ssl: boolean } | undefined {
     let serve: ((socket: Socket) => void) | undefined;
+    let serveTls: ((stream: TLSSocket) => void) | undefined;
+    // testmanagerd and instruments come with the Developer Disk Image, through lockdown only before iOS 17 (after,
+    // through a RemoteXPC tunnel). This phone serves the iOS 14+ secure variants; the older handshake-only ones not.
+    const developer = this.developerImage && this.majorVersion < 17 && this.majorVersion >= 14;
+    if (name === HOUSE_ARREST_SERVICE) serve = (s) => this.testManager.serveHouseArrest(s);
+    else if (developer && name === TESTMANAGERD_SECURE_SERVICE) serveTls = (s) => this.testManager.serveTestmanagerd(s);
+    else if (developer && name === INSTRUMENTS_SECURE_SERVICE) serveTls = (s) => this.testManager.serveInstruments(s);
+    else if (name === TESTMANAGERD_SERVICE || name === INSTRUMENTS_SERVICE) return undefined;
     if (name === AFC_SERVICE) serve = (s) => serveAfc(s, this.media);
     else if (name === INSTALLATION_PROXY_SERVICE) {
       serve = (s) =>
@@ -194,10 +271,10 @@ export class SimulatedIPhone implements UsbmuxDevice {
         s.on('data', () => undefined);
       };
     }
-    if (!serve) return undefined;
+    if (!serve && !serveTls) return undefined;
     const port = this.nextServicePort++;
     if (this.nextServicePort > 65000) this.nextServicePort = 49152;
-    this.services.set(port, serve);
-    return port;
+    this.services.set(port, serveTls ? { ssl: true, serve: (s) => serveTls(s as TLSSocket) } : { ssl: false, serve: (s) => serve!(s as Socket) });
+    return { port, ssl: !!serveTls };
   }
 }

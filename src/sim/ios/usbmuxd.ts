@@ -64,6 +64,11 @@ export class SimulatedUsbmuxd extends EventEmitter {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
+  /** The UDIDs of the phones on the bus now. */
+  attachedUdids(): string[] {
+    return [...this.attached.keys()];
+  }
+
   /** Plugs a phone in: every Listen client hears Attached. */
   attach(device: UsbmuxDevice): number {
     const existing = this.attached.get(device.udid);

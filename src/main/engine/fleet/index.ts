@@ -62,6 +62,6 @@ class CombinedFleet extends EventEmitter implements Fleet {
 export function createFleet(config: EngineConfig, log: (message: string) => void): Fleet {
   const parts: Part[] = [];
   if (config.adb) parts.push(new AndroidFleet(config.adb, log));
-  if (config.usbmuxd) parts.push(new IosFleet(config.usbmuxd, log));
+  if (config.usbmuxd) parts.push(new IosFleet(config.usbmuxd, log, { bundleId: config.wdaBundleId, xcrun: config.xcrun }));
   return new CombinedFleet(parts);
 }

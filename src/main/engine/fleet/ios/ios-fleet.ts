@@ -4,22 +4,31 @@ import type { Phone } from '../types.js';
 import { IosDriver } from './driver.js';
 import { formatUsbmuxdAddress, listen, openUsbmux, readLockdownValues, type MuxEvent, type UsbmuxdAddress } from './usbmux.js';
 import { WdaClient } from './wda-client.js';
+import { DEFAULT_WDA_BUNDLE_ID, manualSteps, startWda, WdaStartError, wdaStrategy, type StartedWda, type WdaLaunchOptions } from './wda-launcher.js';
 
 const RETRY_MS = 2000;
 const BATTERY_REFRESH_MS = 60_000;
 /** A phone whose WDA is not answering is asked again this often: someone may be starting it from Xcode. */
 const WDA_RECHECK_MS = 5000;
 const WDA_STATUS_TIMEOUT_MS = 3000;
+/** After a failed start, the next try waits this long, doubling up to the cap: a phone that cannot start WDA is not hammered. */
+const WDA_START_BACKOFF_MS = 30_000;
+const WDA_START_BACKOFF_CAP_MS = 10 * 60_000;
+/** How long a started runner has to answer /status. */
+const WDA_START_READY_MS = 30_000;
+
+/** The engine's attempts to start WDA on one attached phone. */
+interface WdaStart {
+  running?: StartedWda;
+  inFlight: boolean;
+  failures: number;
+  retryAt: number;
+  /** Why the phone is wda_unavailable now, with the steps; undefined while it is not. */
+  problem?: string;
+}
 
 /** What an iPhone that has not trusted this computer needs; the fleet shows it, and the log says it. */
 const UNTRUSTED_STEPS = 'Unlock the iPhone and tap "Trust" on "Trust This Computer?" (enter its passcode), then unplug it and plug it in again.';
-
-/** What an iPhone without a running WebDriverAgent needs, with the xcodebuild line for this phone. */
-const wdaSteps = (udid: string) =>
-  'WebDriverAgent is not answering on port 8100, so it cannot be allocated. Install and start it once from a Mac: ' +
-  'clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
-  `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test ` +
-  '(README: iPhones). It is picked up within 5 s of answering.';
 
 export interface IosFleetEvents {
   phone: [Phone];
@@ -41,12 +50,19 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   private retry: NodeJS.Timeout | undefined;
   private timers: NodeJS.Timeout[] = [];
   private lastProblem: string | undefined;
+  private readonly starts = new Map<string, WdaStart>();
 
   constructor(
     readonly address: UsbmuxdAddress,
     private readonly log: (message: string) => void,
+    private readonly launch: WdaLaunchOptions = { bundleId: DEFAULT_WDA_BUNDLE_ID, xcrun: null },
   ) {
     super();
+  }
+
+  /** Why a phone is wda_unavailable ("starting WebDriverAgent…" while the engine starts it), with the steps to fix it. */
+  wdaProblem(serial: string): string | undefined {
+    return this.phones.get(serial)?.state === 'wda_unavailable' ? this.starts.get(serial)?.problem : undefined;
   }
 
   /** Resolves once the attached phones have been read, or after a first failure (it keeps retrying). */
@@ -63,6 +79,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     this.subscription?.close();
     await Promise.all([...this.clients.values()].map((c) => c.close()));
     this.clients.clear();
+    for (const start of this.starts.values()) start.running?.close();
+    this.starts.clear();
   }
 
   list(): Phone[] {
@@ -131,6 +149,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   private onGone(udid: string): void {
+    // A new attach is a new chance: the next one tries to start WDA again at once.
+    this.starts.get(udid)?.running?.close();
+    this.starts.delete(udid);
     const client = this.clients.get(udid);
     this.clients.delete(udid);
     void client?.close();
@@ -177,9 +198,10 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         steps: undefined,
       };
       if (await this.wdaReady(udid)) return { ...described, state: 'device' };
-      const steps = wdaSteps(udid);
-      this.log(`${udid} (${described.name}): ${steps}`);
-      return { ...described, state: 'wda_unavailable', steps };
+      // Not answering: start the installed runner, once per attach, after this description is published; the
+      // attempt's progress or failure replaces these steps.
+      setImmediate(() => this.startWdaOn(udid));
+      return { ...described, state: 'wda_unavailable', steps: this.starts.get(udid)?.problem ?? `WebDriverAgent is not answering on port 8100, so it cannot be allocated yet.` };
     } catch (error) {
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
       this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
@@ -196,11 +218,91 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     }
   }
 
+  /**
+   * Starts WDA's installed runner the way this host can (wda-launcher.ts), unless a start is under way or the last
+   * one failed less than its back-off ago. The phone stays wda_unavailable meanwhile, its problem saying so.
+   */
+  private startWdaOn(udid: string): void {
+    const phone = this.phones.get(udid);
+    if (this.stopped || phone?.state !== 'wda_unavailable') return;
+    let start = this.starts.get(udid);
+    if (!start) this.starts.set(udid, (start = { inFlight: false, failures: 0, retryAt: 0 }));
+    if (start.inFlight || Date.now() < start.retryAt) return;
+    const attempt = start;
+    const strategy = wdaStrategy(phone.osVersion, this.launch.xcrun);
+    if (strategy === 'none') {
+      // Nothing this host can do: the steps, once; the 5 s /status recheck picks up a WDA someone else starts.
+      attempt.problem = `WebDriverAgent is not answering on port 8100, so it cannot be allocated. ${manualSteps(udid, phone.osVersion, this.launch.bundleId)}`;
+      attempt.retryAt = Number.POSITIVE_INFINITY;
+      this.log(`${udid} (${phone.name}): ${attempt.problem}`);
+      this.showSteps(udid, attempt.problem);
+      return;
+    }
+    attempt.inFlight = true;
+    attempt.problem = `starting WebDriverAgent (${this.launch.bundleId}) through ${strategy}…`;
+    this.log(`${udid} (${phone.name}): ${attempt.problem}`);
+    this.showSteps(udid, attempt.problem);
+    const begun = Date.now();
+    void (async () => {
+      try {
+        attempt.running?.close();
+        attempt.running = await startWda(this.address, udid, phone.osVersion, this.launch);
+        const deadline = Date.now() + WDA_START_READY_MS;
+        while (!(await this.wdaReady(udid))) {
+          if (this.stopped || this.starts.get(udid) !== attempt) return attempt.running.close();
+          if (Date.now() > deadline) throw new WdaStartError(`the runner started but WDA did not answer /status within ${WDA_START_READY_MS / 1000} s`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        if (this.starts.get(udid) !== attempt) return attempt.running.close();
+        attempt.failures = 0;
+        attempt.problem = undefined;
+        this.log(`${udid} (${phone.name}): WebDriverAgent started through ${attempt.running.via} in ${Date.now() - begun} ms`);
+        this.publishWda(udid, true);
+      } catch (error) {
+        attempt.running?.close();
+        attempt.running = undefined;
+        if (this.starts.get(udid) !== attempt) return;
+        const backoff = Math.min(WDA_START_BACKOFF_MS * 2 ** attempt.failures, WDA_START_BACKOFF_CAP_MS);
+        attempt.failures++;
+        attempt.retryAt = Date.now() + backoff;
+        const reason = error instanceof WdaStartError ? error.message : `starting WebDriverAgent failed: ${(error as Error).message}`;
+        attempt.problem = reason;
+        this.showSteps(udid, reason);
+        this.log(`${udid} (${phone.name}): WebDriverAgent is unavailable: ${reason} Trying again in ${Math.round(backoff / 1000)} s; it is also picked up within 5 s of answering.`);
+      } finally {
+        attempt.inFlight = false;
+      }
+    })();
+  }
+
+  /** A wda_unavailable phone's row says what is happening about it: the start under way, or why it failed and what to do. */
+  private showSteps(udid: string, steps: string): void {
+    const phone = this.phones.get(udid);
+    if (phone?.state !== 'wda_unavailable' || phone.steps === steps) return;
+    const updated: Phone = { ...phone, steps };
+    this.phones.set(udid, updated);
+    this.emit('phone', updated);
+  }
+
+  private publishWda(udid: string, ready: boolean): void {
+    const phone = this.phones.get(udid);
+    if (!phone || (phone.state === 'device') === ready) return;
+    const updated: Phone = { ...phone, state: ready ? 'device' : 'wda_unavailable', steps: ready ? undefined : phone.steps };
+    this.phones.set(udid, updated);
+    this.emit('phone', updated);
+  }
+
   private async refresh(what: 'battery' | 'wda'): Promise<void> {
     for (const phone of this.phones.values()) {
       try {
         let updated: Phone | undefined;
-        if (what === 'wda' && phone.state === 'wda_unavailable' && (await this.wdaReady(phone.serial))) updated = { ...phone, state: 'device', steps: undefined };
+        if (what === 'wda' && phone.state === 'wda_unavailable') {
+          if (await this.wdaReady(phone.serial)) {
+            const start = this.starts.get(phone.serial);
+            if (start) start.problem = undefined;
+            updated = { ...phone, state: 'device', steps: undefined };
+          } else this.startWdaOn(phone.serial);
+        }
         if (what === 'battery' && phone.state === 'device') {
           const [battery] = await readLockdownValues(this.address, phone.serial, [{ Domain: 'com.apple.mobile.battery', Key: 'BatteryCurrentCapacity' }]);
           if (typeof battery === 'number' && battery !== phone.battery) updated = { ...phone, battery };

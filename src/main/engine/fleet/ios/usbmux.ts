@@ -47,6 +47,30 @@ export interface InstallationProxyClient {
   installApplication(path: string, options?: Record<string, unknown>, timeout?: number): Promise<Array<Record<string, unknown>>>;
   uninstallApplication(bundleId: string, timeout?: number): Promise<Array<Record<string, unknown>>>;
   listApplications(opts?: { applicationType?: string; returnAttributes?: string[] }): Promise<Record<string, Record<string, unknown>>>;
+  lookupApplications(opts: { bundleIds: string[] }): Promise<Record<string, Record<string, unknown>>>;
+  close(): void;
+}
+/** A DTX message as appium-ios-device decodes it: `selector` is the call's selector or the reply's object. */
+export interface DtxReply {
+  selector: unknown;
+  identifier: number;
+  conversationIndex: number;
+  auxiliaries: unknown[];
+}
+/** appium-ios-device's DTX client (instruments and testmanagerd share it). */
+export interface DtxClient {
+  callChannel(channel: string, selector: string, ...aux: unknown[]): Promise<DtxReply>;
+  _callChannel(sync: boolean, code: number, selector: string, ...aux: unknown[]): Promise<DtxReply | undefined>;
+  registerSelectorCallback(selector: string, callback: (message: DtxReply) => void): void;
+  registerLifecycleCallback(event: string, callback: () => void): void;
+  close(): void;
+  _replyQueues: Record<number, DtxReply[]>;
+  _nextIdentifier: number;
+  _encoder: NodeJS.WritableStream;
+  _decoder: EventEmitter;
+}
+export interface HouseArrestClient {
+  vendContainer(bundleId: string): Promise<AfcClient & { listDirectory(path: string): Promise<string[]> }>;
   close(): void;
 }
 export interface SyslogClient {
@@ -64,6 +88,13 @@ export interface AppiumIosDevice {
   SyslogService: new (socket: Socket) => SyslogClient;
   PlistService: new (socket: Socket) => unknown;
   upgradeToSSL(socket: Socket, key: unknown, cert: unknown): Socket;
+  enableSSLHandshakeOnly(socket: Socket, key: unknown, cert: unknown): Promise<Socket>;
+  HouseArrestService: new (socket: Socket) => HouseArrestClient;
+  InstrumentService: new (socket: Socket) => DtxClient;
+  TestmanagerdService: new (socket: Socket) => DtxClient;
+  DTXMessageAuxBuffer: new () => { appendObject(value: unknown): void };
+  NSUUID: new (uuid: string) => unknown;
+  XCTestConfiguration: new (data: Record<string, unknown>) => { getBytes(): Buffer };
 }
 
 let loaded: AppiumIosDevice | undefined;
@@ -88,6 +119,13 @@ export function appiumIosDevice(): AppiumIosDevice {
     SyslogService: lib('syslog/index.js').SyslogService as AppiumIosDevice['SyslogService'],
     PlistService: lib('plist-service/index.js').PlistService as AppiumIosDevice['PlistService'],
     upgradeToSSL: lib('ssl-helper.js').upgradeToSSL as AppiumIosDevice['upgradeToSSL'],
+    enableSSLHandshakeOnly: lib('ssl-helper.js').enableSSLHandshakeOnly as AppiumIosDevice['enableSSLHandshakeOnly'],
+    HouseArrestService: lib('house-arrest/index.js').HouseArrestService as AppiumIosDevice['HouseArrestService'],
+    InstrumentService: lib('instrument/index.js').InstrumentService as AppiumIosDevice['InstrumentService'],
+    TestmanagerdService: lib('testmanagerd/index.js').TestmanagerdService as AppiumIosDevice['TestmanagerdService'],
+    DTXMessageAuxBuffer: lib('instrument/headers.js').DTXMessageAuxBuffer as AppiumIosDevice['DTXMessageAuxBuffer'],
+    NSUUID: lib('instrument/transformer/nskeyed.js').NSUUID as AppiumIosDevice['NSUUID'],
+    XCTestConfiguration: lib('instrument/transformer/nskeyed.js').XCTestConfiguration as AppiumIosDevice['XCTestConfiguration'],
   };
   return loaded;
 }
@@ -241,7 +279,7 @@ export async function readLockdownValues(
  * appium-ios-device's own start*Service helpers reuse one usbmuxd socket for both steps when handed one, so the
  * steps are done here, each on its own usbmuxd connection.
  */
-export async function startService(address: UsbmuxdAddress, udid: string, name: string): Promise<Socket> {
+export async function startService(address: UsbmuxdAddress, udid: string, name: string, options: { handshakeOnly?: boolean } = {}): Promise<Socket> {
   const aid = appiumIosDevice();
   const lockdown = await lockdownSession(address, udid);
   let service: { Port: number; EnableServiceSSL?: boolean };
@@ -259,6 +297,8 @@ export async function startService(address: UsbmuxdAddress, udid: string, name: 
     const socket = await mux.connect(device.Properties.DeviceID, service.Port);
     socket.on('error', () => undefined);
     if (!record) return socket;
+    // Before iOS 14, instruments and testmanagerd want a TLS handshake and then plain text on the same connection.
+    if (options.handshakeOnly) return await aid.enableSSLHandshakeOnly(socket, record.HostPrivateKey, record.HostCertificate);
     const tls = aid.upgradeToSSL(socket, record.HostPrivateKey, record.HostCertificate);
     tls.on('error', () => undefined);
     return tls;

@@ -1,0 +1,252 @@
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { MediaFs, serveAfc } from './afc.js';
+import { DtxConnection } from './dtx.js';
+import type { InstalledApp } from './installation-proxy.js';
+import { NSError, NSURL, unarchive } from './nskeyed.js';
+import { PlistChannel } from './plist-wire.js';
+
+export const HOUSE_ARREST_SERVICE = 'com.apple.mobile.house_arrest';
+/** Before iOS 14 these two run in plain text after a TLS handshake; since, in TLS throughout (the ".secure" names). */
+export const INSTRUMENTS_SERVICE = 'com.apple.instruments.remoteserver';
+export const INSTRUMENTS_SECURE_SERVICE = 'com.apple.instruments.remoteserver.DVTSecureSocketProxy';
+export const TESTMANAGERD_SERVICE = 'com.apple.testmanagerd.lockdown';
+export const TESTMANAGERD_SECURE_SERVICE = 'com.apple.testmanagerd.lockdown.secure';
+
+const PROCESS_CONTROL = 'com.apple.instruments.server.services.processcontrol';
+const DAEMON_CONNECTION = 'dtxproxy:XCTestManager_IDEInterface:XCTestManager_DaemonConnectionInterface';
+/** XCTest's protocol version as testmanagerd announces it in _XCT_testBundleReadyWithProtocolVersion:minimumVersion:. */
+const XCTEST_PROTOCOL = 36;
+const XCTEST_MINIMUM_PROTOCOL = 16;
+const CONFIGURATION = /^\/tmp\/[^/]+\.xctestconfiguration$/;
+
+/** What the developer services need of their phone. */
+export interface DeveloperHost {
+  apps: Map<string, InstalledApp>;
+  /** The app's data container (what house_arrest vends), or undefined for an app without one. */
+  container(bundleId: string): { path: string; fs: MediaFs } | undefined;
+  /** When set, launching a process fails with this description (an untrusted profile, an expired certificate). */
+  launchFailure(): string | undefined;
+  /** WebDriverAgent's test plan runs: its HTTP server (8100) and MJPEG server (9100) start. */
+  startWda(): void;
+  stopWda(): void;
+  log(process: string, message: string): void;
+}
+
+interface RunnerProcess {
+  pid: number;
+  bundleId: string;
+  /** The XCTest session the runner's configuration names; undefined for an app launched plainly. */
+  sessionId?: string;
+  authorized: boolean;
+  /** Whether WebDriverAgent's server runs in it. */
+  servesWda?: boolean;
+  /** The IDE connection its test plan reports to: the run ends when it closes. */
+  session?: DtxConnection;
+}
+
+/**
+ * The phone's XCTest machinery, reached through lockdown as Xcode reaches it on iOS < 17: house_arrest (the test
+ * runner's container, where the host writes the .xctestconfiguration), the instruments remote server's process
+ * control (launching the runner with that file in its environment) and testmanagerd (the IDE's control and
+ * execution sessions, to which the runner reports "bundle ready" once authorized, and which starts its test plan:
+ * for WebDriverAgent, the plan that serves HTTP on 8100 until the IDE's session closes).
+ */
+export class TestManager {
+  /** Every DTX selector the phone received, in order, with its channel and when (ms, performance.now()). */
+  readonly received: Array<{ selector: string; channel: string; at: number }> = [];
+  private readonly processes = new Map<number, RunnerProcess>();
+  /** Execution sessions the IDE opened, by the session identifier it gave. */
+  private readonly sessions = new Map<string, DtxConnection>();
+  private nextPid = 1200;
+
+  constructor(private readonly host: DeveloperHost) {}
+
+  /** The pid of a running process of this app, if any. */
+  pidOf(bundleId: string): number | undefined {
+    for (const p of this.processes.values()) if (p.bundleId === bundleId) return p.pid;
+    return undefined;
+  }
+
+  /** com.apple.mobile.house_arrest: VendContainer (or VendDocuments), then the connection speaks AFC in that container. */
+  serveHouseArrest(socket: Socket): void {
+    socket.on('error', () => undefined);
+    const channel = new PlistChannel(socket, (request) => {
+      const id = String(request.Identifier ?? '');
+      if (request.Command !== 'VendContainer' && request.Command !== 'VendDocuments') return channel.send({ Error: 'UnknownCommand' });
+      const app = this.host.apps.get(id);
+      // Only apps signed with a development profile (get-task-allow) may have their container vended.
+      const container = app?.signer ? this.host.container(id) : undefined;
+      if (!container) return channel.send({ Error: app ? 'InstallationLookupFailed' : 'ApplicationLookupFailed' });
+      channel.send({ Status: 'Complete' });
+      channel.detach();
+      serveAfc(socket, container.fs);
+    });
+  }
+
+  serveInstruments(stream: Duplex): void {
+    stream.on('error', () => undefined);
+    new DtxConnection(stream, (channel, selector, args) => this.processControl(channel, selector, args), this.record);
+  }
+
+  serveTestmanagerd(stream: Duplex): void {
+    stream.on('error', () => undefined);
+    let sessionId: string | undefined;
+    const connection = new DtxConnection(
+      stream,
+      (channel, selector, args, conn) => {
+        // _IDE_startExecutingTestPlanWithProtocolVersion: comes on the reverse of that channel (code -1), the same one here.
+        if (channel !== DAEMON_CONNECTION) return new NSError('XCTestManager', 1, `testmanagerd has no channel ${channel}.`);
+        switch (selector) {
+          case '_IDE_initiateControlSessionWithProtocolVersion:':
+            return XCTEST_PROTOCOL;
+          case '_IDE_initiateSessionWithIdentifier:forClient:atPath:protocolVersion:': {
+            sessionId = String(args[0]).toUpperCase();
+            this.sessions.set(sessionId, conn);
+            this.host.log('testmanagerd', `IDE session ${sessionId} from ${String(args[1])}`);
+            return XCTEST_PROTOCOL;
+          }
+          case '_IDE_authorizeTestSessionWithProcessID:':
+          case '_IDE_initiateControlSessionForTestProcessID:':
+          case '_IDE_initiateControlSessionForTestProcessID:protocolVersion:': {
+            const runner = this.processes.get(Number(args[0]));
+            if (!runner?.sessionId) return new NSError('XCTestManager', 2, `No test runner with pid ${String(args[0])}.`);
+            runner.authorized = true;
+            this.runnerReady(runner);
+            return true;
+          }
+          case '_IDE_startExecutingTestPlanWithProtocolVersion:': {
+            const runner = [...this.processes.values()].find((p) => p.session === conn);
+            if (!runner) return new NSError('XCTestManager', 3, 'No test runner is ready in this session.');
+            this.host.log('WebDriverAgentRunner-Runner', 'Built at ... ServerURLHere->http://127.0.0.1:8100<-ServerURLHere');
+            runner.servesWda = true;
+            this.host.startWda();
+            return undefined;
+          }
+          default:
+            return new NSError('XCTestManager', 4, `Unrecognized selector ${selector}`);
+        }
+      },
+      this.record,
+    );
+    // The IDE's execution session going away ends the test run, and with it the runner: WDA stops serving.
+    stream.on('close', () => {
+      if (sessionId && this.sessions.get(sessionId) === connection) this.sessions.delete(sessionId);
+      for (const runner of this.processes.values()) {
+        if (runner.session !== connection) continue;
+        this.processes.delete(runner.pid);
+        this.host.log('testmanagerd', `IDE session closed: terminating ${runner.bundleId} (${runner.pid})`);
+        if (runner.servesWda) this.host.stopWda();
+      }
+    });
+  }
+
+  /**
+   * Launches an app the way SpringBoard does for a developer tool. A test runner (CFBundleExecutable ending in
+   * "-Runner") must be told where its .xctestconfiguration is (XCTestConfigurationFilePath, inside its container);
+   * without a readable one it cannot run, and the launch is refused here rather than crashing later.
+   */
+  launch(path: string, bundleId: string, env: Record<string, unknown>): number | NSError {
+    const app = this.host.apps.get(bundleId);
+    if (!app) return new NSError('FBSOpenApplicationServiceErrorDomain', 4, `The request to open "${bundleId}" failed: the application is not installed.`);
+    if (path && path !== app.path) return new NSError('FBSOpenApplicationServiceErrorDomain', 4, `No application at ${path}.`);
+    const refused = this.host.launchFailure();
+    if (refused) return new NSError('FBSOpenApplicationServiceErrorDomain', 1, refused);
+    const running = this.pidOf(bundleId);
+    if (running !== undefined) this.kill(running);
+    const pid = this.nextPid++;
+    const runner: RunnerProcess = { pid, bundleId, authorized: false };
+    if (app.executable?.endsWith('-Runner') && path) {
+      const configured = this.readConfiguration(bundleId, env.XCTestConfigurationFilePath);
+      if (configured instanceof NSError) return configured;
+      runner.sessionId = configured;
+    }
+    this.processes.set(pid, runner);
+    this.host.log(app.name, `launched (pid ${pid})`);
+    return pid;
+  }
+
+  kill(pid: number): boolean {
+    const runner = this.processes.get(pid);
+    if (!runner) return false;
+    this.processes.delete(pid);
+    if (runner.servesWda) this.host.stopWda();
+    return true;
+  }
+
+  /**
+   * CoreDevice's launch (what `devicectl device process launch` asks of an iOS 17+ phone): by bundle id, no debugger.
+   * A WebDriverAgent runner launched this way starts its server itself, as Appium's preinstalled-WDA path relies on.
+   */
+  launchApp(bundleId: string, env: Record<string, unknown>, terminateExisting: boolean): number | NSError {
+    const running = this.pidOf(bundleId);
+    if (running !== undefined && !terminateExisting) return running;
+    const pid = this.launch('', bundleId, env);
+    if (pid instanceof NSError) return pid;
+    if (this.host.apps.get(bundleId)?.executable?.endsWith('-Runner')) {
+      this.processes.get(pid)!.servesWda = true;
+      this.host.log('WebDriverAgentRunner-Runner', 'ServerURLHere->http://127.0.0.1:8100<-ServerURLHere');
+      this.host.startWda();
+    }
+    return pid;
+  }
+
+  private readonly record = (selector: string, channel: string) => {
+    this.received.push({ selector, channel, at: performance.now() });
+    if (this.received.length > 500) this.received.shift();
+  };
+
+  private processControl(channel: string, selector: string, args: unknown[]): unknown {
+    if (channel !== PROCESS_CONTROL) return new NSError('DTXMessage', 3, `The instruments server has no channel ${channel}.`);
+    switch (selector) {
+      case 'processIdentifierForBundleIdentifier:':
+        // 0 when no process of that app runs, as the process control service answers.
+        return this.pidOf(String(args[0])) ?? 0;
+      case 'launchSuspendedProcessWithDevicePath:bundleIdentifier:environment:arguments:options:': {
+        const [path, bundleId, env] = args as [string, string, Record<string, unknown> | null];
+        return this.launch(String(path), String(bundleId), env ?? {});
+      }
+      case 'startObservingPid:':
+        return undefined;
+      case 'killPid:':
+        this.kill(Number(args[0]));
+        return undefined;
+      default:
+        return new NSError('DTXMessage', 4, `Unrecognized selector ${selector}`);
+    }
+  }
+
+  /** The session identifier of a runner's configuration, or why it cannot be read. */
+  private readConfiguration(bundleId: string, where: unknown): string | NSError {
+    const fail = (why: string) => new NSError('XCTestErrorDomain', 10, `${bundleId} cannot run its tests: ${why}`);
+    const container = this.host.container(bundleId);
+    if (typeof where !== 'string' || !container) return fail('XCTestConfigurationFilePath is not set in its environment.');
+    if (!where.startsWith(container.path + '/')) return fail(`${where} is outside its container ${container.path}.`);
+    const relative = where.slice(container.path.length);
+    if (!CONFIGURATION.test(relative)) return fail(`${where} is not a .xctestconfiguration in its container's tmp.`);
+    const bytes = container.fs.read(relative);
+    if (!bytes) return fail(`${where} does not exist.`);
+    let configuration: Record<string, unknown>;
+    try {
+      configuration = unarchive(bytes) as Record<string, unknown>;
+    } catch (error) {
+      return fail(`${where} is not an archived XCTestConfiguration (${(error as Error).message}).`);
+    }
+    const app = this.host.apps.get(bundleId)!;
+    const plugin = `${app.path}/PlugIns/${app.executable!.replace(/-Runner$/, '')}.xctest`;
+    if (configuration?.$class !== 'XCTestConfiguration') return fail(`${where} holds a ${String(configuration?.$class)}, not an XCTestConfiguration.`);
+    const url = configuration.testBundleURL;
+    if (!(url instanceof NSURL) || url.relative.replace(/^file:\/\//, '') !== plugin) return fail(`its testBundleURL is not ${plugin}.`);
+    if (typeof configuration.sessionIdentifier !== 'string') return fail('its configuration names no session.');
+    return configuration.sessionIdentifier.toUpperCase();
+  }
+
+  /** An authorized runner whose IDE session exists connects to testmanagerd and says its bundle is ready. */
+  private runnerReady(runner: RunnerProcess): void {
+    const session = runner.sessionId ? this.sessions.get(runner.sessionId) : undefined;
+    if (!session || !runner.authorized || session.closed) return;
+    runner.session = session;
+    const code = session.codeOf(DAEMON_CONNECTION) ?? 1;
+    session.send(code, '_XCT_testBundleReadyWithProtocolVersion:minimumVersion:', [{ object: XCTEST_PROTOCOL }, { object: XCTEST_MINIMUM_PROTOCOL }]);
+  }
+}
