@@ -34,6 +34,13 @@ if (!bundleIsFresh()) {
     platform: 'node',
     format: 'esm',
     target: 'node20',
+    // What is imported on demand (the demo's simulated phones) goes into chunks of its own, with the packages only it
+    // uses: in one file, esbuild would hoist their imports to the top, and every start would load them.
+    splitting: true,
+    outdir: dirname(bundle),
+    entryNames: '[name]',
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
     // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features).
     // The rest are large and loaded on first use (a model request, an app upload, LAN sharing's certificate): left
     // out of the bundle, a lab that never uses them does not parse them at every start.
@@ -43,11 +50,15 @@ if (!bundleIsFresh()) {
     write: false,
     logLevel: 'warning',
   });
-  // Written aside and renamed, so that two starts at once never run a half-written file.
-  mkdirSync(dirname(bundle), { recursive: true });
-  const temporary = `${bundle}.${randomUUID()}.tmp`;
-  writeFileSync(temporary, asciiOnly(result.outputFiles[0].text));
-  renameSync(temporary, bundle);
+  // Each file is written aside and renamed, the entry last, so that two starts at once never run a half-written
+  // bundle. Chunks are named by their content, so a start still running the previous bundle finds its own.
+  const entry = result.outputFiles.find((f) => f.path === bundle);
+  for (const file of [...result.outputFiles.filter((f) => f !== entry), entry]) {
+    mkdirSync(dirname(file.path), { recursive: true });
+    const temporary = `${file.path}.${randomUUID()}.tmp`;
+    writeFileSync(temporary, asciiOnly(file.text));
+    renameSync(temporary, file.path);
+  }
 }
 
 // The GUI the engine serves at /, built only when its sources changed: a clean clone serves it on the first start.

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { openUsbmux, type UsbmuxdAddress } from './usbmux.js';
 
 export const WDA_PORT = 8100;
@@ -40,27 +40,37 @@ export async function tunnel(address: UsbmuxdAddress, udid: string, port: number
  * costs two round trips to usbmuxd; a kept-alive one costs nothing).
  */
 export class WdaClient {
-  private readonly pool: Pool;
+  /** Made on first use: undici is loaded then, not at every start of a lab that may have no iPhone. */
+  private pool: Promise<Pool> | undefined;
   private session: string | undefined;
 
-  constructor(address: UsbmuxdAddress, udid: string) {
-    this.pool = new Pool('http://localhost:8100', {
-      connections: 4,
-      connect: (_options, callback) => {
-        tunnel(address, udid, WDA_PORT).then(
-          (socket) => callback(null, socket),
-          (error: Error) => callback(error, null),
-        );
-      },
-    });
+  constructor(
+    private readonly address: UsbmuxdAddress,
+    private readonly udid: string,
+  ) {}
+
+  private connections(): Promise<Pool> {
+    this.pool ??= import('undici').then(
+      ({ Pool }) =>
+        new Pool('http://localhost:8100', {
+          connections: 4,
+          connect: (_options, callback) => {
+            tunnel(this.address, this.udid, WDA_PORT).then(
+              (socket) => callback(null, socket),
+              (error: Error) => callback(error, null),
+            );
+          },
+        }),
+    );
+    return this.pool;
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await (await this.pool)?.destroy();
   }
 
   async request<T = unknown>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const res = await this.pool.request({
+    const res = await (await this.connections()).request({
       method,
       path,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
