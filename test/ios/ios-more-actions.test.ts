@@ -26,6 +26,8 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
     engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address) });
     c = client(engine.api);
     owner = await c.login();
+    // An allocation that matches nothing is refused at once: the fleet must have read the phone first.
+    await waitFor('the iPhone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ state: string }>).some((p) => p.state === 'device'), 15_000);
     session = (await c.call('POST', '/sessions', { token: owner })).body.id;
     const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] } });
     await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use', 15_000);
