@@ -96,6 +96,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/sessions/{sessionId}/end'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/elements'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/actions'],
+  ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/reboot'],
   ['get', '/ws'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screen'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/logs'],

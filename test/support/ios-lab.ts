@@ -31,6 +31,19 @@ export function ideviceToolsOrSkip(): boolean {
   return false;
 }
 
+/**
+ * One of libimobiledevice's tools beyond idevice_id and ideviceinfo (idevicediagnostics, idevicesyslog from
+ * libimobiledevice-utils; ideviceinstaller from its own package): under CI its absence fails naming the Debian package,
+ * elsewhere the test is skipped loudly.
+ */
+export function ideviceToolOrSkip(tool: string, debianPackage: string): boolean {
+  if (onPath(tool)) return true;
+  const message = `${tool} is missing: install the Debian package \`${debianPackage}\` (apt-get install -y ${debianPackage}).`;
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`SKIPPING: ${message}`);
+  return false;
+}
+
 /** A simulated usbmuxd on loopback with simulated iPhones plugged in. */
 export interface IosBus {
   usbmuxd: SimulatedUsbmuxd;

@@ -8,6 +8,7 @@ export { SimulatedIPhone, SYSLOG_SERVICE, type SimulatedIPhoneOptions } from './
 export { SETTINGS, SAFARI, NOTES, APP_STATE, type Springboard } from './springboard.js';
 export { WDA_PORT, MJPEG_PORT, WDA_BUNDLE_ID } from './wda.js';
 export { LOCKDOWN_PORT } from './lockdownd.js';
+export { DIAGNOSTICS_RELAY_SERVICE } from './diagnostics-relay.js';
 export { inspectIpa } from './installation-proxy.js';
 export { TestManager, HOUSE_ARREST_SERVICE, TESTMANAGERD_SECURE_SERVICE, INSTRUMENTS_SECURE_SERVICE } from './test-manager.js';
 export { archive, unarchive, NSUUID, NSURL, NSError } from './nskeyed.js';

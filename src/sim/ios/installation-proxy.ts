@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { readZipEntry } from '../android/apk.js';
 import type { MediaFs } from './afc.js';
@@ -36,8 +37,9 @@ const INSTALL_STEPS: Array<[number, string]> = [
   [80, 'PostflightingApplication'], [90, 'SandboxingApplication'], [100, 'GeneratingApplicationMap'],
 ];
 
-function appAttributes(app: InstalledApp): PlistDict {
-  return {
+/** An app's attributes, only those the client named in ReturnAttributes when it named any, as installd answers. */
+function appAttributes(app: InstalledApp, only?: unknown): PlistDict {
+  const all: PlistDict = {
     ApplicationType: app.type,
     CFBundleIdentifier: app.bundleId,
     CFBundleDisplayName: app.name,
@@ -45,10 +47,13 @@ function appAttributes(app: InstalledApp): PlistDict {
     CFBundleShortVersionString: app.version,
     CFBundleVersion: app.build,
     CFBundleExecutable: app.executable ?? app.name,
-    Path: app.path ?? `/private/var/containers/Bundle/Application/${app.bundleId}/${app.name}.app`,
+    // System apps live in the read-only system volume's /Applications.
+    Path: app.path ?? (app.type === 'System' ? `/Applications/${app.executable ?? app.name}.app` : `/private/var/containers/Bundle/Application/${app.bundleId}/${app.name}.app`),
     SignerIdentity: app.signer,
     Container: app.container,
   };
+  if (!Array.isArray(only) || only.length === 0) return all;
+  return Object.fromEntries(only.map(String).filter((key) => key in all).map((key) => [key, all[key]]));
 }
 
 /** Reads an IPA's Info.plist, as the phone's installd inspects a package: no CFBundleIdentifier, no install. */
@@ -80,7 +85,7 @@ export function serveInstallationProxy(socket: Socket, registry: AppRegistry): v
     switch (request.Command) {
       case 'Browse': {
         const type = typeof options.ApplicationType === 'string' ? options.ApplicationType : 'Any';
-        const list = [...registry.apps.values()].filter((a) => type === 'Any' || a.type === type).map(appAttributes);
+        const list = [...registry.apps.values()].filter((a) => type === 'Any' || a.type === type).map((a) => appAttributes(a, options.ReturnAttributes));
         // Real phones send the list in chunks of about 20.
         for (let i = 0; i < list.length || i === 0; i += 20) {
           const chunk = list.slice(i, i + 20);
@@ -91,7 +96,7 @@ export function serveInstallationProxy(socket: Socket, registry: AppRegistry): v
       }
       case 'Lookup': {
         const wanted = Array.isArray(options.BundleIDs) ? options.BundleIDs.map(String) : [...registry.apps.keys()];
-        const result = Object.fromEntries(wanted.filter((id) => registry.apps.has(id)).map((id) => [id, appAttributes(registry.apps.get(id)!)]));
+        const result = Object.fromEntries(wanted.filter((id) => registry.apps.has(id)).map((id) => [id, appAttributes(registry.apps.get(id)!, options.ReturnAttributes)]));
         return channel.send({ LookupResult: result, Status: 'Complete' });
       }
       case 'Install':
@@ -106,6 +111,11 @@ export function serveInstallationProxy(socket: Socket, registry: AppRegistry): v
           return channel.send({ Error: 'PackageInspectionFailed', ErrorDescription: (error as Error).message, Status: 'Failed' });
         }
         for (const [percent, status] of INSTALL_STEPS) channel.send({ PercentComplete: percent, Status: status });
+        // installd puts each install's bundle and its data container in directories named by new UUIDs; an upgrade
+        // keeps the data container.
+        const executable = app.executable ?? app.name;
+        app.path = `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/${executable}.app`;
+        app.container = registry.apps.get(app.bundleId)?.container ?? `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`;
         registry.apps.set(app.bundleId, app);
         registry.appsChanged();
         return channel.send({ Status: 'Complete' });

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
+import { DIAGNOSTICS_RELAY_SERVICE, serveDiagnosticsRelay } from './diagnostics-relay.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
 import { createPairing, pairRecordOf, type Pairing } from './pairing.js';
 import { Springboard, SYSTEM_APPS } from './springboard.js';
@@ -36,7 +37,16 @@ export interface SimulatedIPhoneOptions {
    * instruments. Xcode mounts it when it first sees the phone; it stays mounted until the phone restarts. Default true.
    */
   developerImage?: boolean;
+  /** How long a restart (diagnostics_relay's Restart) keeps it off the bus; a real phone takes 30 s to 2 min. Default 1500. */
+  restartMs?: number;
 }
+
+/** The library and pid iOS shows in syslog for the processes this phone logs as; others get a stable made-up pid. */
+const SYSLOG_SOURCES: Record<string, [string | undefined, number]> = {
+  kernel: [undefined, 0],
+  SpringBoard: ['FrontBoard', 58],
+  testmanagerd: [undefined, 211],
+};
 
 /** A UDID as phones since the iPhone XS have it: 8 hex digits of the chip, a dash, 16 of the ECID. */
 function newUdid(): string {
@@ -71,6 +81,13 @@ export class SimulatedIPhone implements UsbmuxDevice {
   readonly media = new MediaFs();
   readonly board: Springboard;
   readonly wda: WebDriverAgent;
+  /** Boots since it was made: 1 until its first restart, one more after each. */
+  bootCount = 1;
+  /** When it last booted (ms since the epoch): its uptime counts from here, and restarts from zero. */
+  bootedAt = Date.now();
+  /** Whether it is off the bus restarting. */
+  restarting = false;
+  readonly restartMs: number;
   /** Lines it wrote to its syslog, oldest first (bounded). */
   readonly syslog: string[] = [];
   private pairingData: Pairing | undefined;
@@ -78,6 +95,8 @@ export class SimulatedIPhone implements UsbmuxDevice {
   private readonly services = new Map<number, { ssl: boolean; serve: (stream: Socket | TLSSocket) => void }>();
   private readonly syslogClients = new Set<Socket>();
   private nextServicePort = 49152;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(options: SimulatedIPhoneOptions = {}) {
     this.udid = options.udid ?? newUdid();
@@ -90,6 +109,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.wdaRunning = options.wda ?? true;
     this.developerImage = options.developerImage ?? true;
     this.launchFailure = undefined;
+    this.restartMs = options.restartMs ?? 1500;
     this.wdaBundleId = options.wdaBundleId ?? WDA_BUNDLE_ID;
     if (options.wdaInstalled ?? true) {
       // As Xcode installs it: developer-signed, with a data container the host can write the test configuration into.
@@ -151,8 +171,47 @@ export class SimulatedIPhone implements UsbmuxDevice {
   }
 
   stop(): void {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
     this.unplug();
     this.wda.stop();
+  }
+
+  /** Seconds since it booted. */
+  get uptimeSeconds(): number {
+    return (Date.now() - this.bootedAt) / 1000;
+  }
+
+  /**
+   * Restarts, as diagnostics_relay's Restart does: it drops off the bus (usbmuxd's Listen clients hear Detached, and
+   * every tunnel to it breaks), every app and WebDriverAgent stop, and `restartMs` later it attaches again with a
+   * new boot count and uptime, on its lock screen, without the Developer Disk Image (a restart unmounts it). WDA is
+   * running again if it was: on a real phone the engine starts the runner again when it sees the phone
+   * (wda-launcher.ts), which needs a Mac's devicectl on iOS 17+ or the image mounted again before 17; this stands
+   * for a host that can.
+   */
+  restart(): void {
+    if (this.restarting || this.stopped) return;
+    this.restarting = true;
+    const wdaWasRunning = this.wdaRunning;
+    this.log('SpringBoard', 'Restarting: requested by com.apple.mobile.diagnostics_relay');
+    this.unplug();
+    this.services.clear();
+    for (const socket of this.serviceConnections) socket.destroy();
+    this.wdaRunning = false;
+    this.wda.stop();
+    this.wda.sessionId = undefined;
+    this.board.boot();
+    this.developerImage = false;
+    this.restartTimer = setTimeout(() => {
+      this.restarting = false;
+      if (this.stopped || !this.usbmuxd) return;
+      this.bootCount++;
+      this.bootedAt = Date.now();
+      this.wdaRunning = wdaWasRunning;
+      this.log('kernel', `Darwin Kernel booted: iOS ${this.version} (${this.buildVersion}), boot ${this.bootCount}`);
+      this.usbmuxd.attach(this);
+    }, this.restartMs);
   }
 
   // ---- the bus side ----
@@ -190,7 +249,9 @@ export class SimulatedIPhone implements UsbmuxDevice {
 
   log(process: string, message: string): void {
     const time = new Date().toString().slice(4, 24).replace(/ (\d{4}) /, ' ');
-    const line = `${time} ${this.name.replace(/\s/g, '-')} ${process}(SpringBoard)[58] <Notice>: ${message}`;
+    // As iOS writes them: process(subsystem's library)[pid]; the kernel's pid is 0.
+    const [library, pid] = SYSLOG_SOURCES[process] ?? [undefined, 400 + [...process].reduce((n, ch) => (n * 31 + ch.charCodeAt(0)) % 2000, 0)];
+    const line = `${time} ${this.name.replace(/\s/g, '-')} ${process}${library ? `(${library})` : ''}[${pid}] <Notice>: ${message}`;
     this.syslog.push(line);
     if (this.syslog.length > 1000) this.syslog.shift();
     for (const socket of this.syslogClients) socket.write(`${line}\n\0`);
@@ -247,7 +308,12 @@ export class SimulatedIPhone implements UsbmuxDevice {
     // testmanagerd and instruments come with the Developer Disk Image, through lockdown only before iOS 17 (after,
     // through a RemoteXPC tunnel). This phone serves the iOS 14+ secure variants; the older handshake-only ones not.
     const developer = this.developerImage && this.majorVersion < 17 && this.majorVersion >= 14;
-    if (name === HOUSE_ARREST_SERVICE) serve = (s) => this.testManager.serveHouseArrest(s);
+    if (name === DIAGNOSTICS_RELAY_SERVICE) {
+      serve = (s) => serveDiagnosticsRelay(s, {
+        restart: () => this.restart(),
+        gasGauge: () => ({ CycleCount: 112, DesignCapacity: 2018, FullChargeCapacity: 1870, Status: 'Success' }),
+      });
+    } else if (name === HOUSE_ARREST_SERVICE) serve = (s) => this.testManager.serveHouseArrest(s);
     else if (developer && name === TESTMANAGERD_SECURE_SERVICE) serveTls = (s) => this.testManager.serveTestmanagerd(s);
     else if (developer && name === INSTRUMENTS_SECURE_SERVICE) serveTls = (s) => this.testManager.serveInstruments(s);
     else if (name === TESTMANAGERD_SERVICE || name === INSTRUMENTS_SERVICE) return undefined;

@@ -7,9 +7,10 @@ export const SETTINGS = 'com.apple.Preferences';
 export const SAFARI = 'com.apple.mobilesafari';
 export const NOTES = 'com.apple.mobilenotes';
 export const SYSTEM_APPS: InstalledApp[] = [
-  { bundleId: SETTINGS, name: 'Settings', version: '1.0', build: '1', type: 'System' },
-  { bundleId: SAFARI, name: 'Safari', version: '17.0', build: '1', type: 'System' },
-  { bundleId: NOTES, name: 'Notes', version: '4.11', build: '1', type: 'System' },
+  // Their executables (and /Applications/<executable>.app) are named as on iOS, not after what the home screen shows.
+  { bundleId: SETTINGS, name: 'Settings', executable: 'Preferences', version: '1.0', build: '1', type: 'System' },
+  { bundleId: SAFARI, name: 'Safari', executable: 'MobileSafari', version: '17.0', build: '1', type: 'System' },
+  { bundleId: NOTES, name: 'Notes', executable: 'MobileNotes', version: '4.11', build: '1', type: 'System' },
 ];
 
 /** XCUIApplicationState, as WDA's /wda/apps/state answers it. */
@@ -101,6 +102,21 @@ export class Springboard {
   /** The window in points, as WDA's /window/size reports it for the current orientation. */
   window(): { width: number; height: number } {
     return this.orientation === 'PORTRAIT' ? { ...this.size } : { width: this.size.height, height: this.size.width };
+  }
+
+  /**
+   * A fresh boot: no app running, the lock screen, portrait, nothing typed unsaved. Saved state (the note, Wi-Fi,
+   * the volume, installed apps) stays, as it does on a phone that restarts.
+   */
+  boot(): void {
+    this.running.clear();
+    this.foreground = undefined;
+    this.focused = undefined;
+    this.addressText = '';
+    this.settingsPage = 'main';
+    this.orientation = 'PORTRAIT';
+    this.locked = true;
+    this.changed();
   }
 
   // ---- what WDA's commands do ----

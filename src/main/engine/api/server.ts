@@ -62,7 +62,7 @@ const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
 const WEBSOCKET_CLOSE_GRACE_MS = 1000;
-/** How long /ws's device.reboot waits for a phone to come back: a real phone restarts in one to two minutes. */
+/** How long a reboot (REST's and /ws's device.reboot) waits for a phone to come back: a real phone restarts in one to two minutes. */
 const REBOOT_TIMEOUT_MS = 180_000;
 
 declare module 'fastify' {
@@ -264,7 +264,7 @@ export async function buildServer(services: ApiServices, version: string, option
     sessionExtensionRoutes(a, s.sessions, s.sessionLifecycle);
     testResultRoutes(a, s.testResults, s.uploads);
     deviceRoutes(a, s.allocator);
-    deviceControlRoutes(a, s.control);
+    deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
     fleetRoutes(a, s.allocator, s.macHosts);
     labHostRoutes(a, s.macHosts);
     instanceRoutes(a, s.instances);

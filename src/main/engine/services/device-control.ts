@@ -129,8 +129,9 @@ export class DeviceControl {
       this.phones.off('phone', left);
       this.phones.off('gone', gone);
     }
-    // A phone restarts on its lock screen: wake it and go home, as before it was handed over.
-    await onPhone(() => driver.prepare(), 'wake up after its reboot');
+    // A phone restarts on its lock screen: wake it and go home, as before it was handed over. The driver is the
+    // fleet's new one: an iPhone's WDA connections were closed when it left the bus.
+    await onPhone(() => this.phones.driver(target.serial).prepare(), 'wake up after its reboot');
   }
 
   /**

@@ -63,7 +63,7 @@ function socketViewer(socket: WebSocket, maxSize?: number): Viewer {
 }
 
 /** Driving an in_use phone of the caller's session: what the GUI's live screen and the assistant use. */
-export function deviceControlRoutes(app: App, control: DeviceControl): void {
+export function deviceControlRoutes(app: App, control: DeviceControl, options: { rebootTimeoutMs: number }): void {
   const tags = ['Extensions'];
   const errors = [401, 403, 404, 409] as const;
 
@@ -89,6 +89,13 @@ export function deviceControlRoutes(app: App, control: DeviceControl): void {
   app.post('/sessions/:sessionId/devices/:deviceId/install', {
     schema: { tags, operationId: 'installApp', summary: 'Install a stored file (a ready app of your organization) on an in_use device', description: 'file is a file id or file:<fileId>. An unknown or expired file is 404 file_not_found; an app of the other platform is 400 wrong_platform; a file not ready yet is 409 file_not_ready. The app is uninstalled when the device is released.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, body: InstallBody, response: responses({ 200: InstallResult }, [400, ...errors]) },
   }, (req) => control.install(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, req.body));
+
+  app.post('/sessions/:sessionId/devices/:deviceId/reboot', {
+    schema: { tags, operationId: 'deviceReboot', summary: 'Restart the device, answering once it is back in_use', description: `The allocation holds on while the phone restarts (offline, then in_use again), as across an unplugged cable; the answer comes once the phone is back, awake and on its home screen. A phone not back within ${options.rebootTimeoutMs / 1000} s is 409 device_error; one away longer than the device grace period is released as device_lost (409 device_released).`, security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: ActionResult }, errors) },
+  }, async (req) => {
+    await control.reboot(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId }, { timeoutMs: options.rebootTimeoutMs });
+    return { ok: true };
+  });
 
   const screens = new WeakMap<FastifyRequest, ReturnType<DeviceControl['liveScreen']>>();
 

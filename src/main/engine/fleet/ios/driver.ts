@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
 import { invalid } from '../../domain/errors.js';
 import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
-import { afcService, installationProxy, readLockdownValues, syslogService, type UsbmuxdAddress } from './usbmux.js';
+import { afcService, installationProxy, readLockdownValues, restartDevice, syslogService, type UsbmuxdAddress } from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
 
@@ -191,9 +191,12 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
-  /** usbmuxd and lockdown offer no restart that works without a developer disk image: say so rather than pretend. */
+  /**
+   * diagnostics_relay's Restart (usbmux.ts): the phone leaves usbmuxd's bus and attaches again once it has booted,
+   * which the fleet's Listen stream reports; WDA is started again on that attach as on any other.
+   */
   async reboot(): Promise<void> {
-    throw invalid('unsupported_on_ios', 'Benchtop cannot restart an iPhone remotely yet: restart it by hand (side button and a volume button), and it comes back in_use.');
+    await restartDevice(this.address, this.udid);
   }
 
   async screenshot(): Promise<Buffer> {

@@ -322,3 +322,25 @@ export async function installationProxy(address: UsbmuxdAddress, udid: string): 
 export async function syslogService(address: UsbmuxdAddress, udid: string): Promise<SyslogClient> {
   return new (appiumIosDevice().SyslogService)(await startService(address, udid, 'com.apple.syslog_relay'));
 }
+
+/**
+ * Restarts the phone through com.apple.mobile.diagnostics_relay, as libimobiledevice's `idevicediagnostics restart`
+ * does: `Restart` with WaitForDisconnect (the phone restarts once this connection closes, so the answer is read
+ * first), then `Goodbye`. DisplayPass and DisplayFail are left out: they would put a dialog on the phone's screen.
+ */
+export async function restartDevice(address: UsbmuxdAddress, udid: string): Promise<void> {
+  const aid = appiumIosDevice();
+  const service = new aid.PlistService(await startService(address, udid, 'com.apple.mobile.diagnostics_relay')) as PlistServiceInternals & {
+    sendPlistAndReceive(message: Record<string, unknown>, timeout?: number): Promise<Record<string, unknown> | undefined>;
+    close(): void;
+  };
+  answerOnArrival(service);
+  try {
+    const answer = await service.sendPlistAndReceive({ Request: 'Restart', WaitForDisconnect: true });
+    if (answer?.Status !== 'Success') throw new Error(`diagnostics_relay refused Restart (${String(answer?.Status ?? 'no answer')})`);
+    // The phone restarts on hang-up whatever Goodbye answers.
+    await service.sendPlistAndReceive({ Request: 'Goodbye' }).catch(() => undefined);
+  } finally {
+    service.close();
+  }
+}
