@@ -177,6 +177,16 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.wda.stop();
   }
 
+  /**
+   * WebDriverAgent dies (a crash, or its runner stopped from Xcode): port 8100 and 9100 refuse connections, the open
+   * ones break, and its session is gone.
+   */
+  killWda(): void {
+    this.wdaRunning = false;
+    this.wda.stop();
+    this.wda.sessionId = undefined;
+  }
+
   /** Seconds since it booted. */
   get uptimeSeconds(): number {
     return (Date.now() - this.bootedAt) / 1000;
@@ -198,9 +208,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.unplug();
     this.services.clear();
     for (const socket of this.serviceConnections) socket.destroy();
-    this.wdaRunning = false;
-    this.wda.stop();
-    this.wda.sessionId = undefined;
+    this.killWda();
     this.board.boot();
     this.developerImage = false;
     this.restartTimer = setTimeout(() => {

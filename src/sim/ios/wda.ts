@@ -44,6 +44,7 @@ export class WebDriverAgent {
   /** Every request served, newest last: what a test inspects to see which commands the engine sent. */
   readonly requests: string[] = [];
   private readonly streams = new Set<Socket>();
+  private readonly connections = new Set<Socket>();
 
   constructor(
     private readonly board: Springboard,
@@ -54,6 +55,9 @@ export class WebDriverAgent {
   }
 
   accept(socket: Socket): void {
+    // Tracked here: the server never listens, and Node's closeAllConnections knows only a listening server's sockets.
+    this.connections.add(socket);
+    socket.once('close', () => this.connections.delete(socket));
     this.http.emit('connection', socket);
   }
 
@@ -63,7 +67,7 @@ export class WebDriverAgent {
 
   stop(): void {
     for (const res of this.streams) res.destroy();
-    this.http.closeAllConnections();
+    for (const socket of this.connections) socket.destroy();
   }
 
   /**

@@ -51,6 +51,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   private timers: NodeJS.Timeout[] = [];
   private lastProblem: string | undefined;
   private readonly starts = new Map<string, WdaStart>();
+  private readonly rechecking = new Set<string>();
 
   constructor(
     readonly address: UsbmuxdAddress,
@@ -98,7 +99,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   private wda(udid: string): WdaClient {
     let client = this.clients.get(udid);
     if (!client) {
-      client = new WdaClient(this.address, udid);
+      client = new WdaClient(this.address, udid, () => void this.wdaLost(udid));
       this.clients.set(udid, client);
     }
     return client;
@@ -273,6 +274,29 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         attempt.inFlight = false;
       }
     })();
+  }
+
+  /**
+   * A request found nothing listening on port 8100 of a phone the fleet shows as `device`: WDA died (it crashed, or
+   * someone stopped the runner). Checked at once rather than at the next 5 s check; if it is really gone the phone is
+   * wda_unavailable (its allocation goes offline) and the runner is started again, as on attach.
+   */
+  private async wdaLost(udid: string): Promise<void> {
+    if (this.stopped || this.phones.get(udid)?.state !== 'device' || this.rechecking.has(udid)) return;
+    this.rechecking.add(udid);
+    try {
+      if (await this.wdaReady(udid)) return;
+      if (this.phones.get(udid)?.state !== 'device') return;
+      this.log(`${udid}: WebDriverAgent stopped answering; starting it again`);
+      // A new chance, as after a replug: the runner this engine started (if any) is dead, and a back-off from an
+      // earlier failure does not apply to a WDA that was working a moment ago.
+      this.starts.get(udid)?.running?.close();
+      this.starts.delete(udid);
+      this.publishWda(udid, false);
+      this.startWdaOn(udid);
+    } finally {
+      this.rechecking.delete(udid);
+    }
   }
 
   /** A wda_unavailable phone's row says what is happening about it: the start under way, or why it failed and what to do. */

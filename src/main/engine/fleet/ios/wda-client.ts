@@ -44,9 +44,14 @@ export class WdaClient {
   private pool: Promise<Pool> | undefined;
   private session: string | undefined;
 
+  /**
+   * @param onUnreachable called when a new tunnel to port 8100 cannot be opened (usbmuxd refuses the Connect: nothing
+   * listens there), which means WDA died; the fleet rechecks the phone then rather than at its next periodic check.
+   */
   constructor(
     private readonly address: UsbmuxdAddress,
     private readonly udid: string,
+    private readonly onUnreachable?: () => void,
   ) {}
 
   private connections(): Promise<Pool> {
@@ -57,7 +62,13 @@ export class WdaClient {
           connect: (_options, callback) => {
             tunnel(this.address, this.udid, WDA_PORT).then(
               (socket) => callback(null, socket),
-              (error: Error) => callback(error, null),
+              (error: Error) => {
+                if (/refused/i.test(error.message)) {
+                  this.onUnreachable?.();
+                  error = new Error(`WebDriverAgent stopped answering on the iPhone (${error.message}): the phone is wda_unavailable while the lab starts it again, and its row in the fleet says what to do if it cannot.`);
+                }
+                callback(error, null);
+              },
             );
           },
         }),
