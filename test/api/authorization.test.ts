@@ -88,6 +88,7 @@ const MATRIX = {
   'GET /sessions/{sessionId}/devices/{deviceId}/elements': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
   'POST /sessions/{sessionId}/devices/{deviceId}/actions': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
   'POST /sessions/{sessionId}/devices/{deviceId}/install': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  'POST /sessions/{sessionId}/devices/{deviceId}/reboot': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/screen': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/info': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/logs': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
@@ -620,6 +621,7 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'POST /sessions/{sessionId}/devices/{deviceId}/install': async (c) => ({
     reply: await as(c, 'POST', `${s()}/devices/${device}/install`, { scoped: true, body: { file } }),
   }),
+  'POST /sessions/{sessionId}/devices/{deviceId}/reboot': async (c) => ({ reply: await as(c, 'POST', `${s()}/devices/${device}/reboot`, { scoped: true }) }),
   'GET /sessions/{sessionId}/devices/{deviceId}/info': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/info`, { scoped: true }) }),
   'GET /sessions/{sessionId}/devices/{deviceId}/logs': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/logs`, { scoped: true }) }),
   'PATCH /sessions/{sessionId}': async (c) => {
