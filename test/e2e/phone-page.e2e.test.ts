@@ -167,6 +167,30 @@ describe.runIf(ready)('GUI: the phone page', () => {
     await expect.poll(async () => (await act({ type: 'getOrientation' })).body.orientation).toBe('portrait');
   });
 
+  it('Restart asks first, then restarts the phone: it stays held, comes back on its home screen, and the screen shows again', async () => {
+    await act({ type: 'launchApp', packageName: 'com.android.settings' });
+    await waitFor('Settings in front', () => phone().foregroundPackage === 'com.android.settings');
+    const controls = page.getByRole('group', { name: 'Restart' });
+    // Asking is not doing: Cancel leaves the phone as it is.
+    await controls.getByRole('button', { name: 'Restart…' }).click();
+    await controls.getByRole('button', { name: 'Cancel' }).click();
+    await controls.getByRole('button', { name: 'Restart…' }).waitFor();
+    expect(phone().foregroundPackage).toBe('com.android.settings');
+
+    const allocation = (await c().call('GET', `/sessions/${sessionId}/devices/${encodeURIComponent(serial)}`, { token })).body.id as string;
+    await controls.getByRole('button', { name: 'Restart…' }).click();
+    await controls.getByRole('button', { name: 'Restart now' }).click();
+    await controls.getByRole('status').filter({ hasText: 'Restarting Pixel 7' }).waitFor();
+    // The answer comes once the phone is back: the control is offered again.
+    await controls.getByRole('button', { name: 'Restart…' }).waitFor({ timeout: 30_000 });
+    expect(phone().foregroundPackage).toBeUndefined();
+    expect(phone().screen).toBe('home');
+    const after = (await c().call('GET', `/sessions/${sessionId}/devices/${encodeURIComponent(serial)}`, { token })).body;
+    expect([after.id, after.status]).toEqual([allocation, 'in_use']);
+    await expect.poll(framesShown, { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
   it('an APK dropped on the screen is uploaded with progress and installed; a text file is refused with a sentence', async () => {
     const apk = buildApk({ packageName: DROPPED, label: 'Dropped Demo', versionName: '1.0.0' }).toString('base64');
     const drop = (name: string, base64: string, type: string) => screen().evaluate((el, file) => {

@@ -126,6 +126,9 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
   const [opened, setOpened] = useState<Set<SideTab>>(new Set(['Details']));
   const [jobs, setJobs] = useState<InstallJob[]>([]);
   const [error, setError] = useState<string>();
+  const [restart, setRestart] = useState<'idle' | 'confirm' | 'restarting'>('idle');
+  /** Bumped when the phone is back from a restart: the screen connects again (its feed ended when the phone left). */
+  const [screenGeneration, setScreenGeneration] = useState(0);
   const info = useLoad(() => api.deviceInfo(sessionId, serial), [sessionId, serial], INFO_POLL_MS);
   const release = useAction();
   const queue = useRef<Promise<unknown>>(Promise.resolve());
@@ -154,6 +157,19 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
       setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
     } catch (e) {
       setError((e as Error).message);
+    }
+  };
+
+  const restartPhone = async () => {
+    setRestart('restarting');
+    try {
+      await api.rebootDevice(sessionId, serial);
+      setError(undefined);
+      setScreenGeneration((g) => g + 1);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setRestart('idle');
     }
   };
 
@@ -223,6 +239,17 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
           </span>
           <Status value={device.status} />
         </div>
+        <div className="group" role="group" aria-label="Restart">
+          {restart === 'idle' && <button type="button" onClick={() => setRestart('confirm')}>Restart…</button>}
+          {restart === 'confirm' && (
+            <>
+              <span>Restart {name}?</span>
+              <button type="button" className="danger" onClick={() => void restartPhone()}>Restart now</button>
+              <button type="button" onClick={() => setRestart('idle')}>Cancel</button>
+            </>
+          )}
+          {restart === 'restarting' && <span role="status"><Spinner label="Restarting" /> Restarting {name}: it stays yours while it is away.</span>}
+        </div>
         <div className="group">
           <button
             type="button"
@@ -273,6 +300,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
       </aside>
 
       <PhoneScreen
+        key={screenGeneration}
         sessionId={sessionId}
         serial={serial}
         name={name}

@@ -162,6 +162,8 @@ export function createApiClient(options: ApiClientOptions) {
       json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
     install: (sid: string, serial: string, fileId: string, launch: boolean) =>
       json<InstallResult>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/install`, { body: { file: fileId, launch } }),
+    /** Answers once the phone is back in_use (a minute or more on a real phone). */
+    rebootDevice: (sid: string, serial: string) => json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/reboot`),
     deviceInfo: (sid: string, serial: string) => json<DeviceInfo>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/info`),
     screenshot: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot`)).blob(),
     /** The phone's log as text/event-stream (read it with followDeviceLogs). */
