@@ -98,7 +98,7 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
       'mobile_launch_app', 'mobile_terminate_app', 'mobile_list_apps', 'mobile_install_app', 'mobile_uninstall_app', 'mobile_get_screen_size',
       'mobile_set_orientation', 'mobile_get_orientation', 'mobile_get_device_logs',
       'lab_allocate_mac_instance', 'lab_exec_on_mac_instance', 'lab_release_mac_instance', 'lab_list_test_results', 'lab_get_test_result',
-      'lab_list_files', 'lab_list_apps',
+      'lab_list_files', 'lab_list_apps', 'lab_restart_device',
     ]));
     const click = tools.find((t) => t.name === 'mobile_click_on_screen_at_coordinates')!;
     expect(click.inputSchema).toMatchObject({ type: 'object', properties: { device: { type: 'string' }, x: { type: 'number' }, y: { type: 'number' }, ref: { type: 'string' } }, required: ['device'] });
@@ -256,6 +256,7 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
         ['mobile_click_on_screen_at_coordinates', { device: serial, x: 10, y: 10 }],
         ['mobile_type_keys', { device: serial, text: 'x', submit: false }],
         ['mobile_release_remote_device', { device: serial }],
+        ['lab_restart_device', { device: serial }],
       ] as const) {
         const r = await stranger.call(name, args);
         expect(r.isError, name).toBe(true);
@@ -277,6 +278,17 @@ describe.skipIf(!hasAdb)('/mcp: MCP over Streamable HTTP, with the SDK\'s own cl
     }
     // An API key bound to one organization cannot pick another with X-Organization-Id, as in REST.
     await expect(connect(url, key, { 'x-organization-id': (await c.signup('third@mcp.test')).personalOrgId })).rejects.toThrow(/403|wrong_organization/);
+  });
+
+  // Last before the release: a restart clears the phone's log, which the test of bad arguments reads.
+  it('lab_restart_device restarts the phone: it stays allocated, comes back with no app open, and answers tools again', async () => {
+    await agent.textOf('mobile_launch_app', { device: serial, packageName: 'com.example.notes' });
+    expect(lab.phone(serial).state.foregroundPackage).toBe('com.example.notes');
+    expect(await agent.textOf('lab_restart_device', { device: serial })).toBe(`Restarted device ${serial}; it is back and ready`);
+    expect(lab.phone(serial).state.foregroundPackage).toBeUndefined();
+    expect(lab.phone(serial).state.screen).toBe('home');
+    expect((await agent.json('mobile_list_available_devices')).devices.map((d: { id: string }) => d.id)).toContain(serial);
+    expect(await agent.textOf('mobile_get_screen_size', { device: serial })).toBe('Screen size is 720x1280 pixels');
   });
 
   it('releases the phone: it is free again, and no longer driven', async () => {

@@ -62,7 +62,7 @@ const BODY_LIMIT = 1024 * 1024;
 /** The WebSocket subprotocol that carries a bearer, for browsers that cannot set Authorization on a WebSocket. */
 const BEARER_PROTOCOL = 'bearer.';
 const WEBSOCKET_CLOSE_GRACE_MS = 1000;
-/** How long a reboot (REST's and /ws's device.reboot) waits for a phone to come back: a real phone restarts in one to two minutes. */
+/** How long a reboot (REST's, /ws's device.reboot and MCP's lab_restart_device) waits for a phone to come back: a real phone restarts in one to two minutes. */
 const REBOOT_TIMEOUT_MS = 180_000;
 
 declare module 'fastify' {
@@ -283,7 +283,7 @@ export async function buildServer(services: ApiServices, version: string, option
     rebootTimeoutMs: REBOOT_TIMEOUT_MS,
   });
   // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
-  const lab = createMcpLab(services);
+  const lab = createMcpLab(services, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
   await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
 
   await registerGui(app);

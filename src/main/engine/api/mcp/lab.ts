@@ -44,6 +44,8 @@ export interface McpLab {
     install(scope: Scope, target: DeviceTarget, body: { file: string; launch?: boolean }): Promise<{ bundleId: string }>;
     /** A phone's log lines as they come, from the start of the allocation. */
     logs(scope: Scope, target: DeviceTarget): { lines(signal: AbortSignal): AsyncIterable<LogLine> };
+    /** Restarts the phone and answers once it is back in_use, as REST's .../reboot does. */
+    restart(scope: Scope, target: DeviceTarget): Promise<void>;
   };
   devices: {
     allocate(scope: Scope, sessionId: string, request: { filters: DeviceFilter[] }): DeviceAllocationRow;
@@ -74,10 +76,17 @@ export interface McpLab {
 }
 
 /** The lab as the MCP tools see it, over the engine's services: the same calls, and presenters, as the REST routes. */
-export function createMcpLab(services: McpServices): McpLab {
+export function createMcpLab(services: McpServices, options: { rebootTimeoutMs: number }): McpLab {
   const { allocator, control, sessions, instances, testResults, files } = services;
   return {
-    control,
+    control: {
+      screenshot: (scope, target) => control.screenshot(scope, target),
+      elements: (scope, target) => control.elements(scope, target),
+      act: (scope, target, action, signal) => control.act(scope, target, action, signal),
+      install: (scope, target, body) => control.install(scope, target, body),
+      logs: (scope, target) => control.logs(scope, target),
+      restart: (scope, target) => control.reboot(scope, target, { timeoutMs: options.rebootTimeoutMs }),
+    },
     devices: {
       allocate: (scope, sessionId, request) => allocator.allocate(scope, sessionId, request),
       find: (scope, sessionId, deviceId) => allocator.find(scope, sessionId, deviceId),

@@ -625,6 +625,17 @@ export const TOOLS: McpTool[] = [
     },
   ),
   tool(
+    'lab_restart_device',
+    'Restart Device',
+    'Restart the device, as its power menu would. It stays allocated to you while it restarts; this answers once it is back and ready, which takes a minute or two on a real phone. Apps that were open are closed.',
+    Type.Object({ device: Device }),
+    { readOnlyHint: false, destructiveHint: true, openWorldHint: false },
+    async (call, { device }) => {
+      await call.lab.control.restart(call.scope, target(device));
+      return `Restarted device ${device}; it is back and ready`;
+    },
+  ),
+  tool(
     'mobile_get_device_logs',
     'Get Device Logs',
     'Get the device\'s most recent log lines (logcat on Android, syslog on iOS), oldest first, each with its time, level, tag, pid and message.',
