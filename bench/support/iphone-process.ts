@@ -4,6 +4,7 @@
  * Prints the usbmuxd address and the UDID, and serves until SIGTERM or until its parent goes away.
  */
 import { SimulatedIPhone, SimulatedUsbmuxd } from '../../src/sim/ios/index.js';
+import { stopWithParent } from './child-lifetime.js';
 
 const usbmuxd = new SimulatedUsbmuxd();
 const address = await usbmuxd.start();
@@ -15,9 +16,4 @@ const stop = () => {
   phone.stop();
   void usbmuxd.stop().finally(() => process.exit(0));
 };
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent) stop();
-}, 1000).unref();
+stopWithParent(stop);

@@ -4,6 +4,7 @@
  * BENCH_PHONE_OPTIONS; it prints its port and serves until SIGTERM, or until its parent goes away.
  */
 import { SimulatedPhone, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
+import { stopWithParent } from './child-lifetime.js';
 
 const options = JSON.parse(process.env.BENCH_PHONE_OPTIONS || '{}') as SimulatedPhoneOptions;
 const phone = new SimulatedPhone(options);
@@ -11,10 +12,4 @@ const port = await phone.start();
 console.log(`Simulated phone listening on 127.0.0.1:${port}`);
 
 const stop = () => void phone.stop().finally(() => process.exit(0));
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
-// A benchmark killed outright cannot stop its children; an orphaned phone notices and stops itself.
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent) stop();
-}, 1000).unref();
+stopWithParent(stop);

@@ -9,6 +9,7 @@ import type { ClientChannel } from 'ssh2';
 import { WebSocketServer } from 'ws';
 import type { MacHostSim } from '../../test/support/mac-host/index.js';
 import { hostLogin, jumpToVm, sshConnect } from './mac-lab.js';
+import { stopWithParent } from './child-lifetime.js';
 
 const mac = JSON.parse(process.env.BENCH_MAC || '{}') as MacHostSim;
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
@@ -26,8 +27,4 @@ wss.on('connection', (ws) => {
 });
 wss.on('listening', () => console.log(`Relay listening on 127.0.0.1:${(wss.address() as { port: number }).port}`));
 
-process.once('SIGTERM', () => process.exit(0));
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent) process.exit(0);
-}, 1000).unref();
+stopWithParent(() => process.exit(0));

@@ -49,12 +49,6 @@ export class DeviceControl {
 
   /** The allocation through which the caller drives the phone. Throws not_found, or device_not_in_use. */
   holding(scope: Scope, target: DeviceTarget): DeviceAllocationRow {
-    // Every action and screenshot asks this first: the phone's one unreleased allocation is an indexed lookup, where
-    // finding it among a long-lived session's allocations would read them all. Anything else takes the precise path.
-    const active = this.stores.devices.holding(target.serial);
-    if (active?.status === 'in_use' && active.organizationId === scope.organization.id && (target.sessionId ?? active.sessionId) === active.sessionId) {
-      return active;
-    }
     const row = target.sessionId
       ? this.allocator.find(scope, target.sessionId, target.serial)
       : this.stores.devices.holding(target.serial);

@@ -159,8 +159,9 @@ export class DeviceAllocator {
 
   /** A session's device by its serial (or, for one still queued without a serial, its allocation id). */
   find(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
-    const rows = this.list(scope, sessionId);
-    const row = rows.find((r) => r.serial === deviceId && r.releasedAt === null) ?? rows.find((r) => r.serial === deviceId || r.id === deviceId);
+    if (!this.stores.sessions.get(sessionId, scope.organization.id)) throw notFound('session');
+    // Every action and screenshot asks this first: one indexed row, not the whole of a long-lived session's list.
+    const row = this.stores.devices.inSession(sessionId, deviceId);
     if (!row) throw notFound('device');
     return row;
   }

@@ -35,6 +35,11 @@ const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId,
 export function deviceAllocationStore(db: Db, sessionParts: Version) {
   const byId = db.prepare<[string], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE id = ?`);
   const ofSession = db.prepare<[string], DeviceAllocationRow>(`SELECT ${COLUMNS} FROM device_allocations WHERE session_id = ? ORDER BY created_at DESC`);
+  // A phone's allocation in a session: the unreleased one holding it, else the newest named by serial or id.
+  const inSession = db.prepare<[string, string, string, string], DeviceAllocationRow>(
+    `SELECT ${COLUMNS} FROM device_allocations WHERE session_id = ? AND (serial = ? OR id = ?)
+     ORDER BY (serial = ? AND released_at IS NULL) DESC, created_at DESC LIMIT 1`,
+  );
   const ofSessions = db.prepare<[string], DeviceAllocationRow>(
     `SELECT ${COLUMNS} FROM device_allocations WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY created_at DESC`,
   );
@@ -77,6 +82,8 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     /** Allocations of the given sessions, newest first. */
     ofSessions: (sessionIds: readonly string[]) =>
       sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
+    /** A session's device by its serial (the allocation holding it, if any) or by its allocation id. */
+    inSession: (sessionId: string, deviceId: string) => inSession.get(sessionId, deviceId, deviceId, deviceId),
     activeCount: (organizationId: string) => activeInOrg.get(organizationId)!.n,
     /** Every allocation not yet released, oldest first: the queue is served in this order. */
     active: () => active.all(),

@@ -196,28 +196,34 @@ interface PlistServiceInternals {
 }
 
 /**
- * appium-ios-device's PlistService looks for a reply every 50 ms (setInterval), which adds up to 50 ms to every
- * lockdown and installation_proxy message. Replies are taken as they are decoded instead.
+ * The first reply `take` finds, looked for at once and again after each message the decoder reads (this listener is
+ * registered after the service's own, which queues the reply first), or `timedOut`'s error. appium-ios-device's
+ * services poll their reply queues on a timer instead (every 50 ms for plist services, 500 ms for DTX), which adds
+ * that much to every message of a lockdown, installation_proxy or XCTest exchange.
  */
+export function replyAsDecoded<T>(decoder: EventEmitter, take: () => T | undefined, timeoutMs: number, timedOut: () => Error): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const queued = take();
+    if (queued !== undefined) return resolve(queued);
+    const onData = () => {
+      const next = take();
+      if (next === undefined) return;
+      clearTimeout(timer);
+      decoder.off('data', onData);
+      resolve(next);
+    };
+    const timer = setTimeout(() => {
+      decoder.off('data', onData);
+      reject(timedOut());
+    }, timeoutMs);
+    decoder.on('data', onData);
+  });
+}
+
+/** A PlistService whose replies are taken as they are decoded. */
 function answerOnArrival(service: PlistServiceInternals): void {
   service.receivePlist = (timeout = 5000) =>
-    new Promise((resolve, reject) => {
-      const queued = service.replyQueue.shift();
-      if (queued !== undefined) return resolve(queued);
-      const onData = () => {
-        const next = service.replyQueue.shift();
-        if (next === undefined) return;
-        clearTimeout(timer);
-        service._decoder.off('data', onData);
-        resolve(next);
-      };
-      const timer = setTimeout(() => {
-        service._decoder.off('data', onData);
-        reject(new Error(`Failed to receive any data within the timeout: ${timeout}`));
-      }, timeout);
-      // Registered after the service's own listener, which queues the reply first.
-      service._decoder.on('data', onData);
-    });
+    replyAsDecoded(service._decoder, () => service.replyQueue.shift(), timeout, () => new Error(`Failed to receive any data within the timeout: ${timeout}`));
 }
 
 type LockdownWithService = LockdownClient & {

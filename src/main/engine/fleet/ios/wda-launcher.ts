@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { appiumIosDevice, installationProxy, startService, type DtxClient, type DtxReply, type UsbmuxdAddress } from './usbmux.js';
+import { appiumIosDevice, installationProxy, replyAsDecoded, startService, type DtxClient, type DtxReply, type UsbmuxdAddress } from './usbmux.js';
 
 /** What Appium's WebDriverAgent project builds its runner as, unless a team renames it. */
 export const DEFAULT_WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunner';
@@ -128,10 +128,7 @@ function failureOf(reply: DtxReply | undefined): string | undefined {
   return object.userinfo?.NSLocalizedDescription ?? `${String(object.domain)} error ${String(object.code)}`;
 }
 
-/**
- * appium-ios-device waits for a DTX reply by looking every 500 ms, which would add seconds to a launch of ten calls:
- * replies are taken as they are decoded instead (the service's own listener queues them first).
- */
+/** DTX calls whose replies are taken as they are decoded: polling every 500 ms would add seconds to a launch of ten calls. */
 function replyOnArrival(service: DtxClient): void {
   const aid = appiumIosDevice();
   service._callChannel = (sync, code, selector, ...aux) => {
@@ -141,20 +138,8 @@ function replyOnArrival(service: DtxClient): void {
       service._encoder.write({ sync, channelCode: code, selector, auxiliaries, identifier } as never);
       return Promise.resolve(undefined);
     }
-    const reply = new Promise<DtxReply>((resolve, reject) => {
-      const onData = () => {
-        const next = service._replyQueues[identifier]!.shift();
-        if (next === undefined) return;
-        clearTimeout(timer);
-        service._decoder.off('data', onData);
-        resolve(next);
-      };
-      const timer = setTimeout(() => {
-        service._decoder.off('data', onData);
-        reject(new Error(`the phone did not answer ${selector} within ${REPLY_TIMEOUT_MS / 1000} s`));
-      }, REPLY_TIMEOUT_MS);
-      service._decoder.on('data', onData);
-    });
+    const reply = replyAsDecoded(service._decoder, () => service._replyQueues[identifier]!.shift(), REPLY_TIMEOUT_MS, () =>
+      new Error(`the phone did not answer ${selector} within ${REPLY_TIMEOUT_MS / 1000} s`));
     service._encoder.write({ sync, channelCode: code, selector, auxiliaries, identifier } as never);
     return reply;
   };
