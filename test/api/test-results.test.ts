@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { call, client, errorCode, OWNER_EMAIL, OWNER_PASSWORD, startEngine, type Reply, useEngine } from '../support/engine.js';
+import { waitFor } from '../support/lab.js';
 import { startServeProcess } from '../support/serve-process.js';
 
 const lab = useEngine();
@@ -465,7 +466,8 @@ describe('test result assets', () => {
     const digest = first.body.sha256 as string;
     expect(readdirSync(join(lab.t.dataDir, 'blobs', digest.slice(0, 2)))).toEqual([digest]);
     expect(readFileSync(join(lab.t.dataDir, 'blobs', digest.slice(0, 2), digest)).equals(data)).toBe(true);
-    expect(readdirSync(join(lab.t.dataDir, 'blobs', 'staging'))).toEqual([]);
+    // The second upload's staged copy is removed after the reply, which does not wait for it.
+    await waitFor('the duplicate staged copy to be removed', () => readdirSync(join(lab.t.dataDir, 'blobs', 'staging')).length === 0);
   });
 
   it('takes the declared content type, else guesses from the name; the name may come after the file; an empty file is fine', async () => {
