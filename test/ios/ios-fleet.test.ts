@@ -6,7 +6,7 @@ import { NOTES, SAFARI, SETTINGS } from '../../src/sim/ios/index.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
-import { waitFor } from '../support/lab.js';
+import { uploadReadyApp, waitFor } from '../support/lab.js';
 
 describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a real engine)', () => {
   let bus: IosBus;
@@ -172,11 +172,7 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
 
   it('installs an IPA through AFC and installation_proxy, launches it, and uninstalls it at release', async () => {
     const ipa = buildIpa({ bundleId: 'com.example.ioshello', displayName: 'iOS Hello', shortVersion: '1.2', build: '3' });
-    const form = new FormData();
-    form.append('file', new Blob([new Uint8Array(ipa)]), 'hello.ipa');
-    const up = await fetch(`${engine.api}/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form });
-    const fileId = ((await up.json()) as { id: string }).id;
-    await waitFor('file ready', async () => (await c.call('GET', `/files/${fileId}`, { token: owner })).body.status === 'ready');
+    const fileId = await uploadReadyApp(c, owner, ipa, 'hello.ipa');
 
     const session = await newSession();
     const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['name', 'EQUALS', 'Old iPhone']) });

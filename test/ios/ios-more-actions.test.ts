@@ -9,7 +9,7 @@ import { SETTINGS } from '../../src/sim/ios/index.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
-import { waitFor } from '../support/lab.js';
+import { uploadReadyApp, waitFor } from '../support/lab.js';
 
 describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simulated iPhone', () => {
   let bus: IosBus;
@@ -46,11 +46,7 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
 
   it('doubleTap touches twice at the point: an app\'s "Tap me" counts two', async () => {
     const ipa = buildIpa({ bundleId: 'com.example.twice', displayName: 'Twice', shortVersion: '1.0', build: '1' });
-    const form = new FormData();
-    form.append('file', new Blob([new Uint8Array(ipa)]), 'twice.ipa');
-    const up = await fetch(`${engine.api}/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${owner}` }, body: form });
-    const fileId = ((await up.json()) as { id: string }).id;
-    await waitFor('file ready', async () => (await c.call('GET', `/files/${fileId}`, { token: owner })).body.status === 'ready');
+    const fileId = await uploadReadyApp(c, owner, ipa, 'twice.ipa');
     expect((await c.call('POST', `/sessions/${session}/devices/${udid}/install`, { token: owner, body: { file: fileId, launch: true } })).status).toBe(200);
     const elements = (await c.call('GET', `/sessions/${session}/devices/${udid}/elements`, { token: owner })).body.data as Array<{ text: string; bounds: { x: number; y: number; width: number; height: number } }>;
     const button = elements.find((e) => e.text === 'Tap me')!;

@@ -93,6 +93,7 @@ export async function call(api: string, method: string, path: string, options: C
 /** A client bound to one engine, with shortcuts for the accounts every test needs. */
 export function client(api: string) {
   const c = {
+    api,
     call: (method: string, path: string, options?: CallOptions) => call(api, method, path, options),
     async login(email = OWNER_EMAIL, password = OWNER_PASSWORD): Promise<string> {
       const r = await call(api, 'POST', '/auth/login', { body: { email, password } });

@@ -80,6 +80,16 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   }
 }
 
+/** Uploads an app through POST /files/upload and waits until the lab has read it; resolves to the file's id. */
+export async function uploadReadyApp(c: ReturnType<typeof client>, token: string, bytes: Buffer, filename: string): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(bytes)]), filename);
+  const up = await fetch(`${c.api}/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  const fileId = ((await up.json()) as { id: string }).id;
+  await waitFor(`file ${fileId} ready`, async () => (await c.call('GET', `/files/${fileId}`, { token })).body.status === 'ready');
+  return fileId;
+}
+
 /** Allocates an Android phone (by model name, if given) in a new session and waits until it is in_use. */
 export async function allocateInUse(c: ReturnType<typeof client>, token: string, name?: string) {
   const session = (await c.call('POST', '/sessions', { token })).body.id as string;

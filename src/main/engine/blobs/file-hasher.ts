@@ -17,7 +17,7 @@ const files = new Map();
 parentPort.on('message', ({ id, fd, upTo, end, release }) => {
   if (release) {
     files.delete(id);
-    return parentPort.postMessage({ id, released: true });
+    return parentPort.postMessage({ id });
   }
   let file = files.get(id);
   if (!file) files.set(id, (file = { hash: createHash('sha256'), hashed: 0 }));
@@ -39,7 +39,8 @@ parentPort.on('message', ({ id, fd, upTo, end, release }) => {
 });
 `;
 
-type Reply = { id: number; sha256?: string; error?: string; released?: boolean };
+/** The thread's answer for a file: its digest, an error, or neither (it has let go of the file). */
+type Reply = { id: number; sha256?: string; error?: string };
 
 /**
  * The thread hears of new content once this much more is written (what it reads at a time), not after every write:
@@ -77,7 +78,7 @@ export class HashingThread {
     });
     const died = (cause: string) => {
       this.alive = false;
-      for (const answer of this.waiting.values()) answer({ id: -1, error: cause, released: true });
+      for (const answer of this.waiting.values()) answer({ id: -1, error: cause });
       this.waiting.clear();
     };
     this.worker.on('error', (error) => died(error.message));
@@ -98,9 +99,9 @@ export class HashingThread {
     if (this.alive) this.worker.postMessage(message);
   }
 
-  /** Posts a message that the thread answers; a thread that died answers with an error (and has let go). */
+  /** Posts a message that the thread answers; a thread that has died answers with an error, and reads nothing more. */
   ask(message: { id: number; fd?: number; upTo?: number; end?: boolean; release?: boolean }): Promise<Reply> {
-    if (!this.alive) return Promise.resolve({ id: message.id, error: 'the hashing thread has stopped', released: true });
+    if (!this.alive) return Promise.resolve({ id: message.id, error: 'the hashing thread has stopped' });
     return new Promise((resolve) => {
       this.waiting.set(message.id, resolve);
       this.worker.postMessage(message);

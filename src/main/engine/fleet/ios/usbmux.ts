@@ -107,25 +107,26 @@ export function appiumIosDevice(): AppiumIosDevice {
   if (loaded) return loaded;
   const require = createRequire(import.meta.url);
   const main = require('appium-ios-device') as Omit<AppiumIosDevice, 'getDefaultSocket'>;
-  const { getDefaultSocket } = require('appium-ios-device/build/lib/usbmux/index.js') as Pick<AppiumIosDevice, 'getDefaultSocket'>;
   const { log } = require('appium-ios-device/build/lib/logger.js') as { log: { level: string } };
   log.level = 'silent';
-  const lib = (path: string) => require(`appium-ios-device/build/lib/${path}`) as Record<string, unknown>;
+  /** A class or function that the package exports from one of its own modules only. */
+  const from = <K extends keyof AppiumIosDevice>(path: string, name: K) =>
+    (require(`appium-ios-device/build/lib/${path}`) as Record<K, AppiumIosDevice[K]>)[name];
   loaded = {
     ...main,
-    getDefaultSocket,
-    AfcService: lib('afc/index.js').AfcService as AppiumIosDevice['AfcService'],
-    InstallationProxyService: lib('installation-proxy/index.js').InstallationProxyService as AppiumIosDevice['InstallationProxyService'],
-    SyslogService: lib('syslog/index.js').SyslogService as AppiumIosDevice['SyslogService'],
-    PlistService: lib('plist-service/index.js').PlistService as AppiumIosDevice['PlistService'],
-    upgradeToSSL: lib('ssl-helper.js').upgradeToSSL as AppiumIosDevice['upgradeToSSL'],
-    enableSSLHandshakeOnly: lib('ssl-helper.js').enableSSLHandshakeOnly as AppiumIosDevice['enableSSLHandshakeOnly'],
-    HouseArrestService: lib('house-arrest/index.js').HouseArrestService as AppiumIosDevice['HouseArrestService'],
-    InstrumentService: lib('instrument/index.js').InstrumentService as AppiumIosDevice['InstrumentService'],
-    TestmanagerdService: lib('testmanagerd/index.js').TestmanagerdService as AppiumIosDevice['TestmanagerdService'],
-    DTXMessageAuxBuffer: lib('instrument/headers.js').DTXMessageAuxBuffer as AppiumIosDevice['DTXMessageAuxBuffer'],
-    NSUUID: lib('instrument/transformer/nskeyed.js').NSUUID as AppiumIosDevice['NSUUID'],
-    XCTestConfiguration: lib('instrument/transformer/nskeyed.js').XCTestConfiguration as AppiumIosDevice['XCTestConfiguration'],
+    getDefaultSocket: from('usbmux/index.js', 'getDefaultSocket'),
+    AfcService: from('afc/index.js', 'AfcService'),
+    InstallationProxyService: from('installation-proxy/index.js', 'InstallationProxyService'),
+    SyslogService: from('syslog/index.js', 'SyslogService'),
+    PlistService: from('plist-service/index.js', 'PlistService'),
+    upgradeToSSL: from('ssl-helper.js', 'upgradeToSSL'),
+    enableSSLHandshakeOnly: from('ssl-helper.js', 'enableSSLHandshakeOnly'),
+    HouseArrestService: from('house-arrest/index.js', 'HouseArrestService'),
+    InstrumentService: from('instrument/index.js', 'InstrumentService'),
+    TestmanagerdService: from('testmanagerd/index.js', 'TestmanagerdService'),
+    DTXMessageAuxBuffer: from('instrument/headers.js', 'DTXMessageAuxBuffer'),
+    NSUUID: from('instrument/transformer/nskeyed.js', 'NSUUID'),
+    XCTestConfiguration: from('instrument/transformer/nskeyed.js', 'XCTestConfiguration'),
   };
   return loaded;
 }
