@@ -7,6 +7,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each API test file boots its own engine on an ephemeral port with its own SQLite file.
     pool: 'forks',
+    // Most of a test file's time is spent waiting on its peers (an adb server, sshd, Chromium, a simulated phone), not
+    // on the CPU: vitest's default of one worker per core but one would leave a 2-core machine idle most of the run.
+    maxWorkers: Number(process.env.BENCHTOP_TEST_WORKERS) || 3,
+    // The default reporter, then the ten slowest files, so that a file that grew slow is seen the day it grows.
+    reporters: ['default', './test/support/slowest-files-reporter.ts'],
     // The end-to-end tests serve the built renderer: built once per run, and only when a source changed.
     globalSetup: ['test/e2e/support/global-setup.ts'],
   },

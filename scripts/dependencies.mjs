@@ -7,12 +7,14 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { root } from './freshness.mjs';
 
-const LOCK = join(root, 'package-lock.json');
-// npm writes this record of what it installed at the end of every install: without it, none has finished.
-const INSTALLED = join(root, 'node_modules', '.package-lock.json');
+/** The Electron shell's own package (desktop/package.json): installed by `npm start` alone. */
+export const DESKTOP = join(root, 'desktop');
 
-/** Why node_modules must be (re)installed, or undefined when it matches package-lock.json. */
-export function installReason() {
+/** Why `dir`'s node_modules must be (re)installed, or undefined when it matches its package-lock.json. */
+export function installReason(dir = root) {
+  const LOCK = join(dir, 'package-lock.json');
+  // npm writes this record of what it installed at the end of every install: without it, none has finished.
+  const INSTALLED = join(dir, 'node_modules', '.package-lock.json');
   if (!existsSync(INSTALLED)) return 'node_modules is missing';
   // A lock no newer than the install is the common case, and costs two stats instead of parsing two large files.
   if (statSync(LOCK).mtimeMs <= statSync(INSTALLED).mtimeMs) return undefined;
@@ -40,23 +42,28 @@ function localNodeHeaders() {
   return existsSync(join(prefix, 'include', 'node', 'node.h')) ? prefix : undefined;
 }
 
-/** Runs `npm ci` when installReason() says so, saying so in one line; resolves once node_modules is ready. */
-export async function ensureDependencies() {
+/**
+ * Runs `npm ci` in `dir` (the repository, or the Electron shell's desktop/) when installReason() says so, saying so in
+ * one line; resolves once its node_modules is ready.
+ */
+export async function ensureDependencies(dir = root) {
   // The floor of what the tooling declares (vite, eslint); an older Node would fail later, and less clearly.
   const [major, minor] = process.versions.node.split('.').map(Number);
   if (major < 20 || (major === 20 && minor < 19)) {
     console.error(`Benchtop needs Node.js 20.19 or newer; this is ${process.version}.`);
     process.exit(1);
   }
-  const reason = installReason();
+  const reason = installReason(dir);
   if (!reason) return;
-  console.log(`${reason}: installing the locked dependencies with npm ci (a first install takes about 2 minutes, most of it compiling better-sqlite3)...`);
+  console.log(dir === root
+    ? `${reason}: installing the locked dependencies with npm ci (a first install takes about 2 minutes, most of it compiling better-sqlite3)...`
+    : `desktop/${reason}: installing Electron for the desktop app with npm ci --prefix desktop...`);
   const env = { ...process.env };
   const headers = localNodeHeaders();
   // node-gyp's own setting (npm_package_config_node_gyp_*), not an npm config: npm 11 warns about unknown configs.
   if (headers && !env.npm_package_config_node_gyp_nodedir) env.npm_package_config_node_gyp_nodedir = headers;
   const started = Date.now();
-  const child = spawn('npm', ['ci', '--no-fund', '--no-audit'], { cwd: root, env, stdio: 'inherit', shell: process.platform === 'win32' });
+  const child = spawn('npm', ['ci', '--no-fund', '--no-audit'], { cwd: dir, env, stdio: 'inherit', shell: process.platform === 'win32' });
   // On a terminal npm draws its own progress; in a log (CI, an editor's task runner) a line every 20 s shows it lives.
   const progress = process.stdout.isTTY
     ? undefined

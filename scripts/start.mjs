@@ -4,13 +4,21 @@ import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDependencies } from './dependencies.mjs';
+import { DESKTOP, ensureDependencies, installReason } from './dependencies.mjs';
 
-// Straight after `git clone`, this installs node_modules first.
+// Straight after `git clone`, this installs node_modules first, then the Electron shell's own package (desktop/):
+// Electron and its download tooling are installed here alone, so `npm run serve` and `npm test` never meet them.
 await ensureDependencies();
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (installReason(DESKTOP) && (major < 22 || (major === 22 && minor < 12))) {
+  // npm's EBADENGINE lines that follow say this at length.
+  console.log(`Electron's download tooling asks for Node.js 22.12 or newer (this is ${process.version}): npm warns about it below, and the install goes on.`);
+}
+await ensureDependencies(DESKTOP);
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const require = createRequire(import.meta.url);
+// Electron resolves from desktop/node_modules, as the desktop build's tsconfig (tsconfig.desktop.json) does.
+const require = createRequire(join(DESKTOP, 'package.json'));
 
 // This is the lookup require('electron') does (ELECTRON_OVERRIDE_DIST_PATH included), minus its fallback: when the
 // binary is missing, that require starts a download, which cannot succeed offline and buries the cause under its output.
@@ -69,6 +77,9 @@ if (!electron) {
   process.exit(1);
 }
 
+// electron-vite reads Electron's version to pick its build targets, through a lookup from its own folder that cannot
+// see desktop/node_modules: it takes the version from this variable instead.
+process.env.ELECTRON_MAJOR_VER = require('electron/package.json').version.split('.')[0];
 const { build } = await import('electron-vite');
 await build({ root });
 

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/main/engine/store/migrations.js';
 import { call } from '../support/engine.js';
+import { waitFor } from '../support/lab.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 const dirs: string[] = [];
@@ -51,6 +52,17 @@ describe('npm run serve (src/main/serve.ts)', () => {
     expect(p.output()).not.toContain('chosen-password');
     expect(p.output()).not.toContain('shown only this once');
     expect((await call(p.api, 'POST', '/auth/login', { body: { email: 'set@lab.test', password: 'chosen-password' } })).status).toBe(200);
+  });
+
+  it('on a machine with no iPhone plugged in, says once and in plain words that iPhones join when usbmuxd runs', async () => {
+    const socket = join(dataDir(), 'usbmuxd');
+    const p = await serve({ BENCHTOP_DATA_DIR: dataDir(), BENCHTOP_LOG_LEVEL: 'warn', BENCHTOP_USBMUXD_ADDRESS: `UNIX:${socket}` });
+    const said = () => p.output().split('\n').filter((line) => line.includes('usbmuxd'));
+    await waitFor('the usbmuxd line', () => said().length > 0);
+    // The fleet looks again every 2 s: past one more look, the line is still there once.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(said()).toEqual([`[benchtop] iPhones join when usbmuxd runs: it starts when one is plugged in (on Linux, from the usbmuxd package). Watching ${socket}.`]);
+    expect(p.output()).not.toMatch(/retrying|error|fail/i);
   });
 
   it('binds 127.0.0.1 by default', async () => {

@@ -4,13 +4,13 @@ import { iso } from '../../domain/time.js';
 import type { Accounts } from '../../services/accounts.js';
 import { requireInteractive, type Auth } from '../../services/auth.js';
 import type { LabOwner } from '../../services/lab-owner.js';
-import type { UserRow } from '../../store/users.js';
+import type { Caller } from '../../services/scope.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 import { presentUser } from '../presenters/account.js';
 
 /** Account (spec) plus the login and sign-up extensions that issue interactive tokens. */
 export function accountRoutes(app: App, accounts: Accounts, auth: Auth, labOwner: LabOwner): void {
-  const tokenFor = async (user: UserRow) => {
+  const tokenFor = async (user: Caller['user']) => {
     const { token, expiresAt } = await auth.issueToken(user);
     return { token, expiresAt: iso(expiresAt), user: presentUser(user, labOwner.id()) };
   };

@@ -108,7 +108,10 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   private async subscribe(): Promise<void> {
     // No socket, no usbmuxd (Linux without the usbmuxd package, or before udev started it for a first iPhone):
     // appium-ios-device, most of a second to load, is not loaded until there is one.
-    if ('path' in this.address && !existsSync(this.address.path)) return this.scheduleRetry(`no usbmuxd socket at ${this.address.path} (Linux: apt-get install usbmuxd)`);
+    // That is the normal state of a lab with no iPhone plugged in, not a fault, and the line says so in those words.
+    if ('path' in this.address && !existsSync(this.address.path)) {
+      return this.scheduleRetry(`iPhones join when usbmuxd runs: it starts when one is plugged in (on Linux, from the usbmuxd package). Watching ${this.address.path}.`, false);
+    }
     try {
       const pending: Array<Promise<void>> = [];
       this.subscription = await listen(this.address, (event) => pending.push(this.onEvent(event)));
@@ -125,9 +128,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     }
   }
 
-  private scheduleRetry(why: string): void {
+  private scheduleRetry(why: string, fault = true): void {
     if (this.stopped) return;
-    if (why !== this.lastProblem) this.log(`usbmuxd at ${formatUsbmuxdAddress(this.address)}: ${why}; retrying every ${RETRY_MS / 1000} s`);
+    if (why !== this.lastProblem) this.log(fault ? `usbmuxd at ${formatUsbmuxdAddress(this.address)}: ${why}; retrying every ${RETRY_MS / 1000} s` : why);
     this.lastProblem = why;
     clearTimeout(this.retry);
     this.retry = setTimeout(() => void this.subscribe(), RETRY_MS);
