@@ -110,6 +110,25 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(page.data[0].id).not.toBe(created.id);
     expect(page.nextCursor).toBeUndefined();
   },
+  'test-result': (r) => {
+    expect(r.vars.R).toMatch(UUID);
+    const [asset, finished, assets] = r.json;
+    expect(asset).toMatchObject({ name: 'trace.zip', size: 22 });
+    expect(finished).toMatchObject({ id: r.vars.R, name: 'e2e', status: 'passed', git: { commitSha: '0123abc', branch: 'main' } });
+    expect(finished.stats).toMatchObject({ expected: 42, flaky: 1 });
+    expect(assets.data.map((a: { id: string }) => a.id)).toEqual([asset.id]);
+  },
+  'lan-sharing': (r) => {
+    const [settings] = r.json;
+    expect(settings.lanSharing).toMatchObject({ enabled: true, urls: expect.arrayContaining([expect.stringMatching(/^https:\/\//)]) });
+    expect(settings.lanSharing.certificateSha256).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    expect(settings.quotas).toEqual({ devices: 8, instances: 2 });
+  },
+  signup: (r) => {
+    const [signedUp, settings] = r.json;
+    expect(signedUp).toMatchObject({ token: expect.any(String), user: { email: 'dana@example.com' } });
+    expect(settings.signupOpen).toBe(false);
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
@@ -183,6 +202,8 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
       BENCHTOP_ADB_PORT: String(adb.port),
       BENCHTOP_DEMO_PHONES: '2',
       BENCHTOP_DEMO_IPHONES: '1',
+      // LAN sharing, which a page turns on, on a free port rather than 7677.
+      BENCHTOP_LAN_PORT: '0',
     });
     supplied.BENCHTOP = serve.api;
     const owner = await call(serve.api, 'POST', '/auth/login', { body: { email: 'owner@benchtop.local', password: PASSWORD } });
