@@ -129,6 +129,19 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(signedUp).toMatchObject({ token: expect.any(String), user: { email: 'dana@example.com' } });
     expect(settings.signupOpen).toBe(false);
   },
+  'lab-settings': (r) => {
+    const [settings] = r.json;
+    expect(settings).toMatchObject({ signupOpen: true, secretStore: 'file', quotas: { devices: 5, instances: 2 } });
+    expect(settings.adb).toMatchObject({ enabled: true, host: '127.0.0.1' });
+    expect(settings.usbmuxd.enabled).toBe(true);
+  },
+  iphone: (r) => {
+    const [allocation, launched, home, ended] = r.json;
+    expect(allocation.status).toBe('provisioning');
+    expect(r.vars.UDID).toMatch(/^[0-9A-F]{8}-[0-9A-F]{16}$|^[0-9a-f]{40}$/);
+    expect([launched, home]).toEqual([{ ok: true }, { ok: true }]);
+    expect(ended.id).toBe(r.vars.S);
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
