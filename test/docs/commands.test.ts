@@ -142,6 +142,10 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect([launched, home]).toEqual([{ ok: true }, { ok: true }]);
     expect(ended.id).toBe(r.vars.S);
   },
+  'mcp-initialize': (r) => {
+    const [reply] = r.json;
+    expect(reply).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'benchtop' }, capabilities: { tools: {} } } });
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
