@@ -146,6 +146,12 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     const [reply] = r.json;
     expect(reply).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'benchtop' }, capabilities: { tools: {} } } });
   },
+  'readme-demo': (r) => {
+    expect(r.vars.TOKEN).toMatch(/^ey/);
+    const phones = r.stdout.split('\n').filter((l) => l.includes('\t')).map((l) => l.split('\t'));
+    expect(phones).toContainEqual(['android', 'Pixel 8', 'device']);
+    expect(phones.some(([platform]) => platform === 'ios')).toBe(true);
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
