@@ -6,9 +6,9 @@
  * how to mark a block.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
@@ -192,6 +192,9 @@ function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, s
   });
 }
 
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
+
 const ready = adbOrSkip();
 
 describe('the docs mark each shell block', () => {
@@ -199,6 +202,23 @@ describe('the docs mark each shell block', () => {
   it('every ```sh block is marked run, not run (saying why) or env', () => {
     expect(all.filter((b) => b.mark.kind === 'unmarked').map((b) => b.where)).toEqual([]);
     expect(all.filter((b) => b.mark.kind === 'not run' && b.mark.why === '').map((b) => b.where)).toEqual([]);
+  });
+  it('every link between the pages names a page and a heading that exist', () => {
+    const broken: string[] = [];
+    for (const page of PAGES) {
+      const text = readFileSync(join(ROOT, page), 'utf8').replace(/```[\s\S]*?```/g, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        const [file, anchor] = target!.split('#');
+        const path = file ? join(ROOT, dirname(page), file) : join(ROOT, page);
+        if (!existsSync(path)) broken.push(`${page}: ${target}`);
+        else if (anchor && path.endsWith('.md')) {
+          const headings = [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
+          if (!headings.includes(anchor)) broken.push(`${page}: ${target}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
   });
   it('every run block has a check, and every check a block, once', () => {
     const names = all.flatMap((b) => (b.mark.kind === 'run' ? [b.mark.name] : []));
