@@ -6,7 +6,7 @@
  * how to mark a block.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { buildApk } from '../../src/sim/android/apk.js';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
+import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 import { assignedVariables, shellBlocks, type ShellBlock } from './doc-blocks.js';
 
@@ -152,6 +153,14 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(phones).toContainEqual(['android', 'Pixel 8', 'device']);
     expect(phones.some(([platform]) => platform === 'ios')).toBe(true);
   },
+  mobilecli: (r) => {
+    expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(readFileSync(join(r.dir, 'screen.png')).subarray(1, 4).toString()).toBe('PNG');
+    // Each command prints {"status": "ok", ...}: the list, the screenshot, the UI dump, the tap and the release.
+    expect(r.stdout.match(/"status":\s*"ok"/g)).toHaveLength(5);
+    expect(r.stdout).toMatch(/"name":\s*"Pixel 8"/);
+    expect(r.stdout).not.toMatch(/"status":\s*"error"/);
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
@@ -233,7 +242,11 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
   let adb: AdbServer | undefined;
   let serve: ServeProcess | undefined;
   /** What the env blocks name, from the running engine. */
-  const supplied: Record<string, string> = { PASSWORD };
+  const supplied: Record<string, string> = { PASSWORD, MOBILECLI_REMOTE_ONLY: '1' };
+  /** The HOME the blocks run with: mobilecli starts its daemon there, and close() stops it. */
+  const home = mobilecli(MOBILECLI, {});
+  /** `mobilecli` on the blocks' PATH is 1.0.9, as `npm i -g mobilecli` installs it. */
+  const bin = join(work, 'bin');
 
   beforeAll(async () => {
     adb = await startAdbServer();
@@ -252,6 +265,11 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     const owner = await call(serve.api, 'POST', '/auth/login', { body: { email: 'owner@benchtop.local', password: PASSWORD } });
     supplied.TOKEN = owner.body.token;
     supplied.KEY = (await call(serve.api, 'POST', '/keys', { token: supplied.TOKEN, body: { name: 'docs' } })).body.apiKey;
+    supplied.MOBILECLI_FLEET_URL = serve.api.replace(/^http/, 'ws').replace(/\/api\/v1$/, '/ws');
+    supplied.MOBILECLI_TOKEN = supplied.KEY!;
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'mobilecli'), `#!/bin/sh\nexec '${process.execPath}' '${MOBILECLI}' "$@"\n`);
+    chmodSync(join(bin, 'mobilecli'), 0o755);
     // The files the docs' commands read, in the directory they run in.
     writeFileSync(join(work, 'app-debug.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.0' }));
     writeFileSync(join(work, 'app-release.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.1' }));
@@ -263,6 +281,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     }, 20_000);
   });
   afterAll(async () => {
+    await home.close();
     serve?.child.kill('SIGTERM');
     await serve?.exited;
     await adb?.stop();
@@ -283,7 +302,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
       for (const block of runnable) {
         const name = (block.mark as { name: string }).name;
         it(`${name} (${block.where})`, async () => {
-          const env: Record<string, string> = { PATH: process.env.PATH!, HOME: work, LANG: 'C.UTF-8', ...supplied };
+          const env: Record<string, string> = { PATH: `${bin}:${process.env.PATH}`, HOME: home.home, LANG: 'C.UTF-8', ...supplied };
           const run = await runBlock(block, env, work, stateFile);
           run.vars = Object.assign(pageVars, run.vars);
           CHECKS[name]!(run);
