@@ -1,11 +1,11 @@
 /**
- * The docs' commands, run as written against a demo engine (`npm run serve` with simulated phones and an iPhone), so
- * that the docs cannot drift from the code. Each ```sh block marked `<!-- run: NAME -->` runs in bash, in page order,
+ * The docs' commands (curl, and mobilecli), run as written against a demo engine (`npm run serve` with simulated
+ * phones and an iPhone), so that the docs cannot drift from the code. Each ```sh block marked `<!-- run: NAME -->` runs in bash, in page order,
  * with the variables its page's `<!-- env -->` block names supplied from the engine, and the variables earlier blocks
  * of the page assigned; CHECKS[NAME] then asserts what the docs say the block answers. docs/README.md tells writers
  * how to mark a block.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -204,7 +204,17 @@ function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, s
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
 
-const ready = adbOrSkip();
+/** The docs' commands need curl and jq: under CI their absence is a failure, elsewhere the run is skipped loudly. */
+function curlAndJqOrSkip(): boolean {
+  const missing = ['curl', 'jq'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+  if (missing.length === 0) return true;
+  const install = `apt-get install -y ${missing.join(' ')}`;
+  if (process.env.CI === 'true') throw new Error(`${missing.join(' and ')} missing: install the Debian packages (${install}).`);
+  console.warn(`SKIPPING the docs' commands: ${missing.join(' and ')} not installed (${install}).`);
+  return false;
+}
+
+const ready = adbOrSkip() && curlAndJqOrSkip();
 
 describe('the docs mark each shell block', () => {
   const all = [...BLOCKS.values()].flat();
