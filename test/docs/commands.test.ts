@@ -161,6 +161,11 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.stdout).toMatch(/"name":\s*"Pixel 8"/);
     expect(r.stdout).not.toMatch(/"status":\s*"error"/);
   },
+  openapi: (r) => {
+    const summary = JSON.parse(r.stdout);
+    expect(summary.openapi).toMatch(/^3\.1\./);
+    expect(summary.operations).toBeGreaterThan(80);
+  },
 };
 
 /** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
