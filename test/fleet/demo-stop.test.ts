@@ -19,7 +19,7 @@ describe.skipIf(!hasAdb)('demo mode: a graceful stop with a message running (iss
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ends the message failed, as the README promises: the chats stop before the demo phones detach', async () => {
+  it('ends the message failed, as docs/api.md promises: the chats stop before the demo phones detach', async () => {
     adb = await startAdbServer();
     const owner = { email: 'demo@lab.test', password: 'password-1' };
     const env = {

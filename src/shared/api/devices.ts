@@ -24,7 +24,7 @@ export const FleetDevice = Type.Object({
   name: Type.String(),
   osVersion: Type.String(),
   serial: Type.String(),
-  state: Type.String({ description: 'device, unauthorized (an Android phone that has not allowed USB debugging, an iPhone that has not trusted this computer), wda_unavailable (an iPhone without a running WebDriverAgent; see the README), offline, or gone (not attached now)' }),
+  state: Type.String({ description: 'device, unauthorized (an Android phone that has not allowed USB debugging, an iPhone that has not trusted this computer), wda_unavailable (an iPhone without a running WebDriverAgent; see docs/iphones.md), offline, or gone (not attached now)' }),
   battery: Type.Union([Type.Integer(), Type.Null()]),
   model: Type.Optional(Type.String({ description: 'The hardware model while attached: ro.product.model on Android, the ProductType (e.g. iPhone14,6) on an iPhone.' })),
   steps: Type.Optional(Type.String({ description: 'While unauthorized or wda_unavailable: what to do on the phone or this computer so that it can be allocated.' })),

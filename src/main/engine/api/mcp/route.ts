@@ -15,7 +15,7 @@ const IDLE_MS = 60 * 60 * 1000;
 const SWEEP_MS = 5 * 60 * 1000;
 /** A body that is not JSON: the transport's parse error, in JSON-RPC terms. */
 const PARSE_ERROR = Symbol('parse error');
-/** /mcp is not an operation of the API: the OpenAPI document leaves it out (README documents it). */
+/** /mcp is not an operation of the API: the OpenAPI document leaves it out (docs/mcp.md documents it). */
 const HIDDEN = { schema: { hide: true } };
 /** JSON-RPC's code for a body that is not JSON. */
 const PARSE_ERROR_CODE = -32700;

@@ -50,7 +50,7 @@ export function findXcrun(env: NodeJS.ProcessEnv = process.env, platform: NodeJS
 
 const installSteps = (udid: string) =>
   'Install and sign it once from a Mac: clone appium/WebDriverAgent, set the WebDriverAgentRunner team in Xcode, then run ' +
-  `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test (README: iPhones).`;
+  `xcodebuild -project WebDriverAgent.xcodeproj -scheme WebDriverAgentRunner -destination id=${udid} test (docs/iphones.md).`;
 
 /** The steps for a phone this host cannot start WDA on (iOS 17+ without a Mac). */
 export function manualSteps(udid: string, osVersion: string, bundleId: string): string {
@@ -58,7 +58,7 @@ export function manualSteps(udid: string, osVersion: string, bundleId: string): 
     `iOS ${osVersion}: from iOS 17 on, XCTest runners start only through a RemoteXPC tunnel (root and a TUN device on ` +
     'Linux), which Benchtop does not open, so it cannot start WebDriverAgent here. Start it yourself: on a Mac with ' +
     `Xcode 15+, xcrun devicectl device process launch --device ${udid} ${bundleId}, or the xcodebuild ... test ` +
-    'command (README: iPhones); on Linux, a tunnel tool such as pymobiledevice3 or go-ios. Benchtop uses it within 5 s of ' +
+    'command (docs/iphones.md); on Linux, a tunnel tool such as pymobiledevice3 or go-ios. Benchtop uses it within 5 s of ' +
     `it answering. ${installSteps(udid)}`
   );
 }

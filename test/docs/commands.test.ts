@@ -1,0 +1,328 @@
+/**
+ * The docs' commands (curl, and mobilecli), run as written against a demo engine (`npm run serve` with simulated
+ * phones and an iPhone), so that the docs cannot drift from the code. Each ```sh block marked `<!-- run: NAME -->` runs in bash, in page order,
+ * with the variables its page's `<!-- env -->` block names supplied from the engine, and the variables earlier blocks
+ * of the page assigned; CHECKS[NAME] then asserts what the docs say the block answers. docs/README.md tells writers
+ * how to mark a block.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApk } from '../../src/sim/android/apk.js';
+import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
+import { call } from '../support/engine.js';
+import { adbOrSkip, waitFor } from '../support/lab.js';
+import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
+import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
+import { assignedVariables, shellBlocks, type ShellBlock } from './doc-blocks.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const BLOCKS = new Map(PAGES.map((page) => [page, shellBlocks(join(ROOT, page), page)]));
+const PASSWORD = 'docs-owner-password';
+/** The app the docs upload, as the fixture in the directory the commands run in. */
+const APP = 'com.example.benchtopdocs';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** What one block printed and assigned. */
+interface BlockRun {
+  stdout: string;
+  /** Each line of stdout that is a JSON value: one per curl, since each curl's answer ends its own line here. */
+  json: any[];
+  /** The variables the block and the blocks of its page before it assigned. */
+  vars: Record<string, string>;
+  /** The directory the block ran in, with the files it wrote. */
+  dir: string;
+}
+
+const CHECKS: Record<string, (r: BlockRun) => void> = {
+  'login-and-key': (r) => {
+    expect(r.vars.TOKEN).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(r.vars.KEY).toMatch(/^mob_/);
+  },
+  sessions: (r) => {
+    expect(r.vars.S).toMatch(UUID);
+    const [list] = r.json;
+    expect(list.object).toBe('list');
+    expect(list.data[0]).toMatchObject({ id: r.vars.S, devices: [], instances: [] });
+  },
+  allocate: (r) => {
+    const [allocation] = r.json;
+    expect(allocation.status).toBe('provisioning');
+    expect(allocation.allocationId).toBe(allocation.id);
+    expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
+  },
+  drive: (r) => {
+    expect(readFileSync(join(r.dir, 'screen.png')).subarray(1, 4).toString()).toBe('PNG');
+    const [elements, tap, info] = r.json;
+    expect(elements.data.length).toBeGreaterThan(0);
+    expect(elements.data[0].bounds).toMatchObject({ x: expect.any(Number), width: expect.any(Number) });
+    expect(tap).toEqual({ ok: true });
+    expect(info).toMatchObject({ serial: r.vars.SERIAL, platform: 'android', model: expect.any(String), abi: expect.any(String) });
+    expect(info.screen.width).toBeGreaterThan(0);
+    expect(info.battery.level).toBeGreaterThan(0);
+  },
+  fleet: (r) => {
+    const [fleet] = r.json;
+    expect(fleet.object).toBe('list');
+    expect(new Set(fleet.data.map((p: { platform: string }) => p.platform))).toEqual(new Set(['android', 'ios']));
+    expect(fleet.data.every((p: { model: unknown }) => typeof p.model === 'string')).toBe(true);
+  },
+  chat: (r) => {
+    expect(r.vars.C).toMatch(UUID);
+    const [done] = r.json;
+    expect(done).toMatchObject({ role: 'assistant', status: 'completed' });
+    expect(done.toolCalls.map((t: { name: string }) => t.name)).toContain('launch_app');
+    expect(r.stdout).toMatch(/^event: assistant\.message\.delta$/m);
+    expect(r.stdout).toMatch(/^event: execution\.completed$/m);
+  },
+  upload: (r) => {
+    expect(r.vars.F).toMatch(UUID);
+    const [file, apps] = r.json;
+    expect(file).toMatchObject({ id: r.vars.F, status: 'ready', platform: 'android', bundleId: APP, filename: 'app-debug.apk' });
+    expect(apps.data.find((a: { bundleId: string }) => a.bundleId === APP).files).toBeDefined();
+  },
+  'declared-upload': (r) => {
+    const upload = JSON.parse(r.vars.UPLOAD!);
+    expect(upload).toMatchObject({ status: 'pendingUpload', upload: { method: 'PUT' } });
+    const completed = r.json.at(-1);
+    expect(completed.id).toBe(upload.id);
+    expect(['processing', 'ready']).toContain(completed.status);
+  },
+  install: (r) => {
+    const [installed, allocation] = r.json;
+    expect(installed).toMatchObject({ status: 'installed', bundleId: APP, launched: true });
+    expect(allocation.status).toBe('provisioning');
+  },
+  release: (r) => {
+    const [released, named, ended] = r.json;
+    expect(['releasing', 'released']).toContain(released.status);
+    expect(named).toMatchObject({ id: r.vars.S, name: 'first walk-through' });
+    expect(ended.id).toBe(r.vars.S);
+  },
+  paging: (r) => {
+    const [created, page] = r.json;
+    expect(r.vars.CURSOR).toMatch(/^\d{4}-\d\d-\d\dT/);
+    // The second page holds the session created before the one just made.
+    expect(page.data).toHaveLength(1);
+    expect(page.data[0].id).not.toBe(created.id);
+    expect(page.nextCursor).toBeUndefined();
+  },
+  'test-result': (r) => {
+    expect(r.vars.R).toMatch(UUID);
+    const [asset, finished, assets] = r.json;
+    expect(asset).toMatchObject({ name: 'trace.zip', size: 22 });
+    expect(finished).toMatchObject({ id: r.vars.R, name: 'e2e', status: 'passed', git: { commitSha: '0123abc', branch: 'main' } });
+    expect(finished.stats).toMatchObject({ expected: 42, flaky: 1 });
+    expect(assets.data.map((a: { id: string }) => a.id)).toEqual([asset.id]);
+  },
+  'lan-sharing': (r) => {
+    const [settings] = r.json;
+    expect(settings.lanSharing).toMatchObject({ enabled: true, urls: expect.arrayContaining([expect.stringMatching(/^https:\/\//)]) });
+    expect(settings.lanSharing.certificateSha256).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    expect(settings.quotas).toEqual({ devices: 8, instances: 2 });
+  },
+  signup: (r) => {
+    const [signedUp, settings] = r.json;
+    expect(signedUp).toMatchObject({ token: expect.any(String), user: { email: 'dana@example.com' } });
+    expect(settings.signupOpen).toBe(false);
+  },
+  'lab-settings': (r) => {
+    const [settings] = r.json;
+    expect(settings).toMatchObject({ signupOpen: true, secretStore: 'file', quotas: { devices: 5, instances: 2 } });
+    expect(settings.adb).toMatchObject({ enabled: true, host: '127.0.0.1' });
+    expect(settings.usbmuxd.enabled).toBe(true);
+  },
+  iphone: (r) => {
+    const [allocation, launched, home, ended] = r.json;
+    expect(allocation.status).toBe('provisioning');
+    expect(r.vars.UDID).toMatch(/^[0-9A-F]{8}-[0-9A-F]{16}$|^[0-9a-f]{40}$/);
+    expect([launched, home]).toEqual([{ ok: true }, { ok: true }]);
+    expect(ended.id).toBe(r.vars.S);
+  },
+  'mcp-initialize': (r) => {
+    const [reply] = r.json;
+    expect(reply).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'benchtop' }, capabilities: { tools: {} } } });
+  },
+  'readme-demo': (r) => {
+    expect(r.vars.TOKEN).toMatch(/^ey/);
+    const phones = r.stdout.split('\n').filter((l) => l.includes('\t')).map((l) => l.split('\t'));
+    expect(phones).toContainEqual(['android', 'Pixel 8', 'device']);
+    expect(phones.some(([platform]) => platform === 'ios')).toBe(true);
+  },
+  mobilecli: (r) => {
+    expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(readFileSync(join(r.dir, 'screen.png')).subarray(1, 4).toString()).toBe('PNG');
+    // Each command prints {"status": "ok", ...}: the list, the screenshot, the UI dump, the tap and the release.
+    expect(r.stdout.match(/"status":\s*"ok"/g)).toHaveLength(5);
+    expect(r.stdout).toMatch(/"name":\s*"Pixel 8"/);
+    expect(r.stdout).not.toMatch(/"status":\s*"error"/);
+  },
+  openapi: (r) => {
+    const summary = JSON.parse(r.stdout);
+    expect(summary.openapi).toMatch(/^3\.1\./);
+    expect(summary.operations).toBeGreaterThan(80);
+  },
+};
+
+/** Runs one block in bash in `dir`, after the state earlier blocks of its page left in `stateFile`. */
+function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, stateFile: string): Promise<BlockRun> {
+  const names = assignedVariables(block.code);
+  const script = [
+    'set -euo pipefail',
+    'shopt -s inherit_errexit',
+    // Each answer on a line of its own, and an HTTP error fails the block, as a wrong path or body in a doc would.
+    'curl() { command curl --fail-with-body "$@" || return; echo; }',
+    `if [ -f '${stateFile}' ]; then source '${stateFile}'; fi`,
+    block.code,
+    ...names.map((n) => `declare -p ${n} >> '${stateFile}'; printf '\\n@@var ${n}=%s\\n' "$${n}"`),
+  ].join('\n');
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-c', script], { cwd: dir, env, timeout: 20_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) {
+        reject(new Error(`${block.where} failed (${error.code ?? error.signal}):\n${block.code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`));
+        return;
+      }
+      const vars: Record<string, string> = {};
+      const lines: string[] = [];
+      for (const line of stdout.split('\n')) {
+        const v = /^@@var ([A-Za-z_]\w*)=(.*)$/.exec(line);
+        if (v) vars[v[1]!] = v[2]!;
+        else lines.push(line);
+      }
+      const json = lines.flatMap((line) => {
+        if (!/^[[{]/.test(line)) return [];
+        try {
+          return [JSON.parse(line)];
+        } catch {
+          return [];
+        }
+      });
+      resolve({ stdout: lines.join('\n'), json, vars, dir });
+    });
+  });
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
+
+/** The docs' commands need curl and jq: under CI their absence is a failure, elsewhere the run is skipped loudly. */
+function curlAndJqOrSkip(): boolean {
+  const missing = ['curl', 'jq'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+  if (missing.length === 0) return true;
+  const install = `apt-get install -y ${missing.join(' ')}`;
+  if (process.env.CI === 'true') throw new Error(`${missing.join(' and ')} missing: install the Debian packages (${install}).`);
+  console.warn(`SKIPPING the docs' commands: ${missing.join(' and ')} not installed (${install}).`);
+  return false;
+}
+
+const ready = adbOrSkip() && curlAndJqOrSkip();
+
+describe('the docs mark each shell block', () => {
+  const all = [...BLOCKS.values()].flat();
+  it('every ```sh block is marked run, not run (saying why) or env', () => {
+    expect(all.filter((b) => b.mark.kind === 'unmarked').map((b) => b.where)).toEqual([]);
+    expect(all.filter((b) => b.mark.kind === 'not run' && b.mark.why === '').map((b) => b.where)).toEqual([]);
+  });
+  it('every link between the pages names a page and a heading that exist', () => {
+    const broken: string[] = [];
+    for (const page of PAGES) {
+      const text = readFileSync(join(ROOT, page), 'utf8').replace(/```[\s\S]*?```/g, '');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        const [file, anchor] = target!.split('#');
+        const path = file ? join(ROOT, dirname(page), file) : join(ROOT, page);
+        if (!existsSync(path)) broken.push(`${page}: ${target}`);
+        else if (anchor && path.endsWith('.md')) {
+          const headings = [...readFileSync(path, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!));
+          if (!headings.includes(anchor)) broken.push(`${page}: ${target}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+  it('every run block has a check, and every check a block, once', () => {
+    const names = all.flatMap((b) => (b.mark.kind === 'run' ? [b.mark.name] : []));
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+    expect(names.filter((n) => !CHECKS[n]).sort()).toEqual([]);
+    expect(Object.keys(CHECKS).filter((n) => !names.includes(n)).sort()).toEqual([]);
+  });
+});
+
+describe.runIf(ready)('the docs commands, against a demo engine', () => {
+  const work = mkdtempSync(join(tmpdir(), 'benchtop-docs-'));
+  let adb: AdbServer | undefined;
+  let serve: ServeProcess | undefined;
+  /** What the env blocks name, from the running engine. */
+  const supplied: Record<string, string> = { PASSWORD, MOBILECLI_REMOTE_ONLY: '1' };
+  /** The HOME the blocks run with: mobilecli starts its daemon there, and close() stops it. */
+  const home = mobilecli(MOBILECLI, {});
+  /** `mobilecli` on the blocks' PATH is 1.0.9, as `npm i -g mobilecli` installs it. */
+  const bin = join(work, 'bin');
+
+  beforeAll(async () => {
+    adb = await startAdbServer();
+    serve = await startServeProcess({
+      ...(adb.env as Record<string, string>),
+      BENCHTOP_DATA_DIR: join(work, 'data'),
+      BENCHTOP_OWNER_PASSWORD: PASSWORD,
+      BENCHTOP_ADB: 'on',
+      BENCHTOP_ADB_PORT: String(adb.port),
+      BENCHTOP_DEMO_PHONES: '2',
+      BENCHTOP_DEMO_IPHONES: '1',
+      // LAN sharing, which a page turns on, on a free port rather than 7677.
+      BENCHTOP_LAN_PORT: '0',
+    });
+    supplied.BENCHTOP = serve.api;
+    const owner = await call(serve.api, 'POST', '/auth/login', { body: { email: 'owner@benchtop.local', password: PASSWORD } });
+    supplied.TOKEN = owner.body.token;
+    supplied.KEY = (await call(serve.api, 'POST', '/keys', { token: supplied.TOKEN, body: { name: 'docs' } })).body.apiKey;
+    supplied.MOBILECLI_FLEET_URL = serve.api.replace(/^http/, 'ws').replace(/\/api\/v1$/, '/ws');
+    supplied.MOBILECLI_TOKEN = supplied.KEY!;
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'mobilecli'), `#!/bin/sh\nexec '${process.execPath}' '${MOBILECLI}' "$@"\n`);
+    chmodSync(join(bin, 'mobilecli'), 0o755);
+    // The files the docs' commands read, in the directory they run in.
+    writeFileSync(join(work, 'app-debug.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.0' }));
+    writeFileSync(join(work, 'app-release.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.1' }));
+    writeFileSync(join(work, 'trace.zip'), Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000'), 'binary'));
+    await waitFor('the demo phones in the fleet', async () => {
+      const fleet = (await call(serve!.api, 'GET', '/fleet/devices', { token: supplied.TOKEN })).body.data as Array<{ platform: string; state: string }>;
+      const ready = fleet.filter((p) => p.state === 'device');
+      return ready.filter((p) => p.platform === 'android').length === 2 && ready.some((p) => p.platform === 'ios');
+    }, 20_000);
+  });
+  afterAll(async () => {
+    await home.close();
+    serve?.child.kill('SIGTERM');
+    await serve?.exited;
+    await adb?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  for (const [page, blocks] of BLOCKS) {
+    const runnable = blocks.filter((b) => b.mark.kind === 'run');
+    if (runnable.length === 0) continue;
+    describe(page, () => {
+      const stateFile = join(work, `${page.replace(/\W/g, '_')}.state`);
+      /** The variables the page's blocks have assigned so far, as the next block sees them. */
+      const pageVars: Record<string, string> = {};
+      it('names in its env blocks only what the test supplies', () => {
+        const named = blocks.filter((b) => b.mark.kind === 'env').flatMap((b) => assignedVariables(b.code));
+        expect(named.filter((n) => !(n in supplied))).toEqual([]);
+      });
+      for (const block of runnable) {
+        const name = (block.mark as { name: string }).name;
+        it(`${name} (${block.where})`, async () => {
+          const env: Record<string, string> = { PATH: `${bin}:${process.env.PATH}`, HOME: home.home, LANG: 'C.UTF-8', ...supplied };
+          const run = await runBlock(block, env, work, stateFile);
+          run.vars = Object.assign(pageVars, run.vars);
+          CHECKS[name]!(run);
+        });
+      }
+    });
+  }
+});
