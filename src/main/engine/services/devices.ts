@@ -206,13 +206,19 @@ export class DeviceAllocator {
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
-  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; idleReleaseAt?: number | null } {
+  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; idleReleaseAt?: number | null; warning?: { reason: string; releaseAt: number } } {
     const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
     if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
     return row.organizationId === organizationId
-      ? { held: true, sessionId: row.sessionId, allocationId: row.id, ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}) }
+      ? {
+          held: true,
+          sessionId: row.sessionId,
+          allocationId: row.id,
+          ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}),
+          ...(row.warningReason && row.warningReleaseAt !== null ? { warning: { reason: row.warningReason, releaseAt: row.warningReleaseAt } } : {}),
+        }
       : { held: true };
   }
 
