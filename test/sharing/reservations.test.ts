@@ -178,6 +178,42 @@ describe.skipIf(!hasAdb)('reservations and usage', () => {
     expect((await c.call('DELETE', `/reservations/${mine.body.id}`, { token: a })).status).toBe(404);
   });
 
+  it('bad input of every kind is a 4xx with the error body, never a 500', async () => {
+    const now = Date.now();
+    const window = { startsAt: at(now + 3600_000), endsAt: at(now + 7200_000) };
+    const posts: unknown[] = [
+      {}, [], 'text', { ...window }, { filters: 'android', ...window }, { filters: android(), startsAt: window.startsAt },
+      { filters: android(), ...window, title: 'x'.repeat(201) }, { filters: android(), ...window, extra: 1 },
+      { filters: [{ attribute: 'platform', operator: 'EQUALS', value: '' }], ...window },
+      { filters: android(), startsAt: 12, endsAt: 13 }, { filters: android(), startsAt: '2026-13-45T99:00:00Z', endsAt: window.endsAt },
+    ];
+    for (const body of posts) {
+      const r = await c.call('POST', '/reservations', { token: a, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      errorCode(r);
+    }
+    const raw = await c.call('POST', '/reservations', { token: a, raw: '{"filters":' });
+    expect(raw.status).toBe(400);
+    for (const path of ['/reservations?from=yesterday', '/reservations?to=1', '/usage?from=x', '/usage?groupBy=', '/usage?to=2026-02-30T00:00:00Z&from=x']) {
+      const r = await c.call('GET', path, { token: a });
+      expect(r.status, path).toBe(400);
+      errorCode(r);
+    }
+    for (const [method, path] of [['DELETE', '/reservations/not-a-uuid'], ['POST', `/sessions/not-a-uuid/devices/x/keep`]] as const) {
+      // An id that cannot exist is not found, as everywhere in the API.
+      const r = await c.call(method, path, { token: a });
+      expect(r.status, path).toBe(404);
+      errorCode(r);
+    }
+    const missing = await c.call('DELETE', '/reservations/6f1c1a52-52a8-4a8e-9a55-1b5f3c9f0000', { token: a });
+    expect([missing.status, errorCode(missing)]).toEqual([404, 'reservation_not_found']);
+    const readonly = await c.signup('ro@a.test');
+    await c.addMember(a, orgA, readonly.token, 'ro@a.test', 'readonly');
+    const refused = await c.call('POST', '/reservations', { token: readonly.token, org: orgA, body: { filters: android(), ...window } });
+    expect([refused.status, errorCode(refused)]).toEqual([403, 'insufficient_role']);
+    expect((await c.call('GET', '/reservations')).status).toBe(401);
+  });
+
   it('usage sums each allocation from assignment to release, per member and per phone, as JSON and CSV', async () => {
     // A new organization of two members, on a frozen clock so that every time is exact.
     const admin = await c.signup('admin@usage.test');
