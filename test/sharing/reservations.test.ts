@@ -178,6 +178,18 @@ describe.skipIf(!hasAdb)('reservations and usage', () => {
     expect((await c.call('DELETE', `/reservations/${mine.body.id}`, { token: a })).status).toBe(404);
   });
 
+  it('a phone another organization reserved from within the warning time is handed out after every other match', async () => {
+    await waitFor('both phones free', async () => (await c.call('GET', '/fleet/devices', { token: a })).body.data.every((p: { held: boolean }) => !p.held));
+    // The phone that sorts first, reserved by A from in a moment (the warning time is 1 s here).
+    const soon = await c.call('POST', '/reservations', { token: a, body: { filters: android(other.name), startsAt: at(Date.now() + 900), endsAt: at(Date.now() + 600_000) } });
+    expect(soon.body.serial).toBe(other.serial);
+    const s = await session(b);
+    const got = await allocate(b, s);
+    expect((await inUse(b, s, got.id)).info.serial).toBe(reserved.serial);
+    await c.call('DELETE', `/reservations/${soon.body.id}`, { token: a });
+    await c.call('POST', `/sessions/${s}/devices/${got.id}/release`, { token: b });
+  });
+
   it('bad input of every kind is a 4xx with the error body, never a 500', async () => {
     const now = Date.now();
     const window = { startsAt: at(now + 3600_000), endsAt: at(now + 7200_000) };

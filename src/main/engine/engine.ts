@@ -99,6 +99,7 @@ function wire(
     deviceQuota: () => labSettings.quotas().devices,
     graceMs: config.deviceGraceSeconds * 1000,
     prepareTimeoutMs: PREPARE_TIMEOUT_MS,
+    reservationWarningMs: config.reservationWarningSeconds * 1000,
     log,
   });
   const reservations = new Reservations(stores, allocator, now, { maxHours: () => labSettings.reservationMaxHours() });

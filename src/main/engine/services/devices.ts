@@ -28,6 +28,8 @@ export interface AllocatorOptions {
   graceMs: number;
   /** Provisioning that takes longer fails: nothing stays provisioning forever. */
   prepareTimeoutMs: number;
+  /** A phone another organization has reserved from within this long is handed out last. */
+  reservationWarningMs: number;
   log: (message: string) => void;
 }
 
@@ -284,13 +286,17 @@ export class DeviceAllocator {
     // A phone whose last cleanup has not finished is not handed out: it may still hold the last user's apps.
     const dirty = new Set(devices.uncleaned().map((r) => r.serial));
     let reserved: Map<string, string> | undefined;
+    let soon: Map<string, string> | undefined;
     for (const row of devices.active()) {
       if (row.status !== 'queued') continue;
       // Read once, and only when something waits: the calendar may be long, and most calls find no queue.
       reserved ??= this.stores.reservations.runningAt(this.now());
+      soon ??= this.reservedSoon();
       const filters = JSON.parse(row.filters) as DeviceFilter[];
-      // A phone reserved now is free only to the reserving organization, which gets it before any other match.
-      const ownFirst = (p: Phone) => (reserved!.get(p.serial) === row.organizationId ? 0 : 1);
+      // A phone reserved now is free only to the reserving organization, which gets it before any other match; a
+      // phone another organization reserved from soon comes last, so that it is not handed out only to be taken back.
+      const ownFirst = (p: Phone) =>
+        reserved!.get(p.serial) === row.organizationId ? 0 : (soon!.get(p.serial) ?? row.organizationId) !== row.organizationId ? 2 : 1;
       const phone = this.phones
         .list()
         .filter((p) => p.state === 'device' && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
@@ -302,6 +308,14 @@ export class DeviceAllocator {
       this.stores.usage.start(row.organizationId, 'devices', row.id, now, phone.serial);
       void this.prepare(devices.get(row.id)!);
     }
+  }
+
+  /** Phones whose reservation starts within the warning lead, and by which organization. */
+  private reservedSoon(): Map<string, string> {
+    const now = this.now();
+    const rows = this.stores.reservations.startingWithin(now, now + this.options.reservationWarningMs);
+    // Earliest last, so that it is the one kept for its phone.
+    return new Map(rows.reverse().map((r) => [r.serial, r.organizationId]));
   }
 
   private prepare(row: DeviceAllocationRow): Promise<void> {
