@@ -178,7 +178,7 @@ describe.skipIf(!hasAdb)('reservations and usage', () => {
     expect((await c.call('DELETE', `/reservations/${mine.body.id}`, { token: a })).status).toBe(404);
   });
 
-  it('a phone another organization reserved from within the warning time is handed out after every other match', async () => {
+  it('a phone another organization reserved from within the warning time is handed out last; booking prefers a phone nobody holds', async () => {
     await waitFor('both phones free', async () => (await c.call('GET', '/fleet/devices', { token: a })).body.data.every((p: { held: boolean }) => !p.held));
     // The phone that sorts first, reserved by A from in a moment (the warning time is 1 s here).
     const soon = await c.call('POST', '/reservations', { token: a, body: { filters: android(other.name), startsAt: at(Date.now() + 900), endsAt: at(Date.now() + 600_000) } });
@@ -188,6 +188,14 @@ describe.skipIf(!hasAdb)('reservations and usage', () => {
     expect((await inUse(b, s, got.id)).info.serial).toBe(reserved.serial);
     await c.call('DELETE', `/reservations/${soon.body.id}`, { token: a });
     await c.call('POST', `/sessions/${s}/devices/${got.id}/release`, { token: b });
+
+    // Booking picks a phone nobody else holds over one another organization holds (it would be taken from them).
+    const held = await allocate(b, s, other.name);
+    await inUse(b, s, held.id);
+    const booked = await c.call('POST', '/reservations', { token: a, body: { filters: android(), startsAt: at(Date.now() + 3600_000), endsAt: at(Date.now() + 7200_000) } });
+    expect(booked.body.serial).toBe(reserved.serial);
+    await c.call('DELETE', `/reservations/${booked.body.id}`, { token: a });
+    await c.call('POST', `/sessions/${s}/devices/${held.id}/release`, { token: b });
   });
 
   it('bad input of every kind is a 4xx with the error body, never a 500', async () => {

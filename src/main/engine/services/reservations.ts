@@ -60,10 +60,15 @@ export class Reservations {
     const { fleet, reservations } = this.stores;
     const candidates = fleet.all().filter((phone) => matches(phone, filters));
     if (candidates.length === 0) throw conflict('no_free_slot', 'No phone in this lab matches those filters.');
-    // Attached phones first: a phone that is gone now is less likely to be there when the window starts.
+    // Attached phones first (one gone now is less likely to be there when the window starts), then phones that
+    // another organization does not hold now (it would be taken from them when the window starts).
+    const heldByOther = (serial: string) => {
+      const holder = this.stores.devices.holding(serial);
+      return Number(holder !== undefined && holder.organizationId !== scope.organization.id);
+    };
     const phone = candidates
       .filter((p) => !reservations.phoneBusy(p.serial, startsAt, endsAt))
-      .sort((a, b) => Number(a.state !== 'device') - Number(b.state !== 'device') || a.serial.localeCompare(b.serial))[0];
+      .sort((a, b) => Number(a.state !== 'device') - Number(b.state !== 'device') || heldByOther(a.serial) - heldByOther(b.serial) || a.serial.localeCompare(b.serial))[0];
     if (!phone) throw conflict('no_free_slot', 'Every phone that matches is already reserved for part of that window.');
     const row: ReservationRow = {
       id: randomUUID(),
