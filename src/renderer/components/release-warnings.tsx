@@ -49,7 +49,9 @@ function Warning({ phone, onKept }: { phone: FleetDevice; onKept(): void }) {
  */
 export function ReleaseWarnings() {
   const fleet = useLoad(() => api.fleetDevices(), [], WARNINGS_POLL_MS);
-  const warned = (fleet.data?.data ?? []).filter((p) => p.heldBy?.releaseWarning);
+  const now = useNow(1000);
+  // A release that is past is over: the next poll shows the phone gone back, so its warning is not left counting 0:00.
+  const warned = (fleet.data?.data ?? []).filter((p) => p.heldBy?.releaseWarning && Date.parse(p.heldBy.releaseWarning.releaseAt) > now - 1000);
   if (warned.length === 0) return null;
   return (
     <section className="release-warnings" aria-label="Phones about to be released">
