@@ -3,6 +3,7 @@
  * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
  */
 import { allocation } from './allocation.js';
+import { reservations } from './reservations.js';
 import { assetUpload } from './asset-upload.js';
 import { firstDelta, sseDelivery } from './chat-events.js';
 import { httpThroughput } from './http-throughput.js';
@@ -23,7 +24,7 @@ import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

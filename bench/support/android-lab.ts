@@ -84,6 +84,8 @@ export async function allocateUntilInUse(
   lab: Pick<AndroidLab, 'engine' | 'apiKey' | 'serial'>,
   sessionId: string,
   timeoutMs: number,
+  /** Called when the POST has answered: the engine's own part, before the phone is prepared. */
+  onReply?: () => void,
 ): Promise<{ ms: number; polls: number }> {
   const devices = `${lab.engine.api}/sessions/${sessionId}/devices`;
   const start = performance.now();
@@ -91,6 +93,7 @@ export async function allocateUntilInUse(
     bearer: lab.apiKey,
     body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] },
   });
+  onReply?.();
   if (allocation.status !== 'provisioning') throw new Error(`the allocation was ${allocation.status}, not provisioning`);
   for (let polls = 1; ; polls++) {
     const { data } = await call<{ data: Device[] }>('GET', devices, { bearer: lab.apiKey });

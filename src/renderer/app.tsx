@@ -2,6 +2,8 @@ import { useEffect, useState, type ReactNode } from 'react';
 import { authStore, useAuth } from './app-context.js';
 import { desktopBridge } from './desktop-bridge.js';
 import { linkTo, match, navigate, usePath } from './router.js';
+import { CalendarScreen } from './screens/calendar.js';
+import { ReleaseWarnings } from './components/release-warnings.js';
 import { FleetScreen } from './screens/fleet.js';
 import { LoginScreen } from './screens/login.js';
 import { OrganizationScreen } from './screens/organization.js';
@@ -16,6 +18,7 @@ import { Spinner } from './ui.js';
 const NAV = [
   { path: '/fleet', label: 'Fleet' },
   { path: '/sessions', label: 'Sessions' },
+  { path: '/calendar', label: 'Calendar' },
   { path: '/test-results', label: 'Test results' },
   { path: '/files', label: 'Files & Apps' },
   { path: '/organization', label: 'Organization' },
@@ -30,6 +33,7 @@ function route(path: string): ReactNode {
   switch (path.replace(/\/$/, '') || '/fleet') {
     case '/fleet': return <FleetScreen />;
     case '/sessions': return <SessionsScreen />;
+    case '/calendar': return <CalendarScreen />;
     case '/test-results': return <TestResultsScreen />;
     case '/files': return <FilesScreen />;
     case '/organization': return <OrganizationScreen />;
@@ -101,7 +105,7 @@ export function App() {
         </div>
       </nav>
       {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
-      <main id="main" tabIndex={-1} key={switches}>{route(path)}</main>
+      <main id="main" tabIndex={-1} key={switches}><ReleaseWarnings />{route(path)}</main>
     </div>
   );
 }

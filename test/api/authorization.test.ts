@@ -47,6 +47,8 @@ const NO_CAPACITY: Expect = [409, 'no_capacity'];
 const NO_INSTANCE: Expect = [404, 'instance_not_found'];
 const NOT_IN_USE: Expect = [409, 'device_not_in_use'];
 const NO_IMAGE: Expect = [404, 'image_not_found'];
+/** Neither the reservation's creator nor an admin of its organization. */
+const NRO: Expect = [403, 'not_reservation_owner'];
 
 /** Each line: the outcome for admin, readwrite, readonly and non-member, by interactive token and by API key. */
 const MATRIX = {
@@ -95,6 +97,12 @@ const MATRIX = {
   'PATCH /sessions/{sessionId}': { interactive: [200, 200, LOW, NM], key: [200, 200, LOW, WO] },
   'POST /sessions/{sessionId}/end': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
   'GET /ws': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'POST /sessions/{sessionId}/devices/{deviceId}/keep': { interactive: [200, 200, LOW, NM], key: [200, 200, LOW, WO] },
+  // Sharing: reservations and usage
+  'POST /reservations': { interactive: [201, 201, LOW, NM], key: [201, 201, LOW, WO] },
+  'GET /reservations': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'DELETE /reservations/{id}': { interactive: [204, NRO, NRO, NM], key: [204, NRO, NRO, WO] },
+  'GET /usage': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   // Fleet
   'GET /fleet/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/hosts': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
@@ -659,6 +667,55 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'GET /sessions/{sessionId}/devices/{deviceId}/screen': async (c) => {
     const refusal = await refusedUpgrade(`${lab.t.api.replace(/^http/, 'ws')}${s()}/devices/${device}/screen`, { headers: headersOf(c) });
     return { reply: { status: refusal.status, body: refusal.body, headers: refusal.headers } };
+  },
+
+  'POST /sessions/{sessionId}/devices/{deviceId}/keep': async (c) => {
+    const reply = await as(c, 'POST', `${s()}/devices/${device}/keep`, { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body).toMatchObject({ id: device, status: 'queued' }) };
+  },
+
+  'POST /reservations': async (c) => {
+    // Each cell books its own hour of the one phone, so that no two overlap.
+    const startsAt = new Date(Date.now() + ++seq * 2 * 3600_000).toISOString();
+    const endsAt = new Date(Date.parse(startsAt) + 3600_000).toISOString();
+    const reply = await as(c, 'POST', '/reservations', { scoped: true, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }], startsAt, endsAt, title: `cell ${seq}` } });
+    const booked = async () => (await inMatrix('GET', `/reservations?from=${encodeURIComponent(startsAt)}&to=${encodeURIComponent(endsAt)}`)).body.data as Array<{ id: string }>;
+    return {
+      reply,
+      ifAllowed: async () => {
+        expect(reply.body).toMatchObject({ serial: PHONE, startsAt, endsAt, createdBy: c.userId });
+        expect((await booked()).map((r) => r.id)).toEqual([reply.body.id]);
+        expect((await inMatrix('DELETE', `/reservations/${reply.body.id}`)).status).toBe(204);
+      },
+      ifRefused: async () => expect(await booked()).toEqual([]),
+    };
+  },
+
+  'GET /reservations': async (c) => {
+    const reply = await as(c, 'GET', '/reservations', { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body.object).toBe('list') };
+  },
+
+  'DELETE /reservations/{id}': async (c) => {
+    const startsAt = new Date(Date.now() + ++seq * 2 * 3600_000).toISOString();
+    const endsAt = new Date(Date.parse(startsAt) + 3600_000).toISOString();
+    const victim = await inMatrix('POST', '/reservations', { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }], startsAt, endsAt });
+    expect(victim.status).toBe(201);
+    const reply = await as(c, 'DELETE', `/reservations/${victim.body.id}`, { scoped: true });
+    const ids = async () => (await inMatrix('GET', `/reservations?from=${encodeURIComponent(startsAt)}&to=${encodeURIComponent(endsAt)}`)).body.data.map((r: { id: string }) => r.id);
+    return {
+      reply,
+      ifAllowed: async () => expect(await ids()).toEqual([]),
+      ifRefused: async () => {
+        expect(await ids()).toEqual([victim.body.id]);
+        expect((await inMatrix('DELETE', `/reservations/${victim.body.id}`)).status).toBe(204);
+      },
+    };
+  },
+
+  'GET /usage': async (c) => {
+    const reply = await as(c, 'GET', '/usage?groupBy=device', { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body).toMatchObject({ groupBy: 'device', data: [] }) };
   },
 
   'GET /fleet/devices': async (c) => {

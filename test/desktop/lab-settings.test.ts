@@ -27,6 +27,8 @@ describe('GET /lab/settings', () => {
       adb: { enabled: false, host: '127.0.0.1', port: 5037 },
       usbmuxd: { enabled: false, address: 'UNIX:/var/run/usbmuxd' },
       quotas: { devices: 3, instances: 2 },
+      deviceIdleSeconds: 900,
+      reservationMaxHours: 8,
     });
   });
 
@@ -69,6 +71,10 @@ describe('PATCH /lab/settings', () => {
       { signupOpen: 1 },
       { secretStore: 'keychain' },
       { unknown: true },
+      { deviceIdleSeconds: 5 },
+      { deviceIdleSeconds: -1 },
+      { deviceIdleSeconds: 60.5 },
+      { reservationMaxHours: 0 },
       [],
       'text',
     ];

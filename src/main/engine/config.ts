@@ -50,6 +50,20 @@ export interface EngineConfig {
   /** How long a stored file (an app binary) is kept after its last upload. */
   fileExpiryDays: number;
   plans: Record<string, PlanAllowance>;
+  /** The default of the lab setting deviceIdleSeconds: an allocation idle this long is released (0: never). */
+  deviceIdleSeconds: number;
+  /** The least non-zero deviceIdleSeconds the lab setting accepts (10; tests lower it to wait seconds, not minutes). */
+  deviceIdleMinSeconds: number;
+  /** How long before an idle release the holder is warned. */
+  idleWarningSeconds: number;
+  /** How long before a reservation starts another organization's holder of the phone is warned. */
+  reservationWarningSeconds: number;
+  /** The default of the lab setting reservationMaxHours. */
+  reservationMaxHours: number;
+  /** How often idle deadlines, warnings and reservation windows are checked (fractions of a second are fine, for tests). */
+  sharingCheckSeconds: number;
+  /** How often activity held in memory is written to SQLite: a SIGKILL loses at most this much of it. */
+  activityFlushSeconds: number;
   /** How long one assistant tool call (a tap, a screenshot) may take before it fails. */
   assistantToolTimeoutSeconds: number;
   /** Quiet in tests; the headless entry prints its own lines. */
@@ -92,6 +106,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
     fileExpiryDays: intFrom(env.BENCHTOP_FILE_EXPIRY_DAYS, 30, 'BENCHTOP_FILE_EXPIRY_DAYS'),
     plans: DEFAULT_PLANS,
+    deviceIdleSeconds: intFrom(env.BENCHTOP_DEVICE_IDLE_SECONDS, 900, 'BENCHTOP_DEVICE_IDLE_SECONDS'),
+    deviceIdleMinSeconds: intFrom(env.BENCHTOP_DEVICE_IDLE_MIN_SECONDS, 10, 'BENCHTOP_DEVICE_IDLE_MIN_SECONDS'),
+    idleWarningSeconds: intFrom(env.BENCHTOP_IDLE_WARNING_SECONDS, 60, 'BENCHTOP_IDLE_WARNING_SECONDS'),
+    reservationWarningSeconds: intFrom(env.BENCHTOP_RESERVATION_WARNING_SECONDS, 300, 'BENCHTOP_RESERVATION_WARNING_SECONDS'),
+    reservationMaxHours: intFrom(env.BENCHTOP_RESERVATION_MAX_HOURS, 8, 'BENCHTOP_RESERVATION_MAX_HOURS'),
+    sharingCheckSeconds: intFrom(env.BENCHTOP_SHARING_CHECK_SECONDS, 1, 'BENCHTOP_SHARING_CHECK_SECONDS'),
+    activityFlushSeconds: intFrom(env.BENCHTOP_ACTIVITY_FLUSH_SECONDS, 5, 'BENCHTOP_ACTIVITY_FLUSH_SECONDS'),
     assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
     throttleLogins: env.BENCHTOP_LOGIN_THROTTLE !== 'off',

@@ -19,6 +19,7 @@ import { DeviceControl } from './services/device-control.js';
 import { DeviceAllocator } from './services/devices.js';
 import { FileManager } from './services/files.js';
 import { HostSecretStore } from './services/host-secrets.js';
+import { IdleRelease } from './services/idle-release.js';
 import { InstanceManager } from './services/instances.js';
 import { SessionLifecycle } from './services/session-lifecycle.js';
 import { Invitations } from './services/invitations.js';
@@ -28,9 +29,11 @@ import { adbAddressOf, isLanSharingOn, LabSettingsService } from './services/lab
 import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
 import { Organizations } from './services/organizations.js';
+import { Reservations } from './services/reservations.js';
 import type { Clock } from './services/scope.js';
 import { Sessions } from './services/sessions.js';
 import { TestResults } from './services/test-results.js';
+import { UsageReport } from './services/usage.js';
 import { openDb, type Db } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
 import { settingStore } from './store/settings.js';
@@ -96,9 +99,19 @@ function wire(
     deviceQuota: () => labSettings.quotas().devices,
     graceMs: config.deviceGraceSeconds * 1000,
     prepareTimeoutMs: PREPARE_TIMEOUT_MS,
+    reservationWarningMs: config.reservationWarningSeconds * 1000,
     log,
   });
-  const control = new DeviceControl(stores, allocator, fleet, files, { screenMaxFps: config.screenMaxFps });
+  const reservations = new Reservations(stores, allocator, now, { maxHours: () => labSettings.reservationMaxHours() });
+  const idleRelease = new IdleRelease(stores, allocator, reservations, now, {
+    idleSeconds: () => labSettings.deviceIdleSeconds(),
+    idleWarningMs: config.idleWarningSeconds * 1000,
+    reservationWarningMs: config.reservationWarningSeconds * 1000,
+    checkMs: config.sharingCheckSeconds * 1000,
+    flushMs: config.activityFlushSeconds * 1000,
+    log,
+  });
+  const control = new DeviceControl(stores, allocator, fleet, files, idleRelease, { screenMaxFps: config.screenMaxFps });
   const hostSecrets = new HostSecretStore(secrets);
   const instances = new InstanceManager(stores, hostSecrets, now, {
     instanceQuota: () => labSettings.quotas().instances,
@@ -125,6 +138,9 @@ function wire(
     sessionLifecycle: new SessionLifecycle(stores, allocator, instances, now),
     allocator,
     control,
+    reservations,
+    idleRelease,
+    usage: new UsageReport(stores, now),
     instances,
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
@@ -199,6 +215,7 @@ export function createEngine(
       const { allocator } = services;
       const phones = fleet;
       allocator.listen();
+      services.idleRelease.start();
       fleetReady = phones.start().then(() => {
         if (!stopping) allocator.reconcile();
       });
@@ -214,6 +231,7 @@ export function createEngine(
         await services?.chats.stop();
         await options.beforeFleetStops?.();
         await services?.instances.stop();
+        services?.idleRelease.stop();
         services?.allocator.stop();
         services?.control.close();
         await services?.files.stop();

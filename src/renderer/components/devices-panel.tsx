@@ -6,6 +6,7 @@ import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { DeviceFilters, type Filter } from './device-filters.js';
 import { PhoneView } from './phone-view.js';
+import { IdleCountdown } from './release-warnings.js';
 
 const DEVICES_POLL_MS = 1500;
 
@@ -88,7 +89,7 @@ export function DevicesPanel({ sessionId, ended }: { sessionId: string; ended?: 
   return (
     <div className="panel">
       {/* With a phone in use its screen comes first, above the fold; taking another phone is one click away. */}
-      {live.map((d) => <PhoneView key={d.id} sessionId={sessionId} device={d} onChange={reload} />)}
+      {live.map((d) => <div key={d.id}><IdleCountdown at={d.idleReleaseAt} /><PhoneView sessionId={sessionId} device={d} onChange={reload} /></div>)}
       <div className="device-grid">
         {waiting.map((d) => <DeviceCard key={d.id} sessionId={sessionId} device={d} onChange={reload} />)}
       </div>

@@ -3,6 +3,7 @@ import type { FleetDevice } from '../../shared/api/devices.js';
 import { api, fleetStore, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
+import { IdleCountdown } from '../components/release-warnings.js';
 import { linkTo, navigate } from '../router.js';
 import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
 
@@ -146,7 +147,7 @@ export function FleetScreen() {
                 <td><Battery level={d.battery} /></td>
                 <td>
                   {d.heldBy ? (
-                    <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>your session {d.heldBy.sessionId.slice(0, 8)}</a>
+                    <><a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>your session {d.heldBy.sessionId.slice(0, 8)}</a><IdleCountdown at={d.heldBy.idleReleaseAt} /></>
                   ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
                 </td>
                 <td>{isFree(d) && <UseThisPhone device={d} />}</td>

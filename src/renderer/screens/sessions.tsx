@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { sessionsStore, useSessions } from '../app-context.js';
 import { linkTo, navigate } from '../router.js';
+import { MyBookings } from '../components/my-bookings.js';
 
 import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status } from '../ui.js';
 
@@ -26,6 +27,7 @@ export function SessionsScreen() {
   return (
     <Page title="Sessions" actions={<button type="button" className="primary" onClick={() => void create()}>New session</button>}>
       <ErrorBanner error={error} />
+      <MyBookings />
       {done && sessions.length === 0 ? <Empty>No sessions yet. A session holds the phones, Mac instances and chats of one piece of work.</Empty> : (
         <div className="table-wrap">
         <table className="table" aria-label="Sessions">

@@ -1,6 +1,7 @@
 import type { Balance } from '../../shared/api/organizations.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api } from '../app-context.js';
+import { UsageReport } from '../components/usage-report.js';
 import { ErrorBanner, fmtTime, Page, Spinner, useLoad } from '../ui.js';
 
 const hours = (s: number) => `${(s / 3600).toFixed(s < 36000 ? 1 : 0)} h`;
@@ -68,6 +69,7 @@ export function UsageScreen() {
           <UsageChart bars={barsOf(b)} />
         </>
       )}
+      <UsageReport />
     </Page>
   );
 }

@@ -69,7 +69,10 @@ export const LabSettings = Type.Object({
   quotas: Type.Object(
     { devices: Type.Integer(), instances: Type.Integer() },
     { description: 'Devices and instances each organization may hold at once.' },
-  ),
+  ),  deviceIdleSeconds: Type.Integer({
+    description: 'An allocation with no activity (an action, screenshot, elements, install or logs call, or a connected live screen) for this long is released with releaseReason idle_timeout; 0 means never.',
+  }),
+  reservationMaxHours: Type.Integer({ description: 'The longest window a reservation may book.' }),
 });
 export type LabSettings = Static<typeof LabSettings>;
 
@@ -79,6 +82,8 @@ export const LabSettingsPatch = Type.Object(
     lanSharing: Type.Optional(Type.Boolean()),
     adb: Type.Optional(AdbAddress),
     quotas: Type.Optional(Type.Object({ devices: Type.Optional(Quota), instances: Type.Optional(Quota) }, { additionalProperties: false })),
+    deviceIdleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600, description: '0 (never), or at least 10.' })),
+    reservationMaxHours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 31 })),
   },
   { additionalProperties: false },
 );

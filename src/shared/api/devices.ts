@@ -31,7 +31,17 @@ export const FleetDevice = Type.Object({
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
     Type.Object(
-      { sessionId: Type.String(), allocationId: Type.String() },
+      {
+        sessionId: Type.String(),
+        allocationId: Type.String(),
+        idleReleaseAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it goes back to the pool unless used; null while idle release is off.' })),
+        releaseWarning: Type.Optional(
+          Type.Object(
+            { reason: Type.String(), releaseAt: Type.String({ format: 'date-time' }) },
+            { description: 'The lab will release it at releaseAt: idle_timeout (keep it to start over) or reserved.' },
+          ),
+        ),
+      },
       { description: 'Present only when your own organization holds it.' },
     ),
   ),

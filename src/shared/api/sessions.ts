@@ -13,7 +13,17 @@ export const Device = Type.Object({
     osVersion: Type.String(),
     serial: Type.Optional(Type.String()),
   }),
-  releaseReason: Type.Optional(Type.String()),
+  releaseReason: Type.Optional(Type.String({ description: 'Why the lab released it: idle_timeout, reserved, device_lost, install_failed, provisioning_failed; absent when a caller released it.' })),
+  idleReleaseAt: Type.Optional(Nullable(DateTime)),
+  releaseWarning: Type.Optional(
+    Type.Object(
+      {
+        reason: Type.String({ description: 'idle_timeout or reserved' }),
+        releaseAt: DateTime,
+      },
+      { description: 'The lab will release this device at releaseAt: it has been idle (keep it to start over), or another organization reserved it from then.' },
+    ),
+  ),
   createdAt: DateTime,
   releasedAt: Nullable(DateTime),
 });

@@ -13,6 +13,7 @@ import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '.
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
+import type { CalendarSlot, Reservation, ReservationBody, Usage } from '../api/sharing.js';
 
 export const API_PREFIX = '/api/v1';
 /** The subprotocol the server echoes, so that the one carrying the bearer is never repeated back. */
@@ -50,6 +51,8 @@ interface RequestOptions {
   /** false: no X-Organization-Id (account-level calls). */
   org?: boolean;
   signal?: AbortSignal;
+  /** The media type asked for (Accept), when an operation answers more than JSON. */
+  accept?: string;
 }
 
 const queryString = (query: Query = {}) => {
@@ -80,7 +83,7 @@ export function createApiClient(options: ApiClientOptions) {
     try {
       response = await fetch(`${options.origin}${API_PREFIX}${path}${queryString(o.query)}`, {
         method,
-        headers: headers(o.org !== false, o.body !== undefined),
+        headers: { ...headers(o.org !== false, o.body !== undefined), ...(o.accept ? { accept: o.accept } : {}) },
         body: o.body === undefined ? undefined : JSON.stringify(o.body),
         signal: o.signal,
       });
@@ -158,6 +161,8 @@ export function createApiClient(options: ApiClientOptions) {
     devices: (sid: string) => json<List<Device>>('GET', `/sessions/${seg(sid)}/devices`),
     allocateDevice: (sid: string, body: AllocateDeviceBody) => json<Device>('POST', `/sessions/${seg(sid)}/devices`, { body }),
     releaseDevice: (sid: string, serial: string) => json<Device>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/release`),
+    /** Counts as activity: the phone's idle release starts over. */
+    keepDevice: (sid: string, serial: string) => json<Device>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/keep`),
     act: (sid: string, serial: string, action: DeviceAction) =>
       json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/actions`, { body: action }),
     install: (sid: string, serial: string, fileId: string, launch: boolean) =>
@@ -200,6 +205,13 @@ export function createApiClient(options: ApiClientOptions) {
     completeFile: (id: string) => json<StoredFile>('POST', `/files/${seg(id)}/complete`),
     deleteFile: (id: string) => json<void>('DELETE', `/files/${seg(id)}`),
     apps: () => json<List<App>>('GET', '/apps'),
+
+    reservations: (query: { from?: string; to?: string } = {}) => json<List<CalendarSlot>>('GET', '/reservations', { query }),
+    reserve: (body: ReservationBody) => json<Reservation>('POST', '/reservations', { body }),
+    cancelReservation: (id: string) => json<void>('DELETE', `/reservations/${seg(id)}`),
+    usage: (query: { from?: string; to?: string; groupBy?: 'member' | 'device' } = {}) => json<Usage>('GET', '/usage', { query }),
+    usageCsv: async (query: { from?: string; to?: string; groupBy?: 'member' | 'device' } = {}) =>
+      (await raw('GET', '/usage', { query, accept: 'text/csv' })).blob(),
 
     balance: () => json<Balance>('GET', '/billing/balance'),
     setPlan: (plan: string) => json<Balance>('PUT', '/billing/plan', { body: { plan } }),

@@ -10,6 +10,7 @@ import type { AppFiles, DeviceAllocator } from './devices.js';
 import type { LogLine } from '../../../shared/api/devices.js';
 import { pngSize } from '../domain/image-size.js';
 import { LiveScreens, preferLiveSource, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
+import type { Activity } from './idle-release.js';
 import type { Scope } from './scope.js';
 
 /**
@@ -44,6 +45,7 @@ export class DeviceControl {
     private readonly allocator: Pick<DeviceAllocator, 'find'>,
     private readonly phones: PhoneSource,
     private readonly appFiles: AppFiles,
+    private readonly activity: Activity,
     private readonly options: { screenMaxFps: number },
   ) {}
 
@@ -59,14 +61,22 @@ export class DeviceControl {
     return row;
   }
 
-  private driver(scope: Scope, target: DeviceTarget): PhoneDriver {
-    this.holding(scope, target);
+  /** The allocation, authorized, and counted as used now: what keeps a phone from its idle release. */
+  private use(scope: Scope, target: DeviceTarget): DeviceAllocationRow {
+    const row = this.holding(scope, target);
+    this.activity.touch(row.id);
+    return row;
+  }
+
+  private driver(scope: Scope, target: DeviceTarget, used = true): PhoneDriver {
+    if (used) this.use(scope, target);
+    else this.holding(scope, target);
     return this.phones.driver(target.serial);
   }
 
   /** The screen: the live feed's newest frame while one runs (a real phone's screencap takes seconds), else a capture. */
   async screenshot(scope: Scope, target: DeviceTarget): Promise<Frame> {
-    const row = this.holding(scope, target);
+    const row = this.use(scope, target);
     const latest = this.screens.latest(row.id);
     if (latest) return latest;
     const data = await onPhone(() => this.phones.driver(target.serial).screenshot(), 'take a screenshot');
@@ -79,8 +89,9 @@ export class DeviceControl {
   }
 
   /** Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. */
+  /** Not activity: reading a phone's details, as reading lists, is what a dashboard does while nobody uses it. */
   info(scope: Scope, target: DeviceTarget): Promise<DeviceInfo> {
-    const driver = this.driver(scope, target);
+    const driver = this.driver(scope, target, false);
     return onPhone(() => driver.info(), 'report its details');
   }
 
@@ -97,7 +108,7 @@ export class DeviceControl {
    */
   async reboot(scope: Scope, target: DeviceTarget, options: { timeoutMs: number; pollMs?: number }): Promise<void> {
     requireRole(scope.role, 'readwrite');
-    const { id } = this.holding(scope, target);
+    const { id } = this.use(scope, target);
     const driver = this.phones.driver(target.serial);
     // Back means seen away first. The fleet's events say so: a phone may be away for less than any polling interval.
     let away = false;
@@ -134,7 +145,7 @@ export class DeviceControl {
    */
   async install(scope: Scope, target: DeviceTarget, body: InstallBody): Promise<InstallResult> {
     requireRole(scope.role, 'readwrite');
-    const device = this.holding(scope, target);
+    const device = this.use(scope, target);
     const file = this.appFiles.readyFile(scope, body.file);
     if (file.platform !== device.platform) {
       throw invalid('wrong_platform', `The file is an ${file.platform} app; the device is ${device.platform}.`);
@@ -163,7 +174,17 @@ export class DeviceControl {
           : screencapSource(driver, maxFps),
       ended: () => this.ended(id),
     };
-    return { watch: (viewer) => this.screens.watch(screen, viewer) };
+    // A connected viewer is activity for as long as it watches.
+    return {
+      watch: (viewer) => {
+        const leave = this.screens.watch(screen, viewer);
+        const unhold = this.activity.hold(id);
+        return () => {
+          unhold();
+          leave();
+        };
+      },
+    };
   }
 
   /**
@@ -171,10 +192,20 @@ export class DeviceControl {
    * stream; `lines` follows the log until its signal aborts, and `ended` says when the allocation stopped holding it.
    */
   logs(scope: Scope, target: DeviceTarget): { lines(signal: AbortSignal): AsyncIterable<LogLine>; ended(): FeedEnd | undefined } {
-    const { id } = this.holding(scope, target);
+    const { id } = this.use(scope, target);
     const driver = this.phones.driver(target.serial);
     if (!driver.logs) throw conflict('logs_unsupported', 'This device does not offer its log.');
-    return { lines: (signal) => driver.logs!(signal), ended: () => this.ended(id) };
+    const activity = this.activity;
+    // Following the log is activity while the stream is open: a job reading it is using the phone.
+    async function* lines(signal: AbortSignal): AsyncIterable<LogLine> {
+      const unhold = activity.hold(id);
+      try {
+        yield* driver.logs!(signal);
+      } finally {
+        unhold();
+      }
+    }
+    return { lines, ended: () => this.ended(id) };
   }
 
   /** Why watching an allocation's phone must stop, or undefined while it is in_use. */

@@ -11,7 +11,7 @@ import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
 /** What the allocator reads and writes: allocations, the inventory, metering, and the apps to install. */
-export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files'>;
+export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files' | 'reservations'>;
 
 /** The stored app files an allocation's installApps names. */
 export interface AppFiles {
@@ -28,6 +28,8 @@ export interface AllocatorOptions {
   graceMs: number;
   /** Provisioning that takes longer fails: nothing stays provisioning forever. */
   prepareTimeoutMs: number;
+  /** A phone another organization has reserved from within this long is handed out last. */
+  reservationWarningMs: number;
   log: (message: string) => void;
 }
 
@@ -145,6 +147,7 @@ export class DeviceAllocator {
       name: asked('name'),
       osVersion: asked('version'),
       filters: JSON.stringify(filters),
+      createdBy: scope.caller.user.id,
       now: this.now(),
     });
     this.stores.files.addInstalls(id, installs);
@@ -174,6 +177,22 @@ export class DeviceAllocator {
     return this.stores.devices.get(row.id)!;
   }
 
+  /**
+   * Releases an allocation for the lab's own reasons (idle_timeout, reserved): billing stops now, cleanup runs and
+   * the queue is served, as for any release. Answers whether it was still unreleased.
+   */
+  expire(allocationId: string, reason: string): boolean {
+    const row = this.stores.devices.get(allocationId);
+    if (!row || row.releasedAt !== null) return false;
+    this.finish(row, this.now(), reason);
+    return true;
+  }
+
+  /** Hands free phones to queued allocations: for when a phone becomes free without an event of the fleet's (a reservation's window ended). */
+  serve(): void {
+    this.serveQueue();
+  }
+
   /** The organization's allocations not yet released, in every session, oldest first (what /ws's devices.list shows). */
   held(scope: Scope): DeviceAllocationRow[] {
     return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);
@@ -189,12 +208,20 @@ export class DeviceAllocator {
   }
 
   /** Whether a phone is held, and by whom only when it is the caller's own organization. */
-  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
+  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; idleReleaseAt?: number | null; warning?: { reason: string; releaseAt: number } } {
     const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
     if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
-    return row.organizationId === organizationId ? { held: true, sessionId: row.sessionId, allocationId: row.id } : { held: true };
+    return row.organizationId === organizationId
+      ? {
+          held: true,
+          sessionId: row.sessionId,
+          allocationId: row.id,
+          ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}),
+          ...(row.warningReason && row.warningReleaseAt !== null ? { warning: { reason: row.warningReason, releaseAt: row.warningReleaseAt } } : {}),
+        }
+      : { held: true };
   }
 
   // ---- the fleet's events ----
@@ -258,19 +285,37 @@ export class DeviceAllocator {
     const { devices } = this.stores;
     // A phone whose last cleanup has not finished is not handed out: it may still hold the last user's apps.
     const dirty = new Set(devices.uncleaned().map((r) => r.serial));
+    let reserved: Map<string, string> | undefined;
+    let soon: Map<string, string> | undefined;
     for (const row of devices.active()) {
       if (row.status !== 'queued') continue;
+      // Read once, and only when something waits: the calendar may be long, and most calls find no queue.
+      reserved ??= this.stores.reservations.runningAt(this.now());
+      soon ??= this.reservedSoon();
       const filters = JSON.parse(row.filters) as DeviceFilter[];
+      // A phone reserved now is free only to the reserving organization, which gets it before any other match; a
+      // phone another organization reserved from soon comes last, so that it is not handed out only to be taken back.
+      const ownFirst = (p: Phone) =>
+        reserved!.get(p.serial) === row.organizationId ? 0 : (soon!.get(p.serial) ?? row.organizationId) !== row.organizationId ? 2 : 1;
       const phone = this.phones
         .list()
         .filter((p) => p.state === 'device' && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
-        .sort((a, b) => a.serial.localeCompare(b.serial))[0];
+        .filter((p) => (reserved!.get(p.serial) ?? row.organizationId) === row.organizationId)
+        .sort((a, b) => ownFirst(a) - ownFirst(b) || a.serial.localeCompare(b.serial))[0];
       if (!phone) continue;
       const now = this.now();
       if (!devices.assign(row.id, phone, now)) continue;
-      this.stores.usage.start(row.organizationId, 'devices', row.id, now);
+      this.stores.usage.start(row.organizationId, 'devices', row.id, now, phone.serial);
       void this.prepare(devices.get(row.id)!);
     }
+  }
+
+  /** Phones whose reservation starts within the warning lead, and by which organization. */
+  private reservedSoon(): Map<string, string> {
+    const now = this.now();
+    const rows = this.stores.reservations.startingWithin(now, now + this.options.reservationWarningMs);
+    // Earliest last, so that it is the one kept for its phone.
+    return new Map(rows.reverse().map((r) => [r.serial, r.organizationId]));
   }
 
   private prepare(row: DeviceAllocationRow): Promise<void> {

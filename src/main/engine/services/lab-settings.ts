@@ -3,12 +3,15 @@ import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
 import type { SecretStore } from '../secrets.js';
+import { invalid } from '../domain/errors.js';
 
 const SIGNUP_OPEN = 'signup_open';
 export const LAN_SHARING = 'lan_sharing';
 const DEVICE_QUOTA = 'device_quota';
 const INSTANCE_QUOTA = 'instance_quota';
 const ADB_ADDRESS = 'adb_address';
+const DEVICE_IDLE_SECONDS = 'device_idle_seconds';
+const RESERVATION_MAX_HOURS = 'reservation_max_hours';
 
 /** What LAN sharing shows in the lab settings, and how it is switched; the HTTPS server itself lives in api/. */
 export interface LanSharing {
@@ -40,7 +43,10 @@ export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddre
 export class LabSettingsService {
   constructor(
     private readonly stores: Pick<Stores, 'settings'>,
-    private readonly config: Pick<EngineConfig, 'adb' | 'usbmuxd' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota'>,
+    private readonly config: Pick<
+      EngineConfig,
+      'adb' | 'usbmuxd' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota' | 'deviceIdleSeconds' | 'deviceIdleMinSeconds' | 'reservationMaxHours'
+    >,
     private readonly lanSharing: LanSharing,
     private readonly secrets: Pick<SecretStore, 'kind'>,
     /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
@@ -60,6 +66,16 @@ export class LabSettingsService {
     };
   }
 
+  /** How long an allocation may stay idle before it is released, in seconds; 0: never. */
+  deviceIdleSeconds(): number {
+    return Number(this.stores.settings.get(DEVICE_IDLE_SECONDS) ?? this.config.deviceIdleSeconds);
+  }
+
+  /** The longest window a reservation may book, in hours. */
+  reservationMaxHours(): number {
+    return Number(this.stores.settings.get(RESERVATION_MAX_HOURS) ?? this.config.reservationMaxHours);
+  }
+
   get(): LabSettings {
     const adb = savedAdb(this.stores.settings) ?? this.config.adb ?? DEFAULT_ADB;
     return {
@@ -69,11 +85,19 @@ export class LabSettingsService {
       adb: { enabled: this.config.adb !== null, host: adb.host, port: adb.port },
       usbmuxd: { enabled: this.config.usbmuxd !== null, address: formatUsbmuxdAddress(this.config.usbmuxd ?? { path: DEFAULT_USBMUXD_SOCKET }) },
       quotas: this.quotas(),
+      deviceIdleSeconds: this.deviceIdleSeconds(),
+      reservationMaxHours: this.reservationMaxHours(),
     };
   }
 
   async update(patch: LabSettingsPatch): Promise<LabSettings> {
     const { settings } = this.stores;
+    const idle = patch.deviceIdleSeconds;
+    const least = this.config.deviceIdleMinSeconds;
+    // Checked before anything changes, so that a refused patch changes nothing.
+    if (idle !== undefined && idle !== 0 && idle < least) {
+      throw invalid('idle_too_short', `deviceIdleSeconds is 0 (never) or at least ${least}, not ${idle}.`);
+    }
     // LAN sharing first: it is the one change that can fail (its port taken), and then nothing else is changed.
     if (patch.lanSharing === true) await this.lanSharing.enable();
     if (patch.lanSharing === false) await this.lanSharing.disable();
@@ -88,6 +112,8 @@ export class LabSettingsService {
     }
     if (patch.quotas?.devices !== undefined) settings.set(DEVICE_QUOTA, String(patch.quotas.devices));
     if (patch.quotas?.instances !== undefined) settings.set(INSTANCE_QUOTA, String(patch.quotas.instances));
+    if (idle !== undefined) settings.set(DEVICE_IDLE_SECONDS, String(idle));
+    if (patch.reservationMaxHours !== undefined) settings.set(RESERVATION_MAX_HOURS, String(patch.reservationMaxHours));
     return this.get();
   }
 }

@@ -22,12 +22,22 @@ export interface DeviceAllocationRow {
   offlineSince: number | null;
   releasedAt: number | null;
   cleanedAt: number | null;
+  /** The member who allocated it (null for allocations made before this was recorded). */
+  createdBy: string | null;
+  /** Activity as last persisted (coalesced: the idle-release service holds the newest in memory). */
+  lastActivityAt: number | null;
+  /** When the phone is released if nothing happens; null while idle release is off or the allocation is not in_use. */
+  idleDeadlineAt: number | null;
+  /** The release the holder is warned of (idle_timeout or reserved), and when it will happen. */
+  warningReason: string | null;
+  warningReleaseAt: number | null;
 }
 
 const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId, status, platform, type, name,
   os_version AS osVersion, serial, release_reason AS releaseReason, filters, packages_before AS packagesBefore,
   created_at AS createdAt, assigned_at AS assignedAt, offline_since AS offlineSince, released_at AS releasedAt,
-  cleaned_at AS cleanedAt`;
+  cleaned_at AS cleanedAt, created_by AS createdBy, last_activity_at AS lastActivityAt, idle_deadline_at AS idleDeadlineAt,
+  warning_reason AS warningReason, warning_release_at AS warningReleaseAt`;
 
 /**
  * Device allocations. Every write bumps sessionParts, because a session's view includes its devices.
@@ -57,8 +67,8 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     'SELECT created_at AS createdAt FROM device_allocations WHERE organization_id = ? ORDER BY created_at DESC LIMIT 1',
   );
   const insert = db.prepare(
-    `INSERT INTO device_allocations (id, session_id, organization_id, status, platform, name, os_version, filters, created_at)
-     VALUES (@id, @sessionId, @organizationId, 'queued', @platform, @name, @osVersion, @filters, @createdAt)`,
+    `INSERT INTO device_allocations (id, session_id, organization_id, status, platform, name, os_version, filters, created_at, created_by)
+     VALUES (@id, @sessionId, @organizationId, 'queued', @platform, @name, @osVersion, @filters, @createdAt, @createdBy)`,
   );
   const assign = db.prepare(
     `UPDATE device_allocations SET status = 'provisioning', serial = @serial, type = @type, name = @name,
@@ -75,6 +85,8 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
      WHERE id = ? AND released_at IS NULL`,
   );
   const cleaned = db.prepare('UPDATE device_allocations SET cleaned_at = ? WHERE id = ?');
+  const activity = db.prepare('UPDATE device_allocations SET last_activity_at = ?, idle_deadline_at = ? WHERE id = ? AND released_at IS NULL');
+  const warn = db.prepare('UPDATE device_allocations SET warning_reason = ?, warning_release_at = ? WHERE id = ? AND released_at IS NULL');
 
   const write = <T>(result: T) => sessionParts.bump(result);
   return {
@@ -91,7 +103,7 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     holding: (serial: string) => holding.get(serial),
     /** Released allocations whose cleanup never finished (the engine stopped during it). */
     uncleaned: () => uncleaned.all(),
-    insert: (row: { id: string; sessionId: string; organizationId: string; platform: string; name: string; osVersion: string; filters: string; now: number }) =>
+    insert: (row: { id: string; sessionId: string; organizationId: string; platform: string; name: string; osVersion: string; filters: string; createdBy: string; now: number }) =>
       db.transaction(() => {
         const createdAt = uniqueCreatedAt(row.now, newest.get(row.organizationId)?.createdAt);
         write(insert.run({ ...row, createdAt }));
@@ -105,5 +117,11 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     requeue: (id: string) => write(requeue.run(id)).changes === 1,
     release: (id: string, at: number, reason: string | null) => write(release.run(at, reason, id)).changes === 1,
     markCleaned: (id: string, at: number) => void cleaned.run(at, id),
+    /** Persists activity and the idle deadline it gives, for many allocations in one transaction. */
+    setActivity: db.transaction((entries: ReadonlyArray<{ id: string; lastActivityAt: number; idleDeadlineAt: number | null }>) => {
+      for (const e of entries) write(activity.run(e.lastActivityAt, e.idleDeadlineAt, e.id));
+    }),
+    setWarning: (id: string, warning: { reason: string; releaseAt: number } | null) =>
+      write(warn.run(warning?.reason ?? null, warning?.releaseAt ?? null, id)).changes === 1,
   };
 }

@@ -8,6 +8,7 @@ import { instanceStore } from './instances.js';
 import { invitationStore } from './invitations.js';
 import { macHostStore } from './mac-hosts.js';
 import { organizationStore } from './organizations.js';
+import { reservationStore } from './reservations.js';
 import { sessionStore } from './sessions.js';
 import { settingStore } from './settings.js';
 import { testResultStore } from './test-results.js';
@@ -35,6 +36,7 @@ export function createStores(db: Db) {
     instances: instanceStore(db, sessionPartsVersion),
     macHosts: macHostStore(db, sessionPartsVersion),
     usage: usageStore(db),
+    reservations: reservationStore(db),
     settings: settingStore(db),
     testResults: testResultStore(db),
     files: fileStore(db),

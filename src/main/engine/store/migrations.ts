@@ -330,4 +330,30 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN name TEXT;
   ALTER TABLE sessions ADD COLUMN ended_at INTEGER;
   `,
+  // Sharing a scarce lab (issue 25): who allocated, idle deadlines and release warnings, reservations, and the phone
+  // each metered interval ran on (an allocation requeued after its phone vanished may run on another).
+  `
+  ALTER TABLE device_allocations ADD COLUMN created_by TEXT;
+  -- Coalesced: written every few seconds and at each warning, so a restart keeps a deadline within that much.
+  ALTER TABLE device_allocations ADD COLUMN last_activity_at INTEGER;
+  ALTER TABLE device_allocations ADD COLUMN idle_deadline_at INTEGER;
+  -- The release the holder has been warned of: idle_timeout or reserved, and when it will happen.
+  ALTER TABLE device_allocations ADD COLUMN warning_reason TEXT;
+  ALTER TABLE device_allocations ADD COLUMN warning_release_at INTEGER;
+  ALTER TABLE usage_ledger ADD COLUMN serial TEXT;
+
+  CREATE TABLE reservations (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    serial          TEXT NOT NULL,
+    starts_at       INTEGER NOT NULL,
+    ends_at         INTEGER NOT NULL,
+    title           TEXT,
+    created_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    created_at      INTEGER NOT NULL
+  );
+  CREATE INDEX reservations_by_serial ON reservations(serial, starts_at);
+  CREATE INDEX reservations_by_start ON reservations(starts_at);
+  CREATE INDEX reservations_by_end ON reservations(ends_at);
+  `,
 ];

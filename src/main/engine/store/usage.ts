@@ -3,19 +3,54 @@ import type { Db } from './db.js';
 
 export type MeteredResource = 'devices' | 'instances';
 
+export interface UsageWindow {
+  organizationId: string;
+  from: number;
+  to: number;
+  /** Where a running interval ends for now. */
+  now: number;
+}
+
+/** A member's (key: user id, label: email) or a phone's (key: serial, label: name) device time, in milliseconds. */
+export interface UsageGroup {
+  key: string;
+  label: string;
+  ms: number;
+  allocations: number;
+}
+
 /** The usage ledger that device and instance assignments write to; billing reads it. */
 export function usageStore(db: Db) {
   const open = db.prepare(
-    'INSERT INTO usage_ledger (organization_id, resource, subject_id, started_at) VALUES (?, ?, ?, ?)',
+    'INSERT INTO usage_ledger (organization_id, resource, subject_id, started_at, serial) VALUES (?, ?, ?, ?, ?)',
   );
   const close = db.prepare('UPDATE usage_ledger SET ended_at = ? WHERE subject_id = ? AND ended_at IS NULL');
   const inPeriod = db.prepare<[string, string, number, number], UsageInterval>(
     `SELECT started_at AS startedAt, ended_at AS endedAt FROM usage_ledger
      WHERE organization_id = ? AND resource = ? AND started_at < ? AND (ended_at IS NULL OR ended_at > ?)`,
   );
+  // Each interval clipped to [from, to) (a running one ends at `now`), summed per member who allocated or per phone.
+  // The member is the allocation's creator; allocations made before that was recorded fall back to their session's.
+  const clipped = `MAX(0, MIN(COALESCE(l.ended_at, @now), @to) - MAX(l.started_at, @from))`;
+  const ofOrg = `FROM usage_ledger l JOIN device_allocations d ON d.id = l.subject_id
+     WHERE l.organization_id = @organizationId AND l.resource = 'devices' AND l.started_at < @to
+       AND (l.ended_at IS NULL OR l.ended_at > @from)`;
+  const byMember = db.prepare<[UsageWindow], UsageGroup>(
+    `SELECT m.key AS key, COALESCE(u.email, '') AS label, SUM(m.ms) AS ms, COUNT(DISTINCT m.allocation) AS allocations FROM (
+       SELECT COALESCE(d.created_by, (SELECT created_by FROM sessions WHERE id = d.session_id), '') AS key,
+              ${clipped} AS ms, d.id AS allocation ${ofOrg}
+     ) m LEFT JOIN users u ON u.id = m.key GROUP BY m.key ORDER BY ms DESC, key`,
+  );
+  const byDevice = db.prepare<[UsageWindow], UsageGroup>(
+    `SELECT m.key AS key, COALESCE(f.name, '') AS label, SUM(m.ms) AS ms, COUNT(DISTINCT m.allocation) AS allocations FROM (
+       SELECT COALESCE(l.serial, d.serial, '') AS key, ${clipped} AS ms, d.id AS allocation ${ofOrg}
+     ) m LEFT JOIN fleet_devices f ON f.serial = m.key GROUP BY m.key ORDER BY ms DESC, key`,
+  );
   return {
-    start: (organizationId: string, resource: MeteredResource, subjectId: string, at: number) =>
-      void open.run(organizationId, resource, subjectId, at),
+    start: (organizationId: string, resource: MeteredResource, subjectId: string, at: number, serial: string | null = null) =>
+      void open.run(organizationId, resource, subjectId, at, serial),
+    /** Device time held in the window, per member who allocated or per phone: who used what. */
+    devicesBy: (groupBy: 'member' | 'device', window: UsageWindow) => (groupBy === 'member' ? byMember : byDevice).all(window),
     stop: (subjectId: string, at: number) => void close.run(at, subjectId),
     intervals: (organizationId: string, resource: MeteredResource, periodStart: number, periodEnd: number) =>
       inPeriod.all(organizationId, resource, periodEnd, periodStart),

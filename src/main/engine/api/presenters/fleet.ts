@@ -3,11 +3,12 @@ import type { FleetHost, MacHost } from '../../../../shared/api/mac-hosts.js';
 import { iso, isoOrNull } from '../../domain/time.js';
 import type { FleetDeviceRow } from '../../store/fleet.js';
 import type { MacHostRow } from '../../store/mac-hosts.js';
+import type { DeviceAllocator } from '../../services/devices.js';
 import type { HostHealth } from '../../services/instances.js';
 
 /** The lab's inventory: phones and Mac hosts, free or held; who holds them only for the caller's own organization. */
 
-export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?: string }, holder: { held: boolean; sessionId?: string; allocationId?: string }): FleetDevice => ({
+export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?: string }, holder: ReturnType<DeviceAllocator['holder']>): FleetDevice => ({
   platform: d.platform,
   type: d.type,
   name: d.name,
@@ -18,7 +19,16 @@ export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?:
   ...(d.model ? { model: d.model } : {}),
   ...(d.steps ? { steps: d.steps } : {}),
   held: holder.held,
-  ...(holder.sessionId ? { heldBy: { sessionId: holder.sessionId, allocationId: holder.allocationId! } } : {}),
+  ...(holder.sessionId
+    ? {
+        heldBy: {
+          sessionId: holder.sessionId,
+          allocationId: holder.allocationId!,
+          ...(holder.idleReleaseAt !== undefined ? { idleReleaseAt: isoOrNull(holder.idleReleaseAt) } : {}),
+          ...(holder.warning ? { releaseWarning: { reason: holder.warning.reason, releaseAt: iso(holder.warning.releaseAt) } } : {}),
+        },
+      }
+    : {}),
   lastSeenAt: iso(d.lastSeenAt),
 });
 

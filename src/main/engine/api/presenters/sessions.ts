@@ -35,6 +35,11 @@ export const presentDevice = (d: DeviceAllocationRow): Device => ({
     ...(d.serial && d.status !== 'provisioning' && d.status !== 'queued' ? { serial: d.serial } : {}),
   },
   ...(d.releaseReason ? { releaseReason: d.releaseReason } : {}),
+  // When the phone goes back to the pool unless someone uses it: for a phone in use, while idle release is on.
+  ...(d.status === 'in_use' ? { idleReleaseAt: isoOrNull(d.idleDeadlineAt) } : {}),
+  ...(d.warningReason && d.warningReleaseAt !== null && d.releasedAt === null
+    ? { releaseWarning: { reason: d.warningReason, releaseAt: iso(d.warningReleaseAt) } }
+    : {}),
   createdAt: iso(d.createdAt),
   releasedAt: isoOrNull(d.releasedAt),
 });
