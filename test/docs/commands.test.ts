@@ -161,6 +161,32 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.stdout).toMatch(/"name":\s*"Pixel 8"/);
     expect(r.stdout).not.toMatch(/"status":\s*"error"/);
   },
+  'sharing-keep': (r) => {
+    const [kept] = r.json.slice(-1);
+    expect(kept.status).toBe('in_use');
+    expect(Date.parse(kept.idleReleaseAt)).toBeGreaterThan(Date.now());
+  },
+  'sharing-idle-setting': (r) => {
+    expect(r.json[0]).toEqual({ deviceIdleSeconds: 1800, reservationMaxHours: 8 });
+  },
+  'sharing-reserve': (r) => {
+    expect(r.vars.RESERVATION).toMatch(UUID);
+    expect(r.vars.DAY).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+  },
+  'sharing-calendar': (r) => {
+    const [calendar] = r.json;
+    expect(calendar.data).toEqual([expect.objectContaining({ id: r.vars.RESERVATION, own: true, title: 'RC regression', startsAt: `${r.vars.DAY}T09:00:00.000Z` })]);
+  },
+  'sharing-cancel': (r) => {
+    expect(r.stdout.trim()).toBe('204');
+  },
+  'sharing-usage': (r) => {
+    const [usage] = r.json;
+    expect(usage.groupBy).toBe('member');
+    expect(usage.data[0]).toMatchObject({ label: 'owner@benchtop.local' });
+    expect(usage.data[0].seconds).toBeGreaterThan(0);
+    expect(readFileSync(join(r.dir, 'usage.csv'), 'utf8').split(/\r?\n/)[0]).toBe('serial,name,seconds,allocations');
+  },
   openapi: (r) => {
     const summary = JSON.parse(r.stdout);
     expect(summary.openapi).toMatch(/^3\.1\./);
