@@ -95,7 +95,7 @@ export function testResultRoutes(app: App, testResults: TestResults, uploads: Mu
       const scope = scopeOf(req);
       // Refused before a byte of the content is read.
       testResults.getTestResult(scope, req.params.testResultId);
-      return withMultipartUpload(uploads, req, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {
+      return withMultipartUpload(uploads, req, reply, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {
         const upload: AssetUpload = { name: form.fields.name, content: form.content, declaredType: form.contentType };
         return reply.code(201).send(presentAsset(await testResults.addAsset(scope, req.params.testResultId, upload)));
       });
