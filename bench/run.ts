@@ -11,7 +11,7 @@ import { instanceReady } from './instance-ready.js';
 import { ios } from './ios.js';
 import { wdaStart } from './wda-start.js';
 import { liveScreen, screenshotDuringFeed } from './live-screen.js';
-import { loginThrottle } from './login-throttle.js';
+import { loginBurst, loginThrottle } from './login-throttle.js';
 import { mcp } from './mcp.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
@@ -24,7 +24,7 @@ import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));

@@ -201,6 +201,22 @@ describe('throttling of failed logins, sign-ups and invitation acceptances (issu
     tt.clock.frozenAt = undefined;
   });
 
+  it('checks a burst of 200 wrong passwords sent at once no more often than the policy allows (issue 22.1)', async () => {
+    const lc = client(tt.api);
+    await lc.signup('burst@lab.test', 'right-password');
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => login('127.0.0.20', 'burst@lab.test', `guess-${i}`)));
+    const statuses = answers.map((r) => r.status);
+    // A 401 is an attempt whose password was checked against the hash; a 429 was refused before it.
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(10);
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+    // The burst leaves no lockout behind: the right password from another address waits seconds, not minutes.
+    const held = await login('127.0.0.21', 'burst@lab.test', 'right-password');
+    const retryAfter = held.status === 429 ? Number(held.headers.get('retry-after')) : 0;
+    expect(retryAfter).toBeLessThanOrEqual(10);
+    tt.clock.offsetMs += retryAfter * 1000;
+    expect((await login('127.0.0.21', 'burst@lab.test', 'right-password')).status).toBe(200);
+  });
+
   it('holds failed invitation acceptances, with the nearest status the operation declares (403)', async () => {
     const lc = client(tt.api);
     const user = await lc.signup('joiner@lab.test');

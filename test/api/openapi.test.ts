@@ -153,6 +153,6 @@ describe('GET /api/v1/openapi.json', () => {
     expect(upload.required.sort()).toEqual(['file', 'name']);
     expect(upload.properties.file).toMatchObject({ type: 'string', format: 'binary' });
     const download = doc.paths['/api/v1/test-results/{testResultId}/assets/{assetId}'].get.responses[200];
-    expect(download.content['application/octet-stream'].schema).toMatchObject({ type: 'string', format: 'binary' });
+    expect(download.content['*/*'].schema).toMatchObject({ type: 'string', format: 'binary' });
   });
 });

@@ -47,6 +47,10 @@ export interface EngineConfig {
   terminalIdleSeconds: number;
   /** The largest test-result asset an upload may carry, in bytes. */
   maxAssetBytes: number;
+  /** An upload that sends nothing for this long is ended and its staged bytes removed (fractions are fine, for tests). */
+  uploadIdleSeconds: number;
+  /** How many uploads one caller (an API key, a user, a signed URL's client address) may have in flight at once. */
+  uploadsPerCaller: number;
   /** How long a stored file (an app binary) is kept after its last upload. */
   fileExpiryDays: number;
   plans: Record<string, PlanAllowance>;
@@ -104,6 +108,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     terminalIdleSeconds: intFrom(env.BENCHTOP_TERMINAL_IDLE_SECONDS, 60, 'BENCHTOP_TERMINAL_IDLE_SECONDS'),
     // Traces and videos of long runs reach hundreds of MB; uploads stream to disk, so the bound is disk, not memory.
     maxAssetBytes: intFrom(env.BENCHTOP_MAX_ASSET_BYTES, 2 * 1024 ** 3, 'BENCHTOP_MAX_ASSET_BYTES'),
+    uploadIdleSeconds: intFrom(env.BENCHTOP_UPLOAD_IDLE_SECONDS, 30, 'BENCHTOP_UPLOAD_IDLE_SECONDS'),
+    uploadsPerCaller: intFrom(env.BENCHTOP_UPLOADS_PER_CALLER, 4, 'BENCHTOP_UPLOADS_PER_CALLER'),
     fileExpiryDays: intFrom(env.BENCHTOP_FILE_EXPIRY_DAYS, 30, 'BENCHTOP_FILE_EXPIRY_DAYS'),
     plans: DEFAULT_PLANS,
     deviceIdleSeconds: intFrom(env.BENCHTOP_DEVICE_IDLE_SECONDS, 900, 'BENCHTOP_DEVICE_IDLE_SECONDS'),

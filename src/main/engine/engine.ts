@@ -5,6 +5,7 @@ import type { App } from './api/http.js';
 import { LanServer } from './api/lan-server.js';
 import { chatPresenter } from './api/presenters/chats.js';
 import { AttemptThrottles } from './api/throttle.js';
+import { UploadLimits } from './api/upload-limits.js';
 import { buildServer, type ApiServices } from './api/server.js';
 import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
@@ -150,7 +151,11 @@ function wire(
       toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000,
       log,
     }),
-    uploads: { blobs, maxBytes: config.maxAssetBytes },
+    uploads: {
+      blobs,
+      maxBytes: config.maxAssetBytes,
+      limits: new UploadLimits({ idleMs: config.uploadIdleSeconds * 1000, perCaller: config.uploadsPerCaller }),
+    },
     ...(config.throttleLogins ? { attempts: new AttemptThrottles(now) } : {}),
   };
   return services;

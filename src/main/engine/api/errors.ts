@@ -21,8 +21,9 @@ const FALLBACKS: Record<number, number[]> = {
   403: [403, 404, 401],
   404: [404, 403, 400, 401],
   409: [409, 400, 403],
-  // Rate limits are 'not shown' by the spec; an operation without 429 (accepting an invitation) refuses with 403.
-  429: [429, 403, 400],
+  // Rate limits are 'not shown' by the spec; an operation without 429 (accepting an invitation) refuses with 403,
+  // and one that declares neither 403 nor 400 (uploading an asset) with the 404 it answers any refused form with.
+  429: [429, 403, 400, 404],
 };
 
 interface Mapped {

@@ -1,17 +1,19 @@
 import multipart, { type Multipart } from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BlobSourceError, type BlobStore, type StagedBlob } from '../blobs/blob-store.js';
 import { invalid, type ServiceError } from '../domain/errors.js';
 import type { App } from './http.js';
+import type { UploadLimits } from './upload-limits.js';
 
 /** The form may carry a few text fields beside the file; anything larger than this is not a name. */
 const FIELD_BYTES = 64 * 1024;
 const FIELDS = 20;
 
-/** Where uploaded parts are staged, and how large one may be. */
+/** Where uploaded parts are staged, how large one may be, and the limits on stalled and concurrent uploads. */
 export interface MultipartUploads {
   blobs: Pick<BlobStore, 'stage'>;
   maxBytes: number;
+  limits: UploadLimits;
 }
 
 /** A multipart form as read: its text fields, and its one file part staged in the blob store. */
@@ -57,6 +59,16 @@ function formError(error: unknown): ServiceError {
  * and dropped, as Node does with a body nobody read, so that the client can finish sending and read the error.
  */
 export async function withMultipartUpload<T>(
+  uploads: MultipartUploads,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  what: { expected: string; tooLargeCode: string },
+  work: (upload: MultipartUpload) => Promise<T>,
+): Promise<T> {
+  return uploads.limits.run(request, reply, () => readMultipartUpload(uploads, request, what, work));
+}
+
+async function readMultipartUpload<T>(
   uploads: MultipartUploads,
   request: FastifyRequest,
   what: { expected: string; tooLargeCode: string },

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ServiceError } from '../domain/errors.js';
-import { LoginThrottle } from '../domain/login-throttle.js';
+import { LoginThrottle, type Taken } from '../domain/login-throttle.js';
 import type { App } from './http.js';
 
 /** The attempts that are throttled when they fail: each names the statuses that count as a failure. */
@@ -21,8 +21,8 @@ declare module 'fastify' {
     throttle?: ThrottledAttempt;
   }
   interface FastifyRequest {
-    /** This request was refused by the throttle, so its refusal is no failure of its own. */
-    throttled?: boolean;
+    /** The tokens this request took when the throttle let it through, given back unless it fails. */
+    throttleTaken?: Taken;
   }
 }
 
@@ -45,7 +45,9 @@ export class AttemptThrottles {
 
 /**
  * Throttles the routes that set `config.throttle`: a refused attempt is never checked (a right password learns
- * nothing), and gets 429 too_many_attempts with Retry-After, or the nearest status its operation declares.
+ * nothing), and gets 429 too_many_attempts with Retry-After, or the nearest status its operation declares. The token
+ * is taken in the same synchronous step as the check, before the handler's password hash, so a burst of attempts in
+ * flight at once gets no more checks than the policy allows; it is given back when the answer is no failure.
  */
 export function throttleAttempts(app: App, throttles: AttemptThrottles): void {
   const { now } = throttles;
@@ -57,18 +59,22 @@ export function throttleAttempts(app: App, throttles: AttemptThrottles): void {
     const throttle = throttles[kind];
     const who = (req: FastifyRequest) => ({ account: attempt.account(req), address: req.ip });
     const check = (req: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-      const wait = throttle.waitMs(who(req), now());
-      if (wait === 0) return done();
-      req.throttled = true;
+      const { waitMs: wait, taken } = throttle.take(who(req), now());
+      if (taken) {
+        req.throttleTaken = taken;
+        return done();
+      }
       const seconds = Math.max(1, Math.ceil(wait / 1000));
       reply.header('retry-after', String(seconds));
       done(new ServiceError('too_many', 'too_many_attempts', `Too many failed attempts: try again in ${seconds} s.`));
     };
     const record = (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      if (req.throttled) return done();
+      const taken = req.throttleTaken;
+      if (!taken) return done();
       const status = reply.statusCode;
-      if ((attempt.failures as readonly number[]).includes(status)) throttle.failed(who(req), now());
-      else if (status < 300) throttle.succeeded(who(req));
+      if ((attempt.failures as readonly number[]).includes(status)) return done();
+      if (status < 300) throttle.succeeded(who(req), taken, now());
+      else throttle.notFailed(taken, now());
       done();
     };
     route.preHandler = [...asArray(route.preHandler), check];

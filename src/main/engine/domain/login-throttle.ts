@@ -1,8 +1,10 @@
 /**
  * Throttling of failed credential attempts (logins, sign-ups, invitation acceptances), as token buckets: each key
- * (an account, a client address) may fail `burst` times at once, then once per `refillMs`. A bucket refills while
- * nobody fails, so a real owner who mistyped waits seconds, never a lockout; a guesser is held to the refill rate.
- * Pure: the caller passes the time.
+ * (an account, a client address) may fail `burst` times at once, then once per `refillMs`. An attempt takes its token
+ * when it is checked, before the slow password hash, so that attempts in flight at once cannot all pass; a success
+ * (or any answer that is no failure) gives it back. A bucket never goes below empty, so the longest wait is one
+ * refill period: a real owner who mistyped, or who logs in after a burst of guesses, waits seconds, never a lockout;
+ * a guesser is held to the refill rate. Pure: the caller passes the time.
  */
 export interface ThrottlePolicy {
   burst: number;
@@ -32,10 +34,16 @@ export class FailureBuckets {
     return tokens >= 1 ? 0 : Math.ceil((1 - tokens) * this.policy.refillMs);
   }
 
-  /** Spends one attempt of `key`'s bucket: it failed. */
-  fail(key: string, now: number): void {
+  /** Spends one attempt of `key`'s bucket; an empty bucket stays empty (no debt beyond one refill period). */
+  take(key: string, now: number): void {
     if (!this.buckets.has(key) && this.buckets.size >= MAX_KEYS) this.prune(now);
-    this.buckets.set(key, { tokens: this.tokens(key, now) - 1, at: now });
+    this.buckets.set(key, { tokens: Math.max(0, this.tokens(key, now) - 1), at: now });
+  }
+
+  /** Returns an attempt taken from `key`'s bucket: it did not fail. */
+  giveBack(key: string, now: number): void {
+    const bucket = this.buckets.get(key);
+    if (bucket) this.buckets.set(key, { tokens: Math.min(this.policy.burst, this.tokens(key, now) + 1), at: now });
   }
 
   get size(): number {
@@ -51,6 +59,18 @@ export class FailureBuckets {
   private prune(now: number): void {
     for (const key of this.buckets.keys()) if (this.tokens(key, now) >= this.policy.burst) this.buckets.delete(key);
   }
+}
+
+/** One attempt: the account it tries (if any) and the client address it comes from. */
+export interface Attempt {
+  account?: string;
+  address: string;
+}
+
+/** What `take` spent for an attempt that may go ahead, to be given back if it does not fail. */
+export interface Taken {
+  address: string;
+  account?: string;
 }
 
 /**
@@ -69,21 +89,43 @@ export class LoginThrottle {
   }
 
   /** Milliseconds until this attempt may be made; 0 when it may be made now. */
-  waitMs(attempt: { account?: string; address: string }, now: number): number {
+  waitMs(attempt: Attempt, now: number): number {
     const byAddress = this.addresses.waitMs(attempt.address, now);
-    if (attempt.account === undefined || this.trusted.has(pair(attempt.account, attempt.address))) return byAddress;
-    return Math.max(byAddress, this.accounts.waitMs(attempt.account, now));
+    const account = this.heldAccount(attempt);
+    return account === undefined ? byAddress : Math.max(byAddress, this.accounts.waitMs(account, now));
   }
 
-  failed(attempt: { account?: string; address: string }, now: number): void {
-    this.addresses.fail(attempt.address, now);
-    if (attempt.account !== undefined) this.accounts.fail(attempt.account, now);
+  /**
+   * Checks an attempt and, in the same step, takes its tokens: `{waitMs: 0, taken}` when it may be made now (what it
+   * spent, for `succeeded` or `notFailed`), else `{waitMs}` and nothing spent.
+   */
+  take(attempt: Attempt, now: number): { waitMs: number; taken?: Taken } {
+    const waitMs = this.waitMs(attempt, now);
+    if (waitMs > 0) return { waitMs };
+    const account = this.heldAccount(attempt);
+    this.addresses.take(attempt.address, now);
+    if (account !== undefined) this.accounts.take(account, now);
+    return { waitMs, taken: account === undefined ? { address: attempt.address } : { address: attempt.address, account } };
   }
 
-  succeeded(attempt: { account?: string; address: string }): void {
+  /** The attempt was neither a success nor a failure (a bad request, an error of ours): its tokens go back. */
+  notFailed(taken: Taken, now: number): void {
+    this.addresses.giveBack(taken.address, now);
+    if (taken.account !== undefined) this.accounts.giveBack(taken.account, now);
+  }
+
+  /** The attempt succeeded: its tokens go back, and its account trusts its address from now on. */
+  succeeded(attempt: Attempt, taken: Taken, now: number): void {
+    this.notFailed(taken, now);
     if (attempt.account === undefined) return;
     if (this.trusted.size >= MAX_KEYS) this.trusted.clear();
     this.trusted.add(pair(attempt.account, attempt.address));
+  }
+
+  /** The account bucket that holds this attempt: none without an account, or from an address the account trusts. */
+  private heldAccount(attempt: Attempt): string | undefined {
+    if (attempt.account === undefined || this.trusted.has(pair(attempt.account, attempt.address))) return undefined;
+    return attempt.account;
   }
 }
 

@@ -94,7 +94,9 @@ export class DeviceAllocator {
       const attached = row.serial !== null && this.attached(row.serial);
       if (row.status === 'provisioning') {
         if (attached) void this.prepare(row);
-        else this.requeue(row);
+        // All of them back in the queue before it is served once, below: each requeue serving it would hand a
+        // phone to a later allocation before the earlier ones were back in line.
+        else this.putBack(row);
       } else if (row.status === 'in_use' && !attached) {
         this.goOffline(row, this.now());
       } else if (row.status === 'offline') {
@@ -212,7 +214,9 @@ export class DeviceAllocator {
     const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
-    if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
+    // A cleanup still owed holds a phone that is here; one that is gone (perhaps never to return, as a crashed demo's
+    // phones) is held by nobody: if it comes back, it is cleaned before anyone gets it.
+    if (!row) return { held: this.cleaning.has(serial) || (this.attached(serial) && devices.uncleaned().some((r) => r.serial === serial)) };
     return row.organizationId === organizationId
       ? {
           held: true,
@@ -364,9 +368,13 @@ export class DeviceAllocator {
 
   /** Back in the queue, at its original place (its createdAt), when its phone vanished while provisioning. */
   private requeue(row: DeviceAllocationRow): void {
+    this.putBack(row);
+    this.serveQueue();
+  }
+
+  private putBack(row: DeviceAllocationRow): void {
     this.stores.usage.stop(row.id, this.now());
     this.stores.devices.requeue(row.id);
-    this.serveQueue();
   }
 
   /** Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. */

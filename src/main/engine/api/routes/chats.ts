@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
-import { Chat, CreateChatBody, Message, MessageListQuery, PostMessageBody, PostMessageQuery, ToolCall } from '../../../../shared/api/chats.js';
+import { Chat, CreateChatBody, ExecutionEventData, Message, MessageListQuery, PostMessageBody, PostMessageQuery, ToolCall } from '../../../../shared/api/chats.js';
 import { invalid } from '../../domain/errors.js';
 import { openSse } from '../../events/sse.js';
 import type { Subscriber } from '../../events/event-log.js';
@@ -16,10 +16,29 @@ const MessageParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uu
 const ToolCallParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uuid, toolCallId: Uuid });
 /** A browser's EventSource and <img> cannot send Authorization: the bearer may come as ?token= instead. */
 const BrowserQuery = Type.Object(SOCKET_QUERY);
-/** Served as text/event-stream, and documented so: not as the JSON string a plain schema would declare. */
+/**
+ * One Server-Sent Event of an execution, modelled as the OpenAPI media type registry models text/event-stream: an
+ * object of the event's fields. Its `event:` names the kind, and its `data:` is that kind's JSON.
+ */
+const ExecutionSseEvent = {
+  oneOf: Object.entries(ExecutionEventData).map(([kind, data]) => ({
+    type: 'object',
+    title: kind,
+    required: ['id', 'event', 'data'],
+    properties: {
+      id: { type: 'string', pattern: '^[0-9]+$', description: 'The event\'s sequence number in its execution: send it back as Last-Event-ID to resume after it.' },
+      event: { enum: [kind] },
+      data: { type: 'string', contentMediaType: 'application/json', contentSchema: data },
+    },
+  })),
+};
+/**
+ * Served as text/event-stream, and documented so: the whole stream is the sequence of its events (in OpenAPI 3.1,
+ * whose media types have no itemSchema, an array of them), not the JSON string a plain schema would declare.
+ */
 const EventStream = Type.Unsafe<string>({
-  description: 'Server-Sent Events: frames of id: <seq>, event: <kind>, data: <json>; a comment heartbeat every 15 s.',
-  content: { 'text/event-stream': { schema: { type: 'string' } } },
+  description: 'Server-Sent Events: frames of id: <seq>, event: <kind>, data: <json>, one per item below, in order; a comment heartbeat every 15 s.',
+  content: { 'text/event-stream': { schema: { type: 'array', items: ExecutionSseEvent } } },
 });
 const Png = Type.Unsafe<Buffer>({
   description: 'The PNG the tool call took.',

@@ -68,9 +68,9 @@ export function fileRoutes(app: App, files: FileManager, uploads: MultipartUploa
     scoped.put('/files/:fileId/content', {
       config: { public: true },
       schema: { tags, operationId: 'uploadFileContent', summary: 'The signed upload URL: PUT the raw bytes', description: 'No bearer: the signed URL is the credential. 403 upload_url_invalid (altered or not this lab\'s), upload_url_expired, or upload_url_used (each URL takes one upload); 400 file_too_large past the declared filesize, upload_incomplete when the body breaks off.', params: FileParams, querystring: UploadQuery, body: { content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, response: responses({ 200: StoredFile }, [400, 403, 404]) },
-    }, async (req) => {
+    }, async (req, reply) => {
       try {
-        return presentFile(await files.receive(req.params.fileId, req.query, req.raw));
+        return presentFile(await uploads.limits.run(req, reply, () => files.receive(req.params.fileId, req.query, req.raw)));
       } catch (error) {
         drain(req);
         throw error;
@@ -85,7 +85,7 @@ export function fileRoutes(app: App, files: FileManager, uploads: MultipartUploa
       const scope = scopeOf(req);
       // Refused before a byte of the content is read.
       requireRole(scope.role, 'readwrite');
-      return withMultipartUpload(uploads, req, { expected: 'the app in the form field "file"', tooLargeCode: 'file_too_large' }, async ({ content, filename }) => {
+      return withMultipartUpload(uploads, req, reply, { expected: 'the app in the form field "file"', tooLargeCode: 'file_too_large' }, async ({ content, filename }) => {
         if (!content) throw invalid('invalid_upload', 'The upload has no file part: send the app as the form field "file".');
         const name = filename?.trim() ?? '';
         if (name === '' || name.length > 255) throw invalid('invalid_upload', 'The file part needs a filename of 1 to 255 characters.');

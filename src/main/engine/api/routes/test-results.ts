@@ -19,16 +19,17 @@ import { presentAsset, presentTestResult } from '../presenters/test-results.js';
 const TestResultParams = Type.Object({ testResultId: Uuid });
 const AssetParams = Type.Object({ testResultId: Uuid, assetId: Uuid });
 
+/** Any media type: each asset is served with the contentType it was uploaded with (see Asset.contentType). */
 const RawContent = Type.Unsafe({
   description: 'The raw content, sent with the asset\'s contentType. A single byte range (Range: bytes=a-b, a- or -n) is ' +
     'answered 206 with Content-Range; any other Range header, including an unsatisfiable one, gets the whole content.',
-  content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
 });
 
 /** What a single satisfiable byte range gets: only a client that sends Range ever sees a 206. */
 const PartialContent = Type.Unsafe({
-  description: 'The requested byte range of the content, with Content-Range: bytes a-b/size.',
-  content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+  description: 'The requested byte range of the content, sent with the asset\'s contentType and Content-Range: bytes a-b/size.',
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
 });
 
 /** A file name for Content-Disposition: an ASCII fallback, and the exact name in RFC 5987 form. */
@@ -95,7 +96,7 @@ export function testResultRoutes(app: App, testResults: TestResults, uploads: Mu
       const scope = scopeOf(req);
       // Refused before a byte of the content is read.
       testResults.getTestResult(scope, req.params.testResultId);
-      return withMultipartUpload(uploads, req, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {
+      return withMultipartUpload(uploads, req, reply, { expected: 'the asset with the fields name and file', tooLargeCode: 'asset_too_large' }, async (form) => {
         const upload: AssetUpload = { name: form.fields.name, content: form.content, declaredType: form.contentType };
         return reply.code(201).send(presentAsset(await testResults.addAsset(scope, req.params.testResultId, upload)));
       });
