@@ -161,6 +161,10 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.stdout).toMatch(/"name":\s*"Pixel 8"/);
     expect(r.stdout).not.toMatch(/"status":\s*"error"/);
   },
+  'login-burst': (r) => {
+    const counts = Object.fromEntries(r.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/).reverse()));
+    expect(counts).toEqual({ 401: '10', 429: '10' });
+  },
   'sharing-keep': (r) => {
     const [kept] = r.json.slice(-1);
     expect(kept.status).toBe('in_use');
