@@ -24,7 +24,7 @@ async function violations(baseDir: string): Promise<string[]> {
 }
 
 describe('the architecture rules', () => {
-  it('fail on a cycle, fleet importing services, I/O in domain, and the renderer importing the engine', async () => {
+  it('fail on a cycle, fleet importing services, I/O in domain, the renderer importing the engine, and a protocol module importing the engine', async () => {
     const found = await violations(join(import.meta.dirname, 'fixtures'));
     expect(found).toEqual(
       expect.arrayContaining([
@@ -32,6 +32,7 @@ describe('the architecture rules', () => {
         'fleet-below-services: src/main/engine/fleet/phone.ts -> src/main/engine/services/a.ts',
         expect.stringMatching(/^domain-(is-pure|no-io-builtins): src\/main\/engine\/domain\/rule\.ts -> (node:)?fs$/),
         'clients-not-into-main: src/renderer/page.ts -> src/main/engine/fleet/phone.ts',
+        'protocols-stand-alone: src/protocols/adb/wire.ts -> src/main/engine/fleet/phone.ts',
       ]),
     );
   });
