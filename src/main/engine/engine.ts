@@ -28,6 +28,7 @@ import { adbAddressOf, isLanSharingOn, LabSettingsService } from './services/lab
 import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
 import { Organizations } from './services/organizations.js';
+import { RemoteConnect } from './services/remote-connect.js';
 import type { Clock } from './services/scope.js';
 import { Sessions } from './services/sessions.js';
 import { TestResults } from './services/test-results.js';
@@ -99,6 +100,16 @@ function wire(
     log,
   });
   const control = new DeviceControl(stores, allocator, fleet, files, { screenMaxFps: config.screenMaxFps });
+  const remote = new RemoteConnect(stores, control, fleet, now, {
+    ports: config.remotePorts,
+    restMs: config.remotePortRestSeconds * 1000,
+    bindHost: '127.0.0.1',
+    authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
+    labAdb: () => adbAddressOf(config, stores.settings),
+    log,
+  });
+  // Remote connections drop before a released phone's cleanup starts, so that nobody races it.
+  allocator.onRelease((row) => remote.onReleased(row));
   const hostSecrets = new HostSecretStore(secrets);
   const instances = new InstanceManager(stores, hostSecrets, now, {
     instanceQuota: () => labSettings.quotas().instances,
@@ -125,6 +136,7 @@ function wire(
     sessionLifecycle: new SessionLifecycle(stores, allocator, instances, now),
     allocator,
     control,
+    remote,
     instances,
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
@@ -211,6 +223,7 @@ export function createEngine(
       stopping ??= (async () => {
         await fleetReady;
         const services = running?.services;
+        services?.remote.stop();
         await services?.chats.stop();
         await options.beforeFleetStops?.();
         await services?.instances.stop();

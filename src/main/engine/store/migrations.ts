@@ -330,4 +330,17 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN name TEXT;
   ALTER TABLE sessions ADD COLUMN ended_at INTEGER;
   `,
+  // A user's adb public keys (~/.android/adbkey.pub), which the remote-connect bridge lets in for the phones their
+  // organizations hold. A key belongs to one user: its fingerprint is unique across the lab.
+  `
+  CREATE TABLE adb_keys (
+    id          TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    title       TEXT NOT NULL,
+    public_key  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE INDEX adb_keys_by_user ON adb_keys(user_id, created_at);
+  `,
 ];

@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
+import { AdbBridge } from '../fleet/android/adb-bridge.js';
+import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
+import type { PhoneSource } from '../fleet/types.js';
+import type { AdbKeyRow } from '../store/adb-keys.js';
+import type { DeviceAllocationRow } from '../store/devices.js';
+import type { Stores } from '../store/index.js';
+import { requireRole } from './auth.js';
+import type { DeviceControl, DeviceTarget } from './device-control.js';
+import type { Caller, Clock, Scope } from './scope.js';
+
+export interface RemoteConnectOptions {
+  /** The ports listeners take, outside adb's emulator range 5555-5585. */
+  ports: { first: number; last: number };
+  /** How long a released port rests before reuse: the user's adb keeps redialling it for a while. */
+  restMs: number;
+  /** Where the listeners listen (loopback unless the lab owner opens them to the LAN). */
+  bindHost: string;
+  /** A host that has not signed in within this long is dropped. */
+  authTimeoutMs: number;
+  /** The lab's adb server now (the lab owner may move it). */
+  labAdb: () => AdbServerAddress | null;
+  log: (message: string) => void;
+}
+
+/** One phone's open remote connection. */
+interface Opened {
+  allocationId: string;
+  organizationId: string;
+  serial: string;
+  platform: 'android' | 'ios';
+  port: number;
+  /** Who opened it: their registered keys are let in. */
+  userIds: Set<string>;
+  /** Keys given with the POST, accepted for this checkout alone. */
+  checkoutKeys: AdbPublicKey[];
+  bridge: AdbBridge;
+}
+
+export interface RemoteConnectView {
+  platform: 'android' | 'ios';
+  address: string;
+  command: string;
+  webDriverAgentUrl?: string;
+  lanCommand?: string;
+  connections: Array<{ peer: string; fingerprint: string | null; since: number }>;
+}
+
+interface RemoteConnectEvents {
+  /** A remote connection's streams carried bytes (at most once a second per phone): activity, for idle release. */
+  activity: [allocationId: string];
+}
+
+/** How often, at most, activity is reported for one phone. */
+const ACTIVITY_EVERY_MS = 1000;
+
+/** adb treats 5555-5585 as emulator ports and renames such devices `emulator-N`. */
+export const EMULATOR_PORTS = { first: 5555, last: 5585 };
+
+/**
+ * A user's own tools on a held phone. Android: a bridge that speaks adbd's side of the protocol, so the user's adb
+ * `connect`s to it and signs in with a registered key (or one given for this checkout). The connection lives as
+ * long as the allocation: release, session end, device_lost and engine stop close it before cleanup starts.
+ */
+export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
+  private readonly opened = new Map<string, Opened>();
+  /** Ports in use or opening, and when each released port was let go. */
+  private readonly busy = new Set<number>();
+  private readonly resting = new Map<number, number>();
+  private readonly lastActivity = new Map<string, number>();
+
+  constructor(
+    private readonly stores: Pick<Stores, 'adbKeys'>,
+    private readonly control: Pick<DeviceControl, 'holding'>,
+    private readonly phones: Pick<PhoneSource, 'get'>,
+    private readonly now: Clock,
+    private readonly options: RemoteConnectOptions,
+  ) {
+    super();
+    const { first, last } = options.ports;
+    if (first > last || (first <= EMULATOR_PORTS.last && last >= EMULATOR_PORTS.first)) {
+      throw new RangeError(`remote-connect ports ${first}-${last} must be a range outside adb's emulator ports ${EMULATOR_PORTS.first}-${EMULATOR_PORTS.last}`);
+    }
+  }
+
+  // ---- adb keys: a user's own, whichever organization they act in ----
+
+  listKeys(caller: Caller): AdbKeyRow[] {
+    return this.stores.adbKeys.ofUser(caller.user.id);
+  }
+
+  addKey(caller: Caller, body: { publicKey: string; title?: string }): AdbKeyRow {
+    const parsed = parseKey(body.publicKey);
+    const userId = caller.user.id;
+    const existing = this.stores.adbKeys.byFingerprint(parsed.fingerprint);
+    if (existing) {
+      throw conflict('key_in_use', existing.userId === userId ? 'You have added this adb key already.' : 'This adb key belongs to another user of the lab.');
+    }
+    const row: AdbKeyRow = {
+      id: randomUUID(),
+      userId,
+      title: body.title?.trim() || parsed.comment || 'adb key',
+      publicKey: parsed.blob,
+      fingerprint: parsed.fingerprint,
+      createdAt: this.now(),
+    };
+    this.stores.adbKeys.insert(row);
+    return row;
+  }
+
+  deleteKey(caller: Caller, id: string): void {
+    if (!this.stores.adbKeys.remove(id, caller.user.id)) throw notFound('adb key');
+  }
+
+  // ---- remote connections ----
+
+  /** Opens the phone's remote connection, or answers the open one (`created` false) with this caller let in too. */
+  async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }): Promise<{ created: boolean; view: RemoteConnectView }> {
+    requireRole(scope.role, 'readwrite');
+    const row = this.control.holding(scope, target);
+    const checkoutKey = body.publicKey === undefined ? undefined : parseKey(body.publicKey);
+    const userId = scope.caller.user.id;
+    const current = this.opened.get(row.id);
+    if (current) {
+      current.userIds.add(userId);
+      if (checkoutKey && !current.checkoutKeys.some((k) => k.fingerprint === checkoutKey.fingerprint)) current.checkoutKeys.push(checkoutKey);
+      return { created: false, view: this.view(current) };
+    }
+    const platform = this.phones.get(row.serial!)?.platform ?? (row.platform as 'android' | 'ios');
+    if (platform !== 'android') throw conflict('not_supported', 'Remote connect serves Android phones so far.');
+    if (!checkoutKey && this.stores.adbKeys.ofUser(userId).length === 0) {
+      throw conflict('no_adb_key', 'Add your adb key first (POST /api/v1/adb-keys with ~/.android/adbkey.pub), or pass publicKey for this checkout.');
+    }
+    const labAdb = this.options.labAdb();
+    if (!labAdb) throw conflict('not_supported', 'The lab\'s Android fleet is off.');
+    const opened: Opened = {
+      allocationId: row.id,
+      organizationId: row.organizationId,
+      serial: row.serial!,
+      platform,
+      port: 0,
+      userIds: new Set([userId]),
+      checkoutKeys: checkoutKey ? [checkoutKey] : [],
+      bridge: undefined as unknown as AdbBridge,
+    };
+    opened.bridge = new AdbBridge({
+      serial: opened.serial,
+      labAdb,
+      host: this.options.bindHost,
+      keys: () => this.keysOf(opened),
+      authTimeoutMs: this.options.authTimeoutMs,
+      onTraffic: () => this.traffic(opened.allocationId),
+      log: this.options.log,
+    });
+    const port = await this.listen(opened);
+    // Released, or opened by a concurrent request, while the port was being taken.
+    const again = this.opened.get(row.id);
+    const still = this.stillHeld(scope, target, row);
+    if (again || !still) {
+      opened.bridge.close();
+      this.letGo(port);
+      if (again) return { created: false, view: this.view(again) };
+      throw conflict('device_not_in_use', 'The device was released while its remote connection opened.');
+    }
+    opened.port = port;
+    this.opened.set(row.id, opened);
+    return { created: true, view: this.view(opened) };
+  }
+
+  get(scope: Scope, target: DeviceTarget): RemoteConnectView {
+    const row = this.control.holding(scope, target);
+    const current = this.opened.get(row.id);
+    if (!current) throw notFound('remote connection');
+    return this.view(current);
+  }
+
+  close(scope: Scope, target: DeviceTarget): void {
+    requireRole(scope.role, 'readwrite');
+    const row = this.control.holding(scope, target);
+    if (!this.opened.has(row.id)) throw notFound('remote connection');
+    this.end(row.id);
+  }
+
+  /** The allocator's release hook: connections drop before cleanup starts, and wireless debugging goes off. */
+  onReleased(row: DeviceAllocationRow): void {
+    const current = this.opened.get(row.id);
+    if (!current) return;
+    this.end(row.id);
+    const labAdb = this.options.labAdb();
+    // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
+    if (labAdb) void this.wirelessDebuggingOff(labAdb, current.serial);
+  }
+
+  /** Engine stop: everything closes. */
+  stop(): void {
+    for (const id of [...this.opened.keys()]) this.end(id);
+  }
+
+  private end(allocationId: string): void {
+    const current = this.opened.get(allocationId);
+    if (!current) return;
+    this.opened.delete(allocationId);
+    this.lastActivity.delete(allocationId);
+    current.bridge.close();
+    this.letGo(current.port);
+  }
+
+  private async wirelessDebuggingOff(labAdb: AdbServerAddress, serial: string): Promise<void> {
+    try {
+      const socket = await openDeviceService(labAdb, serial, 'shell:settings put global adb_wifi_enabled 0');
+      socket.resume();
+      socket.on('error', () => undefined);
+    } catch (error) {
+      this.options.log(`${serial}: turning wireless debugging off failed: ${(error as Error).message}`);
+    }
+  }
+
+  private stillHeld(scope: Scope, target: DeviceTarget, row: DeviceAllocationRow): boolean {
+    try {
+      return this.control.holding(scope, target).id === row.id;
+    } catch {
+      return false;
+    }
+  }
+
+  private keysOf(opened: Opened): AdbPublicKey[] {
+    const registered = [...opened.userIds].flatMap((id) => this.stores.adbKeys.ofUser(id)).map((k) => parseAdbPublicKey(k.publicKey));
+    return [...registered, ...opened.checkoutKeys];
+  }
+
+  private traffic(allocationId: string): void {
+    const now = Date.now();
+    if (now - (this.lastActivity.get(allocationId) ?? 0) < ACTIVITY_EVERY_MS) return;
+    this.lastActivity.set(allocationId, now);
+    this.emit('activity', allocationId);
+  }
+
+  /** Takes the first pool port that is neither busy nor resting and that the OS lets us bind. */
+  private async listen(opened: Opened): Promise<number> {
+    const { first, last } = this.options.ports;
+    const now = this.now();
+    for (let port = first; port <= last; port++) {
+      if (this.busy.has(port)) continue;
+      const since = this.resting.get(port);
+      if (since !== undefined && now - since < this.options.restMs) continue;
+      this.busy.add(port);
+      try {
+        await opened.bridge.start(port);
+        this.resting.delete(port);
+        return port;
+      } catch (error) {
+        this.busy.delete(port);
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
+        throw conflict('device_error', `The remote connection could not open: ${(error as Error).message}`);
+      }
+    }
+    throw conflict('no_free_port', `Every remote-connect port (${first}-${last}) is in use or resting after a release; try again in a minute.`);
+  }
+
+  private letGo(port: number): void {
+    if (!this.busy.delete(port)) return;
+    this.resting.set(port, this.now());
+  }
+
+  private view(opened: Opened): RemoteConnectView {
+    const address = `${this.options.bindHost}:${opened.port}`;
+    return {
+      platform: opened.platform,
+      address,
+      command: `adb connect ${address}`,
+      connections: opened.bridge.connections(),
+    };
+  }
+}
+
+function parseKey(text: string): AdbPublicKey {
+  try {
+    return parseAdbPublicKey(text);
+  } catch (error) {
+    if (error instanceof NotAnAdbKey) throw invalid('invalid_public_key', `That is not an adb public key (~/.android/adbkey.pub): ${error.message}`);
+    throw error;
+  }
+}
