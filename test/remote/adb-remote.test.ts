@@ -81,6 +81,8 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     address = opened.body.address;
     expect(address).toMatch(new RegExp(`^127\\.0\\.0\\.1:(${FIRST_PORT}|${FIRST_PORT + 1}|${FIRST_PORT + 2})$`));
     expect(opened.body).toEqual({ platform: 'android', address, command: `adb connect ${address}` });
+    const badKey = await c.call('POST', remotePath(), { token: owner, body: { publicKey: 'not a key' } });
+    expect([badKey.status, errorCode(badKey)]).toEqual([400, 'invalid_public_key']);
     const again = await c.call('POST', remotePath(), { token: owner, body: {} });
     expect([again.status, again.body.address]).toEqual([200, address]);
 
