@@ -106,6 +106,7 @@ function wire(
     bindHost: '127.0.0.1',
     authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
     labAdb: () => adbAddressOf(config, stores.settings),
+    usbmuxd: config.usbmuxd,
     log,
   });
   // Remote connections drop before a released phone's cleanup starts, so that nobody races it.

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
+import { createPairing, pairRecordOf } from '../../../protocols/apple/pairing.js';
 import { AdbBridge } from '../fleet/android/adb-bridge.js';
+import { PrivateUsbmuxd, readLabPairRecord } from '../fleet/ios/private-usbmuxd.js';
+import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
 import type { PhoneSource } from '../fleet/types.js';
 import type { AdbKeyRow } from '../store/adb-keys.js';
@@ -23,7 +26,17 @@ export interface RemoteConnectOptions {
   authTimeoutMs: number;
   /** The lab's adb server now (the lab owner may move it). */
   labAdb: () => AdbServerAddress | null;
+  /** The system usbmuxd the iOS fleet tracks; null when the iOS fleet is off. */
+  usbmuxd: UsbmuxdAddress | null;
   log: (message: string) => void;
+}
+
+/** What listens for one phone: the adb bridge, or the private usbmuxd with its WebDriverAgent port. */
+interface RemoteEnd {
+  /** Listens on these ports (one per port the end needs). */
+  start(ports: number[]): Promise<void>;
+  connections(): Array<{ peer: string; fingerprint?: string; since: number }>;
+  close(): void;
 }
 
 /** One phone's open remote connection. */
@@ -32,12 +45,12 @@ interface Opened {
   organizationId: string;
   serial: string;
   platform: 'android' | 'ios';
-  port: number;
+  ports: number[];
   /** Who opened it: their registered keys are let in. */
   userIds: Set<string>;
   /** Keys given with the POST, accepted for this checkout alone. */
   checkoutKeys: AdbPublicKey[];
-  bridge: AdbBridge;
+  end: RemoteEnd;
 }
 
 export interface RemoteConnectView {
@@ -130,23 +143,38 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       return { created: false, view: this.view(current) };
     }
     const platform = this.phones.get(row.serial!)?.platform ?? (row.platform as 'android' | 'ios');
-    if (platform !== 'android') throw conflict('not_supported', 'Remote connect serves Android phones so far.');
-    if (!checkoutKey && this.stores.adbKeys.ofUser(userId).length === 0) {
-      throw conflict('no_adb_key', 'Add your adb key first (POST /api/v1/adb-keys with ~/.android/adbkey.pub), or pass publicKey for this checkout.');
-    }
-    const labAdb = this.options.labAdb();
-    if (!labAdb) throw conflict('not_supported', 'The lab\'s Android fleet is off.');
     const opened: Opened = {
       allocationId: row.id,
       organizationId: row.organizationId,
       serial: row.serial!,
       platform,
-      port: 0,
+      ports: [],
       userIds: new Set([userId]),
       checkoutKeys: checkoutKey ? [checkoutKey] : [],
-      bridge: undefined as unknown as AdbBridge,
+      end: undefined as unknown as RemoteEnd,
     };
-    opened.bridge = new AdbBridge({
+    opened.end = platform === 'android' ? this.adbEnd(opened, userId) : await this.usbmuxdEnd(opened);
+    const ports = await this.listen(opened.end, platform === 'android' ? 1 : 2);
+    // Released, or opened by a concurrent request, while the ports were being taken.
+    const again = this.opened.get(row.id);
+    if (again || !this.stillHeld(scope, target, row)) {
+      opened.end.close();
+      for (const port of ports) this.letGo(port);
+      if (again) return { created: false, view: this.view(again) };
+      throw conflict('device_not_in_use', 'The device was released while its remote connection opened.');
+    }
+    opened.ports = ports;
+    this.opened.set(row.id, opened);
+    return { created: true, view: this.view(opened) };
+  }
+
+  private adbEnd(opened: Opened, userId: string): RemoteEnd {
+    if (opened.checkoutKeys.length === 0 && this.stores.adbKeys.ofUser(userId).length === 0) {
+      throw conflict('no_adb_key', 'Add your adb key first (POST /api/v1/adb-keys with ~/.android/adbkey.pub), or pass publicKey for this checkout.');
+    }
+    const labAdb = this.options.labAdb();
+    if (!labAdb) throw conflict('not_supported', 'The lab\'s Android fleet is off.');
+    const bridge = new AdbBridge({
       serial: opened.serial,
       labAdb,
       host: this.options.bindHost,
@@ -155,19 +183,27 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       onTraffic: () => this.traffic(opened.allocationId),
       log: this.options.log,
     });
-    const port = await this.listen(opened);
-    // Released, or opened by a concurrent request, while the port was being taken.
-    const again = this.opened.get(row.id);
-    const still = this.stillHeld(scope, target, row);
-    if (again || !still) {
-      opened.bridge.close();
-      this.letGo(port);
-      if (again) return { created: false, view: this.view(again) };
-      throw conflict('device_not_in_use', 'The device was released while its remote connection opened.');
-    }
-    opened.port = port;
-    this.opened.set(row.id, opened);
-    return { created: true, view: this.view(opened) };
+    return { start: ([port]) => bridge.start(port!), connections: () => bridge.connections(), close: () => bridge.close() };
+  }
+
+  private async usbmuxdEnd(opened: Opened): Promise<RemoteEnd> {
+    const upstream = this.options.usbmuxd;
+    if (!upstream) throw conflict('not_supported', 'The lab\'s iOS fleet is off.');
+    const lab = await readLabPairRecord(upstream, opened.serial).catch(() => undefined);
+    if (!lab) throw conflict('device_not_paired', 'The lab has no pairing with this iPhone (tap Trust on it first).');
+    // A pairing of the checkout's own: what the user's tools hold, and what stops opening anything at release.
+    const checkout = await createPairing(lab.systemBuid);
+    const usbmuxd = new PrivateUsbmuxd({
+      upstream,
+      udid: opened.serial,
+      host: this.options.bindHost,
+      lab,
+      checkout,
+      checkoutRecord: pairRecordOf(checkout),
+      onTraffic: () => this.traffic(opened.allocationId),
+      log: this.options.log,
+    });
+    return { start: ([mux, wda]) => usbmuxd.start(mux!, wda!), connections: () => usbmuxd.connections(), close: () => usbmuxd.close() };
   }
 
   get(scope: Scope, target: DeviceTarget): RemoteConnectView {
@@ -191,7 +227,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     this.end(row.id);
     const labAdb = this.options.labAdb();
     // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
-    if (labAdb) void this.wirelessDebuggingOff(labAdb, current.serial);
+    if (labAdb && current.platform === 'android') void this.wirelessDebuggingOff(labAdb, current.serial);
   }
 
   /** Engine stop: everything closes. */
@@ -204,8 +240,8 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     if (!current) return;
     this.opened.delete(allocationId);
     this.lastActivity.delete(allocationId);
-    current.bridge.close();
-    this.letGo(current.port);
+    current.end.close();
+    for (const port of current.ports) this.letGo(port);
   }
 
   private async wirelessDebuggingOff(labAdb: AdbServerAddress, serial: string): Promise<void> {
@@ -238,26 +274,34 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     this.emit('activity', allocationId);
   }
 
-  /** Takes the first pool port that is neither busy nor resting and that the OS lets us bind. */
-  private async listen(opened: Opened): Promise<number> {
+  /** Takes the first `count` pool ports that are neither busy nor resting and that the OS lets `end` bind. */
+  private async listen(end: RemoteEnd, count: number): Promise<number[]> {
     const { first, last } = this.options.ports;
     const now = this.now();
-    for (let port = first; port <= last; port++) {
-      if (this.busy.has(port)) continue;
+    const free: number[] = [];
+    for (let port = first; port <= last && free.length < count; port++) {
       const since = this.resting.get(port);
-      if (since !== undefined && now - since < this.options.restMs) continue;
-      this.busy.add(port);
-      try {
-        await opened.bridge.start(port);
-        this.resting.delete(port);
-        return port;
-      } catch (error) {
-        this.busy.delete(port);
-        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') continue;
-        throw conflict('device_error', `The remote connection could not open: ${(error as Error).message}`);
-      }
+      if (this.busy.has(port) || (since !== undefined && now - since < this.options.restMs)) continue;
+      free.push(port);
     }
-    throw conflict('no_free_port', `Every remote-connect port (${first}-${last}) is in use or resting after a release; try again in a minute.`);
+    if (free.length < count) {
+      throw conflict('no_free_port', `Every remote-connect port (${first}-${last}) is in use or resting after a release; try again in a minute.`);
+    }
+    for (const port of free) this.busy.add(port);
+    try {
+      await end.start(free);
+    } catch (error) {
+      end.close();
+      for (const port of free) this.busy.delete(port);
+      // Taken by another program: rest it, so the next try moves on.
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        for (const port of free) this.resting.set(port, now);
+        return this.listen(end, count);
+      }
+      throw conflict('device_error', `The remote connection could not open: ${(error as Error).message}`);
+    }
+    for (const port of free) this.resting.delete(port);
+    return free;
   }
 
   private letGo(port: number): void {
@@ -266,14 +310,19 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   }
 
   private view(opened: Opened): RemoteConnectView {
-    const address = `${this.options.bindHost}:${opened.port}`;
+    const host = this.options.bindHost;
+    const address = `${host}:${opened.ports[0]}`;
+    const connections = opened.end.connections().map((c) => ({ peer: c.peer, fingerprint: c.fingerprint ?? null, since: c.since }));
+    if (opened.platform === 'android') return { platform: 'android', address, command: `adb connect ${address}`, connections };
     return {
-      platform: opened.platform,
+      platform: 'ios',
       address,
-      command: `adb connect ${address}`,
-      connections: opened.bridge.connections(),
+      command: `export USBMUXD_SOCKET_ADDRESS=${address}`,
+      webDriverAgentUrl: `http://${host}:${opened.ports[1]}`,
+      connections,
     };
   }
+
 }
 
 function parseKey(text: string): AdbPublicKey {
