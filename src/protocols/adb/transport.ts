@@ -8,11 +8,14 @@ import {
   A_OPEN,
   A_VERSION_SKIP_CHECKSUM,
   A_WRTE,
+  encodeHeader,
   encodeMessage,
   MessageReader,
   type AdbMessage,
 } from './protocol.js';
 
+/** Payloads from this size on go out without being copied into one buffer with their header. */
+const LARGE_PAYLOAD = 16 * 1024;
 /** Signatures tried on one connection before it is dropped: adb tries each key it has once. */
 const MAX_SIGNATURES = 16;
 
@@ -206,7 +209,12 @@ export class DeviceConnection {
   send(msg: AdbMessage): void {
     if (this.socket.destroyed) return;
     const withChecksum = !this.online || this.version < A_VERSION_SKIP_CHECKSUM;
-    this.socket.write(encodeMessage(msg, withChecksum));
+    if (msg.data.length < LARGE_PAYLOAD) return void this.socket.write(encodeMessage(msg, withChecksum));
+    // One writev for header and payload: a packet of up to 1 MiB is not copied to be framed.
+    this.socket.cork();
+    this.socket.write(encodeHeader(msg, withChecksum));
+    this.socket.write(msg.data);
+    this.socket.uncork();
   }
 
   forget(stream: Stream): void {

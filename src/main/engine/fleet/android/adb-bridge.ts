@@ -37,6 +37,8 @@ export interface AdbBridgeOptions {
   log: (message: string) => void;
 }
 
+/** Bytes a stream may hold in the bridge in either direction before it waits: a few of adb's 1 MiB packets. */
+const RELAY_WINDOW = 4 * 1024 * 1024;
 /** At most this many adb servers on one bridge at once: one user has one, CI a few. */
 const MAX_CONNECTIONS = 8;
 /** A refused stranger is logged once per this long, not once per redial. */
@@ -150,18 +152,28 @@ export class AdbBridge {
       return undefined;
     }
     const traffic = this.options.onTraffic;
+    // Toward the user: read ahead up to a window while earlier packets await the user's OKAY, so that the lab
+    // server's side keeps streaming instead of waiting for each round trip through the user's adb.
+    let unsent = 0;
     upstream.on('data', (chunk: Buffer) => {
       traffic?.();
-      upstream.pause();
-      void io.write(chunk).then(() => upstream.resume());
+      unsent += chunk.length;
+      if (unsent > RELAY_WINDOW) upstream.pause();
+      void io.write(chunk).then(() => {
+        unsent -= chunk.length;
+        if (unsent <= RELAY_WINDOW && upstream.isPaused()) upstream.resume();
+      });
     });
     upstream.on('end', () => void io.end());
     upstream.on('error', () => void io.end());
     upstream.resume();
     return {
+      // Toward the phone: the user's next packet may come as soon as this one is queued, up to the window; waiting
+      // for each packet to drain would make every hop wait for the one after it.
       onData: (data) => {
         traffic?.();
-        if (upstream.write(data)) return;
+        upstream.write(data);
+        if (upstream.writableLength <= RELAY_WINDOW) return;
         return new Promise<void>((resolve) => {
           const done = () => {
             upstream.off('drain', done);
