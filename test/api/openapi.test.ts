@@ -106,6 +106,8 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/adb-keys'],
   ['post', '/api/v1/adb-keys'],
   ['delete', '/api/v1/adb-keys/{id}'],
+  ['get', '/api/v1/remote-connect/client.cjs'],
+  ['get', '/api/v1/remote-connect/tunnel/{secret}'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/install'],
   ['get', '/api/v1/lab/assistant'],
   ['put', '/api/v1/lab/assistant'],

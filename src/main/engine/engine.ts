@@ -107,6 +107,10 @@ function wire(
     authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
     labAdb: () => adbAddressOf(config, stores.settings),
     usbmuxd: config.usbmuxd,
+    lan: () => {
+      const { enabled, urls, certificateSha256 } = lanSharing.status();
+      return enabled && urls[0] && certificateSha256 ? { origin: urls[0], certificateSha256 } : undefined;
+    },
     log,
   });
   // Remote connections drop before a released phone's cleanup starts, so that nobody races it.

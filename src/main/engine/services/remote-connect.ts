@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
@@ -28,6 +28,8 @@ export interface RemoteConnectOptions {
   labAdb: () => AdbServerAddress | null;
   /** The system usbmuxd the iOS fleet tracks; null when the iOS fleet is off. */
   usbmuxd: UsbmuxdAddress | null;
+  /** LAN sharing now: where teammates reach the lab over HTTPS, and its certificate's fingerprint; undefined when off. */
+  lan: () => { origin: string; certificateSha256: string } | undefined;
   log: (message: string) => void;
 }
 
@@ -51,6 +53,8 @@ interface Opened {
   /** Keys given with the POST, accepted for this checkout alone. */
   checkoutKeys: AdbPublicKey[];
   end: RemoteEnd;
+  /** Opens the LAN tunnel to this checkout's listeners; dies with them. */
+  tunnelSecret: string;
 }
 
 export interface RemoteConnectView {
@@ -152,6 +156,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       userIds: new Set([userId]),
       checkoutKeys: checkoutKey ? [checkoutKey] : [],
       end: undefined as unknown as RemoteEnd,
+      tunnelSecret: randomBytes(24).toString('base64url'),
     };
     opened.end = platform === 'android' ? this.adbEnd(opened, userId) : await this.usbmuxdEnd(opened);
     const ports = await this.listen(opened.end, platform === 'android' ? 1 : 2);
@@ -228,6 +233,22 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const labAdb = this.options.labAdb();
     // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
     if (labAdb && current.platform === 'android') void this.wirelessDebuggingOff(labAdb, current.serial);
+  }
+
+  /**
+   * Where a LAN tunnel with this secret leads: the checkout's listener (`which` 0) or its WebDriverAgent port (1);
+   * undefined for a secret of no open checkout. The secret is the credential: it is shown only to the holder.
+   */
+  tunnelTarget(secret: string, which: number): { host: string; port: number } | undefined {
+    const given = Buffer.from(secret);
+    for (const opened of this.opened.values()) {
+      const known = Buffer.from(opened.tunnelSecret);
+      if (known.length === given.length && timingSafeEqual(known, given)) {
+        const port = opened.ports[which];
+        return port === undefined ? undefined : { host: this.options.bindHost, port };
+      }
+    }
+    return undefined;
   }
 
   /** Engine stop: everything closes. */
@@ -313,14 +334,32 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const host = this.options.bindHost;
     const address = `${host}:${opened.ports[0]}`;
     const connections = opened.end.connections().map((c) => ({ peer: c.peer, fingerprint: c.fingerprint ?? null, since: c.since }));
-    if (opened.platform === 'android') return { platform: 'android', address, command: `adb connect ${address}`, connections };
+    const lanCommand = this.lanCommand(opened);
+    if (opened.platform === 'android') return { platform: 'android', address, command: `adb connect ${address}`, ...lanCommand, connections };
     return {
       platform: 'ios',
       address,
       command: `export USBMUXD_SOCKET_ADDRESS=${address}`,
       webDriverAgentUrl: `http://${host}:${opened.ports[1]}`,
+      ...lanCommand,
       connections,
     };
+  }
+
+  /**
+   * Over LAN sharing: one command a teammate runs with Node alone. It fetches the tunnel client from the lab, checks
+   * the lab's certificate fingerprint before running it, and listens on the same port number on their own loopback,
+   * so that the address in \`command\` works there unchanged.
+   */
+  private lanCommand(opened: Opened): { lanCommand?: string } {
+    const lan = this.options.lan();
+    if (!lan) return {};
+    const { origin, certificateSha256: fp } = lan;
+    const fetchAndRun =
+      `require('https').get('${origin}/api/v1/remote-connect/client.cjs',{rejectUnauthorized:false},r=>{` +
+      `if(r.socket.getPeerCertificate().fingerprint256!=='${fp}'){console.error('not the lab: certificate mismatch');process.exit(1)}` +
+      `let s='';r.on('data',d=>s+=d).on('end',()=>eval(s))})`;
+    return { lanCommand: `node -e "${fetchAndRun}" ${origin} ${opened.tunnelSecret} ${fp} ${opened.ports[0]}` };
   }
 
 }
