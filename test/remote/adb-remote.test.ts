@@ -161,6 +161,48 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     expect(shown.body.connections.map((x: { fingerprint: string }) => x.fingerprint)).toEqual([md5Fingerprint(myKey)]);
   }, 30_000);
 
+  it('a stranger redialling, or sending garbage, is dropped without a shell, a crash or a flood of log lines', async () => {
+    const lines: string[] = [];
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => void lines.push(args.join(' '));
+    try {
+      const port = Number(address.split(':')[1]);
+      await Promise.all(Array.from({ length: 40 }, (_, i) => new Promise<void>((resolve) => {
+        const socket = connect({ host: '127.0.0.1', port }, () => socket.write(i % 2 ? randomBytes(64) : Buffer.from('CNXN\0\0\0\x01')));
+        socket.on('error', () => resolve());
+        socket.on('close', () => resolve());
+        setTimeout(() => socket.destroy(), 300);
+      })));
+      for (let i = 0; i < 3; i++) {
+        await stranger.run(['disconnect', address]);
+        const tried = await stranger.run(['connect', address], { timeoutMs: 30_000 });
+        expect(tried.stdout.toString()).toContain('failed to authenticate');
+      }
+    } finally {
+      console.warn = warn;
+    }
+    expect(lines.filter((l) => l.includes('refused an unknown adb key')).length).toBeLessThanOrEqual(1);
+    expect((await sh(['shell', 'echo', 'alive'])).stdout.toString().trim()).toBe('alive');
+    expect((await c.call('GET', '/health')).status).toBe(200);
+  }, 60_000);
+
+  it('tells of traffic on the bridge (for idle release), at most once a second', async () => {
+    const seen: string[] = [];
+    const listener = (id: string) => seen.push(id);
+    lab.engine.engine.services.remote.on('activity', listener);
+    try {
+      // Traffic within a second of the last report is not reported again.
+      await new Promise((r) => setTimeout(r, 1100));
+      await sh(['shell', 'echo', 'busy']);
+      await waitFor('an activity event', () => seen.length > 0);
+      for (let i = 0; i < 5; i++) await sh(['shell', 'true']);
+      expect(seen.length).toBeLessThanOrEqual(2);
+      expect(new Set(seen).size).toBe(1);
+    } finally {
+      lab.engine.engine.services.remote.off('activity', listener);
+    }
+  });
+
   it('a key given with the checkout lets that key in; the lab\'s own adb server never lists the bridge as a phone', async () => {
     // The lab box's own adb server (as a user on the lab box would use it) connects with a checkout key.
     const labKey = readFileSync(join(lab.adb.env.HOME!, '.android', 'adbkey.pub'), 'utf8');
@@ -196,6 +238,13 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     await c.call('DELETE', `/sessions/${next.session}/devices/${next.serial}/remote-connect`, { token: owner });
     const none = await c.call('POST', `/sessions/${next.session}/devices/${next.serial}/remote-connect`, { token: keyless.token, org });
     expect([none.status, errorCode(none)]).toEqual([409, 'no_adb_key']);
-    await c.call('POST', `/sessions/${next.session}/devices/${next.serial}/release`, { token: owner });
+
+    // Ending the session closes it too, before the phone's cleanup.
+    const reopened = await c.call('POST', `/sessions/${next.session}/devices/${next.serial}/remote-connect`, { token: owner });
+    expect(reopened.status).toBe(201);
+    const reopenedPort = Number(reopened.body.address.split(':')[1]);
+    expect(await refused(reopenedPort)).toBe(false);
+    expect((await c.call('POST', `/sessions/${next.session}/end`, { token: owner })).status).toBe(202);
+    expect(await refused(reopenedPort)).toBe(true);
   }, 30_000);
 });

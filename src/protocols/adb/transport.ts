@@ -150,7 +150,7 @@ class Stream implements StreamIo {
       }
     }
     this.awaitingOkay = true;
-    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: Buffer.concat(parts, size) });
+    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) });
   }
 
   /** The stream is gone (CLSE either way, or the transport dropped): release everyone waiting on it. */
