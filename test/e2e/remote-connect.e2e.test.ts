@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { allocateInUse, adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
+import { remotePorts } from '../support/remote.js';
 import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'remote-connect';
-const FIRST_PORT = 30000 + Math.floor(Math.random() * 300) * 100 + 20;
 
 describe.runIf(ready)('GUI: Use from your computer', () => {
   let lab: TestLab;
@@ -26,7 +26,7 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
 
   beforeAll(async () => {
     [lab, user, browser] = await Promise.all([
-      startLab([{ model: 'Pixel 7', osVersion: '14' }], { remotePorts: { first: FIRST_PORT, last: FIRST_PORT + 2 }, remotePortRestSeconds: 1 }),
+      startLab([{ model: 'Pixel 7', osVersion: '14' }], { remotePorts: remotePorts(3), remotePortRestSeconds: 1 }),
       startAdbServer(),
       launchChromium(),
     ]);

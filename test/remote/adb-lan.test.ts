@@ -1,16 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
-import { buildApk } from '../support/app-fixtures.js';
 import { client, errorCode } from '../support/engine.js';
+import { adbWorksAsOnThePhone, remotePorts } from '../support/remote.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
-const FIRST_PORT = 30000 + Math.floor(Math.random() * 300) * 100 + 40;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -35,7 +33,7 @@ describe.skipIf(!hasAdb)('remote connect over LAN sharing: Debian adb through th
 
   beforeAll(async () => {
     [lab, mine] = await Promise.all([
-      startLab([{ model: 'Pixel LAN', osVersion: '14' }], { lanPort: 0, remotePorts: { first: FIRST_PORT, last: FIRST_PORT + 2 }, remotePortRestSeconds: 1 }),
+      startLab([{ model: 'Pixel LAN', osVersion: '14' }], { lanPort: 0, remotePorts: remotePorts(3), remotePortRestSeconds: 1 }),
       startAdbServer(),
     ]);
     c = client(lab.engine.api);
@@ -74,25 +72,7 @@ describe.skipIf(!hasAdb)('remote connect over LAN sharing: Debian adb through th
     expect((await mine.run(['connect', address])).stdout.toString()).toContain(`connected to ${address}`);
     await waitFor('a device', async () => (await mine.run(['devices'])).stdout.toString().includes(`${address}\tdevice`));
     expect((await sh(['shell', 'getprop', 'ro.product.model'])).stdout.toString().trim()).toBe('Pixel LAN');
-    const failing = await sh(['shell', 'echo e >&2; exit 3']);
-    expect([failing.code, failing.stdout.toString(), failing.stderr.trim()]).toEqual([3, '', 'e']);
-
-    const apk = join(mine.env.TMPDIR!, 'lan.apk');
-    writeFileSync(apk, buildApk({ packageName: 'com.example.lan', label: 'Lan', versionCode: 1 }));
-    expect((await sh(['install', apk])).stdout.toString()).toContain('Success');
-    expect((await sh(['shell', 'pm', 'list', 'packages'])).stdout.toString()).toContain('package:com.example.lan');
-    expect((await sh(['logcat', '-d'])).stdout.toString().length).toBeGreaterThan(0);
-
-    const bytes = randomBytes(8 * 1024 * 1024);
-    const up = join(mine.env.TMPDIR!, 'lan.bin');
-    const back = join(mine.env.TMPDIR!, 'lan-back.bin');
-    writeFileSync(up, bytes);
-    expect((await sh(['push', up, '/sdcard/lan.bin'])).code).toBe(0);
-    expect((await sh(['pull', '/sdcard/lan.bin', back])).code).toBe(0);
-    const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-    expect(sha(readFileSync(back))).toBe(sha(bytes));
-    const forwarded = await sh(['forward', 'tcp:0', 'localabstract:lan-probe']);
-    expect(Number(forwarded.stdout.toString().trim())).toBeGreaterThan(0);
+    await adbWorksAsOnThePhone(sh, mine.env.TMPDIR!, 'com.example.lan', '/sdcard/lan.bin');
 
     const reverse = await sh(['reverse', 'tcp:7000', 'tcp:7000']);
     expect([reverse.code, reverse.stderr]).toEqual([1, 'adb: error: closed\n']);

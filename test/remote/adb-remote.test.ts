@@ -1,28 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
-import { buildApk } from '../support/app-fixtures.js';
 import { client, errorCode } from '../support/engine.js';
+import { adbWorksAsOnThePhone, refused, remotePorts, sha256 } from '../support/remote.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
-/** A pool of three ports, somewhere other engineers' labs are unlikely to be. */
-const FIRST_PORT = 30000 + Math.floor(Math.random() * 300) * 100;
+const PORTS = remotePorts(3);
+const FIRST_PORT = PORTS.first;
 
 const md5Fingerprint = (pub: string) =>
   createHash('md5').update(Buffer.from(pub.split(' ')[0]!, 'base64')).digest('hex').toUpperCase().match(/../g)!.join(':');
-const refused = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
 
 describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held Android phone through the bridge', () => {
   let lab: TestLab;
@@ -41,7 +32,7 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
   beforeAll(async () => {
     [lab, mine, stranger] = await Promise.all([
       startLab([{ model: 'Pixel 8', osVersion: '14' }], {
-        remotePorts: { first: FIRST_PORT, last: FIRST_PORT + 2 },
+        remotePorts: PORTS,
         remotePortRestSeconds: 1,
         remoteAuthTimeoutSeconds: 2,
       }),
@@ -98,31 +89,9 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     await waitFor('the bridge to be a device', async () => (await mine.run(['devices'])).stdout.toString().includes(`${address}\tdevice`));
 
     expect((await sh(['shell', 'getprop', 'ro.product.model'])).stdout.toString().trim()).toBe('Pixel 8');
-    // shell_v2 passes through: the exit code and stderr stay apart.
-    const failing = await sh(['shell', 'echo e >&2; exit 3']);
-    expect([failing.code, failing.stdout.toString(), failing.stderr.trim()]).toEqual([3, '', 'e']);
-
-    const apk = join(mine.env.TMPDIR!, 'remote.apk');
-    writeFileSync(apk, buildApk({ packageName: 'com.example.remote', label: 'Remote', versionCode: 1 }));
-    const installed = await sh(['install', apk]);
-    expect(installed.stdout.toString(), installed.stderr).toContain('Success');
-    expect((await sh(['shell', 'pm', 'list', 'packages'])).stdout.toString()).toContain('package:com.example.remote');
-    expect((await sh(['logcat', '-d'])).stdout.toString()).toMatch(/BatteryService|PackageManager|ActivityManager/);
-
-    const bytes = randomBytes(8 * 1024 * 1024);
-    const local = join(mine.env.TMPDIR!, 'big.bin');
-    const back = join(mine.env.TMPDIR!, 'big-back.bin');
-    writeFileSync(local, bytes);
-    expect((await sh(['push', local, '/sdcard/big.bin'])).code).toBe(0);
-    expect((await sh(['pull', '/sdcard/big.bin', back])).code).toBe(0);
-    const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-    expect(sha(readFileSync(back))).toBe(sha(bytes));
-    expect(sha(lab.phone(held.serial).readFile('/sdcard/big.bin')!)).toBe(sha(bytes));
-
-    // forward: the user's adb listens on its side, and each connection opens the service on the phone.
-    const forwarded = await sh(['forward', 'tcp:0', 'localabstract:remote-probe']);
-    const port = Number(forwarded.stdout.toString().trim());
-    expect(port).toBeGreaterThan(0);
+    // shell_v2, install's path, sync and forward pass through.
+    const { pushed, forwardPort: port } = await adbWorksAsOnThePhone(sh, mine.env.TMPDIR!, 'com.example.remote', '/sdcard/big.bin');
+    expect(sha256(lab.phone(held.serial).readFile('/sdcard/big.bin')!)).toBe(pushed);
     await new Promise<void>((resolve) => {
       const socket = connect({ host: '127.0.0.1', port }, () => setTimeout(() => (socket.destroy(), resolve()), 200));
       socket.on('error', () => resolve());

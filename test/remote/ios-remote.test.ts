@@ -1,6 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,20 +10,10 @@ import { buildIpa } from '../support/app-fixtures.js';
 import { client, errorCode, startEngine, type TestEngine } from '../support/engine.js';
 import { ideviceToolOrSkip, ideviceToolsOrSkip, startIosBus, type IosBus } from '../support/ios-lab.js';
 import { waitFor } from '../support/lab.js';
+import { refused, remotePorts } from '../support/remote.js';
 
 const run = promisify(execFile);
 const tools = ideviceToolsOrSkip() && ideviceToolOrSkip('ideviceinstaller', 'ideviceinstaller') && ideviceToolOrSkip('idevicesyslog', 'libimobiledevice-utils');
-const FIRST_PORT = 30000 + Math.floor(Math.random() * 300) * 100 + 50;
-
-const refused = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
 
 describe.runIf(tools)('remote connect: libimobiledevice through a private usbmuxd that shows only the held iPhone', () => {
   let bus: IosBus;
@@ -41,7 +30,7 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
 
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Held iPhone' }, { name: 'Other iPhone' }]);
-    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: { first: FIRST_PORT, last: FIRST_PORT + 3 }, remotePortRestSeconds: 1 });
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: remotePorts(4), remotePortRestSeconds: 1 });
     c = client(engine.api);
     owner = await c.login();
     dir = mkdtempSync(join(tmpdir(), 'benchtop-remote-ios-'));
