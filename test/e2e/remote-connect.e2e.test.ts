@@ -22,7 +22,6 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
   let browser: Browser;
   let page: Page;
   let errors: string[];
-  const missing: string[] = [];
 
   beforeAll(async () => {
     [lab, user, browser] = await Promise.all([
@@ -34,9 +33,6 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
     context.setDefaultTimeout(15_000);
     page = await context.newPage();
     errors = watchConsole(page);
-    page.on('response', (r) => {
-      if (r.status() === 404) missing.push(new URL(r.url()).pathname);
-    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -73,8 +69,6 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
     await panel.getByRole('button', { name: 'Stop sharing' }).click();
     await panel.getByRole('button', { name: 'Open for adb connect' }).waitFor();
     await waitFor('adb to show offline', async () => (await user.run(['devices'])).stdout.toString().includes(`${address}\toffline`), 5000);
-    // The panel asks whether the phone is open; closed is the API's 404, which Chromium logs as a failed load.
-    expect(missing.every((path) => path.endsWith('/remote-connect'))).toBe(true);
-    expect(errors.filter((e) => !e.includes('status of 404'))).toEqual([]);
+    expect(errors).toEqual([]);
   }, 60_000);
 });

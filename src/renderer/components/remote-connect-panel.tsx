@@ -1,4 +1,5 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
+import type { RemoteConnect } from '../../shared/api/remote-connect.js';
 import { ApiError } from '../../shared/client/api-client.js';
 import { api } from '../app-context.js';
 import { ErrorBanner, fmtTime, useAction, useLoad } from '../ui.js';
@@ -12,14 +13,18 @@ const POLL_MS = 2000;
  * the user's adb keys, added by pasting ~/.android/adbkey.pub.
  */
 export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId: string; serial: string; platform: 'android' | 'ios' }) {
-  const remote = useLoad(async () => {
-    try {
-      return await api.remoteConnect(sessionId, serial);
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 404) return null;
-      throw e;
-    }
-  }, [sessionId, serial], POLL_MS);
+  // Nothing is asked until the user opens it (POST answers an open one as it is, so opening from elsewhere first is
+  // fine); then who is connected is read every few seconds until it closes.
+  const [current, setCurrent] = useState<RemoteConnect | null>(null);
+  useEffect(() => {
+    if (!current) return;
+    const timer = setInterval(() => {
+      api.remoteConnect(sessionId, serial).then(setCurrent, (e: Error) => {
+        if (e instanceof ApiError && (e.status === 404 || e.status === 409)) setCurrent(null);
+      });
+    }, POLL_MS);
+    return () => clearInterval(timer);
+  }, [current !== null, sessionId, serial]);
   const keys = useLoad(() => (platform === 'android' ? api.adbKeys() : Promise.resolve(undefined)), [platform]);
   const action = useAction();
   const [pasted, setPasted] = useState('');
@@ -31,11 +36,11 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
   };
   const open = () => void action.run(async () => {
     await api.openRemoteConnect(sessionId, serial);
-    await remote.reload();
+    setCurrent(await api.remoteConnect(sessionId, serial));
   });
   const close = () => void action.run(async () => {
     await api.closeRemoteConnect(sessionId, serial);
-    await remote.reload();
+    setCurrent(null);
   });
   const addKey = () => void action.run(async () => {
     await api.addAdbKey(pasted.trim());
@@ -47,7 +52,6 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
     await keys.reload();
   });
 
-  const current = remote.data;
   const noKey = platform === 'android' && keys.data?.data.length === 0;
   return (
     <section className="remote-connect card" aria-label="Use from your computer">
@@ -93,7 +97,7 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
               ? 'Let your own adb reach this phone until you release it. Your adb signs in with one of your keys below.'
               : 'A usbmuxd that shows only this iPhone, for your own tools, until you release it.'}
           </p>
-          <button type="button" className="primary" disabled={action.pending || noKey || remote.loading} onClick={open}>
+          <button type="button" className="primary" disabled={action.pending || noKey} onClick={open}>
             {platform === 'android' ? 'Open for adb connect' : 'Open a private usbmuxd'}
           </button>
         </>
@@ -117,7 +121,7 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
           <button type="button" disabled={action.pending || pasted.trim() === ''} onClick={addKey}>Add key</button>
         </>
       )}
-      <ErrorBanner error={action.error ?? remote.error ?? keys.error} onDismiss={() => { action.setError(undefined); remote.setError(undefined); keys.setError(undefined); }} />
+      <ErrorBanner error={action.error ?? keys.error} onDismiss={() => { action.setError(undefined); keys.setError(undefined); }} />
     </section>
   );
 }
