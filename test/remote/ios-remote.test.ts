@@ -30,7 +30,7 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
 
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Held iPhone' }, { name: 'Other iPhone' }]);
-    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: remotePorts(4), remotePortRestSeconds: 1 });
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: remotePorts(3), remotePortRestSeconds: 1 });
     c = client(engine.api);
     owner = await c.login();
     dir = mkdtempSync(join(tmpdir(), 'benchtop-remote-ios-'));
@@ -44,6 +44,9 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
     }, 15_000);
     held = device.info.serial;
     other = bus.phones.find((p) => p.udid !== held)!.udid;
+    // The other iPhone is held too (for the last test), but never opened: the private usbmuxd must still hide it.
+    const second = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [filters[0], { ...filters[1]!, value: 'Other iPhone' }] } });
+    await waitFor('the other in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${second.body.id}`, { token: owner })).body.status === 'in_use', 15_000);
   }, 60_000);
   afterAll(async () => {
     await engine?.stop();
@@ -115,4 +118,16 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
     const after = await c.call('GET', path(), { token: owner });
     expect([after.status, errorCode(after)]).toEqual([409, 'device_not_in_use']);
   });
+
+  it('a released port rests before reuse: with the pool short meanwhile, the next checkout is told no_free_port', async () => {
+    const next = `/sessions/${session}/devices/${other}/remote-connect`;
+    // Three ports: the two just released rest for a second, and an iPhone needs two.
+    const short = await c.call('POST', next, { token: owner });
+    expect([short.status, errorCode(short)]).toEqual([409, 'no_free_port']);
+    await new Promise((r) => setTimeout(r, 1100));
+    const opened = await c.call('POST', next, { token: owner });
+    expect(opened.status).toBe(201);
+    const listed = await run('idevice_id', ['-l'], { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: opened.body.address }, timeout: 10_000 });
+    expect(listed.stdout.trim()).toBe(other);
+  }, 30_000);
 });
