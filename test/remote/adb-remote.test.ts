@@ -9,7 +9,7 @@ import { adbWorksAsOnThePhone, refused, remotePorts, sha256 } from '../support/r
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
-const PORTS = remotePorts(3);
+const PORTS = remotePorts(5);
 const FIRST_PORT = PORTS.first;
 
 const md5Fingerprint = (pub: string) =>
@@ -35,6 +35,7 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
         remotePorts: PORTS,
         remotePortRestSeconds: 1,
         remoteAuthTimeoutSeconds: 2,
+        deviceGraceSeconds: 0.5,
       }),
       startAdbServer(),
       startAdbServer(),
@@ -70,7 +71,8 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     const opened = await c.call('POST', remotePath(), { token: owner });
     expect(opened.status, JSON.stringify(opened.body)).toBe(201);
     address = opened.body.address;
-    expect(address).toMatch(new RegExp(`^127\\.0\\.0\\.1:(${FIRST_PORT}|${FIRST_PORT + 1}|${FIRST_PORT + 2})$`));
+    expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(Number(address.split(':')[1]) - FIRST_PORT).toBeLessThan(5);
     expect(opened.body).toEqual({ platform: 'android', address, command: `adb connect ${address}` });
     const badKey = await c.call('POST', remotePath(), { token: owner, body: { publicKey: 'not a key' } });
     expect([badKey.status, errorCode(badKey)]).toEqual([400, 'invalid_public_key']);
@@ -215,5 +217,17 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     expect(await refused(reopenedPort)).toBe(false);
     expect((await c.call('POST', `/sessions/${next.session}/end`, { token: owner })).status).toBe(202);
     expect(await refused(reopenedPort)).toBe(true);
+  }, 30_000);
+
+  it('a phone lost for good (device_lost) closes its bridge too: the user\'s adb shows offline and the port refuses', async () => {
+    const next = await allocateInUse(c, owner, 'Pixel 8');
+    const opened = await c.call('POST', `/sessions/${next.session}/devices/${next.serial}/remote-connect`, { token: owner });
+    expect(opened.status).toBe(201);
+    const lost = opened.body.address as string;
+    expect((await mine.run(['connect', lost])).stdout.toString()).toContain(`connected to ${lost}`);
+    await lab.unplug(next.serial);
+    await waitFor('device_lost', async () => (await c.call('GET', `/sessions/${next.session}/devices/${next.serial}`, { token: owner })).body.releasedAt !== null, 10_000);
+    await waitFor('adb to show it offline', async () => (await mine.run(['devices'])).stdout.toString().includes(`${lost}\toffline`), 3000);
+    expect(await refused(Number(lost.split(':')[1]))).toBe(true);
   }, 30_000);
 });
