@@ -208,7 +208,14 @@ export class PrivateUsbmuxd {
     let heldId: unknown;
     let answered = false;
     up.on('data', (chunk: Buffer) => {
-      for (const { message } of reader.push(chunk)) {
+      let messages;
+      try {
+        messages = reader.push(chunk);
+      } catch (error) {
+        this.options.log(`private usbmuxd for ${this.options.udid}: ${(error as Error).message}`);
+        return void up.destroy();
+      }
+      for (const { message } of messages) {
         if (!answered) {
           answered = true;
           reply(message);
