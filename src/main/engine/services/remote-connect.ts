@@ -75,12 +75,14 @@ interface RemoteConnectEvents {
 const ACTIVITY_EVERY_MS = 1000;
 
 /** adb treats 5555-5585 as emulator ports and renames such devices `emulator-N`. */
-export const EMULATOR_PORTS = { first: 5555, last: 5585 };
+const EMULATOR_PORTS = { first: 5555, last: 5585 };
 
 /**
  * A user's own tools on a held phone. Android: a bridge that speaks adbd's side of the protocol, so the user's adb
- * `connect`s to it and signs in with a registered key (or one given for this checkout). The connection lives as
- * long as the allocation: release, session end, device_lost and engine stop close it before cleanup starts.
+ * `connect`s to it and signs in with a registered key (or one given for this checkout). iPhone: a private usbmuxd that
+ * shows only that phone and hands out a pairing of the checkout's own, plus a WebDriverAgent port. Over LAN sharing
+ * both are also reached through a per-checkout tunnel inside the HTTPS port. Everything lives as long as the
+ * allocation: release, session end, device_lost and engine stop close it before cleanup starts.
  */
 export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   private readonly opened = new Map<string, Opened>();
