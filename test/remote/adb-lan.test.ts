@@ -1,22 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { client, errorCode } from '../support/engine.js';
-import { adbWorksAsOnThePhone, remotePorts } from '../support/remote.js';
+import { adbWorksAsOnThePhone, freePort, remotePorts } from '../support/remote.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe.skipIf(!hasAdb)('remote connect over LAN sharing: Debian adb through the tunnel inside the HTTPS port', () => {
   let lab: TestLab;

@@ -10,7 +10,7 @@ import { buildIpa } from '../support/app-fixtures.js';
 import { client, errorCode, startEngine, type TestEngine } from '../support/engine.js';
 import { ideviceToolOrSkip, ideviceToolsOrSkip, startIosBus, type IosBus } from '../support/ios-lab.js';
 import { waitFor } from '../support/lab.js';
-import { refused, remotePorts } from '../support/remote.js';
+import { freePort, refused, remotePorts } from '../support/remote.js';
 
 const run = promisify(execFile);
 const tools = ideviceToolsOrSkip() && ideviceToolOrSkip('ideviceinstaller', 'ideviceinstaller') && ideviceToolOrSkip('idevicesyslog', 'libimobiledevice-utils');
@@ -30,7 +30,7 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
 
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Held iPhone' }, { name: 'Other iPhone' }]);
-    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: remotePorts(3), remotePortRestSeconds: 1 });
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, lanPort: 0, remotePorts: remotePorts(3), remotePortRestSeconds: 2 });
     c = client(engine.api);
     owner = await c.login();
     dir = mkdtempSync(join(tmpdir(), 'benchtop-remote-ios-'));
@@ -109,22 +109,45 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
     expect(await readLabPairRecord(parseUsbmuxdAddress(opened.address), other)).toBeUndefined();
   }, 30_000);
 
-  it('at release the listeners close: the private usbmuxd and the WDA URL refuse', async () => {
+  it('over LAN sharing, the teammate\'s command carries both usbmuxd and WebDriverAgent through the HTTPS port', async () => {
+    expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { lanSharing: true } })).body.lanSharing.enabled).toBe(true);
+    const lanCommand: string = (await c.call('GET', path(), { token: owner })).body.lanCommand;
+    const [mux, wda] = [opened.address, opened.webDriverAgentUrl].map((a) => a.split(':').at(-1));
+    expect(lanCommand.endsWith(` ${mux},${wda}`)).toBe(true);
+    // The teammate here is on the lab box: the LAN address is loopback, and the lab's own ports are taken.
+    const local = [await freePort(), await freePort()];
+    const command = lanCommand.replace(/https:\/\/\S+?:(\d+) /, 'https://127.0.0.1:$1 ').replace(/ [\d,]+$/, ` ${local.join(',')}`);
+    const tunnel = spawn('sh', ['-c', `exec ${command}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    tunnel.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    try {
+      await waitFor('both local ends', () => log.split('now reaches the phone').length === 3, 10_000);
+      const env = { ...process.env, USBMUXD_SOCKET_ADDRESS: `127.0.0.1:${local[0]}` };
+      expect((await run('idevice_id', ['-l'], { env, timeout: 10_000 })).stdout.trim()).toBe(held);
+      expect((await run('ideviceinfo', ['-u', held, '-k', 'DeviceName'], { env, timeout: 15_000 })).stdout.trim()).toBe('Held iPhone');
+      const status = await fetch(`http://127.0.0.1:${local[1]}/status`);
+      expect(status.status).toBe(200);
+    } finally {
+      tunnel.kill();
+    }
+  }, 30_000);
+
+  it('at release the listeners close: the private usbmuxd and the WDA URL refuse, and their ports rest (no_free_port meanwhile)', async () => {
     const mux = Number(opened.address.split(':')[1]);
     const wda = Number(new URL(opened.webDriverAgentUrl).port);
     expect((await c.call('POST', `/sessions/${session}/devices/${held}/release`, { token: owner })).status).toBe(202);
+    // Three ports: the two just released rest a while, and an iPhone needs two.
+    const short = await c.call('POST', `/sessions/${session}/devices/${other}/remote-connect`, { token: owner });
+    expect([short.status, errorCode(short)]).toEqual([409, 'no_free_port']);
     expect(await refused(mux)).toBe(true);
     expect(await refused(wda)).toBe(true);
     const after = await c.call('GET', path(), { token: owner });
     expect([after.status, errorCode(after)]).toEqual([409, 'device_not_in_use']);
   });
 
-  it('a released port rests before reuse: with the pool short meanwhile, the next checkout is told no_free_port', async () => {
+  it('once the released ports have rested, the next checkout gets them', async () => {
     const next = `/sessions/${session}/devices/${other}/remote-connect`;
-    // Three ports: the two just released rest for a second, and an iPhone needs two.
-    const short = await c.call('POST', next, { token: owner });
-    expect([short.status, errorCode(short)]).toEqual([409, 'no_free_port']);
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 2100));
     const opened = await c.call('POST', next, { token: owner });
     expect(opened.status).toBe(201);
     const listed = await run('idevice_id', ['-l'], { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: opened.body.address }, timeout: 10_000 });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { AdbResult } from '../../src/sim/android/index.js';
@@ -10,6 +10,15 @@ import { buildApk } from './app-fixtures.js';
 export function remotePorts(size: number): { first: number; last: number } {
   const first = 30000 + Math.floor(Math.random() * 2900) * 10;
   return { first, last: first + size - 1 };
+}
+
+/** A loopback port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 /** Whether nothing listens on the loopback port any more. */

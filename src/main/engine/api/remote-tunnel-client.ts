@@ -5,14 +5,15 @@
  * The lab's certificate is self-signed: the script pins its SHA-256 fingerprint, given on the command line, before it
  * sends the per-checkout secret. CommonJS, since `node -e` evaluates it so.
  *
- * Arguments: <lab origin> <tunnel secret> <certificate SHA-256> <local port> [which: 0 the main port, 1 WebDriverAgent]
+ * Arguments: <lab origin> <tunnel secret> <certificate SHA-256> <local ports>: one port per listener of the checkout,
+ * comma-separated (Android: adb's; iPhone: usbmuxd's, then WebDriverAgent's).
  */
 export const TUNNEL_CLIENT_SOURCE = String.raw`'use strict';
 const tls = require('tls'), net = require('net'), crypto = require('crypto');
 const args = process.argv.slice(1).filter((a) => a !== '--');
-const [origin, secret, fingerprint, localPort, which = '0'] = args;
-if (!origin || !secret || !fingerprint || !localPort) {
-  console.error('usage: <lab origin> <secret> <certificate sha256> <local port> [0|1]');
+const [origin, secret, fingerprint, localPorts] = args;
+if (!origin || !secret || !fingerprint || !localPorts) {
+  console.error('usage: <lab origin> <secret> <certificate sha256> <local port>[,<local port>]');
   process.exit(2);
 }
 const lab = new URL(origin);
@@ -27,7 +28,7 @@ function frame(opcode, payload) {
   return Buffer.concat([head, mask, masked]);
 }
 
-function carry(local) {
+function carry(local, which) {
   local.pause();
   const remote = tls.connect({ host: lab.hostname, port: Number(lab.port || 443), servername: net.isIP(lab.hostname) ? undefined : lab.hostname, rejectUnauthorized: false });
   const close = () => { local.destroy(); remote.destroy(); };
@@ -72,7 +73,9 @@ function carry(local) {
   });
 }
 
-net.createServer(carry).listen(Number(localPort), '127.0.0.1', () => {
-  console.error('Benchtop tunnel: 127.0.0.1:' + localPort + ' now reaches the phone through ' + lab.origin + ' (Ctrl+C to stop)');
+localPorts.split(',').forEach((localPort, which) => {
+  net.createServer((local) => carry(local, which)).listen(Number(localPort), '127.0.0.1', () => {
+    console.error('Benchtop tunnel: 127.0.0.1:' + localPort + ' now reaches the phone through ' + lab.origin + ' (Ctrl+C to stop)');
+  });
 });
 `;

@@ -351,7 +351,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   /**
    * Over LAN sharing: one command a teammate runs with Node alone. It fetches the tunnel client from the lab, checks
    * the lab's certificate fingerprint before running it, and listens on the same port number on their own loopback,
-   * so that the address in \`command\` works there unchanged.
+   * so that the address in `command` (and an iPhone's webDriverAgentUrl) works there unchanged.
    */
   private lanCommand(opened: Opened): { lanCommand?: string } {
     const lan = this.options.lan();
@@ -361,7 +361,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       `require('https').get('${origin}/api/v1/remote-connect/client.cjs',{rejectUnauthorized:false},r=>{` +
       `if(r.socket.getPeerCertificate().fingerprint256!=='${fp}'){console.error('not the lab: certificate mismatch');process.exit(1)}` +
       `let s='';r.on('data',d=>s+=d).on('end',()=>eval(s))})`;
-    return { lanCommand: `node -e "${fetchAndRun}" ${origin} ${opened.tunnelSecret} ${fp} ${opened.ports[0]}` };
+    return { lanCommand: `node -e "${fetchAndRun}" ${origin} ${opened.tunnelSecret} ${fp} ${opened.ports.join(',')}` };
   }
 
 }
