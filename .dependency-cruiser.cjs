@@ -73,6 +73,13 @@ module.exports = {
       to: { path: '^src/(main|renderer|preload)/' },
     },
     {
+      name: 'protocols-stand-alone',
+      severity: 'error',
+      comment: 'src/protocols holds wire formats (adb transport, usbmuxd) written once for the engine and the simulators alike: it imports neither.',
+      from: { path: '^src/protocols/' },
+      to: { path: '^src/(main|sim|renderer|preload|shared)/' },
+    },
+    {
       name: 'src-not-into-test',
       severity: 'error',
       comment: 'Product code never depends on test code.',

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newAdbPublicKey } from '../support/adb-keys.js';
 import { buildApk, sha256 } from '../support/app-fixtures.js';
 import { errorCode, useEngine, type CallOptions, type Reply } from '../support/engine.js';
 import { waitFor } from '../support/lab.js';
@@ -94,6 +95,13 @@ const MATRIX = {
   'GET /sessions/{sessionId}/devices/{deviceId}/screen': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/info': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}/logs': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'POST /sessions/{sessionId}/devices/{deviceId}/remote-connect': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/remote-connect': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'DELETE /sessions/{sessionId}/devices/{deviceId}/remote-connect': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  // adb keys are the caller's own, in no organization: every account manages its own
+  'GET /adb-keys': { interactive: [200, 200, 200, 200], key: [200, 200, 200, 200] },
+  'POST /adb-keys': { interactive: [201, 201, 201, 201], key: [201, 201, 201, 201] },
+  'DELETE /adb-keys/{id}': { interactive: [204, 204, 204, 204], key: [204, 204, 204, 204] },
   'PATCH /sessions/{sessionId}': { interactive: [200, 200, LOW, NM], key: [200, 200, LOW, WO] },
   'POST /sessions/{sessionId}/end': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
   'GET /ws': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
@@ -632,6 +640,24 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'POST /sessions/{sessionId}/devices/{deviceId}/reboot': async (c) => ({ reply: await as(c, 'POST', `${s()}/devices/${device}/reboot`, { scoped: true }) }),
   'GET /sessions/{sessionId}/devices/{deviceId}/info': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/info`, { scoped: true }) }),
   'GET /sessions/{sessionId}/devices/{deviceId}/logs': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/logs`, { scoped: true }) }),
+  'POST /sessions/{sessionId}/devices/{deviceId}/remote-connect': async (c) => ({ reply: await as(c, 'POST', `${s()}/devices/${device}/remote-connect`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/remote-connect': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/remote-connect`, { scoped: true }) }),
+  'DELETE /sessions/{sessionId}/devices/{deviceId}/remote-connect': async (c) => ({ reply: await as(c, 'DELETE', `${s()}/devices/${device}/remote-connect`, { scoped: true }) }),
+  'GET /adb-keys': async (c) => {
+    const mine = await lab.c.call('POST', '/adb-keys', { token: c.token, body: { publicKey: newAdbPublicKey() } });
+    const reply = await as(c, 'GET', '/adb-keys');
+    return { reply, ifAllowed: async () => expect(ids(reply)).toContain(mine.body.id) };
+  },
+  'POST /adb-keys': async (c) => {
+    const reply = await as(c, 'POST', '/adb-keys', { body: { publicKey: newAdbPublicKey(), title: `cell ${++seq}` } });
+    return { reply, ifAllowed: async () => expect(ids(await lab.c.call('GET', '/adb-keys', { token: c.token }))).toContain(reply.body.id) };
+  },
+  'DELETE /adb-keys/{id}': async (c) => {
+    const victim = await lab.c.call('POST', '/adb-keys', { token: c.token, body: { publicKey: newAdbPublicKey() } });
+    expect(victim.status).toBe(201);
+    const reply = await as(c, 'DELETE', `/adb-keys/${victim.body.id}`);
+    return { reply, ifAllowed: async () => expect(ids(await lab.c.call('GET', '/adb-keys', { token: c.token }))).not.toContain(victim.body.id) };
+  },
   'PATCH /sessions/{sessionId}': async (c) => {
     const name = `renamed ${++seq}`;
     const reply = await as(c, 'PATCH', s(), { scoped: true, body: { name } });

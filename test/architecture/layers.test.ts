@@ -24,7 +24,7 @@ async function violations(baseDir: string): Promise<string[]> {
 }
 
 describe('the architecture rules', () => {
-  it('fail on a cycle, fleet importing services, I/O in domain, a route importing a store (types too), and the renderer importing the engine', async () => {
+  it('fail on a cycle, fleet importing services, I/O in domain, a route importing a store (types too), the renderer importing the engine, and a protocol module importing the engine', async () => {
     const found = await violations(join(import.meta.dirname, 'fixtures'));
     expect(found).toEqual(
       expect.arrayContaining([
@@ -33,6 +33,7 @@ describe('the architecture rules', () => {
         expect.stringMatching(/^domain-(is-pure|no-io-builtins): src\/main\/engine\/domain\/rule\.ts -> (node:)?fs$/),
         'clients-not-into-main: src/renderer/page.ts -> src/main/engine/fleet/phone.ts',
         'routes-call-services-not-stores: src/main/engine/api/routes/things.ts -> src/main/engine/store/rows.ts',
+        'protocols-stand-alone: src/protocols/adb/wire.ts -> src/main/engine/fleet/phone.ts',
       ]),
     );
   });

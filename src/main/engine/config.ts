@@ -76,6 +76,12 @@ export interface EngineConfig {
   allowedHosts: string[];
   /** Whether failed logins, sign-ups and invitation acceptances are throttled (BENCHTOP_LOGIN_THROTTLE=off: not). */
   throttleLogins: boolean;
+  /** Remote connect: the ports its listeners take (outside adb's emulator range 5555-5585). */
+  remotePorts: { first: number; last: number };
+  /** How long a released remote-connect port rests before reuse: the user's adb keeps redialling it (fractions for tests). */
+  remotePortRestSeconds: number;
+  /** A host that has not signed in to a remote-connect bridge within this long is dropped. */
+  remoteAuthTimeoutSeconds: number;
 }
 
 /** Reads the engine configuration from the environment, with the documented defaults. */
@@ -122,8 +128,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
     throttleLogins: env.BENCHTOP_LOGIN_THROTTLE !== 'off',
+    remotePorts: portRange(env.BENCHTOP_REMOTE_PORTS || '20500-20599', 'BENCHTOP_REMOTE_PORTS'),
+    remotePortRestSeconds: intFrom(env.BENCHTOP_REMOTE_PORT_REST_SECONDS, 90, 'BENCHTOP_REMOTE_PORT_REST_SECONDS'),
+    remoteAuthTimeoutSeconds: intFrom(env.BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS, 10, 'BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS'),
     allowedHosts: (env.BENCHTOP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
+}
+
+/** `first-last`, e.g. 20500-20599. */
+function portRange(raw: string, name: string): { first: number; last: number } {
+  const match = /^(\d{1,5})-(\d{1,5})$/.exec(raw.trim());
+  const first = Number(match?.[1]);
+  const last = Number(match?.[2]);
+  if (!match || first < 1 || last > 65535 || first > last) throw new Error(`${name} must be a port range like 20500-20599, got "${raw}"`);
+  return { first, last };
 }
 
 function intFrom(raw: string | undefined, fallback: number, name: string): number {

@@ -31,6 +31,7 @@ import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
 import { Organizations } from './services/organizations.js';
 import { Reservations } from './services/reservations.js';
+import { RemoteConnect } from './services/remote-connect.js';
 import type { Clock } from './services/scope.js';
 import { Sessions } from './services/sessions.js';
 import { TestResults } from './services/test-results.js';
@@ -113,6 +114,23 @@ function wire(
     log,
   });
   const control = new DeviceControl(stores, allocator, fleet, files, idleRelease, { screenMaxFps: config.screenMaxFps });
+  const remote = new RemoteConnect(stores, control, fleet, now, {
+    ports: config.remotePorts,
+    restMs: config.remotePortRestSeconds * 1000,
+    bindHost: '127.0.0.1',
+    authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
+    labAdb: () => adbAddressOf(config, stores.settings),
+    usbmuxd: config.usbmuxd,
+    lan: () => {
+      const { enabled, urls, certificateSha256 } = lanSharing.status();
+      return enabled && urls[0] && certificateSha256 ? { origin: urls[0], certificateSha256 } : undefined;
+    },
+    log,
+  });
+  // Remote connections drop before a released phone's cleanup starts, so that nobody races it.
+  allocator.onRelease((row) => remote.onReleased(row));
+  // Traffic on a remote connection is a person or a job using the phone: it keeps the phone from an idle release.
+  remote.on('activity', (allocationId: string) => idleRelease.touch(allocationId));
   const hostSecrets = new HostSecretStore(secrets);
   const instances = new InstanceManager(stores, hostSecrets, now, {
     instanceQuota: () => labSettings.quotas().instances,
@@ -142,6 +160,7 @@ function wire(
     reservations,
     idleRelease,
     usage: new UsageReport(stores, now),
+    remote,
     instances,
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
@@ -233,6 +252,7 @@ export function createEngine(
       stopping ??= (async () => {
         await fleetReady;
         const services = running?.services;
+        services?.remote.stop();
         await services?.chats.stop();
         await options.beforeFleetStops?.();
         await services?.instances.stop();

@@ -7,6 +7,7 @@ import { isAppFile, notAnAppMessage } from '../file-errors.js';
 import { ErrorBanner, Progress, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { ChatView } from './chats-panel.js';
 import { LogcatPane } from './logcat-pane.js';
+import { RemoteConnectPanel } from './remote-connect-panel.js';
 import { PhoneScreen, type ScreenFeed } from './phone-screen.js';
 
 const INFO_POLL_MS = 30_000;
@@ -330,6 +331,7 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
           )}
         </p>
         <ErrorBanner error={error ?? release.error} onDismiss={() => { setError(undefined); release.setError(undefined); }} />
+        <RemoteConnectPanel sessionId={sessionId} serial={serial} platform={platform} />
       </div>
     </section>
   );

@@ -11,6 +11,7 @@ import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
+import type { AdbKey, RemoteConnect } from '../api/remote-connect.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
 import type { CalendarSlot, Reservation, ReservationBody, Usage } from '../api/sharing.js';
@@ -170,6 +171,13 @@ export function createApiClient(options: ApiClientOptions) {
     /** Answers once the phone is back in_use (a minute or more on a real phone). */
     rebootDevice: (sid: string, serial: string) => json<Static<typeof ActionResult>>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/reboot`),
     deviceInfo: (sid: string, serial: string) => json<DeviceInfo>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/info`),
+    /** The phone's remote connection (adb connect / private usbmuxd), with who is connected; 404 while closed. */
+    remoteConnect: (sid: string, serial: string) => json<RemoteConnect>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/remote-connect`),
+    openRemoteConnect: (sid: string, serial: string) => json<RemoteConnect>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/remote-connect`, { body: {} }),
+    closeRemoteConnect: (sid: string, serial: string) => json<void>('DELETE', `/sessions/${seg(sid)}/devices/${seg(serial)}/remote-connect`),
+    adbKeys: () => json<List<AdbKey>>('GET', '/adb-keys'),
+    addAdbKey: (publicKey: string, title?: string) => json<AdbKey>('POST', '/adb-keys', { body: { publicKey, ...(title ? { title } : {}) } }),
+    deleteAdbKey: (id: string) => json<void>('DELETE', `/adb-keys/${seg(id)}`),
     screenshot: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot`)).blob(),
     /** The phone's log as text/event-stream (read it with followDeviceLogs). */
     deviceLogs: (sid: string, serial: string, signal?: AbortSignal) => raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/logs`, { signal }),

@@ -7,7 +7,7 @@ import type { Device } from './device.js';
 import type { ProcessTable } from './processes.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
-import type { ServiceSession, StreamIo } from './transport.js';
+import type { ServiceSession, StreamIo } from '../../protocols/adb/transport.js';
 
 /**
  * minicap on the simulated phone (DeviceFarmer/minicap, as shipped by @devicefarmer/minicap-prebuilt): the native

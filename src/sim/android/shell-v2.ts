@@ -1,5 +1,5 @@
 import type { Sink } from './shell.js';
-import type { ServiceSession, StreamIo } from './transport.js';
+import type { ServiceSession, StreamIo } from '../../protocols/adb/transport.js';
 
 /**
  * adbd's shell protocol (the `shell_v2` feature): instead of raw bytes, each message on the stream is a packet,

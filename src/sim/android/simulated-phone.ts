@@ -11,7 +11,7 @@ import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openShellV2 } from './shell-v2.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
-import { DeviceConnection, type ServiceSession, type StreamIo } from './transport.js';
+import { DeviceConnection, type ServiceSession, type StreamIo } from '../../protocols/adb/transport.js';
 
 export interface SimulatedPhoneOptions {
   model?: string;

@@ -1,5 +1,5 @@
 import { ERRNO, FsError, S_IFDIR, type FsStat, type MemFs } from './mem-fs.js';
-import type { ServiceSession, StreamIo } from './transport.js';
+import type { ServiceSession, StreamIo } from '../../protocols/adb/transport.js';
 
 /**
  * The device side of the `sync:` service (AOSP adb/SYNC.TXT, file_sync_service.cpp): a binary request loop of

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { PlistChannel } from './plist-wire.js';
+import { PlistChannel } from '../../protocols/apple/plist-wire.js';
 
 export const DIAGNOSTICS_RELAY_SERVICE = 'com.apple.mobile.diagnostics_relay';
 

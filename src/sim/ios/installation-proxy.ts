@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { readZipEntry } from '../android/apk.js';
 import type { MediaFs } from './afc.js';
-import { decodePlist, PlistChannel, type PlistDict } from './plist-wire.js';
+import { decodePlist, PlistChannel, type PlistDict } from '../../protocols/apple/plist-wire.js';
 
 export const INSTALLATION_PROXY_SERVICE = 'com.apple.mobile.installation_proxy';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import type { Pairing } from './pairing.js';
-import { PlistChannel, type PlistDict } from './plist-wire.js';
+import type { Pairing } from '../../protocols/apple/pairing.js';
+import { PlistChannel, type PlistDict } from '../../protocols/apple/plist-wire.js';
 
 export const LOCKDOWN_PORT = 62078;
 

@@ -5,7 +5,7 @@ import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
 import { DIAGNOSTICS_RELAY_SERVICE, serveDiagnosticsRelay } from './diagnostics-relay.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
-import { createPairing, pairRecordOf, type Pairing } from './pairing.js';
+import { createPairing, pairRecordOf, type Pairing } from '../../protocols/apple/pairing.js';
 import { Springboard, SYSTEM_APPS } from './springboard.js';
 import {
   HOUSE_ARREST_SERVICE, INSTRUMENTS_SECURE_SERVICE, INSTRUMENTS_SERVICE, TESTMANAGERD_SECURE_SERVICE, TESTMANAGERD_SERVICE, TestManager,

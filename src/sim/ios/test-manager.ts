@@ -4,7 +4,7 @@ import { MediaFs, serveAfc } from './afc.js';
 import { DtxConnection } from './dtx.js';
 import type { InstalledApp } from './installation-proxy.js';
 import { NSError, NSURL, unarchive } from './nskeyed.js';
-import { PlistChannel } from './plist-wire.js';
+import { PlistChannel } from '../../protocols/apple/plist-wire.js';
 
 export const HOUSE_ARREST_SERVICE = 'com.apple.mobile.house_arrest';
 /** Before iOS 14 these two run in plain text after a TLS handshake; since, in TLS throughout (the ".secure" names). */

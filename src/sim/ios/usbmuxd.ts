@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
-import { decodePlist, encodePlist, type PlistDict } from './plist-wire.js';
+import type { PlistDict } from '../../protocols/apple/plist-wire.js';
+import { MUX_RESULT as RESULT, muxResult as result, sendMux, serveMuxClient, swap16 } from '../../protocols/apple/usbmuxd-wire.js';
 
 /** What the multiplexer needs of a phone on its bus. */
 export interface UsbmuxDevice {
@@ -14,13 +15,6 @@ export interface UsbmuxDevice {
   accept(port: number, socket: Socket): void;
 }
 
-const HEADER = 16;
-/** usbmuxd's protocol version 1: plist payloads, message type 8. */
-const VERSION_PLIST = 1;
-const TYPE_PLIST = 8;
-const RESULT = { OK: 0, BADCOMMAND: 1, BADDEV: 2, CONNREFUSED: 3, BADVERSION: 6 } as const;
-
-const swap16 = (n: number) => ((n & 0xff) << 8) | ((n >> 8) & 0xff);
 
 interface Attached {
   id: number;
@@ -75,7 +69,7 @@ export class SimulatedUsbmuxd extends EventEmitter {
     if (existing) return existing.id;
     const entry: Attached = { id: this.nextId++, device, locationId: 0x14100000 + this.nextId };
     this.attached.set(device.udid, entry);
-    for (const socket of this.watchers) this.sendTo(socket, 0, attachedMessage(entry));
+    for (const socket of this.watchers) sendMux(socket, 0, attachedMessage(entry));
     return entry.id;
   }
 
@@ -84,7 +78,7 @@ export class SimulatedUsbmuxd extends EventEmitter {
     const entry = this.attached.get(udid);
     if (!entry) return;
     this.attached.delete(udid);
-    for (const socket of this.watchers) this.sendTo(socket, 0, { MessageType: 'Detached', DeviceID: entry.id });
+    for (const socket of this.watchers) sendMux(socket, 0, { MessageType: 'Detached', DeviceID: entry.id });
     this.emit('detached', udid);
   }
 
@@ -104,91 +98,58 @@ export class SimulatedUsbmuxd extends EventEmitter {
       this.watchers.delete(socket);
     });
     socket.on('error', () => undefined);
-    let pending: Buffer = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-      while (pending.length >= HEADER) {
-        const length = pending.readUInt32LE(0);
-        if (length < HEADER || length > 1024 * 1024) return void socket.destroy();
-        if (pending.length < length) return;
-        const version = pending.readUInt32LE(4);
-        const type = pending.readUInt32LE(8);
-        const tag = pending.readUInt32LE(12);
-        const body = pending.subarray(HEADER, length);
-        pending = pending.subarray(length);
-        if (version !== VERSION_PLIST || type !== TYPE_PLIST) {
-          // The binary protocol (version 0) was retired with iOS 6-era libusbmuxd; say so as the daemon does.
-          this.sendTo(socket, tag, result(RESULT.BADVERSION));
-          continue;
-        }
-        let request: PlistDict;
-        try {
-          request = decodePlist(body);
-        } catch {
-          this.sendTo(socket, tag, result(RESULT.BADCOMMAND));
-          continue;
-        }
-        if (request.MessageType === 'Connect') {
-          const handedOver = this.connect(socket, tag, request, () => {
-            socket.off('data', onData);
-            // Bytes the client sent after Connect already belong to the tunnel.
-            if (pending.length) socket.unshift(pending);
-          });
-          if (handedOver) return;
-          continue;
-        }
-        this.handle(socket, tag, request);
-      }
-    };
-    socket.on('data', onData);
+    serveMuxClient(socket, {
+      request: (request, reply) => this.handle(socket, reply, request),
+      connect: (request, reply, handOver) => this.connect(socket, reply, request, handOver),
+    });
   }
 
-  private handle(socket: Socket, tag: number, request: PlistDict): void {
+  private handle(socket: Socket, reply: (payload: PlistDict) => void, request: PlistDict): void {
     switch (request.MessageType) {
       case 'ListDevices':
-        return this.sendTo(socket, tag, { DeviceList: [...this.attached.values()].map(attachedMessage) });
+        return reply({ DeviceList: [...this.attached.values()].map(attachedMessage) });
       case 'Listen':
         this.watchers.add(socket);
-        this.sendTo(socket, tag, result(RESULT.OK));
-        for (const entry of this.attached.values()) this.sendTo(socket, 0, attachedMessage(entry));
+        reply(result(RESULT.OK));
+        for (const entry of this.attached.values()) sendMux(socket, 0, attachedMessage(entry));
         return;
       case 'ReadBUID':
-        return this.sendTo(socket, tag, { BUID: this.buid });
+        return reply({ BUID: this.buid });
       case 'ReadPairRecord': {
         const record = this.pairRecords.get(String(request.PairRecordID));
         // The real daemon answers a missing record with ENOENT's number.
-        return this.sendTo(socket, tag, record ? { PairRecordData: record } : result(2));
+        return reply(record ? { PairRecordData: record } : result(2));
       }
       case 'SavePairRecord': {
         const data = request.PairRecordData;
-        if (!(data instanceof Uint8Array) || typeof request.PairRecordID !== 'string') return this.sendTo(socket, tag, result(RESULT.BADCOMMAND));
+        if (!(data instanceof Uint8Array) || typeof request.PairRecordID !== 'string') return reply(result(RESULT.BADCOMMAND));
         this.pairRecords.set(request.PairRecordID, Buffer.from(data));
-        return this.sendTo(socket, tag, result(RESULT.OK));
+        return reply(result(RESULT.OK));
       }
       case 'DeletePairRecord':
         this.pairRecords.delete(String(request.PairRecordID));
-        return this.sendTo(socket, tag, result(RESULT.OK));
+        return reply(result(RESULT.OK));
       case 'ListListeners':
-        return this.sendTo(socket, tag, { ListenerList: [] });
+        return reply({ ListenerList: [] });
       default:
-        return this.sendTo(socket, tag, result(RESULT.BADCOMMAND));
+        return reply(result(RESULT.BADCOMMAND));
     }
   }
 
   /** Returns true once the socket belongs to the phone. */
-  private connect(socket: Socket, tag: number, request: PlistDict, release: () => void): boolean {
+  private connect(socket: Socket, reply: (payload: PlistDict) => void, request: PlistDict, release: () => void): boolean {
     const entry = [...this.attached.values()].find((a) => a.id === request.DeviceID);
     if (!entry) {
-      this.sendTo(socket, tag, result(RESULT.BADDEV));
+      reply(result(RESULT.BADDEV));
       return false;
     }
     // PortNumber travels in network byte order inside the plist, a quirk every client reproduces.
     const port = swap16(Number(request.PortNumber));
     if (!entry.device.listening(port)) {
-      this.sendTo(socket, tag, result(RESULT.CONNREFUSED));
+      reply(result(RESULT.CONNREFUSED));
       return false;
     }
-    this.sendTo(socket, tag, result(RESULT.OK));
+    reply(result(RESULT.OK));
     release();
     this.clients.delete(socket);
     const udid = entry.device.udid;
@@ -198,21 +159,6 @@ export class SimulatedUsbmuxd extends EventEmitter {
     entry.device.accept(port, socket);
     return true;
   }
-
-  private sendTo(socket: Socket, tag: number, payload: PlistDict): void {
-    if (socket.destroyed) return;
-    const body = encodePlist(payload);
-    const header = Buffer.alloc(HEADER);
-    header.writeUInt32LE(HEADER + body.length, 0);
-    header.writeUInt32LE(VERSION_PLIST, 4);
-    header.writeUInt32LE(TYPE_PLIST, 8);
-    header.writeUInt32LE(tag, 12);
-    socket.write(Buffer.concat([header, body]));
-  }
-}
-
-function result(number: number): PlistDict {
-  return { MessageType: 'Result', Number: number };
 }
 
 function attachedMessage(entry: Attached): PlistDict {

@@ -20,11 +20,15 @@ const IOS_UDID = /^([0-9a-f]{40}|[0-9A-F]{8}-[0-9A-F]{16})$/i;
 class CombinedFleet extends EventEmitter implements Fleet {
   retarget?: (address: { host: string; port: number }) => Promise<void>;
 
-  constructor(private readonly parts: Part[]) {
+  constructor(
+    private readonly parts: Part[],
+    /** Serials that are not phones: remote-connect bridges, should the lab's own adb server ever connect to one. */
+    private readonly hidden: (serial: string) => boolean = () => false,
+  ) {
     super();
     for (const part of parts) {
-      part.on('phone', (phone: Phone) => this.emit('phone', phone));
-      part.on('gone', (serial: string) => this.emit('gone', serial));
+      part.on('phone', (phone: Phone) => !hidden(phone.serial) && this.emit('phone', phone));
+      part.on('gone', (serial: string) => !hidden(serial) && this.emit('gone', serial));
     }
     const android = parts.find((p): p is AndroidFleet => p instanceof AndroidFleet);
     if (android) this.retarget = (address) => android.retarget(address);
@@ -39,10 +43,11 @@ class CombinedFleet extends EventEmitter implements Fleet {
   }
 
   list(): Phone[] {
-    return this.parts.flatMap((p) => p.list());
+    return this.parts.flatMap((p) => p.list()).filter((phone) => !this.hidden(phone.serial));
   }
 
   get(serial: string): Phone | undefined {
+    if (this.hidden(serial)) return undefined;
     for (const part of this.parts) {
       const phone = part.get(serial);
       if (phone) return phone;
@@ -63,5 +68,12 @@ export function createFleet(config: EngineConfig, log: (message: string) => void
   const parts: Part[] = [];
   if (config.adb) parts.push(new AndroidFleet(config.adb, log));
   if (config.usbmuxd) parts.push(new IosFleet(config.usbmuxd, log, { bundleId: config.wdaBundleId, xcrun: config.xcrun }));
-  return new CombinedFleet(parts);
+  // A bridge's serial is host:port with a remote-connect port: the lab's own adb server reaches it only if someone on
+  // the lab box `adb connect`s to it through that server, and it must not come back as a second copy of the phone.
+  const { first, last } = config.remotePorts;
+  const bridge = (serial: string) => {
+    const port = Number(/^[^\s]+:(\d+)$/.exec(serial)?.[1]);
+    return port >= first && port <= last;
+  };
+  return new CombinedFleet(parts, bridge);
 }

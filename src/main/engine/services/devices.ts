@@ -60,6 +60,8 @@ export class DeviceAllocator {
   /** Allocations whose preparation is running now, and its end. */
   private readonly preparing = new Map<string, Promise<void>>();
   private stopped = false;
+  /** Told of each release before its cleanup starts (remote connections close first, so nobody races the cleanup). */
+  private readonly releaseListeners: Array<(row: DeviceAllocationRow) => void> = [];
   /** Until the fleet has been read, an unseen phone is unknown, not gone: no allocation is touched for it. */
   private reconciled = false;
 
@@ -105,6 +107,11 @@ export class DeviceAllocator {
       }
     }
     this.serveQueue();
+  }
+
+  /** Calls `listener` synchronously when an allocation is released (by its holder, session end or device_lost), before cleanup. */
+  onRelease(listener: (row: DeviceAllocationRow) => void): void {
+    this.releaseListeners.push(listener);
   }
 
   stop(): void {
@@ -385,6 +392,13 @@ export class DeviceAllocator {
     if (!devices.release(row.id, at, reason)) return;
     usage.stop(row.id, at);
     const released = devices.get(row.id)!;
+    for (const listener of this.releaseListeners) {
+      try {
+        listener(released);
+      } catch (error) {
+        this.options.log(`after releasing ${row.id}: ${(error as Error).message}`);
+      }
+    }
     // A release while installApps are still installing cleans up after the install in flight, or it would stay.
     if (released.serial && released.packagesBefore && this.attached(released.serial)) {
       void (this.preparing.get(row.id) ?? Promise.resolve()).then(() => this.cleanup(released));

@@ -1,3 +1,4 @@
+import { adbKeyStore } from './adb-keys.js';
 import { apiKeyStore } from './api-keys.js';
 import { chatStore } from './chats.js';
 import type { Db } from './db.js';
@@ -41,6 +42,7 @@ export function createStores(db: Db) {
     testResults: testResultStore(db),
     files: fileStore(db),
     chats: chatStore(db),
+    adbKeys: adbKeyStore(db),
   };
 }
 

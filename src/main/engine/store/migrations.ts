@@ -356,4 +356,17 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX reservations_by_start ON reservations(starts_at);
   CREATE INDEX reservations_by_end ON reservations(ends_at);
   `,
+  // A user's adb public keys (~/.android/adbkey.pub), which the remote-connect bridge lets in for the phones their
+  // organizations hold. A key belongs to one user: its fingerprint is unique across the lab.
+  `
+  CREATE TABLE adb_keys (
+    id          TEXT PRIMARY KEY,
+    user_id     TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    title       TEXT NOT NULL,
+    public_key  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE INDEX adb_keys_by_user ON adb_keys(user_id, created_at);
+  `,
 ];

@@ -39,16 +39,20 @@ export function payloadChecksum(data: Buffer): number {
   return sum >>> 0;
 }
 
-export function encodeMessage(msg: AdbMessage, withChecksum: boolean): Buffer {
-  const out = Buffer.allocUnsafe(HEADER_SIZE + msg.data.length);
+/** The 24-byte header alone: a large payload can then go out as it is, without a copy. */
+export function encodeHeader(msg: AdbMessage, withChecksum: boolean): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_SIZE);
   out.writeUInt32LE(msg.command >>> 0, 0);
   out.writeUInt32LE(msg.arg0 >>> 0, 4);
   out.writeUInt32LE(msg.arg1 >>> 0, 8);
   out.writeUInt32LE(msg.data.length, 12);
   out.writeUInt32LE(withChecksum ? payloadChecksum(msg.data) : 0, 16);
   out.writeUInt32LE((msg.command ^ 0xffffffff) >>> 0, 20);
-  msg.data.copy(out, HEADER_SIZE);
   return out;
+}
+
+export function encodeMessage(msg: AdbMessage, withChecksum: boolean): Buffer {
+  return Buffer.concat([encodeHeader(msg, withChecksum), msg.data]);
 }
 
 export class ProtocolError extends Error {}

@@ -1,15 +1,23 @@
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import {
+  A_AUTH,
   A_CLSE,
   A_CNXN,
   A_OKAY,
   A_OPEN,
   A_VERSION_SKIP_CHECKSUM,
   A_WRTE,
+  encodeHeader,
   encodeMessage,
   MessageReader,
   type AdbMessage,
 } from './protocol.js';
+
+/** Payloads from this size on go out without being copied into one buffer with their header. */
+const LARGE_PAYLOAD = 16 * 1024;
+/** Signatures tried on one connection before it is dropped: adb tries each key it has once. */
+const MAX_SIGNATURES = 16;
 
 /** What adbd on Android 9+ offers; the host sends at most this much per WRTE to us. */
 export const DEVICE_MAX_PAYLOAD = 1024 * 1024;
@@ -36,8 +44,26 @@ export interface ServiceSession {
   onClose?(): void;
 }
 
-/** Returns undefined for a service the device does not offer: the host then gets CLSE, as adbd does. */
-export type ServiceOpener = (service: string, io: StreamIo) => ServiceSession | undefined;
+/**
+ * Returns undefined for a service the device does not offer: the host then gets CLSE, as adbd does. A promise defers
+ * the OKAY until the service is ready (a relay that must first open the service elsewhere).
+ */
+export type ServiceOpener = (service: string, io: StreamIo) => ServiceSession | undefined | Promise<ServiceSession | undefined>;
+
+/** AUTH's first argument: what the message carries. */
+export const AUTH_TOKEN = 1;
+export const AUTH_SIGNATURE = 2;
+export const AUTH_RSAPUBLICKEY = 3;
+/** adbd's token: 20 random bytes, which the host signs as if they were a SHA-1 digest. */
+const TOKEN_SIZE = 20;
+
+/** A device that asks the host to prove its key (adbd with ro.adb.secure=1), instead of going online at CNXN. */
+export interface DeviceAuth {
+  /** Whether the signature over the token is one of the keys this device trusts. */
+  verify(token: Buffer, signature: Buffer): boolean;
+  /** The host had no trusted key and sent its public key: a phone would ask its user; a refusing device ignores it. */
+  onPublicKey?(publicKey: string): void;
+}
 
 interface PendingWrite {
   data: Buffer;
@@ -124,7 +150,7 @@ class Stream implements StreamIo {
       }
     }
     this.awaitingOkay = true;
-    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: Buffer.concat(parts, size) });
+    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) });
   }
 
   /** The stream is gone (CLSE either way, or the transport dropped): release everyone waiting on it. */
@@ -145,6 +171,8 @@ export interface DeviceConnectionOptions {
   openService: ServiceOpener;
   onOnline?: () => void;
   log?: (line: string) => void;
+  /** Present: the host must sign a token with a trusted key before the device answers CNXN. */
+  auth?: DeviceAuth;
 }
 
 /** The device side of one ADB transport over TCP, as adbd runs it after `adb connect`. */
@@ -155,6 +183,8 @@ export class DeviceConnection {
   private version = 0;
   private hostMaxPayload = 4096;
   private online = false;
+  private token: Buffer | undefined;
+  private signatures = 0;
 
   constructor(
     private readonly socket: Socket,
@@ -179,7 +209,12 @@ export class DeviceConnection {
   send(msg: AdbMessage): void {
     if (this.socket.destroyed) return;
     const withChecksum = !this.online || this.version < A_VERSION_SKIP_CHECKSUM;
-    this.socket.write(encodeMessage(msg, withChecksum));
+    if (msg.data.length < LARGE_PAYLOAD) return void this.socket.write(encodeMessage(msg, withChecksum));
+    // One writev for header and payload: a packet of up to 1 MiB is not copied to be framed.
+    this.socket.cork();
+    this.socket.write(encodeHeader(msg, withChecksum));
+    this.socket.write(msg.data);
+    this.socket.uncork();
   }
 
   forget(stream: Stream): void {
@@ -202,6 +237,8 @@ export class DeviceConnection {
     switch (msg.command) {
       case A_CNXN:
         return this.onConnect(msg);
+      case A_AUTH:
+        return this.onAuth(msg);
       case A_OPEN:
         return this.onOpen(msg);
       case A_OKAY:
@@ -211,7 +248,7 @@ export class DeviceConnection {
       case A_CLSE:
         return this.streams.get(msg.arg1)?.finish();
       default:
-        // AUTH and STLS only answer requests this device never makes.
+        // STLS only answers a request this device never makes.
         return;
     }
   }
@@ -219,8 +256,39 @@ export class DeviceConnection {
   private onConnect(msg: AdbMessage): void {
     // A second CNXN means the host restarted the transport: everything opened before it is void.
     this.dropAll();
+    this.online = false;
     this.version = Math.min(msg.arg0, A_VERSION_SKIP_CHECKSUM);
     this.hostMaxPayload = msg.arg1;
+    if (this.options.auth) return this.challenge();
+    this.goOnline();
+  }
+
+  /** A fresh token for the host to sign, as adbd sends after CNXN and after each signature it rejects. */
+  private challenge(): void {
+    this.token = randomBytes(TOKEN_SIZE);
+    this.send({ command: A_AUTH, arg0: AUTH_TOKEN, arg1: 0, data: this.token });
+  }
+
+  private onAuth(msg: AdbMessage): void {
+    const auth = this.options.auth;
+    if (!auth || this.online || !this.token) return;
+    if (msg.arg0 === AUTH_SIGNATURE) {
+      if (auth.verify(this.token, msg.data)) {
+        this.token = undefined;
+        return this.goOnline();
+      }
+      // The host tries each of its keys in turn; a host that keeps signing garbage is cut off rather than served
+      // tokens forever.
+      if (++this.signatures > MAX_SIGNATURES) return this.close();
+      return this.challenge();
+    }
+    if (msg.arg0 === AUTH_RSAPUBLICKEY) {
+      const nul = msg.data.indexOf(0);
+      auth.onPublicKey?.(msg.data.subarray(0, nul < 0 ? msg.data.length : nul).toString('utf8'));
+    }
+  }
+
+  private goOnline(): void {
     const banner = Buffer.from(this.options.banner(), 'utf8');
     this.send({ command: A_CNXN, arg0: this.version, arg1: DEVICE_MAX_PAYLOAD, data: banner });
     this.online = true;
@@ -235,11 +303,31 @@ export class DeviceConnection {
     const stream = new Stream(this.nextLocalId++, remoteId, this);
     this.options.log?.(`OPEN ${remoteId} ${JSON.stringify(service)}`);
     this.streams.set(stream.localId, stream);
-    let session: ServiceSession | undefined;
+    let opened: ServiceSession | undefined | Promise<ServiceSession | undefined>;
     try {
-      session = this.options.openService(service, stream);
+      opened = this.options.openService(service, stream);
     } catch (err) {
       this.options.log?.(`service ${service} failed to open: ${(err as Error).message}`);
+    }
+    if (opened instanceof Promise) {
+      opened.then(
+        (session) => this.opened(stream, session),
+        (err: Error) => {
+          this.options.log?.(`service ${service} failed to open: ${err.message}`);
+          this.opened(stream, undefined);
+        },
+      );
+      return;
+    }
+    this.opened(stream, opened);
+  }
+
+  private opened(stream: Stream, session: ServiceSession | undefined): void {
+    const remoteId = stream.remoteId;
+    // The connection dropped (or the host restarted it) while the service was opening.
+    if (stream.closed || this.streams.get(stream.localId) !== stream) {
+      session?.onClose?.();
+      return;
     }
     if (!session) {
       this.streams.delete(stream.localId);

@@ -1,0 +1,112 @@
+/**
+ * Targets: through the remote-connect bridge, an 8 MiB `adb push` and `adb pull` move at least 0.8x the bytes per
+ * second of the same through the lab's adb server directly, and an `adb shell true` round trip takes at most 1.5x the
+ * direct one. The user's adb is Debian's, with its own server and key, as a user's laptop runs it; the direct runs use
+ * the lab's own adb server on the same phone. Bridge and direct runs alternate, so drift falls on both alike.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startAdbServer } from '../src/sim/android/index.js';
+import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
+import { onCleanup, tempDir } from './support/cleanup.js';
+import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
+import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
+
+const FILE_BYTES = 8 * 1024 * 1024;
+const TRANSFERS = 6;
+const SHELLS = 30;
+const WARMUP = 2;
+const PUSH_PULL_TARGET = 0.8;
+const SHELL_TARGET = 1.5;
+const MB = 1024 * 1024;
+
+export const remoteConnect: Benchmark = {
+  name: 'remote-connect',
+  title: `8 MiB adb push/pull (${TRANSFERS} each) and adb shell true (${SHELLS}) through the bridge vs the lab's adb server directly`,
+  async run() {
+    const first = 30000 + Math.floor(Math.random() * 300) * 100;
+    const lab = await startAndroidLab('benchtop-bench-remote-', { model: 'Bench Remote' }, { BENCHTOP_REMOTE_PORTS: `${first}-${first + 9}` });
+    const user = await startAdbServer();
+    onCleanup(() => user.stop());
+    const { id: sessionId } = await call<{ id: string }>('POST', `${lab.engine.api}/sessions`, { bearer: lab.apiKey });
+    await allocateUntilInUse(lab, sessionId, REQUEST_TIMEOUT_MS);
+    await call('POST', `${lab.engine.api}/adb-keys`, { bearer: lab.apiKey, body: { publicKey: readFileSync(join(user.env.HOME!, '.android', 'adbkey.pub'), 'utf8') } });
+    const opened = await call<{ address: string }>('POST', `${lab.engine.api}/sessions/${sessionId}/devices/${encodeURIComponent(lab.serial)}/remote-connect`, { bearer: lab.apiKey });
+    const connected = await user.run(['connect', opened.address]);
+    if (!connected.stdout.toString().includes(`connected to ${opened.address}`)) throw new Error(`adb connect: ${connected.stdout}${connected.stderr}`);
+
+    const bridge = (args: string[]) => user.run(['-s', opened.address, ...args], { timeoutMs: 60_000 });
+    const direct = (args: string[]) => lab.adb.run(['-s', lab.serial, ...args], { timeoutMs: 60_000 });
+    const dir = tempDir('benchtop-bench-remote-files-');
+    const local = join(dir, 'up.bin');
+    const bytes = randomBytes(FILE_BYTES);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    writeFileSync(local, bytes);
+    const timed = async (run: () => Promise<{ code: number | null; stderr: string }>, what: string) => {
+      const start = performance.now();
+      const result = await run();
+      if (result.code !== 0) throw new Error(`${what} exited ${result.code}: ${result.stderr}`);
+      return performance.now() - start;
+    };
+    const pulledOk = (path: string) => {
+      if (createHash('sha256').update(readFileSync(path)).digest('hex') !== sha) throw new Error(`${path} came back different`);
+    };
+
+    const push = { bridge: [] as number[], direct: [] as number[] };
+    const pull = { bridge: [] as number[], direct: [] as number[] };
+    for (let i = 0; i < WARMUP + TRANSFERS; i++) {
+      const b = await timed(() => bridge(['push', local, '/sdcard/remote-bench.bin']), 'push through the bridge');
+      const d = await timed(() => direct(['push', local, '/sdcard/remote-bench.bin']), 'push direct');
+      const bp = await timed(() => bridge(['pull', '/sdcard/remote-bench.bin', join(dir, 'b.bin')]), 'pull through the bridge');
+      const dp = await timed(() => direct(['pull', '/sdcard/remote-bench.bin', join(dir, 'd.bin')]), 'pull direct');
+      pulledOk(join(dir, 'b.bin'));
+      pulledOk(join(dir, 'd.bin'));
+      if (i < WARMUP) continue;
+      push.bridge.push(b);
+      push.direct.push(d);
+      pull.bridge.push(bp);
+      pull.direct.push(dp);
+    }
+    const shell = { bridge: [] as number[], direct: [] as number[] };
+    for (let i = 0; i < WARMUP + SHELLS; i++) {
+      const b = await timed(() => bridge(['shell', 'true']), 'shell through the bridge');
+      const d = await timed(() => direct(['shell', 'true']), 'shell direct');
+      if (i < WARMUP) continue;
+      shell.bridge.push(b);
+      shell.direct.push(d);
+    }
+    await lab.engine.child.stop();
+
+    const mbps = (ms: number) => FILE_BYTES / MB / (ms / 1000);
+    const rate = (ms: number) => `${mbps(ms).toFixed(0)} MB/s`;
+    const figure = (name: string, xs: { bridge: number[]; direct: number[] }) => {
+      const [b, d] = [median(xs.bridge), median(xs.direct)];
+      detail(`${name}: bridge ${rate(b)} (${fmtMs(b)}), direct ${rate(d)} (${fmtMs(d)})`);
+      return {
+        benchmark: this.name,
+        figure: `adb ${name} 8 MiB through the bridge`,
+        value: `median ${rate(b)}`,
+        baseline: `lab adb server directly ${rate(d)}`,
+        ratio: fmtRatio(mbps(b), mbps(d)),
+        target: `>= ${PUSH_PULL_TARGET.toFixed(2)}x of direct`,
+        met: mbps(b) / mbps(d) >= PUSH_PULL_TARGET,
+      };
+    };
+    const [sb, sd] = [median(shell.bridge), median(shell.direct)];
+    detail(`shell true: bridge ${fmtMs(sb)}, direct ${fmtMs(sd)} (each includes starting the adb client process)`);
+    return [
+      figure('push', push),
+      figure('pull', pull),
+      {
+        benchmark: this.name,
+        figure: 'adb shell true through the bridge',
+        value: `median ${fmtMs(sb)}`,
+        baseline: `lab adb server directly ${fmtMs(sd)}`,
+        ratio: fmtRatio(sb, sd),
+        target: `<= ${SHELL_TARGET.toFixed(2)}x of direct`,
+        met: sb / sd <= SHELL_TARGET,
+      },
+    ];
+  },
+};

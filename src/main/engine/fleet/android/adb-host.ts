@@ -1,0 +1,97 @@
+import { connect, type Socket } from 'node:net';
+
+/**
+ * The adb server's "smart socket" protocol (AOSP adb/SERVICES.TXT): a request is its length in four hex digits and
+ * its text; the server answers OKAY, or FAIL with a hex-length message. After `host:transport:<serial>` and OKAY,
+ * the next request on the same socket is a service on that phone, and after its OKAY the socket is the stream.
+ */
+
+export interface AdbServerAddress {
+  host: string;
+  port: number;
+}
+
+export class AdbFail extends Error {}
+
+/** Reads exactly n bytes (or fewer, at the end) from a socket that is not flowing yet; leftovers are unshifted. */
+function readBytes(socket: Socket, n: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let got: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      got = got.length === 0 ? chunk : Buffer.concat([got, chunk]);
+      if (got.length < n) return;
+      done();
+      if (got.length > n) socket.unshift(got.subarray(n));
+      resolve(got.subarray(0, n));
+    };
+    const onEnd = () => {
+      done();
+      reject(new AdbFail(`the adb server closed the connection after ${got.length} of ${n} bytes`));
+    };
+    const onError = (error: Error) => {
+      done();
+      reject(error);
+    };
+    const done = () => {
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('error', onError);
+      socket.pause();
+    };
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('error', onError);
+    socket.resume();
+  });
+}
+
+async function status(socket: Socket): Promise<void> {
+  const word = (await readBytes(socket, 4)).toString('latin1');
+  if (word === 'OKAY') return;
+  if (word !== 'FAIL') throw new AdbFail(`the adb server answered ${JSON.stringify(word)}`);
+  const length = parseInt((await readBytes(socket, 4)).toString('latin1'), 16);
+  throw new AdbFail((await readBytes(socket, length)).toString('utf8'));
+}
+
+function request(socket: Socket, text: string): Promise<void> {
+  const body = Buffer.from(text, 'utf8');
+  socket.write(Buffer.concat([Buffer.from(body.length.toString(16).padStart(4, '0'), 'latin1'), body]));
+  return status(socket);
+}
+
+function open(address: AdbServerAddress): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: address.host, port: address.port, noDelay: true });
+    socket.pause();
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** Opens `service` on the phone and resolves to the raw stream; rejects with AdbFail when the server refuses. */
+export async function openDeviceService(address: AdbServerAddress, serial: string, service: string): Promise<Socket> {
+  const socket = await open(address);
+  try {
+    await request(socket, `host:transport:${serial}`);
+    await request(socket, service);
+    return socket;
+  } catch (error) {
+    socket.destroy();
+    throw error;
+  }
+}
+
+/** A host query that answers with one hex-length payload (host:devices-l, host-serial:<serial>:features). */
+export async function hostQuery(address: AdbServerAddress, query: string): Promise<string> {
+  const socket = await open(address);
+  try {
+    await request(socket, query);
+    const length = parseInt((await readBytes(socket, 4)).toString('latin1'), 16);
+    return (await readBytes(socket, length)).toString('utf8');
+  } finally {
+    socket.destroy();
+  }
+}

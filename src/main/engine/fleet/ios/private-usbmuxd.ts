@@ -1,0 +1,354 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, TLSSocket } from 'node:tls';
+import type { Pairing } from '../../../../protocols/apple/pairing.js';
+import { decodePlist, PlistChannel, type PlistDict } from '../../../../protocols/apple/plist-wire.js';
+import { encodeMuxMessage, MUX_RESULT, muxResult, MuxReader, serveMuxClient, swap16 } from '../../../../protocols/apple/usbmuxd-wire.js';
+import type { UsbmuxdAddress } from './usbmux.js';
+
+const LOCKDOWN_PORT = 62078;
+const WDA_PORT = 8100;
+/** ENOENT, as usbmuxd answers a pair record it does not have. */
+const NO_RECORD = 2;
+
+/** The lab's pairing with the phone, as the system usbmuxd keeps it: what the engine's side of each TLS session uses. */
+export interface LabPairRecord {
+  hostId: string;
+  systemBuid: string;
+  hostCertificate: string;
+  hostPrivateKey: string;
+}
+
+function connectUpstream(address: UsbmuxdAddress): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = 'path' in address ? connect({ path: address.path }) : connect({ host: address.host, port: address.port, noDelay: true });
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+/**
+ * One request to the system usbmuxd on a connection of its own; resolves to its reply. With `tunnel`, a Connect that
+ * succeeds resolves with the socket, which from then on is the phone's port.
+ */
+async function upstreamRequest(address: UsbmuxdAddress, request: PlistDict): Promise<{ reply: PlistDict; socket: Socket }> {
+  const socket = await connectUpstream(address);
+  const reader = new MuxReader();
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      let messages;
+      try {
+        messages = reader.push(chunk);
+      } catch (error) {
+        socket.destroy();
+        return reject(error);
+      }
+      const first = messages[0];
+      if (!first) return;
+      socket.off('data', onData);
+      socket.off('error', reject);
+      socket.pause();
+      const rest = reader.rest();
+      if (rest.length) socket.unshift(rest);
+      resolve({ reply: first.message, socket });
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(encodeMuxMessage(1, { ClientVersionString: 'benchtop', ProgName: 'benchtop', ...request }));
+  });
+}
+
+async function upstreamQuery(address: UsbmuxdAddress, request: PlistDict): Promise<PlistDict> {
+  const { reply, socket } = await upstreamRequest(address, request);
+  socket.destroy();
+  return reply;
+}
+
+/** The lab's pair record for the phone, read from the system usbmuxd; undefined while the phone trusts no computer. */
+export async function readLabPairRecord(address: UsbmuxdAddress, udid: string): Promise<LabPairRecord | undefined> {
+  const reply = await upstreamQuery(address, { MessageType: 'ReadPairRecord', PairRecordID: udid });
+  if (!(reply.PairRecordData instanceof Uint8Array)) return undefined;
+  const record = decodePlist(Buffer.from(reply.PairRecordData));
+  const text = (v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : String(v ?? ''));
+  return { hostId: text(record.HostID), systemBuid: text(record.SystemBUID), hostCertificate: text(record.HostCertificate), hostPrivateKey: text(record.HostPrivateKey) };
+}
+
+export interface PrivateUsbmuxdOptions {
+  upstream: UsbmuxdAddress;
+  udid: string;
+  host: string;
+  lab: LabPairRecord;
+  /** A pairing made for this checkout alone: what ReadPairRecord hands out. Its keys open nothing after release. */
+  checkout: Pairing;
+  checkoutRecord: Buffer;
+  onTraffic?: () => void;
+  log: (message: string) => void;
+}
+
+interface Client {
+  socket: Socket;
+  peer: string;
+  since: number;
+}
+
+/**
+ * A usbmuxd for one held iPhone. It shows and connects only that phone (Listen, ListDevices, Connect, ReadBUID), and
+ * hands out a pair record made for this checkout, never the lab's: lockdown sessions are carried through the engine,
+ * which speaks TLS to the client with the checkout's keys and to the phone with the lab's, so the lab's pairing keys
+ * never leave the box and the checkout's open nothing once the listener is gone. Services that ask for TLS
+ * (EnableServiceSSL) are carried the same way; the others are plain tunnels. A second port of its own relays
+ * WebDriverAgent (8100 on the phone), for Appium's webDriverAgentUrl.
+ */
+export class PrivateUsbmuxd {
+  private servers: Server[] = [];
+  private readonly clients = new Set<Client>();
+  private readonly upstreams = new Set<Socket>();
+  /** Phone ports that lockdown started with EnableServiceSSL during this checkout. */
+  private readonly sslPorts = new Set<number>();
+  private closed = false;
+
+  constructor(private readonly options: PrivateUsbmuxdOptions) {}
+
+  async start(muxPort: number, wdaPort: number): Promise<void> {
+    await this.listen(muxPort, (socket) => this.serve(socket));
+    await this.listen(wdaPort, (socket) => void this.relayWda(socket));
+  }
+
+  connections(): Array<{ peer: string; since: number }> {
+    return [...this.clients].map(({ peer, since }) => ({ peer, since }));
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const server of this.servers) server.close();
+    for (const client of this.clients) client.socket.destroy();
+    for (const upstream of this.upstreams) upstream.destroy();
+    this.clients.clear();
+    this.upstreams.clear();
+  }
+
+  private listen(port: number, accept: (socket: Socket) => void): Promise<void> {
+    const server = createServer((socket) => {
+      if (this.closed) return void socket.destroy();
+      socket.on('error', () => undefined);
+      accept(socket);
+    });
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: this.options.host, port }, () => {
+        server.off('error', reject);
+        server.on('error', (error) => this.options.log(`private usbmuxd for ${this.options.udid}: ${error.message}`));
+        this.servers.push(server);
+        resolve();
+      });
+    });
+  }
+
+  private track(socket: Socket): void {
+    const client: Client = { socket, peer: `${socket.remoteAddress}:${socket.remotePort}`, since: Date.now() };
+    this.clients.add(client);
+    socket.on('close', () => this.clients.delete(client));
+  }
+
+  private upstream(socket: Socket): Socket {
+    this.upstreams.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => this.upstreams.delete(socket));
+    if (this.closed) socket.destroy();
+    return socket;
+  }
+
+  /** The held phone's entry in the system usbmuxd's list, or undefined while it is not attached. */
+  private async held(): Promise<PlistDict | undefined> {
+    const reply = await upstreamQuery(this.options.upstream, { MessageType: 'ListDevices' });
+    const list = Array.isArray(reply.DeviceList) ? (reply.DeviceList as PlistDict[]) : [];
+    return list.find((d) => (d.Properties as PlistDict | undefined)?.SerialNumber === this.options.udid);
+  }
+
+  private serve(socket: Socket): void {
+    this.track(socket);
+    const { udid, upstream } = this.options;
+    serveMuxClient(socket, {
+      request: (request, reply) => {
+        const fail = (error: Error) => {
+          this.options.log(`private usbmuxd for ${udid}: ${error.message}`);
+          socket.destroy();
+        };
+        switch (request.MessageType) {
+          case 'ListDevices':
+            return void this.held().then((d) => reply({ DeviceList: d ? [d] : [] }), fail);
+          case 'Listen':
+            return void this.watch(socket, reply).catch(fail);
+          case 'ReadBUID':
+            return void upstreamQuery(upstream, { MessageType: 'ReadBUID' }).then(reply, fail);
+          case 'ReadPairRecord':
+            return reply(request.PairRecordID === udid ? { PairRecordData: this.options.checkoutRecord } : muxResult(NO_RECORD));
+          // The lab's own records are not the user's to change: accepted and dropped, as if saved.
+          case 'SavePairRecord':
+          case 'DeletePairRecord':
+            return reply(muxResult(MUX_RESULT.OK));
+          case 'ListListeners':
+            return reply({ ListenerList: [] });
+          default:
+            return reply(muxResult(MUX_RESULT.BADCOMMAND));
+        }
+      },
+      connect: (request, reply, handOver) => this.connect(socket, request, reply, handOver),
+    });
+  }
+
+  /** Listen: the system usbmuxd's events about the held phone only. */
+  private async watch(socket: Socket, reply: (payload: PlistDict) => void): Promise<void> {
+    const up = this.upstream(await connectUpstream(this.options.upstream));
+    socket.once('close', () => up.destroy());
+    up.once('close', () => socket.destroy());
+    const reader = new MuxReader();
+    let heldId: unknown;
+    let answered = false;
+    up.on('data', (chunk: Buffer) => {
+      let messages;
+      try {
+        messages = reader.push(chunk);
+      } catch (error) {
+        this.options.log(`private usbmuxd for ${this.options.udid}: ${(error as Error).message}`);
+        return void up.destroy();
+      }
+      for (const { message } of messages) {
+        if (!answered) {
+          answered = true;
+          reply(message);
+          continue;
+        }
+        if (message.MessageType === 'Attached' && (message.Properties as PlistDict | undefined)?.SerialNumber === this.options.udid) {
+          heldId = message.DeviceID;
+          socket.write(encodeMuxMessage(0, message));
+        } else if (message.MessageType === 'Detached' && message.DeviceID === heldId) {
+          socket.write(encodeMuxMessage(0, message));
+        }
+      }
+    });
+    up.write(encodeMuxMessage(1, { MessageType: 'Listen', ClientVersionString: 'benchtop', ProgName: 'benchtop' }));
+  }
+
+  private async connect(socket: Socket, request: PlistDict, reply: (payload: PlistDict) => void, handOver: () => void): Promise<boolean> {
+    const held = await this.held().catch(() => undefined);
+    if (!held || request.DeviceID !== held.DeviceID) {
+      reply(muxResult(MUX_RESULT.BADDEV));
+      return false;
+    }
+    let tunnel: Socket;
+    try {
+      const opened = await upstreamRequest(this.options.upstream, { MessageType: 'Connect', DeviceID: held.DeviceID, PortNumber: request.PortNumber });
+      if (opened.reply.Number !== MUX_RESULT.OK) {
+        opened.socket.destroy();
+        reply(opened.reply);
+        return false;
+      }
+      tunnel = this.upstream(opened.socket);
+    } catch {
+      reply(muxResult(MUX_RESULT.CONNREFUSED));
+      return false;
+    }
+    reply(muxResult(MUX_RESULT.OK));
+    handOver();
+    const port = swap16(Number(request.PortNumber));
+    if (port === LOCKDOWN_PORT) this.lockdown(socket, tunnel);
+    else if (this.sslPorts.has(port)) this.pipe(this.clientTls(socket), this.phoneTls(tunnel));
+    else this.pipe(socket, tunnel);
+    return true;
+  }
+
+  private pipe(a: Socket, b: Socket): void {
+    const traffic = this.options.onTraffic;
+    if (traffic) {
+      a.on('data', traffic);
+      b.on('data', traffic);
+    }
+    a.pipe(b);
+    b.pipe(a);
+    a.once('close', () => b.destroy());
+    b.once('close', () => a.destroy());
+    a.resume();
+    b.resume();
+  }
+
+  /** The TLS server the client meets: the checkout pairing's device certificate. */
+  private clientTls(socket: Socket): TLSSocket {
+    const { checkout } = this.options;
+    const tls = new TLSSocket(socket, { isServer: true, key: checkout.devicePrivateKey, cert: checkout.deviceCertificate, requestCert: true, rejectUnauthorized: false });
+    tls.on('error', () => socket.destroy());
+    return tls;
+  }
+
+  /** The TLS client the phone meets: the lab's host certificate, as the lab's own sessions use. */
+  private phoneTls(socket: Socket): TLSSocket {
+    const { lab } = this.options;
+    const tls = tlsConnect({ socket, key: lab.hostPrivateKey, cert: lab.hostCertificate, rejectUnauthorized: false, minVersion: 'TLSv1' });
+    tls.on('error', () => socket.destroy());
+    return tls;
+  }
+
+  /**
+   * lockdownd, carried: requests go to the phone with the lab's HostID in place of the checkout's, Pair and
+   * ValidatePair are answered here (the phone trusts the lab, not the checkout), and a session's TLS is ended on
+   * each side with that side's keys. StartService replies that ask for TLS mark their port for Connect above.
+   */
+  private lockdown(socket: Socket, tunnel: Socket): void {
+    const { checkout, lab } = this.options;
+    socket.once('close', () => tunnel.destroy());
+    tunnel.once('close', () => socket.destroy());
+    let startingSession = false;
+    const toPhone = new PlistChannel(tunnel, (message) => {
+      if (message.Request === 'StartService' && message.EnableServiceSSL === true && typeof message.Port === 'number') this.sslPorts.add(message.Port);
+      toClient.send(message);
+      if (startingSession && message.Request === 'StartSession') {
+        startingSession = false;
+        if (message.EnableSessionSSL !== true || message.Error) return;
+        toClient.detach();
+        toPhone.detach();
+        const clientSide = this.clientTls(socket);
+        const phoneSide = this.phoneTls(tunnel);
+        clientSide.once('close', () => phoneSide.destroy());
+        phoneSide.once('close', () => clientSide.destroy());
+        // The host ends TLS after StopSession and goes on in plain text; the phone hangs up there, and so do we.
+        clientSide.on('end', () => socket.destroy());
+        toClient.rebind(clientSide);
+        toPhone.rebind(phoneSide);
+      }
+    });
+    const toClient = new PlistChannel(socket, (message) => {
+      this.options.onTraffic?.();
+      const name = String(message.Request ?? '');
+      if (name === 'Pair' || name === 'ValidatePair') return toClient.send({ Request: name });
+      if (name === 'StartSession') {
+        if (message.HostID !== checkout.hostId) return toClient.send({ Request: name, Error: 'InvalidHostID' });
+        startingSession = true;
+        return toPhone.send({ ...message, HostID: lab.hostId, SystemBUID: lab.systemBuid });
+      }
+      toPhone.send(message);
+    });
+    socket.resume();
+    tunnel.resume();
+  }
+
+  /** webDriverAgentUrl's port: each connection is a tunnel to WDA on the phone. */
+  private async relayWda(socket: Socket): Promise<void> {
+    this.track(socket);
+    socket.pause();
+    try {
+      const held = await this.held();
+      if (!held) return void socket.destroy();
+      const opened = await upstreamRequest(this.options.upstream, { MessageType: 'Connect', DeviceID: held.DeviceID, PortNumber: swap16(WDA_PORT) });
+      if (opened.reply.Number !== MUX_RESULT.OK) {
+        opened.socket.destroy();
+        return void socket.destroy();
+      }
+      if (socket.destroyed || this.closed) return void opened.socket.destroy();
+      this.pipe(socket, this.upstream(opened.socket));
+    } catch {
+      socket.destroy();
+    }
+  }
+}

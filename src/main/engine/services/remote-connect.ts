@@ -1,0 +1,376 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
+import { createPairing, pairRecordOf } from '../../../protocols/apple/pairing.js';
+import { AdbBridge } from '../fleet/android/adb-bridge.js';
+import { PrivateUsbmuxd, readLabPairRecord } from '../fleet/ios/private-usbmuxd.js';
+import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
+import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
+import type { PhoneSource } from '../fleet/types.js';
+import type { AdbKeyRow } from '../store/adb-keys.js';
+import type { DeviceAllocationRow } from '../store/devices.js';
+import type { Stores } from '../store/index.js';
+import { requireRole } from './auth.js';
+import type { DeviceControl, DeviceTarget } from './device-control.js';
+import type { Caller, Clock, Scope } from './scope.js';
+
+export interface RemoteConnectOptions {
+  /** The ports listeners take, outside adb's emulator range 5555-5585. */
+  ports: { first: number; last: number };
+  /** How long a released port rests before reuse: the user's adb keeps redialling it for a while. */
+  restMs: number;
+  /** Where the listeners listen (loopback unless the lab owner opens them to the LAN). */
+  bindHost: string;
+  /** A host that has not signed in within this long is dropped. */
+  authTimeoutMs: number;
+  /** The lab's adb server now (the lab owner may move it). */
+  labAdb: () => AdbServerAddress | null;
+  /** The system usbmuxd the iOS fleet tracks; null when the iOS fleet is off. */
+  usbmuxd: UsbmuxdAddress | null;
+  /** LAN sharing now: where teammates reach the lab over HTTPS, and its certificate's fingerprint; undefined when off. */
+  lan: () => { origin: string; certificateSha256: string } | undefined;
+  log: (message: string) => void;
+}
+
+/** What listens for one phone: the adb bridge, or the private usbmuxd with its WebDriverAgent port. */
+interface RemoteEnd {
+  /** Listens on these ports (one per port the end needs). */
+  start(ports: number[]): Promise<void>;
+  connections(): Array<{ peer: string; fingerprint?: string; since: number }>;
+  close(): void;
+}
+
+/** One phone's open remote connection. */
+interface Opened {
+  allocationId: string;
+  organizationId: string;
+  serial: string;
+  platform: 'android' | 'ios';
+  ports: number[];
+  /** Who opened it: their registered keys are let in. */
+  userIds: Set<string>;
+  /** Keys given with the POST, accepted for this checkout alone. */
+  checkoutKeys: AdbPublicKey[];
+  end: RemoteEnd;
+  /** Opens the LAN tunnel to this checkout's listeners; dies with them. */
+  tunnelSecret: string;
+}
+
+export interface RemoteConnectView {
+  platform: 'android' | 'ios';
+  address: string;
+  command: string;
+  webDriverAgentUrl?: string;
+  lanCommand?: string;
+  connections: Array<{ peer: string; fingerprint: string | null; since: number }>;
+}
+
+interface RemoteConnectEvents {
+  /** A remote connection's streams carried bytes (at most once a second per phone): activity, for idle release. */
+  activity: [allocationId: string];
+}
+
+/** How often, at most, activity is reported for one phone. */
+const ACTIVITY_EVERY_MS = 1000;
+
+/** adb treats 5555-5585 as emulator ports and renames such devices `emulator-N`. */
+const EMULATOR_PORTS = { first: 5555, last: 5585 };
+
+/**
+ * A user's own tools on a held phone. Android: a bridge that speaks adbd's side of the protocol, so the user's adb
+ * `connect`s to it and signs in with a registered key (or one given for this checkout). iPhone: a private usbmuxd that
+ * shows only that phone and hands out a pairing of the checkout's own, plus a WebDriverAgent port. Over LAN sharing
+ * both are also reached through a per-checkout tunnel inside the HTTPS port. Everything lives as long as the
+ * allocation: release, session end, device_lost and engine stop close it before cleanup starts.
+ */
+export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
+  private readonly opened = new Map<string, Opened>();
+  /** Ports in use or opening, and when each released port was let go. */
+  private readonly busy = new Set<number>();
+  private readonly resting = new Map<number, number>();
+  private readonly lastActivity = new Map<string, number>();
+
+  constructor(
+    private readonly stores: Pick<Stores, 'adbKeys'>,
+    private readonly control: Pick<DeviceControl, 'holding'>,
+    private readonly phones: Pick<PhoneSource, 'get'>,
+    private readonly now: Clock,
+    private readonly options: RemoteConnectOptions,
+  ) {
+    super();
+    const { first, last } = options.ports;
+    if (first > last || (first <= EMULATOR_PORTS.last && last >= EMULATOR_PORTS.first)) {
+      throw new RangeError(`remote-connect ports ${first}-${last} must be a range outside adb's emulator ports ${EMULATOR_PORTS.first}-${EMULATOR_PORTS.last}`);
+    }
+  }
+
+  // ---- adb keys: a user's own, whichever organization they act in ----
+
+  listKeys(caller: Caller): AdbKeyRow[] {
+    return this.stores.adbKeys.ofUser(caller.user.id);
+  }
+
+  addKey(caller: Caller, body: { publicKey: string; title?: string }): AdbKeyRow {
+    const parsed = parseKey(body.publicKey);
+    const userId = caller.user.id;
+    const existing = this.stores.adbKeys.byFingerprint(parsed.fingerprint);
+    if (existing) {
+      throw conflict('key_in_use', existing.userId === userId ? 'You have added this adb key already.' : 'This adb key belongs to another user of the lab.');
+    }
+    const row: AdbKeyRow = {
+      id: randomUUID(),
+      userId,
+      title: body.title?.trim() || parsed.comment || 'adb key',
+      publicKey: parsed.blob,
+      fingerprint: parsed.fingerprint,
+      createdAt: this.now(),
+    };
+    this.stores.adbKeys.insert(row);
+    return row;
+  }
+
+  deleteKey(caller: Caller, id: string): void {
+    if (!this.stores.adbKeys.remove(id, caller.user.id)) throw notFound('adb key');
+  }
+
+  // ---- remote connections ----
+
+  /** Opens the phone's remote connection, or answers the open one (`created` false) with this caller let in too. */
+  async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }): Promise<{ created: boolean; view: RemoteConnectView }> {
+    requireRole(scope.role, 'readwrite');
+    const row = this.control.holding(scope, target);
+    const checkoutKey = body.publicKey === undefined ? undefined : parseKey(body.publicKey);
+    const userId = scope.caller.user.id;
+    const current = this.opened.get(row.id);
+    if (current) {
+      current.userIds.add(userId);
+      if (checkoutKey && !current.checkoutKeys.some((k) => k.fingerprint === checkoutKey.fingerprint)) current.checkoutKeys.push(checkoutKey);
+      return { created: false, view: this.view(current) };
+    }
+    const platform = this.phones.get(row.serial!)?.platform ?? (row.platform as 'android' | 'ios');
+    const opened: Opened = {
+      allocationId: row.id,
+      organizationId: row.organizationId,
+      serial: row.serial!,
+      platform,
+      ports: [],
+      userIds: new Set([userId]),
+      checkoutKeys: checkoutKey ? [checkoutKey] : [],
+      end: undefined as unknown as RemoteEnd,
+      tunnelSecret: randomBytes(24).toString('base64url'),
+    };
+    opened.end = platform === 'android' ? this.adbEnd(opened, userId) : await this.usbmuxdEnd(opened);
+    const ports = await this.listen(opened.end, platform === 'android' ? 1 : 2);
+    // Released, or opened by a concurrent request, while the ports were being taken.
+    const again = this.opened.get(row.id);
+    if (again || !this.stillHeld(scope, target, row)) {
+      opened.end.close();
+      for (const port of ports) this.letGo(port);
+      if (again) return { created: false, view: this.view(again) };
+      throw conflict('device_not_in_use', 'The device was released while its remote connection opened.');
+    }
+    opened.ports = ports;
+    this.opened.set(row.id, opened);
+    return { created: true, view: this.view(opened) };
+  }
+
+  private adbEnd(opened: Opened, userId: string): RemoteEnd {
+    if (opened.checkoutKeys.length === 0 && this.stores.adbKeys.ofUser(userId).length === 0) {
+      throw conflict('no_adb_key', 'Add your adb key first (POST /api/v1/adb-keys with ~/.android/adbkey.pub), or pass publicKey for this checkout.');
+    }
+    const labAdb = this.options.labAdb();
+    if (!labAdb) throw conflict('not_supported', 'The lab\'s Android fleet is off.');
+    const bridge = new AdbBridge({
+      serial: opened.serial,
+      labAdb,
+      host: this.options.bindHost,
+      keys: () => this.keysOf(opened),
+      authTimeoutMs: this.options.authTimeoutMs,
+      onTraffic: () => this.traffic(opened.allocationId),
+      log: this.options.log,
+    });
+    return { start: ([port]) => bridge.start(port!), connections: () => bridge.connections(), close: () => bridge.close() };
+  }
+
+  private async usbmuxdEnd(opened: Opened): Promise<RemoteEnd> {
+    const upstream = this.options.usbmuxd;
+    if (!upstream) throw conflict('not_supported', 'The lab\'s iOS fleet is off.');
+    const lab = await readLabPairRecord(upstream, opened.serial).catch(() => undefined);
+    if (!lab) throw conflict('device_not_paired', 'The lab has no pairing with this iPhone (tap Trust on it first).');
+    // A pairing of the checkout's own: what the user's tools hold, and what stops opening anything at release.
+    const checkout = await createPairing(lab.systemBuid);
+    const usbmuxd = new PrivateUsbmuxd({
+      upstream,
+      udid: opened.serial,
+      host: this.options.bindHost,
+      lab,
+      checkout,
+      checkoutRecord: pairRecordOf(checkout),
+      onTraffic: () => this.traffic(opened.allocationId),
+      log: this.options.log,
+    });
+    return { start: ([mux, wda]) => usbmuxd.start(mux!, wda!), connections: () => usbmuxd.connections(), close: () => usbmuxd.close() };
+  }
+
+  get(scope: Scope, target: DeviceTarget): RemoteConnectView {
+    const row = this.control.holding(scope, target);
+    const current = this.opened.get(row.id);
+    if (!current) throw notFound('remote connection');
+    return this.view(current);
+  }
+
+  close(scope: Scope, target: DeviceTarget): void {
+    requireRole(scope.role, 'readwrite');
+    const row = this.control.holding(scope, target);
+    if (!this.opened.has(row.id)) throw notFound('remote connection');
+    this.end(row.id);
+  }
+
+  /** The allocator's release hook: connections drop before cleanup starts, and wireless debugging goes off. */
+  onReleased(row: DeviceAllocationRow): void {
+    const current = this.opened.get(row.id);
+    if (!current) return;
+    this.end(row.id);
+    const labAdb = this.options.labAdb();
+    // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
+    if (labAdb && current.platform === 'android') void this.wirelessDebuggingOff(labAdb, current.serial);
+  }
+
+  /**
+   * Where a LAN tunnel with this secret leads: the checkout's listener (`which` 0) or its WebDriverAgent port (1);
+   * undefined for a secret of no open checkout. The secret is the credential: it is shown only to the holder.
+   */
+  tunnelTarget(secret: string, which: number): { host: string; port: number } | undefined {
+    const given = Buffer.from(secret);
+    for (const opened of this.opened.values()) {
+      const known = Buffer.from(opened.tunnelSecret);
+      if (known.length === given.length && timingSafeEqual(known, given)) {
+        const port = opened.ports[which];
+        return port === undefined ? undefined : { host: this.options.bindHost, port };
+      }
+    }
+    return undefined;
+  }
+
+  /** Engine stop: everything closes. */
+  stop(): void {
+    for (const id of [...this.opened.keys()]) this.end(id);
+  }
+
+  private end(allocationId: string): void {
+    const current = this.opened.get(allocationId);
+    if (!current) return;
+    this.opened.delete(allocationId);
+    this.lastActivity.delete(allocationId);
+    current.end.close();
+    for (const port of current.ports) this.letGo(port);
+  }
+
+  private async wirelessDebuggingOff(labAdb: AdbServerAddress, serial: string): Promise<void> {
+    try {
+      const socket = await openDeviceService(labAdb, serial, 'shell:settings put global adb_wifi_enabled 0');
+      socket.resume();
+      socket.on('error', () => undefined);
+    } catch (error) {
+      this.options.log(`${serial}: turning wireless debugging off failed: ${(error as Error).message}`);
+    }
+  }
+
+  private stillHeld(scope: Scope, target: DeviceTarget, row: DeviceAllocationRow): boolean {
+    try {
+      return this.control.holding(scope, target).id === row.id;
+    } catch {
+      return false;
+    }
+  }
+
+  private keysOf(opened: Opened): AdbPublicKey[] {
+    const registered = [...opened.userIds].flatMap((id) => this.stores.adbKeys.ofUser(id)).map((k) => parseAdbPublicKey(k.publicKey));
+    return [...registered, ...opened.checkoutKeys];
+  }
+
+  private traffic(allocationId: string): void {
+    const now = Date.now();
+    if (now - (this.lastActivity.get(allocationId) ?? 0) < ACTIVITY_EVERY_MS) return;
+    this.lastActivity.set(allocationId, now);
+    this.emit('activity', allocationId);
+  }
+
+  /** Takes the first `count` pool ports that are neither busy nor resting and that the OS lets `end` bind. */
+  private async listen(end: RemoteEnd, count: number): Promise<number[]> {
+    const { first, last } = this.options.ports;
+    const now = this.now();
+    const free: number[] = [];
+    for (let port = first; port <= last && free.length < count; port++) {
+      const since = this.resting.get(port);
+      if (this.busy.has(port) || (since !== undefined && now - since < this.options.restMs)) continue;
+      free.push(port);
+    }
+    if (free.length < count) {
+      throw conflict('no_free_port', `Every remote-connect port (${first}-${last}) is in use or resting after a release; try again in a minute.`);
+    }
+    for (const port of free) this.busy.add(port);
+    try {
+      await end.start(free);
+    } catch (error) {
+      end.close();
+      for (const port of free) this.busy.delete(port);
+      // Taken by another program: rest it, so the next try moves on.
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        for (const port of free) this.resting.set(port, now);
+        return this.listen(end, count);
+      }
+      throw conflict('device_error', `The remote connection could not open: ${(error as Error).message}`);
+    }
+    for (const port of free) this.resting.delete(port);
+    return free;
+  }
+
+  private letGo(port: number): void {
+    if (!this.busy.delete(port)) return;
+    this.resting.set(port, this.now());
+  }
+
+  private view(opened: Opened): RemoteConnectView {
+    const host = this.options.bindHost;
+    const address = `${host}:${opened.ports[0]}`;
+    const connections = opened.end.connections().map((c) => ({ peer: c.peer, fingerprint: c.fingerprint ?? null, since: c.since }));
+    const lanCommand = this.lanCommand(opened);
+    if (opened.platform === 'android') return { platform: 'android', address, command: `adb connect ${address}`, ...lanCommand, connections };
+    return {
+      platform: 'ios',
+      address,
+      command: `export USBMUXD_SOCKET_ADDRESS=${address}`,
+      webDriverAgentUrl: `http://${host}:${opened.ports[1]}`,
+      ...lanCommand,
+      connections,
+    };
+  }
+
+  /**
+   * Over LAN sharing: one command a teammate runs with Node alone. It fetches the tunnel client from the lab, checks
+   * the lab's certificate fingerprint before running it, and listens on the same port number on their own loopback,
+   * so that the address in `command` (and an iPhone's webDriverAgentUrl) works there unchanged.
+   */
+  private lanCommand(opened: Opened): { lanCommand?: string } {
+    const lan = this.options.lan();
+    if (!lan) return {};
+    const { origin, certificateSha256: fp } = lan;
+    const fetchAndRun =
+      `require('https').get('${origin}/api/v1/remote-connect/client.cjs',{rejectUnauthorized:false},r=>{` +
+      `if(r.socket.getPeerCertificate().fingerprint256!=='${fp}'){console.error('not the lab: certificate mismatch');process.exit(1)}` +
+      `let s='';r.on('data',d=>s+=d).on('end',()=>eval(s))})`;
+    return { lanCommand: `node -e "${fetchAndRun}" ${origin} ${opened.tunnelSecret} ${fp} ${opened.ports.join(',')}` };
+  }
+
+}
+
+function parseKey(text: string): AdbPublicKey {
+  try {
+    return parseAdbPublicKey(text);
+  } catch (error) {
+    if (error instanceof NotAnAdbKey) throw invalid('invalid_public_key', `That is not an adb public key (~/.android/adbkey.pub): ${error.message}`);
+    throw error;
+  }
+}
