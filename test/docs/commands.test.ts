@@ -7,12 +7,13 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
-import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
+import { runAdb, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
@@ -165,6 +166,17 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     const counts = Object.fromEntries(r.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/).reverse()));
     expect(counts).toEqual({ 401: '10', 429: '10' });
   },
+  'adb-key': (r) => {
+    const [key] = r.json;
+    expect(key).toMatchObject({ title: 'my laptop' });
+    // The MD5 of the key, as adb's "Allow USB debugging?" dialog shows it.
+    expect(key.fingerprint).toMatch(/^([0-9a-f]{2}:){15}[0-9a-f]{2}$/i);
+  },
+  'ci-recipe': (r) => {
+    expect(r.stdout).toMatch(/connected to 127\.0\.0\.1:\d+/);
+    // The stand-in ./gradlew asks the phone named by ANDROID_SERIAL for its model, through the user's own adb.
+    expect(r.stdout).toContain(`gradlew connectedAndroidTest on ${r.vars.ADDRESS}: Pixel 8`);
+  },
   'sharing-keep': (r) => {
     const [kept] = r.json.slice(-1);
     expect(kept.status).toBe('in_use');
@@ -236,6 +248,15 @@ function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, s
   });
 }
 
+/** A loopback port nothing listens on. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
 
@@ -288,6 +309,8 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
   let serve: ServeProcess | undefined;
   /** What the env blocks name, from the running engine. */
   const supplied: Record<string, string> = { PASSWORD, MOBILECLI_REMOTE_ONLY: '1' };
+  /** The reader's own adb server (remote-connect's pages start it), on a port of its own rather than 5037. */
+  let userAdbPort = 0;
   /** The HOME the blocks run with: mobilecli starts its daemon there, and close() stops it. */
   const home = mobilecli(MOBILECLI, {});
   /** `mobilecli` on the blocks' PATH is 1.0.9, as `npm i -g mobilecli` installs it. */
@@ -318,6 +341,11 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     // The files the docs' commands read, in the directory they run in.
     writeFileSync(join(work, 'app-debug.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.0' }));
     writeFileSync(join(work, 'app-release.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.1' }));
+    // remote-connect.md's CI recipe runs ./gradlew connectedAndroidTest: this stand-in asks the phone it would test
+    // (ANDROID_SERIAL, as Gradle picks it) for its model through the reader's adb, which is what Gradle would reach.
+    writeFileSync(join(work, 'gradlew'), '#!/bin/sh\necho "gradlew $1 on $ANDROID_SERIAL: $(adb shell getprop ro.product.model)"\n');
+    chmodSync(join(work, 'gradlew'), 0o755);
+    userAdbPort = await freePort();
     writeFileSync(join(work, 'trace.zip'), Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000'), 'binary'));
     await waitFor('the demo phones in the fleet', async () => {
       const fleet = (await call(serve!.api, 'GET', '/fleet/devices', { token: supplied.TOKEN })).body.data as Array<{ platform: string; state: string }>;
@@ -327,6 +355,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
   });
   afterAll(async () => {
     await home.close();
+    if (userAdbPort) await runAdb(['kill-server'], { serverPort: userAdbPort, env: { ...process.env, HOME: home.home } }).catch(() => undefined);
     serve?.child.kill('SIGTERM');
     await serve?.exited;
     await adb?.stop();
@@ -347,7 +376,14 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
       for (const block of runnable) {
         const name = (block.mark as { name: string }).name;
         it(`${name} (${block.where})`, async () => {
-          const env: Record<string, string> = { PATH: `${bin}:${process.env.PATH}`, HOME: home.home, LANG: 'C.UTF-8', ...supplied };
+          const env: Record<string, string> = {
+            PATH: `${bin}:${process.env.PATH}`,
+            HOME: home.home,
+            LANG: 'C.UTF-8',
+            ANDROID_ADB_SERVER_PORT: String(userAdbPort),
+            TMPDIR: work,
+            ...supplied,
+          };
           const run = await runBlock(block, env, work, stateFile);
           run.vars = Object.assign(pageVars, run.vars);
           CHECKS[name]!(run);
