@@ -189,7 +189,15 @@ export async function startMacHost(): Promise<MacHostSim> {
       }
     }
   };
-  const file = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim() : '');
+  // The scripted tart may delete a VM between listing its folder and reading a file of it (a failed start cleans up):
+  // a file that is gone reads as empty, as one never written does.
+  const file = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
 
   await start();
   const privateKey = readFileSync(join(dir, 'id'), 'utf8');
