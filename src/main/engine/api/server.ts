@@ -44,6 +44,7 @@ import { labAssistantRoutes } from './routes/lab-assistant.js';
 import { instanceRoutes } from './routes/instances.js';
 import { organizationRoutes } from './routes/organizations.js';
 import { deviceControlRoutes } from './routes/device-control.js';
+import { phoneToolboxRoutes } from './routes/phone-toolbox.js';
 import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
@@ -265,6 +266,7 @@ export async function buildServer(services: ApiServices, version: string, option
     testResultRoutes(a, s.testResults, s.uploads);
     deviceRoutes(a, s.allocator);
     deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
+    phoneToolboxRoutes(a, s.control);
     fleetRoutes(a, s.allocator, s.macHosts);
     labHostRoutes(a, s.macHosts);
     instanceRoutes(a, s.instances);

@@ -19,6 +19,8 @@ export interface AppFiles {
   readyFile(scope: Scope, ref: string): FileRow;
   /** Where the file's bytes are on disk. */
   pathOf(file: FileRow): string;
+  /** App names by package name or bundle id, from the organization's stored files. */
+  labels(scope: Scope): Map<string, string>;
 }
 
 export interface AllocatorOptions {

@@ -280,6 +280,9 @@ export class IosDriver implements PhoneDriver {
         }
         break;
       }
+      case 'clearAppData':
+        // iOS keeps an app's data with the app: only uninstalling it (and installing again) clears it.
+        throw invalid('unsupported_action', 'An iPhone cannot clear an app\'s data without removing the app: uninstall it and install it again.');
       case 'foregroundApp': {
         // SpringBoard in front is the home screen: no app, as on Android's launcher.
         const { bundleId } = await wda.command<{ bundleId?: string }>('GET', '/wda/activeAppInfo', undefined, signal);
