@@ -126,15 +126,15 @@ export function FleetScreen() {
       </form>
       {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : loaded && shown.length === 0 ? <Empty>No phone matches that search.</Empty> : (
         <div className="table-wrap">
-        <table className="table" aria-label="Phones">
+        <table className="table fleet-table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th>Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
             {shown.map((d) => (
               <tr key={d.serial} data-serial={d.serial}>
                 <td>{d.name}</td>
-                <td>{platformName(d.platform)}</td>
+                <td className="col-platform">{platformName(d.platform)}</td>
                 <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
                 <td>{d.osVersion}</td>
                 <td><code>{d.serial}</code></td>
