@@ -76,6 +76,12 @@ export function App() {
     void start.finally(() => setStarting(false));
   }, [bridge]);
 
+  // A page that replaced the one holding the focus (a button that navigated) takes it, rather than the body.
+  useEffect(() => {
+    const active = document.activeElement;
+    if (!active || active === document.body) document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
+
   if (!token) return starting ? <main className="centered"><Spinner label="Signing in" /></main> : <LoginScreen />;
 
   return (
