@@ -1,4 +1,4 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { authStore, useAuth } from './app-context.js';
 import { desktopBridge } from './desktop-bridge.js';
 import { linkTo, match, navigate, usePath } from './router.js';
@@ -76,8 +76,12 @@ export function App() {
     void start.finally(() => setStarting(false));
   }, [bridge]);
 
-  // A page that replaced the one holding the focus (a button that navigated) takes it, rather than the body.
+  // A page that replaced the one holding the focus (a button that navigated) takes it, rather than the body. A page
+  // loaded afresh keeps the browser's order, which starts at the skip link.
+  const shownPath = useRef(path);
   useEffect(() => {
+    if (shownPath.current === path) return;
+    shownPath.current = path;
     const active = document.activeElement;
     if (!active || active === document.body) document.getElementById('main')?.focus({ preventScroll: true });
   }, [path]);
