@@ -58,7 +58,23 @@ let jobCounter = 0;
  * One phone of the session, the way a lab engineer works with it: the screen as large as the window allows, its
  * buttons, its details, its live log, the assistant beside it, and apps dropped straight onto it.
  */
-export function PhoneView({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
+export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: string; device: Device; onChange(): void; heldBy?: string }) {
+  const [asked, setAsked] = useState(false);
+  // Another member's phone: ask them first, rather than tap, type or release under their hands.
+  if (heldBy && !asked) {
+    return (
+      <section className="card warning" aria-label={`${device.info.name} held by ${heldBy}`}>
+        <p><strong>{heldBy}</strong> holds {device.info.name} in this session. Ask them before you act on it or release it.</p>
+        <div className="button-row">
+          <button type="button" onClick={() => setAsked(true)}>I asked {heldBy}: open {device.info.name}</button>
+        </div>
+      </section>
+    );
+  }
+  return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} />;
+}
+
+function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
   const serial = device.info.serial!;
   const name = device.info.name;
   const [zoom, setZoom] = useState<'fit' | 'actual'>('fit');

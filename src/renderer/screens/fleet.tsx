@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
-import { api, fleetStore, useFleet } from '../app-context.js';
+import { api, fleetStore, useAuth, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
 import { linkTo, navigate } from '../router.js';
@@ -41,6 +41,9 @@ export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
   return true;
 }
 
+/** Who holds a phone of the caller's organization: "you", a teammate's email, or an API key's session. */
+const holderName = (email: string | undefined, me: string | undefined) => (!email ? 'an API key' : email === me ? 'you' : email);
+
 /** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
 function UseThisPhone({ device }: { device: FleetDevice }) {
   const use = useAction();
@@ -67,6 +70,7 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
 
 /** Every phone and Mac host of the lab, polled: who holds what shows only for the current organization. */
 export function FleetScreen() {
+  const me = useAuth((s) => s.user?.email);
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
@@ -146,7 +150,9 @@ export function FleetScreen() {
                 <td><Battery level={d.battery} /></td>
                 <td>
                   {d.heldBy ? (
-                    <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>your session {d.heldBy.sessionId.slice(0, 8)}</a>
+                    <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
+                      {holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
+                    </a>
                   ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
                 </td>
                 <td>{isFree(d) && <UseThisPhone device={d} />}</td>

@@ -31,8 +31,12 @@ export const FleetDevice = Type.Object({
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
     Type.Object(
-      { sessionId: Type.String(), allocationId: Type.String() },
-      { description: 'Present only when your own organization holds it.' },
+      {
+        sessionId: Type.String(),
+        allocationId: Type.String(),
+        memberEmail: Type.Optional(Type.String({ description: 'The member of your organization whose session holds it (absent for a session an API key started).' })),
+      },
+      { description: 'Present only when your own organization holds it: another organization\'s hold shows as held alone.' },
     ),
   ),
   lastSeenAt: Type.String({ format: 'date-time' }),

@@ -31,6 +31,7 @@ export const Invitation = Type.Object({
   role: RoleName,
   status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('rejected'), Type.Literal('revoked')]),
   invitedBy: Nullable(Uuid),
+  invitedByEmail: Nullable(Type.String({ description: 'Who invited: their email, for the invitee to recognise.' })),
   createdAt: DateTime,
   expiresAt: DateTime,
 });

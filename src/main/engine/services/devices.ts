@@ -11,7 +11,7 @@ import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
 /** What the allocator reads and writes: allocations, the inventory, metering, and the apps to install. */
-export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files'>;
+export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files' | 'users'>;
 
 /** The stored app files an allocation's installApps names. */
 export interface AppFiles {
@@ -190,13 +190,19 @@ export class DeviceAllocator {
     });
   }
 
-  /** Whether a phone is held, and by whom only when it is the caller's own organization. */
-  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string } {
+  /**
+   * Whether a phone is held, and by whom (the session, and the email of the member who started it) only when it is
+   * the caller's own organization: another organization's hold is a bare yes.
+   */
+  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; memberEmail?: string } {
     const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
     if (!row) return { held: this.cleaning.has(serial) || devices.uncleaned().some((r) => r.serial === serial) };
-    return row.organizationId === organizationId ? { held: true, sessionId: row.sessionId, allocationId: row.id } : { held: true };
+    if (row.organizationId !== organizationId) return { held: true };
+    const createdBy = this.stores.sessions.get(row.sessionId, organizationId)?.createdBy;
+    const memberEmail = createdBy ? this.stores.users.get(createdBy)?.email : undefined;
+    return { held: true, sessionId: row.sessionId, allocationId: row.id, ...(memberEmail ? { memberEmail } : {}) };
   }
 
   // ---- the fleet's events ----

@@ -7,7 +7,7 @@ import type { HostHealth } from '../../services/instances.js';
 
 /** The lab's inventory: phones and Mac hosts, free or held; who holds them only for the caller's own organization. */
 
-export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?: string }, holder: { held: boolean; sessionId?: string; allocationId?: string }): FleetDevice => ({
+export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?: string }, holder: { held: boolean; sessionId?: string; allocationId?: string; memberEmail?: string }): FleetDevice => ({
   platform: d.platform,
   type: d.type,
   name: d.name,
@@ -18,7 +18,7 @@ export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?:
   ...(d.model ? { model: d.model } : {}),
   ...(d.steps ? { steps: d.steps } : {}),
   held: holder.held,
-  ...(holder.sessionId ? { heldBy: { sessionId: holder.sessionId, allocationId: holder.allocationId! } } : {}),
+  ...(holder.sessionId ? { heldBy: { sessionId: holder.sessionId, allocationId: holder.allocationId!, ...(holder.memberEmail ? { memberEmail: holder.memberEmail } : {}) } } : {}),
   lastSeenAt: iso(d.lastSeenAt),
 });
 

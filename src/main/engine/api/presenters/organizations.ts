@@ -30,6 +30,7 @@ export const presentInvitation = (i: InvitationRow): Invitation => ({
   role: i.role,
   status: i.status,
   invitedBy: i.invitedBy,
+  invitedByEmail: i.invitedByEmail,
   createdAt: iso(i.createdAt),
   expiresAt: iso(i.expiresAt),
 });
