@@ -222,6 +222,72 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await waitFor('the inserted text on the phone', () => phone().state.notesText === 'üß😀');
   });
 
+  it('shared lab: an invitation link names the inviter; the Fleet names the member who holds a phone, only within the organization; their phone asks first', async () => {
+    const mate = 'mia@lab.test';
+    await c().signup(mate, 'mia-password');
+    const origin = originOf(lab.engine.api);
+    await page.goto(`${origin}/organization`);
+    await page.getByLabel('New organization').fill('Lab Team');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('heading', { name: 'Lab Team' }).waitFor();
+    await page.getByLabel('Email', { exact: true }).fill(mate);
+    await page.getByRole('button', { name: 'Create invitation link' }).click();
+    const link = await page.getByLabel(`Invitation link for ${mate}`, { exact: true }).inputValue();
+    expect(link).toMatch(new RegExp(`^${origin}/organization\\?invitation=[0-9a-f-]{36}$`));
+    await axe('organization');
+
+    // The teammate opens the link in their own browser: the invitation names who sent it.
+    const matePage = await (await browser.newContext({ viewport: { width: 1024, height: 768 } })).newPage();
+    await logIn(matePage, origin, mate, 'mia-password', new URL(link).pathname + new URL(link).search);
+    await matePage.getByText(`invited by ${OWNER_EMAIL}`).waitFor();
+    await matePage.getByRole('button', { name: 'Accept the invitation to Lab Team' }).click();
+    await matePage.context().close();
+
+    const mateToken = await c().login(mate, 'mia-password');
+    const team = (await c().call('GET', '/organizations', { token: mateToken })).body.data.find((o: { name: string }) => o.name === 'Lab Team').id;
+    const mateSession = (await c().call('POST', '/sessions', { token: mateToken, org: team })).body.id;
+    await c().call('POST', `/sessions/${mateSession}/devices`, { token: mateToken, org: team, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }, { attribute: 'name', operator: 'EQUALS', value: 'Galaxy S21' }] } });
+
+    await page.getByLabel('Current organization').selectOption(team);
+    await page.getByRole('link', { name: 'Fleet' }).click();
+    const galaxy = page.getByRole('table', { name: 'Phones' }).getByRole('row', { name: /Galaxy S21/ });
+    await galaxy.getByRole('link', { name: new RegExp(`^${mate.replace('.', '\\.')} · session`) }).waitFor();
+    const personal = (await c().call('GET', '/organizations', { token })).body.data.find((o: { personal: boolean }) => o.personal).id;
+    await page.getByLabel('Current organization').selectOption(personal);
+    await galaxy.getByText('another organization').waitFor();
+    expect(await galaxy.getByText(mate).count()).toBe(0);
+
+    await page.getByLabel('Current organization').selectOption(team);
+    await page.goto(`${origin}/sessions/${mateSession}`);
+    const notice = page.getByRole('region', { name: `Galaxy S21 held by ${mate}` });
+    await notice.getByText('Ask them before you act on it or release it.').waitFor();
+    expect(await page.getByRole('button', { name: /^Release Galaxy S21/ }).count()).toBe(0);
+    await axe('a teammate\'s session');
+    await notice.getByRole('button', { name: `I asked ${mate}: open Galaxy S21` }).click();
+    await page.getByRole('img', { name: 'Screen of Galaxy S21' }).waitFor();
+    // Back to the Fleet before the Personal organization: its session is not the Personal organization's to show.
+    await page.getByRole('link', { name: 'Fleet' }).click();
+    await page.getByLabel('Current organization').selectOption(personal);
+  });
+
+  it('LAN sharing asks whether sign-up stays open; Usage says what the plan means here', async () => {
+    const origin = originOf(lab.engine.api);
+    await page.goto(`${origin}/settings`);
+    await page.getByLabel(/Share this lab on the LAN/).check();
+    const ask = page.getByRole('group', { name: 'Sign-up on the LAN' });
+    await ask.getByText('anyone who reaches this lab on the LAN could create an account').waitFor();
+    await axe('settings, asking');
+    await ask.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.getByLabel(/Share this lab on the LAN/).isChecked()).toBe(false);
+    expect((await c().call('GET', '/lab/settings', { token })).body.lanSharing.enabled).toBe(false);
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByText('At zero nothing is stopped or refused and nothing is charged').waitFor();
+    await axe('usage');
+    await page.goto(`${origin}/sessions/${sessionId}`);
+    await image().waitFor();
+  });
+
   it('at 1440x900 the phone page passes axe-core and is saved', async () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await tab('Details').click();

@@ -107,7 +107,7 @@ function SentInvitations({ orgId }: { orgId: string }) {
           <li key={i.id}>
             <span>{i.email} · {i.role} · expires {fmtTime(i.expiresAt)}</span>
             <input readOnly className="invite-link" aria-label={`Invitation link for ${i.email}`} value={invitationLink(i.id)} onFocus={(e) => e.currentTarget.select()} />
-            <button type="button" aria-label={`Copy the invitation link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(invitationLink(i.id)).catch(() => undefined)}>Copy link</button>
+            <button type="button" aria-label={`Copy link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(invitationLink(i.id)).catch(() => undefined)}>Copy link</button>
             <button type="button" aria-label={`Revoke the invitation of ${i.email}`} onClick={() => void act.run(async () => {
               await api.revokeInvitation(orgId, i.id);
               await invitations.reload();
