@@ -203,11 +203,9 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
           <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
           <button type="button" onClick={() => void screenshot()} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
-          {platform === 'android' && (
-            <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={() => void toggleRecording()}>
-              {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
-            </button>
-          )}
+          <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={() => void toggleRecording()}>
+            {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
+          </button>
         </div>
         <div className="group">
           <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>

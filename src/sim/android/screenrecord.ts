@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MinicapHost } from './minicap.js';
-import { mp4OfJpegs, type Mp4Frame } from './mp4.js';
+import { mp4OfJpegs, type Mp4Frame } from '../../protocol/mp4-mjpeg.js';
 import type { CommandFn } from './shell.js';
 
 /** How often the simulated recorder looks at the screen; a frame is kept only when the picture changed. */

@@ -1,8 +1,8 @@
 /**
  * A minimal ISO base media file (MP4) of JPEG frames: ftyp, mdat, then moov with one video track whose sample entry
- * is `jpeg` (Motion JPEG, which ffmpeg's mov demuxer and every box parser read). A real phone's screenrecord writes
- * H.264; the simulated one writes the frames it already encodes for minicap, so that a recording is a real, playable
- * MP4 without a video encoder in the simulator.
+ * is `jpeg` (Motion JPEG, which ffmpeg's mov demuxer and every box parser read). Written once for two writers: an
+ * iPhone's recording, made of WebDriverAgent's MJPEG frames as they came, and the simulated Android phone's
+ * screenrecord (a real phone's writes H.264), which records the frames it already encodes for minicap.
  */
 
 const box = (type: string, ...parts: Buffer[]): Buffer => {
