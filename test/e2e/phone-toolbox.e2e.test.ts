@@ -288,6 +288,21 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await image().waitFor();
   });
 
+  it('Files & Apps names an app by its label and installs it on a held phone', async () => {
+    await page.getByRole('link', { name: 'Files & Apps' }).click();
+    const card = page.getByRole('article', { name: 'App Toolbox E2E' });
+    await card.getByText(APP).waitFor();
+    await card.getByRole('button', { name: 'Install on a phone…' }).click();
+    const form = card.getByRole('form', { name: 'Install Toolbox E2E on a phone' });
+    await form.getByLabel('Phone').selectOption({ label: `Pixel 7 (${serial})` });
+    await form.getByRole('button', { name: 'Install', exact: true }).click();
+    await form.getByRole('status').filter({ hasText: 'Installed Toolbox E2E on Pixel 7 and opened it.' }).waitFor({ timeout: 20_000 });
+    expect(phone().state.packages).toContain(APP);
+    await axe('files and apps');
+    await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
+    await image().waitFor();
+  });
+
   it('at 1440x900 the phone page passes axe-core and is saved', async () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await tab('Details').click();
