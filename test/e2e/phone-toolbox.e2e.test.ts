@@ -288,6 +288,24 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await image().waitFor();
   });
 
+  it('a chat started from the Assistant tab is in the session\'s Chats tab; the test results list shows a run finish', async () => {
+    await tab('Assistant').click();
+    await page.getByRole('button', { name: 'Start a chat about Pixel 7' }).click();
+    await page.getByLabel('Ask the assistant to do something on Pixel 7').waitFor();
+    await page.getByRole('tab', { name: 'Chats', exact: true }).click();
+    await expect.poll(() => page.getByRole('list', { name: 'Chats' }).getByRole('listitem').count()).toBe(1);
+    await page.getByRole('tab', { name: 'Devices', exact: true }).click();
+
+    const run = (await c().call('POST', '/test-results', { token, body: { name: 'checkout flow', status: 'running' } })).body.id;
+    await page.getByRole('link', { name: 'Test results' }).click();
+    const row = page.getByRole('table', { name: 'Test results' }).getByRole('row', { name: /checkout flow/ });
+    await row.getByText('running').waitFor();
+    await c().call('PATCH', `/test-results/${run}`, { token, body: { status: 'passed' } });
+    await row.getByText('passed').waitFor({ timeout: 10_000 });
+    await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
+    await image().waitFor();
+  });
+
   it('Files & Apps names an app by its label and installs it on a held phone', async () => {
     await page.getByRole('link', { name: 'Files & Apps' }).click();
     const card = page.getByRole('article', { name: 'App Toolbox E2E' });
