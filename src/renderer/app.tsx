@@ -47,7 +47,7 @@ function OrganizationSwitcher() {
       Organization
       <select aria-label="Current organization" value={current ?? ''} onChange={(e) => authStore.getState().switchOrganization(e.target.value)}>
         {organizations.map((o) => (
-          <option key={o.id} value={o.id}>{o.name} ({o.role})</option>
+          <option key={o.id} value={o.id}>{o.personalOf ? `${o.name} of ${o.personalOf}` : o.name} ({o.role})</option>
         ))}
       </select>
     </label>

@@ -24,7 +24,7 @@ function Organizations() {
       <ul className="org-list">
         {organizations.map((o) => (
           <li key={o.id}>
-            <span>{o.name}{o.personal && <span className="muted"> (personal)</span>} · {o.role}</span>
+            <span>{o.name}{o.personal && <span className="muted">{o.personalOf ? ` (${o.personalOf}'s personal organization)` : ' (yours, personal)'}</span>} · {o.role}</span>
             {o.id === current ? <span className="chip">current</span> : (
               <button type="button" onClick={() => authStore.getState().switchOrganization(o.id)} aria-label={`Switch to ${o.name}`}>Switch</button>
             )}

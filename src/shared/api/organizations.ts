@@ -5,6 +5,7 @@ export const Organization = Type.Object({
   id: Uuid,
   name: Type.String(),
   personal: Type.Boolean(),
+  personalOf: Type.Optional(Type.String({ description: 'Listed for a Personal organization you joined: its owner\'s email (your own has none).' })),
   role: RoleName,
   createdAt: DateTime,
 });

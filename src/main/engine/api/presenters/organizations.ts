@@ -6,10 +6,12 @@ import type { MemberView, OrganizationWithRole } from '../../store/organizations
 
 /** Organizations, members, invitations and the balance as the API shows them. */
 
-export const presentOrganization = (o: OrganizationWithRole): Organization => ({
+/** `callerId`: whose list this is, so that another member's Personal organization names its owner. */
+export const presentOrganization = (o: OrganizationWithRole, callerId?: string): Organization => ({
   id: o.id,
   name: o.name,
   personal: o.personalOf !== null,
+  ...(o.personalOf !== null && o.personalOf !== callerId && o.personalOfEmail ? { personalOf: o.personalOfEmail } : {}),
   role: o.role,
   createdAt: iso(o.createdAt),
 });
