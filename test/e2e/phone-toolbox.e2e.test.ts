@@ -195,6 +195,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await expect.poll(distanceFromBottom).toBeLessThan(24);
     expect(await page.getByRole('button', { name: 'Jump to latest' }).count()).toBe(0);
     await axe('logcat tab');
+    await snapViewport('04-logcat-1024x768');
   });
 
   it('Logcat comes back by itself after Restart…', async () => {
@@ -302,6 +303,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await row.getByText('running').waitFor();
     await c().call('PATCH', `/test-results/${run}`, { token, body: { status: 'passed' } });
     await row.getByText('passed').waitFor({ timeout: 10_000 });
+    await axe('test results');
     await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
     await image().waitFor();
   });
