@@ -93,6 +93,8 @@ export interface ScreenRecording {
   /** How long the phone records before it stops by itself. */
   timeLimitSeconds: number;
   stop(): Promise<Buffer>;
+  /** Ends the recording without keeping it (the engine is stopping). */
+  cancel(): void;
 }
 
 /** One log line (logcat on Android, syslog on iOS). */

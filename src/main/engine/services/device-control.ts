@@ -252,6 +252,7 @@ export class DeviceControl {
     const { id } = this.holding(scope, target);
     const driver = this.phones.driver(target.serial);
     if (!driver.startRecording) throw conflict('recording_unsupported', 'This device cannot record its screen.');
+    this.dropEndedRecordings();
     if (this.recordings.has(id)) throw conflict('recording_running', 'The screen is being recorded already: stop that recording first.');
     const startedAt = new Date();
     const pending = onPhone(() => driver.startRecording!(), 'start recording');
@@ -276,6 +277,15 @@ export class DeviceControl {
     return onPhone(() => recording.stop(), 'finish the recording');
   }
 
+  /** A recording whose allocation ended is stopped and thrown away: the phone's copy goes, and the next user's is theirs. */
+  private dropEndedRecordings(): void {
+    for (const [id, pending] of this.recordings) {
+      if (!this.ended(id)) continue;
+      this.recordings.delete(id);
+      void pending.then((r) => r.stop()).catch(() => undefined);
+    }
+  }
+
   /** Why watching an allocation's phone must stop, or undefined while it is in_use. */
   private ended(id: string): FeedEnd | undefined {
     const status = this.stores.devices.get(id)?.status;
@@ -286,5 +296,7 @@ export class DeviceControl {
   /** Ends every live screen: the engine is stopping. */
   close(): void {
     this.screens.close();
+    for (const pending of this.recordings.values()) void pending.then((r) => r.cancel()).catch(() => undefined);
+    this.recordings.clear();
   }
 }

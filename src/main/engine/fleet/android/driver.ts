@@ -326,6 +326,8 @@ export class AndroidDriver implements PhoneDriver {
     stream.resume();
     return {
       timeLimitSeconds,
+      // The engine is stopping: screenrecord finishes its file on the phone, and nobody pulls it.
+      cancel: () => stream.destroy(),
       stop: async () => {
         stream.destroy();
         // Done once no screenrecord runs and the file is there: the muxer writes its index last.

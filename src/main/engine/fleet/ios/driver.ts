@@ -349,6 +349,7 @@ export class IosDriver implements PhoneDriver {
     if (frames.length === 0) throw new Error('WebDriverAgent sent no screen frame to record.');
     return {
       timeLimitSeconds,
+      cancel: () => stopping.abort(),
       stop: async () => {
         stopping.abort();
         await recorded.catch(() => undefined);
