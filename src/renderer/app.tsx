@@ -1,4 +1,4 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { authStore, useAuth } from './app-context.js';
 import { desktopBridge } from './desktop-bridge.js';
 import { linkTo, match, navigate, usePath } from './router.js';
@@ -51,7 +51,7 @@ function OrganizationSwitcher() {
       Organization
       <select aria-label="Current organization" value={current ?? ''} onChange={(e) => authStore.getState().switchOrganization(e.target.value)}>
         {organizations.map((o) => (
-          <option key={o.id} value={o.id}>{o.name} ({o.role})</option>
+          <option key={o.id} value={o.id}>{o.personalOf ? `${o.name} of ${o.personalOf}` : o.name} ({o.role})</option>
         ))}
       </select>
     </label>
@@ -79,6 +79,16 @@ export function App() {
       : authStore.getState().restore();
     void start.finally(() => setStarting(false));
   }, [bridge]);
+
+  // A page that replaced the one holding the focus (a button that navigated) takes it, rather than the body. A page
+  // loaded afresh keeps the browser's order, which starts at the skip link.
+  const shownPath = useRef(path);
+  useEffect(() => {
+    if (shownPath.current === path) return;
+    shownPath.current = path;
+    const active = document.activeElement;
+    if (!active || active === document.body) document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
 
   if (!token) return starting ? <main className="centered"><Spinner label="Signing in" /></main> : <LoginScreen />;
 

@@ -102,6 +102,14 @@ const MATRIX = {
   'GET /adb-keys': { interactive: [200, 200, 200, 200], key: [200, 200, 200, 200] },
   'POST /adb-keys': { interactive: [201, 201, 201, 201], key: [201, 201, 201, 201] },
   'DELETE /adb-keys/{id}': { interactive: [204, 204, 204, 204], key: [204, 204, 204, 204] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/screenshot.png': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/apps': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/files': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/files/content': { interactive: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, NM], key: [NOT_IN_USE, NOT_IN_USE, NOT_IN_USE, WO] },
+  'PUT /sessions/{sessionId}/devices/{deviceId}/files/content': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  'POST /sessions/{sessionId}/devices/{deviceId}/recording': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  'POST /sessions/{sessionId}/devices/{deviceId}/recording/stop': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
+  'GET /sessions/{sessionId}/devices/{deviceId}/shell': { interactive: [NOT_IN_USE, NOT_IN_USE, LOW, NM], key: [NOT_IN_USE, NOT_IN_USE, LOW, WO] },
   'PATCH /sessions/{sessionId}': { interactive: [200, 200, LOW, NM], key: [200, 200, LOW, WO] },
   'POST /sessions/{sessionId}/end': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
   'GET /ws': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
@@ -658,6 +666,14 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
     const reply = await as(c, 'DELETE', `/adb-keys/${victim.body.id}`);
     return { reply, ifAllowed: async () => expect(ids(await lab.c.call('GET', '/adb-keys', { token: c.token }))).not.toContain(victim.body.id) };
   },
+  'GET /sessions/{sessionId}/devices/{deviceId}/screenshot.png': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/screenshot.png`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/apps': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/apps`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/files': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/files?path=/sdcard`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/files/content': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/files/content?path=/sdcard/a.txt`, { scoped: true }) }),
+  'PUT /sessions/{sessionId}/devices/{deviceId}/files/content': async (c) => ({ reply: await as(c, 'PUT', `${s()}/devices/${device}/files/content?path=/sdcard/a.txt`, { scoped: true }) }),
+  'POST /sessions/{sessionId}/devices/{deviceId}/recording': async (c) => ({ reply: await as(c, 'POST', `${s()}/devices/${device}/recording`, { scoped: true }) }),
+  'POST /sessions/{sessionId}/devices/{deviceId}/recording/stop': async (c) => ({ reply: await as(c, 'POST', `${s()}/devices/${device}/recording/stop`, { scoped: true }) }),
+  'GET /sessions/{sessionId}/devices/{deviceId}/shell': async (c) => ({ reply: await as(c, 'GET', `${s()}/devices/${device}/shell`, { scoped: true }) }),
   'PATCH /sessions/{sessionId}': async (c) => {
     const name = `renamed ${++seq}`;
     const reply = await as(c, 'PATCH', s(), { scoped: true, body: { name } });

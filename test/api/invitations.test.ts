@@ -99,6 +99,7 @@ describe('invitations', () => {
         role: 'readonly',
         status: 'pending',
         invitedBy: admin.user.id,
+        invitedByEmail: admin.user.email,
         createdAt: expect.stringMatching(ISO_MS),
         expiresAt: expect.stringMatching(ISO_MS),
       });

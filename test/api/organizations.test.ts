@@ -72,6 +72,15 @@ function badBodies(field: string, valid: unknown): Array<[string, CallOptions, s
 }
 
 describe('GET /organizations', () => {
+  it('a joined Personal organization names its owner, so that two "Personal" can be told apart; your own names none', async () => {
+    const me = await newAccount('joiner');
+    const host = await newAccount('host');
+    await lab.c.addMember(host.token, host.personalOrgId, me.token, me.user.email, 'readwrite');
+    const data = (await lab.c.call('GET', '/organizations', { token: me.token })).body.data as Array<Record<string, unknown>>;
+    expect(data.find((o) => o.id === host.personalOrgId)).toMatchObject({ name: 'Personal', personal: true, personalOf: host.user.email });
+    expect(data.find((o) => o.id === me.personalOrgId)).not.toHaveProperty('personalOf');
+  });
+
   it('200 lists the caller\'s organizations, Personal first, with the caller\'s role in each', async () => {
     const me = await newAccount('lister');
     const mineName = unique('Mine');

@@ -104,13 +104,13 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
 
     await owner.getByLabel('Email', { exact: true }).fill(teammate);
     await owner.getByLabel('Role').selectOption('readwrite');
-    await owner.getByRole('button', { name: 'Send invitation' }).click();
+    await owner.getByRole('button', { name: 'Create invitation link' }).click();
     await owner.getByRole('list', { name: 'Pending invitations' }).getByText(teammate).waitFor();
     await snap(owner, SUITE, '05-invitation-sent');
 
     // A second invitation to the same email is refused with the API's own message.
     await owner.getByLabel('Email', { exact: true }).fill(teammate);
-    await owner.getByRole('button', { name: 'Send invitation' }).click();
+    await owner.getByRole('button', { name: 'Create invitation link' }).click();
     await owner.getByRole('alert').filter({ hasText: /already/i }).waitFor();
 
     const mate = await (await newContext(browser)).newPage();

@@ -88,7 +88,10 @@ describe.runIf(ready)('GUI: a phone in a session', () => {
     await waitFor('the launcher again', async () => (await elements()).some((e) => e.text === 'Settings' && e.clickable));
     await expect.poll(async () => Buffer.compare(await screen.screenshot(), settingsShot), { timeout: 10_000 }).not.toBe(0);
 
-    await page.getByRole('button', { name: 'Release Pixel 7' }).click();
+    // Release asks first, as Restart does: it uninstalls the session's apps.
+    await page.getByRole('button', { name: 'Release Pixel 7…' }).click();
+    await page.getByText('Release Pixel 7? The apps installed in this session are uninstalled.').waitFor();
+    await page.getByRole('button', { name: 'Release now' }).click();
     await page.getByText('1 released').waitFor({ timeout: 15_000 });
     await snap(page, SUITE, '05-released');
   });

@@ -72,7 +72,7 @@ describe.runIf(hasChromium)('GUI: files and apps', () => {
     expect(seen.values.some((v) => v > 0 && v < 1), `intermediate progress in ${JSON.stringify(seen.values)}`).toBe(true);
 
     await page.getByRole('table', { name: 'Files' }).getByRole('row', { name: /upload-demo\.apk/ }).getByText(BUNDLE_ID).waitFor();
-    await page.getByRole('article', { name: `App ${BUNDLE_ID}` }).waitFor();
+    await page.getByRole('article', { name: 'App Upload Demo' }).getByText(BUNDLE_ID).waitFor();
     await snap(page, SUITE, '03-apps');
   });
 });

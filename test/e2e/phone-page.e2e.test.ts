@@ -4,8 +4,6 @@
  * swipe, the live logcat pane, an APK dropped on the screen installed, keyboard-only use, axe-core, and the page at
  * 800 px. Screenshots go to test-artifacts/e2e/phone-page/.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -13,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'phone-page';
@@ -25,18 +23,6 @@ const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'e2e', SUITE);
 async function snapViewport(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
-}
-
-/** Runs axe-core's WCAG 2 A and AA rules on the page as it is; answers the violations, each as "rule: target". */
-async function axeViolations(page: Page): Promise<string[]> {
-  const source = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-  // Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
-  await page.evaluate(source);
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-  });
-  return result.violations.flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
 }
 
 describe.runIf(ready)('GUI: the phone page', () => {

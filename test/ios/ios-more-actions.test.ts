@@ -10,6 +10,7 @@ import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { uploadReadyApp, waitFor } from '../support/lab.js';
+import { mp4Boxes } from '../support/mp4-boxes.js';
 
 describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simulated iPhone', () => {
   let bus: IosBus;
@@ -72,5 +73,26 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
     expect(bus.phones[0]!.board.orientation).toBe('LANDSCAPE');
     expect((await act({ type: 'getOrientation' })).body).toEqual({ ok: true, orientation: 'landscape' });
     await act({ type: 'setOrientation', orientation: 'portrait' });
+  });
+
+  it('records the screen from WebDriverAgent\'s MJPEG feed into an MP4 of its JPEG frames', async () => {
+    const started = await c.call('POST', `/sessions/${session}/devices/${udid}/recording`, { token: owner });
+    expect([started.status, started.body.timeLimitSeconds]).toEqual([201, 180]);
+    await act({ type: 'pressButton', button: 'HOME' });
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/recording/stop`, { method: 'POST', headers: { authorization: `Bearer ${owner}` } });
+    expect([stopped.status, stopped.headers.get('content-type')]).toEqual([200, 'video/mp4']);
+    const boxes = mp4Boxes(Buffer.from(await stopped.arrayBuffer()));
+    expect(boxes.types).toEqual(['ftyp', 'mdat', 'moov']);
+    expect(boxes.samples).toBeGreaterThanOrEqual(1);
+    expect(boxes.firstSample.subarray(0, 2).toString('hex')).toBe('ffd8');
+  });
+
+  it('has no shell and says why; its files are not offered yet', async () => {
+    const shell = await c.call('GET', `/sessions/${session}/devices/${udid}/shell`, { token: owner });
+    expect([shell.status, shell.body.error.code]).toEqual([409, 'shell_unsupported']);
+    expect(shell.body.error.message).toMatch(/iOS runs no shell/);
+    const files = await c.call('GET', `/sessions/${session}/devices/${udid}/files?path=/sdcard`, { token: owner });
+    expect([files.status, files.body.error.code]).toEqual([409, 'files_unsupported']);
   });
 });

@@ -150,7 +150,8 @@ export function blockedReason(serial: string | undefined, devices: Device[]): st
 }
 
 export function ChatsPanel({ sessionId, active }: { sessionId: string; active: boolean }) {
-  const chats = useLoad(() => api.chats(sessionId), [sessionId]);
+  // Read again each time the tab is shown: a chat started from a phone's Assistant tab is then listed.
+  const chats = useLoad(() => api.chats(sessionId), [sessionId, active]);
   const devices = useLoad(() => api.devices(sessionId), [sessionId, active]);
   const [chatId, setChatId] = useState<string>();
   const [deviceId, setDeviceId] = useState('');

@@ -76,7 +76,7 @@ function AllocateForm({ sessionId, onAllocated }: { sessionId: string; onAllocat
   );
 }
 
-export function DevicesPanel({ sessionId, ended }: { sessionId: string; ended?: boolean }) {
+export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; ended?: boolean; heldBy?: string }) {
   const devices = useLoad(() => api.devices(sessionId), [sessionId], DEVICES_POLL_MS);
 
   const all = devices.data?.data ?? [];
@@ -89,7 +89,7 @@ export function DevicesPanel({ sessionId, ended }: { sessionId: string; ended?: 
   return (
     <div className="panel">
       {/* With a phone in use its screen comes first, above the fold; taking another phone is one click away. */}
-      {live.map((d) => <div key={d.id}><IdleCountdown at={d.idleReleaseAt} /><PhoneView sessionId={sessionId} device={d} onChange={reload} /></div>)}
+      {live.map((d) => <div key={d.id}><IdleCountdown at={d.idleReleaseAt} /><PhoneView sessionId={sessionId} device={d} onChange={reload} heldBy={heldBy} /></div>)}
       <div className="device-grid">
         {waiting.map((d) => <DeviceCard key={d.id} sessionId={sessionId} device={d} onChange={reload} />)}
       </div>

@@ -73,6 +73,7 @@ export interface PhoneScreenProps {
  */
 export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, act, onFeed, onFiles }: PhoneScreenProps) {
   const img = useRef<HTMLImageElement>(null);
+  const keys = useRef<HTMLTextAreaElement>(null);
   const stage = useRef<HTMLDivElement>(null);
   const hello = useRef<{ width: number; height: number }>(undefined);
   const [natural, setNatural] = useState<{ width: number; height: number }>();
@@ -169,7 +170,7 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
       const top = el.getBoundingClientRect().top + window.scrollY;
       const height = Math.max(320, window.innerHeight - top - BOTTOM_GAP);
       // Side by side with the panel (see .phone in styles.css), the screen's column leaves the panel its 300 px and the gap.
-      const beside = window.matchMedia('(min-width: 1101px)').matches ? 320 : 0;
+      const beside = window.matchMedia('(min-width: 861px)').matches ? 320 : 0;
       const width = Math.max(200, (el.parentElement?.clientWidth ?? window.innerWidth) - beside);
       setRoom((r) => (r.width === width && r.height === height ? r : { width, height }));
     };
@@ -212,7 +213,9 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
 
   const onPointerDown = (event: PointerEvent<HTMLDivElement>) => {
     if (event.button !== 0) return;
-    event.currentTarget.focus();
+    // The text field takes the focus (not the image): keys and an input method's text go through it.
+    event.preventDefault();
+    keys.current?.focus();
     event.currentTarget.setPointerCapture(event.pointerId);
     down.current = { ...devicePoint(event), at: performance.now() };
   };
@@ -291,11 +294,33 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
       event.preventDefault();
       flushTyped();
       send({ type: 'pressButton', button });
+    } else if (event.nativeEvent.isComposing || event.key === 'Process' || event.key === 'Dead') {
+      // An input method is composing: its text comes with compositionend or beforeinput.
     } else if (event.key.length === 1 || event.key === 'Spacebar') {
       event.preventDefault();
       type(event.key === 'Spacebar' ? ' ' : event.key);
     }
   };
+  // Text that comes without a keydown of its own (an input method's commit outside a composition, the emoji picker,
+  // a dead key's result) arrives as beforeinput; a native listener, since React's onBeforeInput is not this event.
+  const typeRef = useRef(type);
+  typeRef.current = type;
+  useEffect(() => {
+    const el = keys.current;
+    if (!el) return;
+    const onBeforeInput = (event: InputEvent) => {
+      if (event.inputType === 'insertText' && event.data && !event.isComposing) {
+        event.preventDefault();
+        typeRef.current(event.data);
+      } else if (event.inputType !== 'insertCompositionText') {
+        // Nothing else may change the field: what the phone types is on the phone.
+        event.preventDefault();
+      }
+    };
+    el.addEventListener('beforeinput', onBeforeInput);
+    return () => el.removeEventListener('beforeinput', onBeforeInput);
+  }, []);
+
   const onPaste = (event: ClipboardEvent<HTMLDivElement>) => {
     const text = event.clipboardData.getData('text/plain');
     event.preventDefault();
@@ -326,15 +351,28 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     >
       <div
         className={`screen${dropping ? ' dropping' : ''}`}
-        role="application"
-        aria-label={`Live screen of ${name}`}
-        aria-describedby={`keys-help-${serial}`}
-        tabIndex={0}
         onPointerDown={onPointerDown}
         onPointerUp={onPointerUp}
         onKeyDown={onKeyDown}
         onPaste={onPaste}
       >
+        {/* What has the keyboard focus is a text field, so that an input method (composition, dead keys, the emoji
+            picker) delivers its text here too; it covers the screen, but clicks go through it to the image. */}
+        <textarea
+          ref={keys}
+          className="screen-keys"
+          role="application"
+          aria-label={`Live screen of ${name}`}
+          aria-describedby={`keys-help-${serial}`}
+          autoCapitalize="off"
+          autoComplete="off"
+          autoCorrect="off"
+          spellCheck={false}
+          onCompositionEnd={(event) => {
+            if (event.data) type(event.data);
+            event.currentTarget.value = '';
+          }}
+        />
         <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" style={{ width: size.width, height: size.height }} />
         {!connected && !closed && <div className="screen-overlay"><Spinner label="Connecting to the screen" /></div>}
         {closed && <div className="screen-overlay">{closed}</div>}

@@ -2,16 +2,20 @@ import { useCallback, useRef, useState, type KeyboardEvent } from 'react';
 import type { Button, DeviceAction, DeviceInfo } from '../../shared/api/devices.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
 import type { Device } from '../../shared/api/sessions.js';
-import { api, uploadsStore, useUploads } from '../app-context.js';
+import { api, uploadsStore } from '../app-context.js';
 import { isAppFile, notAnAppMessage } from '../file-errors.js';
-import { ErrorBanner, Progress, Spinner, Status, useAction, useLoad } from '../ui.js';
+import { ErrorBanner, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { ChatView } from './chats-panel.js';
+import { saveBlob, stampedName } from './download.js';
 import { LogcatPane } from './logcat-pane.js';
+import { PhoneApps, type InstallJob } from './phone-apps.js';
+import { PhoneFiles } from './phone-files.js';
 import { RemoteConnectPanel } from './remote-connect-panel.js';
 import { PhoneScreen, type ScreenFeed } from './phone-screen.js';
+import { PhoneShell } from './phone-shell.js';
 
 const INFO_POLL_MS = 30_000;
-const SIDE_TABS = ['Details', 'Logcat', 'Assistant', 'Apps'] as const;
+const SIDE_TABS = ['Details', 'Logcat', 'Shell', 'Files', 'Apps', 'Assistant'] as const;
 type SideTab = (typeof SIDE_TABS)[number];
 /** An iPhone's log is its syslog, not logcat. */
 const tabLabel = (tab: SideTab, platform: string) => (tab === 'Logcat' && platform === 'ios' ? 'Syslog' : tab);
@@ -30,17 +34,6 @@ const TOOLBAR: Record<'android' | 'ios', { navigation: Array<[Button, string]>; 
     hardware: [['VOLUME_DOWN', 'Volume down'], ['VOLUME_UP', 'Volume up'], ['POWER', 'Side button']],
   },
 };
-/** The app file each platform installs. */
-export const appExtension = (platform: string) => (platform === 'ios' ? '.ipa' : '.apk');
-
-/** An app file dropped on the screen: uploaded (with the upload's own progress), then installed and opened. */
-interface InstallJob {
-  id: number;
-  filename: string;
-  uploadKey?: string;
-  phase: 'uploading' | 'installing' | 'installed' | 'failed';
-  message?: string;
-}
 
 const yesNo = (v: boolean | null, yes: string, no: string) => (v === null ? '—' : v ? yes : no);
 
@@ -60,65 +53,29 @@ function DeviceDetails({ info, loading, error }: { info: DeviceInfo | undefined;
   );
 }
 
-function StoredAppInstall({ sessionId, device }: { sessionId: string; device: Device }) {
-  const files = useLoad(() => api.files({ limit: 100 }), []);
-  const [fileId, setFileId] = useState('');
-  const install = useAction();
-  const [done, setDone] = useState<string>();
-  const ready = (files.data?.data ?? []).filter((f) => f.status === 'ready' && (!f.platform || f.platform === device.info.platform));
-  return (
-    <form
-      className="stack"
-      aria-label="Install a stored app"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setDone(undefined);
-        void install.run(() => api.install(sessionId, device.info.serial!, fileId, true)).then((r) => r && setDone(`Installed ${r.bundleId} and opened it.`));
-      }}
-    >
-      <p className="muted">Drop an {appExtension(device.info.platform)} on the screen to upload and install it, or pick one stored under Files &amp; Apps.</p>
-      <label>
-        Stored app
-        <select value={fileId} onChange={(e) => setFileId(e.target.value)} required>
-          <option value="">{ready.length ? 'Choose a stored app' : `No ${device.info.platform} app stored yet`}</option>
-          {ready.map((f) => <option key={f.id} value={f.id}>{f.filename}{f.bundleId ? ` (${f.bundleId})` : ''}</option>)}
-        </select>
-      </label>
-      <div className="button-row">
-        <button type="submit" disabled={!fileId || install.pending}>{install.pending ? <Spinner label="Installing" /> : 'Install and open'}</button>
-        {done && <span role="status" className="ok">{done}</span>}
-      </div>
-      <ErrorBanner error={install.error ?? files.error} />
-    </form>
-  );
-}
-
-function InstallJobRow({ job }: { job: InstallJob }) {
-  const upload = useUploads((s) => s.uploads.find((u) => u.key === job.uploadKey));
-  const label = job.phase === 'uploading'
-    ? { hashing: 'Checking the file', uploading: 'Uploading', processing: 'Reading the app', ready: 'Uploaded', failed: 'Upload failed' }[upload?.phase ?? 'hashing']
-    : { installing: 'Installing', installed: 'Installed', failed: 'Failed' }[job.phase];
-  return (
-    <li className="card install-job" aria-label={`Install of ${job.filename}`}>
-      <div className="upload-head">
-        <strong>{job.filename}</strong>
-        <span className={`phase phase-${job.phase === 'installed' ? 'ready' : job.phase}`} role="status">{label}</span>
-      </div>
-      {job.phase === 'uploading' && upload && (upload.phase === 'hashing' || upload.phase === 'uploading')
-        ? <Progress label={`${label} ${job.filename}`} value={upload.progress} />
-        : (job.phase === 'uploading' || job.phase === 'installing') && <Progress label={`${label} ${job.filename}`} />}
-      {job.message && <p className={job.phase === 'failed' ? 'error' : 'muted'}>{job.message}</p>}
-    </li>
-  );
-}
-
 let jobCounter = 0;
 
 /**
  * One phone of the session, the way a lab engineer works with it: the screen as large as the window allows, its
  * buttons, its details, its live log, the assistant beside it, and apps dropped straight onto it.
  */
-export function PhoneView({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
+export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: string; device: Device; onChange(): void; heldBy?: string }) {
+  const [asked, setAsked] = useState(false);
+  // Another member's phone: ask them first, rather than tap, type or release under their hands.
+  if (heldBy && !asked) {
+    return (
+      <section className="card warning" aria-label={`${device.info.name} held by ${heldBy}`}>
+        <p><strong>{heldBy}</strong> holds {device.info.name} in this session. Ask them before you act on it or release it.</p>
+        <div className="button-row">
+          <button type="button" onClick={() => setAsked(true)}>I asked {heldBy}: open {device.info.name}</button>
+        </div>
+      </section>
+    );
+  }
+  return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} />;
+}
+
+function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
   const serial = device.info.serial!;
   const name = device.info.name;
   const [zoom, setZoom] = useState<'fit' | 'actual'>('fit');
@@ -128,6 +85,8 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
   const [jobs, setJobs] = useState<InstallJob[]>([]);
   const [error, setError] = useState<string>();
   const [restart, setRestart] = useState<'idle' | 'confirm' | 'restarting'>('idle');
+  const [releasing, setReleasing] = useState(false);
+  const [recording, setRecording] = useState<'idle' | 'starting' | 'recording' | 'stopping'>('idle');
   /** Bumped when the phone is back from a restart: the screen connects again (its feed ended when the phone left). */
   const [screenGeneration, setScreenGeneration] = useState(0);
   const info = useLoad(() => api.deviceInfo(sessionId, serial), [sessionId, serial], INFO_POLL_MS);
@@ -147,17 +106,29 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
     await act({ type: 'setOrientation', orientation: orientation === 'landscape' ? 'portrait' : 'landscape' });
   };
 
+  /** A lossless PNG captured now, not the live feed's JPEG. */
   const screenshot = async () => {
     try {
-      const blob = await api.screenshot(sessionId, serial);
-      const ext = blob.type === 'image/jpeg' ? 'jpg' : 'png';
-      const a = document.createElement('a');
-      a.href = URL.createObjectURL(blob);
-      a.download = `${name.replace(/[^\w.-]+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.${ext}`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+      saveBlob(await api.screenshotPng(sessionId, serial), stampedName(name, 'png'));
     } catch (e) {
       setError((e as Error).message);
+    }
+  };
+
+  const toggleRecording = async () => {
+    try {
+      if (recording === 'idle') {
+        setRecording('starting');
+        await api.startRecording(sessionId, serial);
+        setRecording('recording');
+      } else if (recording === 'recording') {
+        setRecording('stopping');
+        saveBlob(await api.stopRecording(sessionId, serial), stampedName(name, 'mp4'));
+        setRecording('idle');
+      }
+    } catch (e) {
+      setError((e as Error).message);
+      setRecording('idle');
     }
   };
 
@@ -232,11 +203,14 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
           <button type="button" onClick={() => void rotate().catch(() => undefined)}>Rotate</button>
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
           <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
-          <button type="button" onClick={() => void screenshot()}>Screenshot</button>
+          <button type="button" onClick={() => void screenshot()} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
+          <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={() => void toggleRecording()}>
+            {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
+          </button>
         </div>
         <div className="group">
           <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
-            {feed.source ? `${feed.source} · ${(feed.format ?? '').toUpperCase()} · ${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps` : 'Connecting…'}
+            {!feed.source ? 'Connecting…' : `${feed.source} · ${(feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}`}
           </span>
           <Status value={device.status} />
         </div>
@@ -251,24 +225,30 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
           )}
           {restart === 'restarting' && <span role="status"><Spinner label="Restarting" /> Restarting {name}: it stays yours while it is away.</span>}
         </div>
-        <div className="group">
-          <button
-            type="button"
-            className="danger"
-            disabled={release.pending}
-            onClick={() => void release.run(async () => {
-              await api.releaseDevice(sessionId, serial);
-              onChange();
-            })}
-          >
-            Release {name}
-          </button>
+        <div className="group" role="group" aria-label="Release">
+          {!releasing ? <button type="button" className="danger" onClick={() => setReleasing(true)}>Release {name}…</button> : (
+            <>
+              <span>Release {name}? The apps installed in this session are uninstalled.</span>
+              <button
+                type="button"
+                className="danger"
+                disabled={release.pending}
+                onClick={() => void release.run(async () => {
+                  await api.releaseDevice(sessionId, serial);
+                  onChange();
+                })}
+              >
+                Release now
+              </button>
+              <button type="button" onClick={() => setReleasing(false)}>Cancel</button>
+            </>
+          )}
         </div>
       </div>
 
       {/* The panel comes before the screen in the page's order: the screen takes Tab for the phone, so it is the
           last stop, and Shift+Tab leaves it back into the panel. */}
-      <aside className="phone-side" aria-label={`${name}: details, log, assistant and apps`}>
+      <aside className="phone-side" aria-label={`${name}: details, log, shell, files, apps and assistant`}>
         <div className="side-tabs" role="tablist" aria-label={`About ${name}`} onKeyDown={onTabKey}>
           {SIDE_TABS.map((t) => (
             <button
@@ -285,17 +265,14 @@ export function PhoneView({ sessionId, device, onChange }: { sessionId: string; 
             </button>
           ))}
         </div>
-        {jobs.length > 0 && (
-          <ul className="uploads" aria-label="App installs">
-            {jobs.slice(0, 3).map((j) => <InstallJobRow key={j.id} job={j} />)}
-          </ul>
-        )}
         {SIDE_TABS.filter((t) => opened.has(t)).map((t) => (
           <div key={t} id={`side-panel-${serial}-${t}`} className="side-panel" role="tabpanel" aria-labelledby={`side-tab-${serial}-${t}`} hidden={tab !== t}>
             {t === 'Details' && <DeviceDetails info={info.data} loading={info.loading} error={info.error} />}
-            {t === 'Logcat' && <LogcatPane sessionId={sessionId} serial={serial} name={name} />}
+            {t === 'Logcat' && <LogcatPane sessionId={sessionId} serial={serial} name={name} generation={screenGeneration} />}
+            {t === 'Shell' && <PhoneShell sessionId={sessionId} serial={serial} name={name} platform={platform} />}
+            {t === 'Files' && <PhoneFiles sessionId={sessionId} serial={serial} name={name} platform={platform} />}
+            {t === 'Apps' && <PhoneApps sessionId={sessionId} device={device} jobs={jobs} onFiles={installFiles} onDismiss={(id) => setJobs((js) => js.filter((j) => j.id !== id))} />}
             {t === 'Assistant' && <PhoneChat sessionId={sessionId} device={device} />}
-            {t === 'Apps' && <StoredAppInstall key={jobs.filter((j) => j.phase === 'installed').length} sessionId={sessionId} device={device} />}
           </div>
         ))}
       </aside>

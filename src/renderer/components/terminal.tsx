@@ -12,13 +12,30 @@ const CLOSE_REASONS: Record<number, string> = {
   1001: 'Benchtop is shutting down.',
 };
 
-/**
- * A shell on a ready instance: raw bytes both ways as binary messages, and the terminal's size sent as a resize
- * control message whenever the fit changes it.
- */
+/** A shell on a ready instance. */
 export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { sessionId: string; instanceId: string; name?: string }) {
+  return (
+    <SocketTerminal
+      key={`${sessionId}/${instanceId}/${name}`}
+      label="Instance terminal"
+      connect={(size) => api.terminalSocket(sessionId, instanceId, size, name)}
+      closeReasons={CLOSE_REASONS}
+    />
+  );
+}
+
+/**
+ * A terminal over a WebSocket: raw bytes both ways as binary messages, and the terminal's size sent as a resize
+ * control message whenever the fit changes it. Mac instances and Android phones speak the same protocol.
+ */
+export function SocketTerminal({ label, connect, closeReasons }: {
+  label: string;
+  connect(size: { cols: number; rows: number }): { url: string; protocols: string[] };
+  closeReasons: Record<number, string>;
+}) {
   const host = useRef<HTMLDivElement>(null);
   const [closed, setClosed] = useState<string>();
+  const open = useRef(connect);
 
   useEffect(() => {
     const term = new Terminal({ cursorBlink: true, fontSize: 13, fontFamily: 'ui-monospace, "DejaVu Sans Mono", monospace', convertEol: false });
@@ -26,7 +43,7 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
     term.loadAddon(fit);
     term.open(host.current!);
     fit.fit();
-    const { url, protocols } = api.terminalSocket(sessionId, instanceId, { cols: term.cols, rows: term.rows }, name);
+    const { url, protocols } = open.current({ cols: term.cols, rows: term.rows });
     const socket = new WebSocket(url, protocols);
     socket.binaryType = 'arraybuffer';
     const encoder = new TextEncoder();
@@ -45,7 +62,7 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
       const control = JSON.parse(event.data) as { type: string; message?: string };
       if (control.type === 'error') term.write(`\r\n\x1b[31m${control.message}\x1b[0m\r\n`);
     };
-    socket.onclose = (event) => setClosed(CLOSE_REASONS[event.code] ?? (event.code === 1006 ? 'The terminal could not connect.' : `The terminal closed (${event.code}).`));
+    socket.onclose = (event) => setClosed(closeReasons[event.code] ?? (event.code === 1006 ? 'The terminal could not connect.' : `The terminal closed (${event.code}).`));
     const input = term.onData((data) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
       else if (socket.readyState === WebSocket.CONNECTING) early.push(encoder.encode(data));
@@ -61,11 +78,12 @@ export function InstanceTerminal({ sessionId, instanceId, name = 'main' }: { ses
       socket.close();
       term.dispose();
     };
-  }, [sessionId, instanceId, name]);
+    // Connects once per mount: a new target is a new key.
+  }, []);
 
   return (
     <div className="terminal-wrap">
-      <div ref={host} className="terminal" role="region" aria-label="Instance terminal" />
+      <div ref={host} className="terminal" role="region" aria-label={label} />
       {closed && <p className="muted" role="status">{closed}</p>}
     </div>
   );

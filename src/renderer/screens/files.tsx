@@ -55,7 +55,7 @@ function DeleteFile({ file, onDeleted }: { file: StoredFile; onDeleted(): void }
 
 function AppGroup({ app }: { app: App }) {
   return (
-    <article className="card app" aria-label={`App ${app.bundleId}`}>
+    <article className="card app" aria-label={`App ${app.name}`}>
       <header className="card-header">
         <div><h3>{app.name}</h3><code>{app.bundleId}</code></div>
         <span className="chip">{app.platform}</span>
@@ -68,7 +68,46 @@ function AppGroup({ app }: { app: App }) {
           ))}
         </ul>
       )}
+      {app.files[0] && <InstallOnPhone app={app} fileId={app.files[0].id} />}
     </article>
+  );
+}
+
+/** Installs the app's newest file on a phone one of the organization's open sessions holds. */
+function InstallOnPhone({ app, fileId }: { app: App; fileId: string }) {
+  const [open, setOpen] = useState(false);
+  const [target, setTarget] = useState('');
+  const install = useAction();
+  const [done, setDone] = useState<string>();
+  const phones = useLoad(async () => {
+    if (!open) return [];
+    const sessions = await api.sessions({ limit: 100 });
+    return sessions.data.filter((s) => !s.endedAt).flatMap((s) => s.devices
+      .filter((d) => d.status === 'in_use' && d.info.serial && d.info.platform === app.platform)
+      .map((d) => ({ key: `${s.id}|${d.info.serial}`, sessionId: s.id, serial: d.info.serial!, name: d.info.name })));
+  }, [open]);
+  if (!open) return <button type="button" onClick={() => setOpen(true)}>Install on a phone…</button>;
+  const list = phones.data ?? [];
+  return (
+    <form className="inline-form" aria-label={`Install ${app.name} on a phone`} onSubmit={(e) => {
+      e.preventDefault();
+      const phone = list.find((p) => p.key === target);
+      if (!phone) return;
+      setDone(undefined);
+      void install.run(() => api.install(phone.sessionId, phone.serial, fileId, true)).then((r) => r && setDone(`Installed ${app.name} on ${phone.name} and opened it.`));
+    }}>
+      <label>
+        Phone
+        <select value={target} required onChange={(e) => setTarget(e.target.value)}>
+          <option value="">{phones.loading ? 'Looking for held phones…' : list.length ? 'Choose a phone you hold' : `No ${app.platform} phone is held in an open session`}</option>
+          {list.map((p) => <option key={p.key} value={p.key}>{p.name} ({p.serial})</option>)}
+        </select>
+      </label>
+      <button type="submit" className="primary" disabled={!target || install.pending}>Install</button>
+      <button type="button" onClick={() => setOpen(false)}>Cancel</button>
+      {done && <span role="status" className="ok">{done}</span>}
+      <ErrorBanner error={install.error ?? phones.error} />
+    </form>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
-import { api, fleetStore, useFleet } from '../app-context.js';
+import { api, fleetStore, useAuth, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
 import { IdleCountdown } from '../components/release-warnings.js';
@@ -42,6 +42,9 @@ export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
   return true;
 }
 
+/** Who holds a phone of the caller's organization: "you", a teammate's email, or an API key's session. */
+const holderName = (email: string | undefined, me: string | undefined) => (!email ? 'an API key' : email === me ? 'you' : email);
+
 /** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
 function UseThisPhone({ device }: { device: FleetDevice }) {
   const use = useAction();
@@ -68,6 +71,7 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
 
 /** Every phone and Mac host of the lab, polled: who holds what shows only for the current organization. */
 export function FleetScreen() {
+  const me = useAuth((s) => s.user?.email);
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
@@ -127,15 +131,15 @@ export function FleetScreen() {
       </form>
       {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : loaded && shown.length === 0 ? <Empty>No phone matches that search.</Empty> : (
         <div className="table-wrap">
-        <table className="table" aria-label="Phones">
+        <table className="table fleet-table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th>Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
             {shown.map((d) => (
               <tr key={d.serial} data-serial={d.serial}>
                 <td>{d.name}</td>
-                <td>{platformName(d.platform)}</td>
+                <td className="col-platform">{platformName(d.platform)}</td>
                 <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
                 <td>{d.osVersion}</td>
                 <td><code>{d.serial}</code></td>
@@ -147,7 +151,12 @@ export function FleetScreen() {
                 <td><Battery level={d.battery} /></td>
                 <td>
                   {d.heldBy ? (
-                    <><a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>your session {d.heldBy.sessionId.slice(0, 8)}</a><IdleCountdown at={d.heldBy.idleReleaseAt} /></>
+                    <>
+                      <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
+                        {holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
+                      </a>
+                      <IdleCountdown at={d.heldBy.idleReleaseAt} />
+                    </>
                   ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
                 </td>
                 <td>{isFree(d) && <UseThisPhone device={d} />}</td>

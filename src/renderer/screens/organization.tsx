@@ -24,7 +24,7 @@ function Organizations() {
       <ul className="org-list">
         {organizations.map((o) => (
           <li key={o.id}>
-            <span>{o.name}{o.personal && <span className="muted"> (personal)</span>} · {o.role}</span>
+            <span>{o.name}{o.personal && <span className="muted">{o.personalOf ? ` (${o.personalOf}'s personal organization)` : ' (yours, personal)'}</span>} · {o.role}</span>
             {o.id === current ? <span className="chip">current</span> : (
               <button type="button" onClick={() => authStore.getState().switchOrganization(o.id)} aria-label={`Switch to ${o.name}`}>Switch</button>
             )}
@@ -72,6 +72,9 @@ function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: stri
   );
 }
 
+/** Where an invitee accepts: the Organization screen lists the invitations addressed to whoever signs in. */
+const invitationLink = (id: string) => `${location.origin}/organization?invitation=${id}`;
+
 function SentInvitations({ orgId }: { orgId: string }) {
   const invitations = useLoad(() => api.organizationInvitations(orgId), [orgId]);
   const [email, setEmail] = useState('');
@@ -91,14 +94,20 @@ function SentInvitations({ orgId }: { orgId: string }) {
         <label>Role
           <select value={role} onChange={(e) => setRole(e.target.value as Member['role'])}>{ROLES.map((r) => <option key={r} value={r}>{r}</option>)}</select>
         </label>
-        <button type="submit" className="primary" disabled={act.pending}>Send invitation</button>
+        <button type="submit" className="primary" disabled={act.pending}>Create invitation link</button>
       </form>
+      <p className="muted">
+        A private lab sends no mail: give the person the link (chat, a ticket). They open it, sign in or sign up with that
+        email, and accept; only that email can.
+      </p>
       <ErrorBanner error={act.error ?? invitations.error} />
       {invitations.data?.data.length === 0 && <Empty>No pending invitations.</Empty>}
       <ul className="invitations" aria-label="Pending invitations">
         {invitations.data?.data.map((i) => (
           <li key={i.id}>
             <span>{i.email} · {i.role} · expires {fmtTime(i.expiresAt)}</span>
+            <input readOnly className="invite-link" aria-label={`Invitation link for ${i.email}`} value={invitationLink(i.id)} onFocus={(e) => e.currentTarget.select()} />
+            <button type="button" aria-label={`Copy link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(invitationLink(i.id)).catch(() => undefined)}>Copy link</button>
             <button type="button" aria-label={`Revoke the invitation of ${i.email}`} onClick={() => void act.run(async () => {
               await api.revokeInvitation(orgId, i.id);
               await invitations.reload();
@@ -125,7 +134,7 @@ function IncomingInvitations() {
       <ul className="invitations" aria-label="Invitations for you">
         {invitations.data?.data.map((i) => (
           <li key={i.id}>
-            <span>Join <strong>{i.organizationName}</strong> as {i.role}</span>
+            <span>Join <strong>{i.organizationName}</strong> as {i.role}{i.invitedByEmail && <>, invited by {i.invitedByEmail}</>}</span>
             <button type="button" className="primary" aria-label={`Accept the invitation to ${i.organizationName}`} onClick={() => answer(i.id, true)}>Accept</button>
             <button type="button" aria-label={`Reject the invitation to ${i.organizationName}`} onClick={() => answer(i.id, false)}>Reject</button>
           </li>

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import type { Session } from '../../shared/api/sessions.js';
-import { api } from '../app-context.js';
+import { api, useAuth } from '../app-context.js';
 import { ChatsPanel } from '../components/chats-panel.js';
 import { DevicesPanel } from '../components/devices-panel.js';
 import { InstancesPanel } from '../components/instances-panel.js';
@@ -70,6 +70,11 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
   const session = useLoad(() => api.session(sessionId), [sessionId]);
   const [tab, setTab] = useState<Tab>('Devices');
   const [generation, setGeneration] = useState(0);
+  const me = useAuth((a) => a.user?.id);
+  const owner = session.data?.createdBy;
+  // A teammate's session: their email, from the organization's members, so that the phone page can name them.
+  const members = useLoad(async () => (owner && owner !== me && session.data ? api.members(session.data.organizationId) : undefined), [owner, me]);
+  const heldBy = owner && owner !== me ? members.data?.data.find((m) => m.userId === owner)?.email ?? 'another member' : undefined;
 
   if (session.loading && !session.data) return <Spinner label="Loading the session" />;
   if (!session.data) return <Page title="Session"><ErrorBanner error={session.error} /></Page>;
@@ -110,7 +115,7 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           remounts them, so that they show what it released. */}
       {TABS.map((t) => (
         <div key={`${t}-${generation}`} id={`panel-${t}`} role="tabpanel" aria-labelledby={`tab-${t}`} hidden={tab !== t}>
-          {t === 'Devices' && <DevicesPanel sessionId={sessionId} ended={Boolean(s.endedAt)} />}
+          {t === 'Devices' && <DevicesPanel sessionId={sessionId} ended={Boolean(s.endedAt)} heldBy={heldBy} />}
           {t === 'Instances' && <InstancesPanel sessionId={sessionId} />}
           {t === 'Chats' && <ChatsPanel sessionId={sessionId} active={tab === 'Chats'} />}
         </div>

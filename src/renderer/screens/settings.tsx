@@ -12,6 +12,7 @@ function LabSection() {
   const [adbPort, setAdbPort] = useState('');
   const [devices, setDevices] = useState('');
   const [instances, setInstances] = useState('');
+  const [askSignup, setAskSignup] = useState(false);
   const s = settings.data;
   useEffect(() => {
     if (!s) return;
@@ -36,9 +37,23 @@ function LabSection() {
       <section aria-labelledby="lan-title" className="card">
         <h2 id="lan-title">LAN sharing</h2>
         <label className="toggle">
-          <input type="checkbox" checked={s.lanSharing.enabled} disabled={save.pending} onChange={(e) => patch({ lanSharing: e.target.checked })} />
+          <input type="checkbox" checked={s.lanSharing.enabled || askSignup} disabled={save.pending || askSignup} onChange={(e) => {
+            // Sharing with sign-up open lets anyone on the LAN make an account: ask first.
+            if (e.target.checked && s.signupOpen) setAskSignup(true);
+            else patch({ lanSharing: e.target.checked });
+          }} />
           Share this lab on the LAN over HTTPS (port {s.lanSharing.port}); localhost stays as it is
         </label>
+        {askSignup && (
+          <div className="warning" role="group" aria-label="Sign-up on the LAN">
+            <p>Sign-up is open: anyone who reaches this lab on the LAN could create an account. Keep it open, or let people in by invitation only?</p>
+            <div className="button-row">
+              <button type="button" className="primary" onClick={() => { setAskSignup(false); patch({ lanSharing: true, signupOpen: false }); }}>Share, invitations only</button>
+              <button type="button" onClick={() => { setAskSignup(false); patch({ lanSharing: true }); }}>Share, keep sign-up open</button>
+              <button type="button" onClick={() => setAskSignup(false)}>Cancel</button>
+            </div>
+          </div>
+        )}
         {s.lanSharing.enabled && (
           <dl className="facts">
             <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-results.js';
 import type { Static } from 'typebox';
 import { api } from '../app-context.js';
@@ -8,6 +8,8 @@ import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Stat
 /** stats is free-form JSON, as the reporter sent it. */
 const statsOf = (r: TestResult) => (r.stats ?? {}) as Record<string, unknown>;
 
+/** How often the list is read while a run is unfinished. */
+const RUNNING_POLL_MS = 3000;
 const STATUSES: Array<Static<typeof TestResultStatus>> = ['queued', 'running', 'passed', 'failed', 'skipped', 'interrupted'];
 
 export function TestResultsScreen() {
@@ -18,10 +20,27 @@ export function TestResultsScreen() {
   const first = useLoad(() => api.testResults({ limit: 50, status: status || undefined }), [status]);
   const [more, setMore] = useState<{ loading: boolean; error?: string }>({ loading: false });
 
+  // A poll refreshes the first page in place: the pages loaded below it stay, and a new filter starts afresh.
+  const pagesOf = useRef(status);
   useEffect(() => {
-    setPages(first.data?.data ?? []);
-    setCursor(first.data?.nextCursor);
+    const fresh = first.data?.data ?? [];
+    const sameFilter = pagesOf.current === status;
+    pagesOf.current = status;
+    setPages((old) => {
+      const oldest = fresh.at(-1)?.createdAt;
+      const below = sameFilter && oldest ? old.filter((r) => r.createdAt < oldest) : [];
+      if (below.length === 0) setCursor(first.data?.nextCursor);
+      return [...fresh, ...below];
+    });
   }, [first.data]);
+
+  // While a run is queued or running, the list is read again every few seconds, so that it shows how it finished.
+  const unfinished = pages.some((r) => r.status === 'queued' || r.status === 'running');
+  useEffect(() => {
+    if (!unfinished) return;
+    const timer = setInterval(() => void first.reload(), RUNNING_POLL_MS);
+    return () => clearInterval(timer);
+  }, [unfinished, first.reload]);
 
   const loadMore = async () => {
     setMore({ loading: true });

@@ -67,6 +67,12 @@ export function UsageScreen() {
             {b.overageCapUsd > 0 && <> · overage cap ${b.overageCapUsd}</>}
           </p>
           <UsageChart bars={barsOf(b)} />
+          <p className="muted plan-meaning">
+            In a private lab the plan is bookkeeping, not a bill: it is the allowance of phone and Mac time the lab owner
+            sets for this organization (Settings → Plan). At zero nothing is stopped or refused and nothing is charged;
+            the time goes on being counted, shown as over, so that the owner can see who uses the lab and change the
+            plan. How many phones and Macs an organization holds at once is limited separately, by the lab's quotas.
+          </p>
         </>
       )}
       <UsageReport />

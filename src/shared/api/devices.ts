@@ -41,8 +41,9 @@ export const FleetDevice = Type.Object({
             { description: 'The lab will release it at releaseAt: idle_timeout (keep it to start over) or reserved.' },
           ),
         ),
+        memberEmail: Type.Optional(Type.String({ description: 'The email of the member of your organization who allocated it (for an API key, the member who made the key).' })),
       },
-      { description: 'Present only when your own organization holds it.' },
+      { description: 'Present only when your own organization holds it: another organization\'s hold shows as held alone.' },
     ),
   ),
   lastSeenAt: Type.String({ format: 'date-time' }),
@@ -96,6 +97,7 @@ export const DeviceActionBody = Type.Union([
   action('launchApp', { packageName: PackageName }),
   action('terminateApp', { packageName: PackageName }),
   action('uninstallApp', { packageName: PackageName }),
+  action('clearAppData', { packageName: PackageName }),
   action('listApps', {}),
   action('foregroundApp', {}),
   action('openUrl', { url: Type.String({ minLength: 1, maxLength: 2000, pattern: '^[a-zA-Z][a-zA-Z0-9+.-]*:[^\\s]*$' }) }),
@@ -153,3 +155,33 @@ export const LogLine = Type.Object({
   message: Type.String(),
 });
 export type LogLine = Static<typeof LogLine>;
+
+/** One entry of a folder on the phone, as adb's sync LIST (Android) reports it. */
+export const PhoneFile = Type.Object({
+  name: Type.String(),
+  path: Type.String({ description: 'The absolute path on the phone.' }),
+  type: oneOf(['file', 'directory', 'link'] as const),
+  size: Type.Integer({ description: 'Bytes; 0 for a folder.' }),
+  modifiedAt: Type.String({ format: 'date-time' }),
+});
+export type PhoneFile = Static<typeof PhoneFile>;
+
+/** The folders of a phone a member may browse, read and write: the shared storage and adb's own scratch folder. */
+export const PHONE_FILE_ROOTS = ['/sdcard', '/data/local/tmp'] as const;
+
+export const PhonePathQuery = Type.Object({
+  path: Type.String({ minLength: 1, maxLength: 1024, pattern: '^/', description: `An absolute path under ${PHONE_FILE_ROOTS.join(' or ')}.` }),
+});
+
+/** An app installed on the phone by someone (not part of its system image). */
+export const PhoneApp = Type.Object({
+  packageName: Type.String({ description: 'The Android package name or iOS bundle id.' }),
+  label: Type.Optional(Type.String({ description: 'The app\'s name, when a stored file of the organization carries it.' })),
+});
+export type PhoneApp = Static<typeof PhoneApp>;
+
+export const Recording = Type.Object({
+  startedAt: Type.String({ format: 'date-time' }),
+  timeLimitSeconds: Type.Integer({ description: 'The phone stops recording by itself after this long (Android\'s screenrecord: 180 s).' }),
+});
+export type Recording = Static<typeof Recording>;

@@ -5,6 +5,7 @@ export const Organization = Type.Object({
   id: Uuid,
   name: Type.String(),
   personal: Type.Boolean(),
+  personalOf: Type.Optional(Type.String({ description: 'Listed for a Personal organization you joined: its owner\'s email (your own has none).' })),
   role: RoleName,
   createdAt: DateTime,
 });
@@ -31,6 +32,7 @@ export const Invitation = Type.Object({
   role: RoleName,
   status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('rejected'), Type.Literal('revoked')]),
   invitedBy: Nullable(Uuid),
+  invitedByEmail: Nullable(Type.String({ description: 'Who invited: their email, for the invitee to recognise.' })),
   createdAt: DateTime,
   expiresAt: DateTime,
 });

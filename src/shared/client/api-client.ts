@@ -6,7 +6,7 @@ import type { Static } from 'typebox';
 import type { ApiKey, AuthToken, LabSettings, LabSettingsPatch, User } from '../api/account.js';
 import type { AssistantConfig, AssistantConfigBody, Chat, Message } from '../api/chats.js';
 import type { ErrorBody, Health } from '../api/common.js';
-import type { DeviceAction } from '../api/devices.js';
+import type { DeviceAction, PhoneApp, PhoneFile, Recording } from '../api/devices.js';
 import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
@@ -54,6 +54,8 @@ interface RequestOptions {
   signal?: AbortSignal;
   /** The media type asked for (Accept), when an operation answers more than JSON. */
   accept?: string;
+  /** A raw body, sent as application/octet-stream. */
+  bytes?: Blob;
 }
 
 const queryString = (query: Query = {}) => {
@@ -84,8 +86,8 @@ export function createApiClient(options: ApiClientOptions) {
     try {
       response = await fetch(`${options.origin}${API_PREFIX}${path}${queryString(o.query)}`, {
         method,
-        headers: { ...headers(o.org !== false, o.body !== undefined), ...(o.accept ? { accept: o.accept } : {}) },
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+        headers: { ...headers(o.org !== false, o.body !== undefined), ...(o.accept ? { accept: o.accept } : {}), ...(o.bytes ? { 'content-type': 'application/octet-stream' } : {}) },
+        body: o.bytes ?? (o.body === undefined ? undefined : JSON.stringify(o.body)),
         signal: o.signal,
       });
     } catch (error) {
@@ -179,6 +181,16 @@ export function createApiClient(options: ApiClientOptions) {
     addAdbKey: (publicKey: string, title?: string) => json<AdbKey>('POST', '/adb-keys', { body: { publicKey, ...(title ? { title } : {}) } }),
     deleteAdbKey: (id: string) => json<void>('DELETE', `/adb-keys/${seg(id)}`),
     screenshot: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot`)).blob(),
+    /** A lossless PNG captured now (screenshot answers the live screen's JPEG while one runs). */
+    screenshotPng: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot.png`)).blob(),
+    phoneApps: (sid: string, serial: string) => json<List<PhoneApp>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/apps`),
+    phoneFiles: (sid: string, serial: string, path: string) => json<List<PhoneFile>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files`, { query: { path } }),
+    phoneFile: async (sid: string, serial: string, path: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path } })).blob(),
+    putPhoneFile: (sid: string, serial: string, path: string, content: Blob) =>
+      raw('PUT', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path }, bytes: content }).then(() => undefined),
+    startRecording: (sid: string, serial: string) => json<Recording>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/recording`),
+    stopRecording: async (sid: string, serial: string) => (await raw('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/recording/stop`)).blob(),
+    shellSocket: (sid: string, serial: string, size: { cols: number; rows: number }) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/shell`, size),
     /** The phone's log as text/event-stream (read it with followDeviceLogs). */
     deviceLogs: (sid: string, serial: string, signal?: AbortSignal) => raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/logs`, { signal }),
     /** maxSize: the longest side, in pixels, the viewer shows; minicap then captures no larger. */

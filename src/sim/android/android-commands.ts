@@ -11,7 +11,7 @@ import {
   type InstalledApp,
   type SettingsPage,
 } from './device.js';
-import { logcat } from './logcat.js';
+import { logcat, type LogPriority } from './logcat.js';
 import { FsError } from './mem-fs.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
@@ -1066,6 +1066,22 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
   });
 
   commands.set('logcat', (ctx) => logcat(ctx, device.log));
+
+  // `log [-p v|d|i|w|e|f] [-t tag] message...`: toolbox's way to write to the log from the shell.
+  commands.set('log', async (ctx) => {
+    const args = [...ctx.args];
+    let priority = 'I';
+    let tag = 'log';
+    while (args[0]?.startsWith('-') && args.length > 1) {
+      const flag = args.shift()!;
+      if (flag === '-p') priority = (args.shift() ?? 'i').toUpperCase();
+      else if (flag === '-t') tag = args.shift() ?? tag;
+      else return (await ctx.stderr.write(`log: invalid option ${flag}\n`), 1);
+    }
+    if (!/^[VDIWEF]$/.test(priority)) return (await ctx.stderr.write('log: invalid priority\n'), 1);
+    device.log.append(priority as LogPriority, tag, args.join(' '), 2000 + (ctx.args.length % 100));
+    return 0;
+  });
 
   commands.set('pidof', async (ctx) => {
     const pids = ctx.args.map((a) => device.pids.get(a)).filter((p): p is number => p !== undefined);

@@ -9,6 +9,7 @@ import { ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
 import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openShellV2 } from './shell-v2.js';
+import { screenrecord } from './screenrecord.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
 import { DeviceConnection, type ServiceSession, type StreamIo } from '../../protocols/adb/transport.js';
@@ -149,6 +150,7 @@ export class SimulatedPhone {
     });
     const host: MinicapHost = { device: this.device, screen: this.screen, processes: this.processes, sockets: this.abstractSockets };
     commands.set('app_process', appProcess(host));
+    commands.set('screenrecord', screenrecord(host));
     processCommands(commands, this.processes, this.device.pids);
     this.shellInterpreter = new Shell(this.device.fs, commands, {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',

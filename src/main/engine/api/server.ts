@@ -48,6 +48,7 @@ import { labAssistantRoutes } from './routes/lab-assistant.js';
 import { instanceRoutes } from './routes/instances.js';
 import { organizationRoutes } from './routes/organizations.js';
 import { deviceControlRoutes } from './routes/device-control.js';
+import { phoneToolboxRoutes } from './routes/phone-toolbox.js';
 import { deviceRoutes } from './routes/devices.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { fileRoutes } from './routes/files.js';
@@ -276,6 +277,7 @@ export async function buildServer(services: ApiServices, version: string, option
     deviceRoutes(a, s.allocator);
     deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
     remoteConnectRoutes(a, s.remote);
+    phoneToolboxRoutes(a, s.control);
     fleetRoutes(a, s.allocator, s.macHosts);
     sharingRoutes(a, s);
     labHostRoutes(a, s.macHosts);

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 
 export type { ActionResult, Button, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
@@ -47,6 +48,53 @@ export interface PhoneDriver {
   liveFrames?(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame>;
   /** The phone's log from the start of the allocation on, then live, until `signal` aborts. */
   logs?(signal: AbortSignal): AsyncIterable<LogLine>;
+  /** An interactive shell behind a PTY (Android: adb's `shell,v2,pty`); absent where the platform has none (iOS). */
+  openShell?(size: TerminalSize, handlers: ShellHandlers): Promise<PhoneShell>;
+  /** The entries of a folder; throws FileMissing when there is no such folder. */
+  listFiles?(path: string): Promise<PhoneFileEntry[]>;
+  /** A file's bytes; throws FileMissing when there is no such file. */
+  readFile?(path: string): Promise<Readable>;
+  /** Writes a file, replacing one of the same name. */
+  writeFile?(path: string, content: Readable): Promise<void>;
+  /** The apps someone installed (not the system's own), by package name or bundle id. */
+  installedApps?(): Promise<string[]>;
+  /** Starts recording the screen; `stop` ends the recording and answers it as an MP4. */
+  startRecording?(): Promise<ScreenRecording>;
+}
+
+export interface TerminalSize {
+  cols: number;
+  rows: number;
+}
+
+export interface ShellHandlers {
+  output(data: Buffer): void;
+  /** The shell ended: its exit status, or null when the connection to the phone dropped. */
+  exit(status: number | null): void;
+}
+
+export interface PhoneShell {
+  write(data: Buffer): void;
+  resize(size: TerminalSize): void;
+  close(): void;
+}
+
+export interface PhoneFileEntry {
+  name: string;
+  type: 'file' | 'directory' | 'link';
+  size: number;
+  modifiedAt: Date;
+}
+
+/** No file or folder at that path on the phone. */
+export class FileMissing extends Error {}
+
+export interface ScreenRecording {
+  /** How long the phone records before it stops by itself. */
+  timeLimitSeconds: number;
+  stop(): Promise<Buffer>;
+  /** Ends the recording without keeping it (the engine is stopping). */
+  cancel(): void;
 }
 
 /** One log line (logcat on Android, syslog on iOS). */

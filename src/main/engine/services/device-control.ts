@@ -2,7 +2,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { ActionResult, DeviceAction, DeviceInfo, UiElement } from '../../../shared/api/devices.js';
 import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
-import type { Phone, PhoneDriver, PhoneSource } from '../fleet/types.js';
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import { PHONE_FILE_ROOTS } from '../../../shared/api/devices.js';
+import { phonePath } from '../domain/phone-paths.js';
+import { FileMissing, type Phone, type PhoneDriver, type PhoneFileEntry, type PhoneShell, type PhoneSource, type ScreenRecording, type ShellHandlers, type TerminalSize } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
@@ -28,6 +32,8 @@ async function onPhone<T>(work: () => Promise<T>, what = 'complete the command')
     return await work();
   } catch (error) {
     if (error instanceof ServiceError) throw error;
+    // A path the phone does not have is the API's 404, not a device error.
+    if (error instanceof FileMissing) throw new ServiceError('not_found', 'file_not_found', error.message);
     throw conflict('device_error', `The device did not ${what}: ${(error as Error).message}`);
   }
 }
@@ -39,6 +45,8 @@ async function onPhone<T>(work: () => Promise<T>, what = 'complete the command')
  */
 export class DeviceControl {
   private readonly screens = new LiveScreens();
+  /** The screen recording each allocation is making, by allocation id. */
+  private readonly recordings = new Map<string, Promise<ScreenRecording>>();
 
   constructor(
     private readonly stores: Pick<Stores, 'devices'>,
@@ -208,6 +216,107 @@ export class DeviceControl {
     return { lines, ended: () => this.ended(id) };
   }
 
+  /** A lossless PNG captured now, never the live screen's JPEG: what a person saves as a screenshot. */
+  async capture(scope: Scope, target: DeviceTarget): Promise<Buffer> {
+    const driver = this.driver(scope, target);
+    return onPhone(() => driver.screenshot(), 'take a screenshot');
+  }
+
+  /**
+   * A shell on the phone, for a member who may change it (a shell can do anything the phone's shell user can).
+   * Authorizes now, so that the API can refuse before it upgrades the connection.
+   */
+  shell(scope: Scope, target: DeviceTarget): { open(size: TerminalSize, handlers: ShellHandlers): Promise<PhoneShell>; ended(): FeedEnd | undefined } {
+    requireRole(scope.role, 'readwrite');
+    const { id } = this.holding(scope, target);
+    const driver = this.phones.driver(target.serial);
+    if (!driver.openShell) {
+      throw conflict('shell_unsupported', 'An iPhone offers no shell: iOS runs no shell for a connected computer, and its developer services do not include one.');
+    }
+    return { open: (size, handlers) => onPhone(() => driver.openShell!(size, handlers), 'open a shell'), ended: () => this.ended(id) };
+  }
+
+  async listFiles(scope: Scope, target: DeviceTarget, path: string): Promise<Array<PhoneFileEntry & { path: string }>> {
+    const folder = phonePath(path);
+    const driver = this.filesDriver(scope, target);
+    const entries = await onPhone(() => driver.listFiles!(folder), 'list the folder');
+    return entries
+      .map((e) => ({ ...e, path: posix.join(folder, e.name) }))
+      .sort((a, b) => Number(b.type === 'directory') - Number(a.type === 'directory') || a.name.localeCompare(b.name));
+  }
+
+  async readFile(scope: Scope, target: DeviceTarget, path: string): Promise<Readable> {
+    const file = phonePath(path);
+    const driver = this.filesDriver(scope, target);
+    return onPhone(() => driver.readFile!(file), 'send the file');
+  }
+
+  async writeFile(scope: Scope, target: DeviceTarget, path: string, content: Readable): Promise<void> {
+    requireRole(scope.role, 'readwrite');
+    const file = phonePath(path);
+    if (file === posix.dirname(file) || PHONE_FILE_ROOTS.includes(file as (typeof PHONE_FILE_ROOTS)[number])) {
+      throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
+    }
+    const driver = this.filesDriver(scope, target);
+    await onPhone(() => driver.writeFile!(file, content), 'store the file');
+  }
+
+  private filesDriver(scope: Scope, target: DeviceTarget): PhoneDriver {
+    const driver = this.driver(scope, target);
+    if (!driver.listFiles || !driver.readFile || !driver.writeFile) {
+      throw conflict('files_unsupported', 'Browsing an iPhone\'s files is not available yet: an app\'s Documents are reached through house_arrest, which Benchtop does not offer so far.');
+    }
+    return driver;
+  }
+
+  /** The apps someone installed on the phone, named by the label a stored file of the organization gives them. */
+  async apps(scope: Scope, target: DeviceTarget): Promise<Array<{ packageName: string; label?: string }>> {
+    const driver = this.driver(scope, target);
+    const names = await onPhone(async () => driver.installedApps ? driver.installedApps() : (await driver.act({ type: 'listApps' })).apps ?? [], 'list its apps');
+    const labels = this.appFiles.labels(scope);
+    return names.map((packageName) => ({ packageName, ...(labels.get(packageName) ? { label: labels.get(packageName) } : {}) }));
+  }
+
+  /** Starts recording the screen; one recording per allocation at a time. */
+  async startRecording(scope: Scope, target: DeviceTarget): Promise<{ startedAt: Date; timeLimitSeconds: number }> {
+    requireRole(scope.role, 'readwrite');
+    const { id } = this.holding(scope, target);
+    const driver = this.phones.driver(target.serial);
+    if (!driver.startRecording) throw conflict('recording_unsupported', 'This device cannot record its screen.');
+    this.dropEndedRecordings();
+    if (this.recordings.has(id)) throw conflict('recording_running', 'The screen is being recorded already: stop that recording first.');
+    const startedAt = new Date();
+    const pending = onPhone(() => driver.startRecording!(), 'start recording');
+    this.recordings.set(id, pending);
+    try {
+      const recording = await pending;
+      return { startedAt, timeLimitSeconds: recording.timeLimitSeconds };
+    } catch (error) {
+      this.recordings.delete(id);
+      throw error;
+    }
+  }
+
+  /** Stops the allocation's recording and answers it as an MP4. */
+  async stopRecording(scope: Scope, target: DeviceTarget): Promise<Buffer> {
+    requireRole(scope.role, 'readwrite');
+    const { id } = this.holding(scope, target);
+    const pending = this.recordings.get(id);
+    if (!pending) throw conflict('not_recording', 'The screen is not being recorded: start a recording first.');
+    this.recordings.delete(id);
+    const recording = await pending;
+    return onPhone(() => recording.stop(), 'finish the recording');
+  }
+
+  /** A recording whose allocation ended is stopped and thrown away: the phone's copy goes, and the next user's is theirs. */
+  private dropEndedRecordings(): void {
+    for (const [id, pending] of this.recordings) {
+      if (!this.ended(id)) continue;
+      this.recordings.delete(id);
+      void pending.then((r) => r.stop()).catch(() => undefined);
+    }
+  }
+
   /** Why watching an allocation's phone must stop, or undefined while it is in_use. */
   private ended(id: string): FeedEnd | undefined {
     const status = this.stores.devices.get(id)?.status;
@@ -218,5 +327,7 @@ export class DeviceControl {
   /** Ends every live screen: the engine is stopping. */
   close(): void {
     this.screens.close();
+    for (const pending of this.recordings.values()) void pending.then((r) => r.cancel()).catch(() => undefined);
+    this.recordings.clear();
   }
 }

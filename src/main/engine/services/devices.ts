@@ -11,7 +11,7 @@ import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
 /** What the allocator reads and writes: allocations, the inventory, metering, and the apps to install. */
-export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files' | 'reservations'>;
+export type AllocatorStores = Pick<Stores, 'sessions' | 'devices' | 'fleet' | 'usage' | 'files' | 'reservations' | 'users'>;
 
 /** The stored app files an allocation's installApps names. */
 export interface AppFiles {
@@ -19,6 +19,8 @@ export interface AppFiles {
   readyFile(scope: Scope, ref: string): FileRow;
   /** Where the file's bytes are on disk. */
   pathOf(file: FileRow): string;
+  /** App names by package name or bundle id, from the organization's stored files. */
+  labels(scope: Scope): Map<string, string>;
 }
 
 export interface AllocatorOptions {
@@ -216,23 +218,29 @@ export class DeviceAllocator {
     });
   }
 
-  /** Whether a phone is held, and by whom only when it is the caller's own organization. */
-  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; idleReleaseAt?: number | null; warning?: { reason: string; releaseAt: number } } {
+  /**
+   * Whether a phone is held, and by whom (the session, the member who allocated it, and its idle release and warning)
+   * only when it is the caller's own organization: another organization's hold is a bare yes.
+   */
+  holder(serial: string, organizationId: string): { held: boolean; sessionId?: string; allocationId?: string; memberEmail?: string; idleReleaseAt?: number | null; warning?: { reason: string; releaseAt: number } } {
     const { devices } = this.stores;
     const row = devices.holding(serial);
     // A phone whose cleanup has not finished is not free: the queue will not hand it out either.
     // A cleanup still owed holds a phone that is here; one that is gone (perhaps never to return, as a crashed demo's
     // phones) is held by nobody: if it comes back, it is cleaned before anyone gets it.
     if (!row) return { held: this.cleaning.has(serial) || (this.attached(serial) && devices.uncleaned().some((r) => r.serial === serial)) };
-    return row.organizationId === organizationId
-      ? {
-          held: true,
-          sessionId: row.sessionId,
-          allocationId: row.id,
-          ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}),
-          ...(row.warningReason && row.warningReleaseAt !== null ? { warning: { reason: row.warningReason, releaseAt: row.warningReleaseAt } } : {}),
-        }
-      : { held: true };
+    if (row.organizationId !== organizationId) return { held: true };
+    // The member who allocated it; an allocation from before that was recorded names its session's creator.
+    const member = row.createdBy ?? this.stores.sessions.get(row.sessionId, organizationId)?.createdBy;
+    const memberEmail = member ? this.stores.users.get(member)?.email : undefined;
+    return {
+      held: true,
+      sessionId: row.sessionId,
+      allocationId: row.id,
+      ...(memberEmail ? { memberEmail } : {}),
+      ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}),
+      ...(row.warningReason && row.warningReleaseAt !== null ? { warning: { reason: row.warningReason, releaseAt: row.warningReleaseAt } } : {}),
+    };
   }
 
   // ---- the fleet's events ----

@@ -277,6 +277,17 @@ export class FileManager {
     return file;
   }
 
+  /** The app names the organization's stored files give, by package name or bundle id (the newest file's wins). */
+  labels(scope: Scope): Map<string, string> {
+    const labels = new Map<string, string>();
+    const now = this.now();
+    for (const file of this.stores.files.page({ organizationId: scope.organization.id, before: Number.MAX_SAFE_INTEGER, now, limit: 500 })) {
+      const name = versionOf(file).name;
+      if (file.bundleId && name && !labels.has(file.bundleId)) labels.set(file.bundleId, name);
+    }
+    return labels;
+  }
+
   /** The local path of a file's content. */
   pathOf(file: FileRow): string {
     return this.blobs.pathOf(file.uploadedSha256!);

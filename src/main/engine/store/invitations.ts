@@ -11,14 +11,16 @@ export interface InvitationRow {
   role: Role;
   status: InvitationStatus;
   invitedBy: string | null;
+  /** The inviter's email, while their account exists. */
+  invitedByEmail: string | null;
   createdAt: number;
   expiresAt: number;
   respondedAt: number | null;
 }
 
 const SELECT = `SELECT i.id, i.organization_id AS organizationId, o.name AS organizationName, i.email, i.role, i.status,
-  i.invited_by AS invitedBy, i.created_at AS createdAt, i.expires_at AS expiresAt, i.responded_at AS respondedAt
-  FROM invitations i JOIN organizations o ON o.id = i.organization_id`;
+  i.invited_by AS invitedBy, u.email AS invitedByEmail, i.created_at AS createdAt, i.expires_at AS expiresAt, i.responded_at AS respondedAt
+  FROM invitations i JOIN organizations o ON o.id = i.organization_id LEFT JOIN users u ON u.id = i.invited_by`;
 
 export function invitationStore(db: Db) {
   const byId = db.prepare<[string], InvitationRow>(`${SELECT} WHERE i.id = ?`);
@@ -41,7 +43,7 @@ export function invitationStore(db: Db) {
     pendingOfOrganization: (organizationId: string, now: number) => pendingOfOrg.all(organizationId, now),
     pendingForEmail: (email: string, now: number) => pendingForEmail.all(email, now),
     pendingFor: (organizationId: string, email: string, now: number) => pendingForOrgEmail.get(organizationId, email, now),
-    insert: (row: Omit<InvitationRow, 'status' | 'respondedAt' | 'organizationName'>) => void insert.run(row),
+    insert: (row: Omit<InvitationRow, 'status' | 'respondedAt' | 'organizationName' | 'invitedByEmail'>) => void insert.run(row),
     /** Moves a pending invitation to its final status; false when it was no longer pending. */
     settle: (id: string, status: Exclude<InvitationStatus, 'pending'>, at: number) => respond.run(status, at, id).changes === 1,
   };

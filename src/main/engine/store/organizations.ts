@@ -25,6 +25,8 @@ export interface MemberView extends MembershipRow {
 
 export interface OrganizationWithRole extends OrganizationRow {
   role: Role;
+  /** A Personal organization's owner's email (listed organizations only), so that a joined one can be told apart. */
+  personalOfEmail?: string | null;
 }
 
 const ORG_COLUMNS =
@@ -40,8 +42,9 @@ function toOrg(r: RawOrg) {
 export function organizationStore(db: Db, authVersion: Version) {
   const byId = db.prepare<[string], RawOrg>(`SELECT ${ORG_COLUMNS} FROM organizations o WHERE o.id = ?`);
   const personalOf = db.prepare<[string], RawOrg>(`SELECT ${ORG_COLUMNS} FROM organizations o WHERE o.personal_of = ?`);
-  const ofUser = db.prepare<[string], RawOrg & { role: Role }>(
-    `SELECT ${ORG_COLUMNS}, m.role FROM memberships m JOIN organizations o ON o.id = m.organization_id
+  const ofUser = db.prepare<[string], RawOrg & { role: Role; personalOfEmail: string | null }>(
+    `SELECT ${ORG_COLUMNS}, m.role, u.email AS personalOfEmail FROM memberships m JOIN organizations o ON o.id = m.organization_id
+     LEFT JOIN users u ON u.id = o.personal_of
      WHERE m.user_id = ? ORDER BY o.personal_of IS NULL, o.created_at`,
   );
   const insert = db.prepare(

@@ -24,6 +24,7 @@ export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?:
         heldBy: {
           sessionId: holder.sessionId,
           allocationId: holder.allocationId!,
+          ...(holder.memberEmail ? { memberEmail: holder.memberEmail } : {}),
           ...(holder.idleReleaseAt !== undefined ? { idleReleaseAt: isoOrNull(holder.idleReleaseAt) } : {}),
           ...(holder.warning ? { releaseWarning: { reason: holder.warning.reason, releaseAt: iso(holder.warning.releaseAt) } } : {}),
         },

@@ -6,10 +6,12 @@ import type { MemberView, OrganizationWithRole } from '../../store/organizations
 
 /** Organizations, members, invitations and the balance as the API shows them. */
 
-export const presentOrganization = (o: OrganizationWithRole): Organization => ({
+/** `callerId`: whose list this is, so that another member's Personal organization names its owner. */
+export const presentOrganization = (o: OrganizationWithRole, callerId?: string): Organization => ({
   id: o.id,
   name: o.name,
   personal: o.personalOf !== null,
+  ...(o.personalOf !== null && o.personalOf !== callerId && o.personalOfEmail ? { personalOf: o.personalOfEmail } : {}),
   role: o.role,
   createdAt: iso(o.createdAt),
 });
@@ -30,6 +32,7 @@ export const presentInvitation = (i: InvitationRow): Invitation => ({
   role: i.role,
   status: i.status,
   invitedBy: i.invitedBy,
+  invitedByEmail: i.invitedByEmail,
   createdAt: iso(i.createdAt),
   expiresAt: iso(i.expiresAt),
 });

@@ -22,7 +22,7 @@ const UploadQuery = Type.Object({
 const apiBaseOf = (req: FastifyRequest) => `${req.protocol}://${req.host}${API_PREFIX}`;
 
 /** Whatever the request still holds is read and dropped, so that the client can finish sending and read the error. */
-function drain(req: FastifyRequest): void {
+export function drain(req: FastifyRequest): void {
   req.raw.unpipe();
   req.raw.resume();
 }

@@ -33,10 +33,10 @@ const TerminalQuery = Type.Object({
 });
 
 /** A replied control error is dropped for a client that does not read: it must not queue up behind its output. */
-const MAX_CONTROL_BACKLOG = 64 * 1024;
+export const MAX_CONTROL_BACKLOG = 64 * 1024;
 
 /** A text message from the client: a resize, or why it is not one. */
-function resizeOf(text: string): TerminalSize | string {
+export function resizeOf(text: string): TerminalSize | string {
   let message: unknown;
   try {
     message = JSON.parse(text);

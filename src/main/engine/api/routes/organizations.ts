@@ -15,7 +15,8 @@ export function organizationRoutes(app: App, organizations: Organizations): void
   }, (req) => {
     // Every request acts on one organization: an X-Organization-Id the caller may not use is refused here too.
     scopeOf(req);
-    return list(organizations.listOrganizations(callerOf(req)).map(presentOrganization));
+    const caller = callerOf(req);
+    return list(organizations.listOrganizations(caller).map((o) => presentOrganization(o, caller.user.id)));
   });
 
   app.post('/organizations', {

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { XMLParser } from 'fast-xml-parser';
 import { createInterface } from 'node:readline';
-import type { ActionResult, Button, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
+import type { Stats } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PACKET, PacketReader, shellPacket, windowSize } from '../../../../protocols/adb/shell-v2.js';
+import {
+  FileMissing,
+  type ActionResult, type Button, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneDriver, type PhoneFileEntry,
+  type PhoneShell, type ScreenRecording, type ShellHandlers, type TerminalSize, type UiElement,
+} from '../types.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
@@ -231,6 +239,116 @@ export class AndroidDriver implements PhoneDriver {
     }
   }
 
+  /**
+   * `adb shell` with a PTY, as adb's own client opens it (`shell,v2,TERM=...,pty:`): keystrokes go in as stdin
+   * packets, the terminal's size as window-size packets, and the exit packet carries the shell's status.
+   */
+  async openShell(size: TerminalSize, handlers: ShellHandlers): Promise<PhoneShell> {
+    // openLocal sends a service that names its own prefix as it is: here, the shell service with its options.
+    const stream = await this.client.getDevice(this.serial).openLocal('shell,v2,TERM=xterm-256color,pty:');
+    const reader = new PacketReader();
+    let ended = false;
+    const end = (status: number | null) => {
+      if (ended) return;
+      ended = true;
+      handlers.exit(status);
+    };
+    stream.on('data', (chunk: Buffer) => {
+      for (const packet of reader.push(chunk)) {
+        if (packet.id === PACKET.stdout || packet.id === PACKET.stderr) handlers.output(packet.data);
+        else if (packet.id === PACKET.exit) end(packet.data[0] ?? 0);
+      }
+    });
+    stream.on('error', () => undefined);
+    stream.on('close', () => end(null));
+    const send = (id: number, data: Buffer | string) => {
+      if (!stream.destroyed) stream.write(shellPacket(id, data));
+    };
+    send(PACKET.windowSizeChange, windowSize(size.rows, size.cols));
+    return {
+      write: (data) => send(PACKET.stdin, data),
+      resize: (next) => send(PACKET.windowSizeChange, windowSize(next.rows, next.cols)),
+      close: () => stream.destroy(),
+    };
+  }
+
+  /** adb's sync LIST, as `adb shell ls -la` would show it: a link (such as /sdcard) is listed through. */
+  async listFiles(path: string): Promise<PhoneFileEntry[]> {
+    const sync = await this.client.getDevice(this.serial).syncService();
+    try {
+      // LIST of a missing folder is an empty list: STAT tells the two apart (mode 0 is no such file).
+      const stat = await sync.stat(path).catch(() => undefined);
+      if (!stat || stat.isFile()) throw new FileMissing(`No folder ${path} on the phone.`);
+      // adbkit's Entry is an fs.Stats with a name (its typings lose that under ESM).
+      const entries = (await sync.readdir(path)) as unknown as Array<Stats & { name: string }>;
+      return entries
+        .filter((e) => e.name !== '.' && e.name !== '..')
+        .map((e) => ({
+          name: e.name,
+          type: e.isDirectory() ? 'directory' as const : e.isSymbolicLink() ? 'link' as const : 'file' as const,
+          size: e.isFile() ? e.size : 0,
+          modifiedAt: new Date(e.mtimeMs),
+        }));
+    } finally {
+      sync.end();
+    }
+  }
+
+  /** adb's sync RECV, as `adb pull`. */
+  async readFile(path: string): Promise<Readable> {
+    const stat = await this.client.getDevice(this.serial).stat(path).catch(() => undefined);
+    if (!stat || !stat.isFile()) throw new FileMissing(`No file ${path} on the phone.`);
+    return this.client.getDevice(this.serial).pull(path);
+  }
+
+  /** adb's sync SEND, as `adb push`. */
+  async writeFile(path: string, content: Readable): Promise<void> {
+    const transfer = await this.client.getDevice(this.serial).push(content, path, 0o644);
+    await new Promise<void>((resolve, reject) => {
+      transfer.on('end', resolve);
+      transfer.on('error', reject);
+    });
+  }
+
+  installedApps(): Promise<string[]> {
+    return this.packages('-3');
+  }
+
+  /**
+   * `screenrecord` into adb's scratch folder. Stopping closes its adb stream: adbd hangs the command up, and
+   * screenrecord, which catches SIGHUP as it does Ctrl+C, finishes the MP4; the file is then pulled and removed.
+   */
+  async startRecording(): Promise<ScreenRecording> {
+    const remote = `/data/local/tmp/benchtop-${randomUUID()}.mp4`;
+    const timeLimitSeconds = 180;
+    const stream = await this.client.getDevice(this.serial).shell(`screenrecord --time-limit ${timeLimitSeconds} ${quote(remote)}`);
+    stream.on('error', () => undefined);
+    stream.resume();
+    return {
+      timeLimitSeconds,
+      // The engine is stopping: screenrecord finishes its file on the phone, and nobody pulls it.
+      cancel: () => stream.destroy(),
+      stop: async () => {
+        stream.destroy();
+        // Done once no screenrecord runs and the file is there: the muxer writes its index last.
+        const deadline = Date.now() + 15_000;
+        const sync = this.client.getDevice(this.serial);
+        for (;;) {
+          const running = (await this.shell('pidof screenrecord').catch(() => '')).trim() !== '';
+          const stat = running ? undefined : await sync.stat(remote).catch(() => undefined);
+          if (stat?.isFile()) break;
+          if (Date.now() > deadline) throw new Error('screenrecord did not finish its file.');
+          await delay(100);
+        }
+        try {
+          return await readAll(await sync.pull(remote));
+        } finally {
+          await this.shell(`rm -f ${quote(remote)}`).catch(() => undefined);
+        }
+      },
+    };
+  }
+
   async screenshot(): Promise<Buffer> {
     return readAll(await this.client.getDevice(this.serial).screencap());
   }
@@ -282,6 +400,11 @@ export class AndroidDriver implements PhoneDriver {
         break;
       case 'uninstallApp': {
         const output = await shell(`pm uninstall ${quote(action.packageName)}`);
+        if (!/^Success/m.test(output)) throw new Error(output.trim().split('\n').pop() || `${action.packageName} is not installed`);
+        break;
+      }
+      case 'clearAppData': {
+        const output = await shell(`pm clear ${quote(action.packageName)}`);
         if (!/^Success/m.test(output)) throw new Error(output.trim().split('\n').pop() || `${action.packageName} is not installed`);
         break;
       }

@@ -3,10 +3,12 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
 import { invalid } from '../../domain/errors.js';
-import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, UiElement } from '../types.js';
+import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, ScreenRecording, UiElement } from '../types.js';
 import { afcService, installationProxy, readLockdownValues, restartDevice, syslogService, type UsbmuxdAddress } from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
+import { mp4OfJpegs } from '../../../../protocols/mp4-mjpeg.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
 const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes'];
@@ -280,6 +282,9 @@ export class IosDriver implements PhoneDriver {
         }
         break;
       }
+      case 'clearAppData':
+        // iOS keeps an app's data with the app: only uninstalling it (and installing again) clears it.
+        throw invalid('unsupported_action', 'An iPhone cannot clear an app\'s data without removing the app: uninstall it and install it again.');
       case 'foregroundApp': {
         // SpringBoard in front is the home screen: no app, as on Android's launcher.
         const { bundleId } = await wda.command<{ bundleId?: string }>('GET', '/wda/activeAppInfo', undefined, signal);
@@ -316,6 +321,43 @@ export class IosDriver implements PhoneDriver {
       }
     }
     return { ok: true };
+  }
+
+  /**
+   * A recording of WDA's MJPEG stream: its JPEG frames as they came, each shown until the next, in an MP4 (Motion JPEG),
+   * so that no video encoder is needed. It stops by itself after three minutes, as Android's screenrecord does.
+   */
+  async startRecording(): Promise<ScreenRecording> {
+    const timeLimitSeconds = 180;
+    const stopping = new AbortController();
+    const frames: Array<{ jpeg: Buffer; at: number; width: number; height: number }> = [];
+    const started = Date.now();
+    const recorded = (async () => {
+      try {
+        for await (const frame of this.liveFrames(stopping.signal)) {
+          frames.push({ jpeg: frame.data, at: Date.now(), width: frame.width, height: frame.height });
+          if (Date.now() - started > timeLimitSeconds * 1000) break;
+        }
+      } catch (error) {
+        if (!stopping.signal.aborted) throw error;
+      }
+    })();
+    // A failure after the start is stop()'s to report; one at the start is this call's.
+    recorded.catch(() => undefined);
+    // A feed that fails at once is an error now, not at stop: wait for the first frame or the failure.
+    await Promise.race([recorded, waitUntil(() => frames.length > 0, 5000)]);
+    if (frames.length === 0) throw new Error('WebDriverAgent sent no screen frame to record.');
+    return {
+      timeLimitSeconds,
+      cancel: () => stopping.abort(),
+      stop: async () => {
+        stopping.abort();
+        await recorded.catch(() => undefined);
+        const end = Date.now();
+        const first = frames[0]!;
+        return mp4OfJpegs(frames.map((f, i) => ({ jpeg: f.jpeg, durationMs: (frames[i + 1]?.at ?? end) - f.at })), first.width, first.height);
+      },
+    };
   }
 
   /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */
@@ -409,4 +451,10 @@ export function parseSyslogLine(raw: string, now = new Date()): LogLine | undefi
     pid: Number(m[3]),
     message: m[5]!,
   };
+}
+
+/** Resolves once `check` holds, or after `timeoutMs`. */
+async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check() && Date.now() < deadline) await delay(20);
 }

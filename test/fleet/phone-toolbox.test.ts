@@ -1,0 +1,110 @@
+/**
+ * The phone page's toolbox through the API, against the real adb server and a simulated phone: a PTY shell over a
+ * WebSocket, the file explorer over adb sync, the installed apps with clear data, screen recording to an MP4 that a
+ * box parser and ffprobe read, and a lossless PNG.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApk } from '../../src/sim/android/apk.js';
+import { client, errorCode } from '../support/engine.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { mp4Boxes } from '../support/mp4-boxes.js';
+
+const hasAdb = adbOrSkip();
+
+describe.skipIf(!hasAdb)('the phone toolbox API', () => {
+  let lab: TestLab;
+  let c: ReturnType<typeof client>;
+  let token: string;
+  let base: string;
+  let serial: string;
+
+  beforeAll(async () => {
+    lab = await startLab([{ model: 'Pixel 7', osVersion: '14', sdk: 34 }]);
+    c = client(lab.engine.api);
+    token = await c.login();
+    const held = await allocateInUse(c, token);
+    serial = held.serial;
+    base = `/sessions/${held.session}/devices/${encodeURIComponent(serial)}`;
+  }, 60_000);
+  afterAll(() => lab?.stop());
+
+  const bytes = (path: string, init: RequestInit = {}) => fetch(lab.engine.api + base + path, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+
+  it('a shell with a PTY answers getprop typed into it, and exits with the shell', async () => {
+    const ws = new WebSocket(`${lab.engine.api.replace(/^http/, 'ws')}${base}/shell?cols=100&rows=30`, { headers: { authorization: `Bearer ${token}` } });
+    let output = '';
+    ws.on('message', (data, binary) => { if (binary) output += data.toString(); });
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    ws.send(Buffer.from('getprop ro.product.model\r'));
+    await waitFor('the answer', () => /getprop ro\.product\.model\r\nPixel 7\r\n/.test(output));
+    ws.send(JSON.stringify({ type: 'resize', cols: 120, rows: 40 }));
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send(Buffer.from('exit\r'));
+    expect(await closed).toBe(1000);
+  });
+
+  it('files: upload, list and download the same bytes; paths outside the shared folders are refused', async () => {
+    const content = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251));
+    const put = await bytes('/files/content?path=/sdcard/Download/blob.bin', { method: 'PUT', body: content, headers: { 'content-type': 'application/octet-stream' } });
+    expect(put.status).toBe(204);
+    const listing = await c.call('GET', `${base}/files?path=/sdcard/Download`, { token });
+    expect(listing.body.data).toContainEqual(expect.objectContaining({ name: 'blob.bin', path: '/sdcard/Download/blob.bin', type: 'file', size: content.length }));
+    const root = await c.call('GET', `${base}/files?path=/sdcard`, { token });
+    expect(root.body.data.find((e: { name: string }) => e.name === 'Download').type).toBe('directory');
+    const got = await bytes('/files/content?path=/sdcard/Download/blob.bin');
+    expect(Buffer.from(await got.arrayBuffer()).equals(content)).toBe(true);
+    expect(lab.phone(serial).readFile('/sdcard/Download/blob.bin')?.equals(content)).toBe(true);
+
+    expect(errorCode(await c.call('GET', `${base}/files?path=/sdcard/../data/data`, { token }))).toBe('path_not_allowed');
+    expect(errorCode(await c.call('GET', `${base}/files?path=/sdcard/nothing-here`, { token }))).toBe('file_not_found');
+    expect((await bytes('/files/content?path=/sdcard/Download/missing.bin')).status).toBe(404);
+    expect((await bytes('/files/content?path=/system/build.prop', { method: 'PUT', body: 'x', headers: { 'content-type': 'application/octet-stream' } })).status).toBe(400);
+  });
+
+  it('apps: the installed ones listed with their stored label; clear data, then uninstall takes it off pm list packages', async () => {
+    const apk = buildApk({ packageName: 'com.benchtop.toolbox', label: 'Toolbox Demo', versionName: '1.0' });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(apk)]), 'toolbox.apk');
+    const uploaded = await (await fetch(`${lab.engine.api}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${token}` } })).json() as { id: string };
+    await waitFor('the file ready', async () => (await c.call('GET', `/files/${uploaded.id}`, { token })).body.status === 'ready');
+    expect((await c.call('POST', `${base}/install`, { token, body: { file: uploaded.id } })).status).toBe(200);
+    const apps = (await c.call('GET', `${base}/apps`, { token })).body.data;
+    expect(apps).toContainEqual({ packageName: 'com.benchtop.toolbox', label: 'Toolbox Demo' });
+    expect((await c.call('POST', `${base}/actions`, { token, body: { type: 'clearAppData', packageName: 'com.benchtop.toolbox' } })).status).toBe(200);
+    expect((await c.call('POST', `${base}/actions`, { token, body: { type: 'uninstallApp', packageName: 'com.benchtop.toolbox' } })).status).toBe(200);
+    const packages = (await lab.phone(serial).shell('pm list packages')).output.toString();
+    expect(packages).not.toContain('com.benchtop.toolbox');
+    expect((await c.call('GET', `${base}/apps`, { token })).body.data.map((a: { packageName: string }) => a.packageName)).not.toContain('com.benchtop.toolbox');
+  });
+
+  it('records the screen to an MP4 that a box parser and ffprobe read; one recording at a time', async () => {
+    expect(errorCode(await c.call('POST', `${base}/recording/stop`, { token }))).toBe('not_recording');
+    const started = await c.call('POST', `${base}/recording`, { token });
+    expect([started.status, started.body.timeLimitSeconds]).toEqual([201, 180]);
+    expect(errorCode(await c.call('POST', `${base}/recording`, { token }))).toBe('recording_running');
+    await c.call('POST', `${base}/actions`, { token, body: { type: 'launchApp', packageName: 'com.android.settings' } });
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = await bytes('/recording/stop', { method: 'POST' });
+    expect([stopped.status, stopped.headers.get('content-type')]).toEqual([200, 'video/mp4']);
+    const mp4 = Buffer.from(await stopped.arrayBuffer());
+    const boxes = mp4Boxes(mp4);
+    expect(boxes.types).toEqual(['ftyp', 'mdat', 'moov']);
+    expect(boxes.samples).toBeGreaterThanOrEqual(2);
+    expect(boxes.firstSample.subarray(0, 2).toString('hex')).toBe('ffd8');
+    if (existsSync('/usr/bin/ffprobe')) {
+      const probe = JSON.parse(execFileSync('/usr/bin/ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_type,width,height', '-of', 'json', '-i', 'pipe:0'], { input: mp4 }).toString());
+      expect(probe.streams[0]).toMatchObject({ codec_type: 'video', width: 360 });
+    }
+    // The phone's scratch copy is gone.
+    expect((await lab.phone(serial).shell('ls /data/local/tmp')).output.toString()).not.toMatch(/benchtop-.*\.mp4/);
+  });
+
+  it('a screenshot.png is a lossless PNG captured now', async () => {
+    const png = await bytes('/screenshot.png');
+    expect(png.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await png.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+  });
+});
