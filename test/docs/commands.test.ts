@@ -177,6 +177,25 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     // The stand-in ./gradlew asks the phone named by ANDROID_SERIAL for its model, through the user's own adb.
     expect(r.stdout).toMatch(new RegExp(`^gradlew connectedAndroidTest on ${r.vars.ADDRESS}: (Pixel 8|Galaxy S23)$`, 'm'));
   },
+  'phone-page-take': (r) => {
+    expect(r.vars.SESSION).toMatch(UUID);
+    expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
+  },
+  'phone-files': (r) => {
+    const [listing] = r.json;
+    expect(listing?.data, r.stdout).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'fixture.json', type: 'file' })]));
+    expect(readFileSync(join(r.dir, 'copy.json'))).toEqual(readFileSync(join(r.dir, 'fixture.json')));
+  },
+  'phone-apps': (r) => {
+    const [apps, cleared] = r.json;
+    expect(apps.object).toBe('list');
+    expect(cleared, r.stdout).toEqual({ ok: true });
+  },
+  'phone-recording': (r) => {
+    // An MP4 starts with its ftyp box; a PNG with its signature.
+    expect(readFileSync(join(r.dir, 'run.mp4')).subarray(4, 8).toString()).toBe('ftyp');
+    expect(readFileSync(join(r.dir, 'screen.png')).subarray(1, 4).toString()).toBe('PNG');
+  },
   'sharing-keep': (r) => {
     const [kept] = r.json.slice(-1);
     expect(kept.status).toBe('in_use');
@@ -346,6 +365,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     writeFileSync(join(work, 'gradlew'), '#!/bin/sh\necho "gradlew $1 on $ANDROID_SERIAL: $(adb shell getprop ro.product.model)"\n');
     chmodSync(join(work, 'gradlew'), 0o755);
     userAdbPort = await freePort();
+    writeFileSync(join(work, 'fixture.json'), JSON.stringify({ user: 'docs', items: [1, 2, 3] }));
     writeFileSync(join(work, 'trace.zip'), Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000'), 'binary'));
     await waitFor('the demo phones in the fleet', async () => {
       const fleet = (await call(serve!.api, 'GET', '/fleet/devices', { token: supplied.TOKEN })).body.data as Array<{ platform: string; state: string }>;
