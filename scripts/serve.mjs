@@ -47,6 +47,11 @@ if (!bundleIsFresh()) {
     external: ['better-sqlite3', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
     // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
+    // Whitespace and comments out, identifiers kept (stack traces still name functions): V8 reads the whole bundle
+    // before it runs a line of it, and at a third less text the engine answers its first request sooner.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
     write: false,
     logLevel: 'warning',
   });
