@@ -19,7 +19,7 @@ import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
-import { call, engineEnv, OWNER, REQUEST_TIMEOUT_MS, ROOT } from './support/servers.js';
+import { call, engineEnv, OWNER, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
 
 const fmtKb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
@@ -91,7 +91,7 @@ export const fleetScreen: Benchmark = {
       BENCHTOP_ADB_PORT: String(adb.port),
       BENCHTOP_DEMO_PHONES: String(PHONES),
     };
-    const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env });
+    const child = startChild(process.execPath, SERVE_ARGS, { cwd: ROOT, env });
     const [, origin] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, 120_000);
     const api = `${origin}/api/v1`;
     const { token } = await call<{ token: string }>('POST', `${api}/auth/login`, { body: OWNER });
