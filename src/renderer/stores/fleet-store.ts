@@ -40,13 +40,9 @@ function keepUnchanged<T>(before: T[], after: T[], key: (item: T) => string): T[
 const attached = (d: FleetDevice) => d.state !== 'gone';
 
 export function createFleetStore(api: () => ApiClient, now: () => number = Date.now) {
-  return createStore<FleetState>()((set, get) => ({
-    devices: [],
-    hosts: [],
-    changes: [],
-    loaded: false,
-    error: undefined,
-    async refresh() {
+  let inFlight: Promise<void> | undefined;
+  return createStore<FleetState>()((set, get) => {
+    const load = async () => {
       try {
         const [devices, hosts] = await Promise.all([api().fleetDevices(), api().fleetHosts()]);
         const { loaded, devices: before } = get();
@@ -73,20 +69,32 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
       } catch (error) {
         set({ error: (error as Error).message });
       }
-    },
-    poll(intervalMs) {
-      let stopped = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      // One request at a time: a slow answer delays the next poll instead of piling requests up.
-      const tick = async () => {
-        await get().refresh();
-        if (!stopped) timer = setTimeout(tick, intervalMs);
-      };
-      void tick();
-      return () => {
-        stopped = true;
-        clearTimeout(timer);
-      };
-    },
-  }));
+    };
+    return {
+      devices: [],
+      hosts: [],
+      changes: [],
+      loaded: false,
+      error: undefined,
+      refresh() {
+        // A refresh asked for while one runs shares it: the page's early request and the screen's first poll are one.
+        inFlight ??= load().finally(() => (inFlight = undefined));
+        return inFlight;
+      },
+      poll(intervalMs) {
+        let stopped = false;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        // One request at a time: a slow answer delays the next poll instead of piling requests up.
+        const tick = async () => {
+          await get().refresh();
+          if (!stopped) timer = setTimeout(tick, intervalMs);
+        };
+        void tick();
+        return () => {
+          stopped = true;
+          clearTimeout(timer);
+        };
+      },
+    };
+  });
 }
