@@ -4,6 +4,7 @@
  * checkout with their ratio. A machine that is busier in one minute than the next loads both sides alike, so a
  * regression shows as a ratio rather than as a guess across days and machines.
  *
+ * Both sides are measured by this checkout's benchmark code (and its simulated phones); only the engine differs.
  * <ref> is checked out into a temporary git worktree. Its node_modules is this checkout's, hard-linked, when the two
  * package-lock.json are the same; otherwise `npm ci` installs it. Each side builds its bundle and GUI once before
  * anything is timed, so no build falls inside a measurement.
@@ -14,6 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { printRows } from './report.js';
 import { ROOT } from './servers.js';
+
+/** This checkout, whose benchmark code measures both sides. */
+const HERE = ROOT;
 
 interface Row {
   benchmark: string;
@@ -46,9 +50,10 @@ export function parseSummary(output: string): Row[] {
   return rows;
 }
 
-function run(cwd: string, args: string[]): Promise<string> {
+/** This checkout's benchmarks, run against the engine of the checkout at `root`. */
+function run(root: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: HERE, env: { ...process.env, BENCH_ROOT: root }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk;

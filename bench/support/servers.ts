@@ -1,7 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { startChild, type Child } from './processes.js';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * The checkout whose engine the benchmarks start: this one, or BENCH_ROOT's (npm run bench -- --compare runs this
+ * checkout's benchmarks against another checkout's engine, so both sides are measured by the same code).
+ */
+export const ROOT = process.env.BENCH_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 /** No single request may hang a benchmark. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 export const OWNER = { email: 'owner@bench.local', password: 'bench-owner-password' };
