@@ -19,7 +19,7 @@ import { WdaClient } from '../src/main/engine/fleet/ios/wda-client.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
-import { call, engineEnv, ownerApiKey, REQUEST_TIMEOUT_MS, ROOT } from './support/servers.js';
+import { call, engineEnv, ownerApiKey, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
 
 const IPHONE_SCRIPT = fileURLToPath(new URL('./support/iphone-process.ts', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
@@ -81,7 +81,7 @@ export const ios: Benchmark = {
     const [, muxAddress, udid] = await phoneProcess.waitForOutput(/Simulated usbmuxd on (\S+) with (\S+)/, START_TIMEOUT_MS);
     const address = parseUsbmuxdAddress(muxAddress!);
     const env = { ...engineEnv(tempDir('benchtop-bench-ios-'), 0), BENCHTOP_USBMUXD_ADDRESS: muxAddress!, BENCHTOP_SCREEN_MAX_FPS: '0' };
-    const engineProcess = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env });
+    const engineProcess = startChild(process.execPath, SERVE_ARGS, { cwd: ROOT, env });
     const [, url] = await engineProcess.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, START_TIMEOUT_MS);
     const api = `${url}/api/v1`;
     const apiKey = await ownerApiKey(api);

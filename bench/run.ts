@@ -1,6 +1,8 @@
 /**
  * npm run bench [-- name...]: runs the benchmarks (all, or the named ones) and prints each figure next to a
  * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
+ * npm run bench -- --compare <ref> [--rounds N] name...: the same benchmarks on this checkout and on a git ref,
+ * interleaved in one run, with each figure's ratio between the two (support/compare.ts).
  */
 import { allocation } from './allocation.js';
 import { reservations } from './reservations.js';
@@ -22,16 +24,34 @@ import { wsRpc } from './ws.js';
 import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
 import { guiTapLatency } from './gui-tap-latency.js';
 import { cleanup } from './support/cleanup.js';
+import { compare } from './support/compare.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
 const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, remoteConnect];
 
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+/** Takes `--flag value` out of args. */
+const option = (flag: string): string | undefined => {
+  const i = args.indexOf(flag);
+  return i < 0 ? undefined : args.splice(i, 2)[1];
+};
+const compareWith = option('--compare');
+const rounds = Number(option('--rounds') ?? 2);
+const wanted = args;
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));
 if (unknown.length > 0) {
   console.error(`Unknown benchmark: ${unknown.join(', ')}. Available: ${ALL.map((b) => b.name).join(', ')}.`);
   process.exit(2);
+}
+
+if (compareWith !== undefined) {
+  if (wanted.length === 0 || !(rounds >= 1)) {
+    console.error('Usage: npm run bench -- --compare <git ref> [--rounds N] <benchmark>...');
+    process.exit(2);
+  }
+  await compare(compareWith, wanted, rounds);
+  process.exit(0);
 }
 
 // Whatever ends the run early, the servers it started are stopped and its temp dirs removed.

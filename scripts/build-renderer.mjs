@@ -11,7 +11,17 @@ export async function buildRenderer({ force = false } = {}) {
   if (!force && rendererIsFresh()) return false;
   const { build } = await import('vite');
   // Vite loads its TypeScript config itself; Node 20 cannot import a .ts file.
-  await build({ configFile: join(root, 'vite.renderer.config.ts') });
+  // Always React's production build: Vite and its React plugin take NODE_ENV from the environment, and a build
+  // started under vitest (NODE_ENV=test) shipped React's development build, which rendered the Fleet screen several
+  // times slower. Set for the build only: this runs inside `npm run serve` too.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({ configFile: join(root, 'vite.renderer.config.ts'), mode: 'production' });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
   return true;
 }
 

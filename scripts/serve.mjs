@@ -41,12 +41,18 @@ if (!bundleIsFresh()) {
     entryNames: '[name]',
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
-    // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features).
+    // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features;
+    // sharp is the demo phones' JPEG encoder).
     // The rest are large and loaded on first use (a model request, an app upload, LAN sharing's certificate): left
     // out of the bundle, a lab that never uses them does not parse them at every start.
-    external: ['better-sqlite3', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
+    external: ['better-sqlite3', 'sharp', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
     // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
+    // Whitespace and comments out, identifiers kept (stack traces still name functions): V8 reads the whole bundle
+    // before it runs a line of it, and at a third less text the engine answers its first request sooner.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
     write: false,
     logLevel: 'warning',
   });

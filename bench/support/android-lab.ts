@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connectToAdb, startAdbServer, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 import { onCleanup, tempDir } from './cleanup.js';
 import { startChild } from './processes.js';
-import { call, engineEnv, ownerApiKey, ROOT, type Server } from './servers.js';
+import { call, engineEnv, ownerApiKey, ROOT, type Server, SERVE_ARGS } from './servers.js';
 
 const PHONE_SCRIPT = fileURLToPath(new URL('./phone-process.ts', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
@@ -55,7 +55,7 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
     BENCHTOP_SCREEN_MAX_FPS: '0',
     ...engineOverrides,
   };
-  const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env });
+  const child = startChild(process.execPath, SERVE_ARGS, { cwd: ROOT, env });
   const [, url] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, START_TIMEOUT_MS);
   const engine = { child, api: `${url}/api/v1` };
   const apiKey = await ownerApiKey(engine.api);

@@ -34,7 +34,11 @@ export const detail = (line: string): void => console.log(`  ${line}`);
 
 export function printTable(figures: readonly Figure[]): void {
   const header = ['benchmark', 'figure', 'value', 'baseline (same run)', 'ratio', 'target', 'met'];
-  const rows = figures.map((f) => [f.benchmark, f.figure, f.value, f.baseline, f.ratio, f.target, f.met ? 'yes' : 'NO']);
+  printRows(header, figures.map((f) => [f.benchmark, f.figure, f.value, f.baseline, f.ratio, f.target, f.met ? 'yes' : 'NO']));
+}
+
+/** A plain-text table, columns padded to their widest cell. */
+export function printRows(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ').trimEnd();
   console.log(line(header));

@@ -1,7 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { startChild, type Child } from './processes.js';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * The checkout whose engine the benchmarks start: this one, or BENCH_ROOT's (npm run bench -- --compare runs this
+ * checkout's benchmarks against another checkout's engine, so both sides are measured by the same code).
+ */
+export const ROOT = process.env.BENCH_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 /** No single request may hang a benchmark. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 export const OWNER = { email: 'owner@bench.local', password: 'bench-owner-password' };
@@ -27,9 +31,19 @@ export function engineEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
   };
 }
 
+/**
+ * How a benchmark runs the engine: `node scripts/serve.mjs`, as `npm run serve` does. With BENCH_PROFILE_DIR set,
+ * the engine writes a V8 CPU profile there when it stops (open it in Chrome's DevTools, Performance tab): where a
+ * figure's time goes in the engine.
+ */
+export const SERVE_ARGS = [
+  ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`, '--cpu-prof-interval=200'] : []),
+  'scripts/serve.mjs',
+];
+
 /** The headless engine in its own node process, on an ephemeral port, started as `npm run serve` starts it. */
 export async function startEngine(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<Server> {
-  const child = startChild(process.execPath, ['scripts/serve.mjs'], { cwd: ROOT, env: { ...engineEnv(dataDir, 0), ...env } });
+  const child = startChild(process.execPath, SERVE_ARGS, { cwd: ROOT, env: { ...engineEnv(dataDir, 0), ...env } });
   const [, url] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, 30_000);
   return { child, api: `${url}/api/v1` };
 }

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState, type ReactNode } from 'react';
 import { authStore, useAuth } from './app-context.js';
 import { desktopBridge } from './desktop-bridge.js';
 import { linkTo, match, navigate, usePath } from './router.js';
@@ -6,14 +6,18 @@ import { CalendarScreen } from './screens/calendar.js';
 import { ReleaseWarnings } from './components/release-warnings.js';
 import { FleetScreen } from './screens/fleet.js';
 import { LoginScreen } from './screens/login.js';
-import { OrganizationScreen } from './screens/organization.js';
-import { SessionScreen } from './screens/session.js';
-import { SessionsScreen } from './screens/sessions.js';
-import { SettingsScreen } from './screens/settings.js';
-import { FilesScreen } from './screens/files.js';
-import { TestResultScreen, TestResultsScreen } from './screens/test-results.js';
-import { UsageScreen } from './screens/usage.js';
 import { Spinner } from './ui.js';
+
+// The Fleet screen, which every lab engineer opens first, comes with the page; every other screen loads when first
+// shown. In one bundle, the browser parsed the phone page, the chats and the settings before it could list a phone.
+const OrganizationScreen = lazy(() => import('./screens/organization.js').then((m) => ({ default: m.OrganizationScreen })));
+const SessionScreen = lazy(() => import('./screens/session.js').then((m) => ({ default: m.SessionScreen })));
+const SessionsScreen = lazy(() => import('./screens/sessions.js').then((m) => ({ default: m.SessionsScreen })));
+const SettingsScreen = lazy(() => import('./screens/settings.js').then((m) => ({ default: m.SettingsScreen })));
+const FilesScreen = lazy(() => import('./screens/files.js').then((m) => ({ default: m.FilesScreen })));
+const TestResultScreen = lazy(() => import('./screens/test-results.js').then((m) => ({ default: m.TestResultScreen })));
+const TestResultsScreen = lazy(() => import('./screens/test-results.js').then((m) => ({ default: m.TestResultsScreen })));
+const UsageScreen = lazy(() => import('./screens/usage.js').then((m) => ({ default: m.UsageScreen })));
 
 const NAV = [
   { path: '/fleet', label: 'Fleet' },
@@ -115,7 +119,10 @@ export function App() {
         </div>
       </nav>
       {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
-      <main id="main" tabIndex={-1} key={switches}><ReleaseWarnings />{route(path)}</main>
+      <main id="main" tabIndex={-1} key={switches}>
+        <ReleaseWarnings />
+        <Suspense fallback={<Spinner label="Loading" />}>{route(path)}</Suspense>
+      </main>
     </div>
   );
 }

@@ -39,9 +39,19 @@ describe.runIf(hasAdb)('fleet store', () => {
     });
     expect(store.getState().changes[0]).toEqual({ serial, name: 'Pixel 8', change: 'unplugged', at: 3000 });
 
+    // A poll that finds nothing changed keeps the very same list, so that the Fleet screen renders no row again.
+    const before = store.getState().devices;
+    await store.getState().refresh();
+    expect(store.getState().devices).toBe(before);
+
     const held = await allocateInUse(client(lab.engine.api), token, 'Pixel 7');
     await store.getState().refresh();
-    expect(store.getState().devices.find((d) => d.serial === held.serial)).toMatchObject({ held: true, heldBy: { sessionId: held.session } });
+    const after = store.getState().devices;
+    expect(after.find((d) => d.serial === held.serial)).toMatchObject({ held: true, heldBy: { sessionId: held.session } });
+    // Only the phone that changed is a new object; the unplugged one is kept as it was.
+    expect(after).not.toBe(before);
+    expect(after.find((d) => d.serial === serial)).toBe(before.find((d) => d.serial === serial));
+    expect(after.find((d) => d.serial === held.serial)).not.toBe(before.find((d) => d.serial === held.serial));
   });
 
   it('polls until stopped, one request at a time, and keeps the last list when a poll fails', async () => {

@@ -4,6 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { loadConfig, type EngineConfig } from '../../src/main/engine/config.js';
 import { createEngine, type Engine } from '../../src/main/engine/engine.js';
+// The engine loads its fleets' code when the fleet starts (after it listens), which takes the bundle a few ms but a
+// test run seconds of transforming: loaded here, with the test file, a test's phones are known as soon as in a lab.
+import '../../src/main/engine/fleet/android/android-fleet.js';
+import '../../src/main/engine/fleet/ios/ios-fleet.js';
 
 export const OWNER_EMAIL = 'owner@lab.test';
 export const OWNER_PASSWORD = 'owner-password';

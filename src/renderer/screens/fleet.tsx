@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { memo, useEffect, useMemo, useState } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
 import { api, fleetStore, useAuth, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
@@ -69,14 +69,47 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
   );
 }
 
+/**
+ * One phone's row, rendered again only when that phone changed: the store keeps an unchanged phone as the same
+ * object from poll to poll, so a poll, or the page's sign-in finishing, does not render a hundred rows again.
+ */
+const FleetRow = memo(function FleetRow({ device: d, me }: { device: FleetDevice; me: string | undefined }) {
+  return (
+    <tr data-serial={d.serial}>
+      <td>{d.name}</td>
+      <td className="col-platform">{platformName(d.platform)}</td>
+      <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
+      <td>{d.osVersion}</td>
+      <td><code>{d.serial}</code></td>
+      <td>
+        <Status value={stateOf(d)} />
+        {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
+        {d.steps && d.state !== 'gone' && <p className="steps" aria-label={`What ${d.name} needs`}>{d.steps}</p>}
+      </td>
+      <td><Battery level={d.battery} /></td>
+      <td>
+        {d.heldBy ? (
+          <>
+            <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
+              {holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
+            </a>
+            <IdleCountdown at={d.heldBy.idleReleaseAt} />
+          </>
+        ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
+      </td>
+      <td>{isFree(d) && <UseThisPhone device={d} />}</td>
+    </tr>
+  );
+});
+
 /** Every phone and Mac host of the lab, polled: who holds what shows only for the current organization. */
-export function FleetScreen() {
+export const FleetScreen = memo(function FleetScreen() {
   const me = useAuth((s) => s.user?.email);
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
   const set = (patch: Partial<FleetQuery>) => setQuery((q) => ({ ...q, ...patch }));
-  const shown = devices.filter((d) => fleetMatches(d, query));
+  const shown = useMemo(() => devices.filter((d) => fleetMatches(d, query)), [devices, query]);
   const shownFree = shown.filter(isFree).length;
   const filtering = query.text.trim() !== '' || query.platform !== '' || query.availability !== 'any' || query.minVersion.trim() !== '';
 
@@ -136,32 +169,7 @@ export function FleetScreen() {
             <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
-            {shown.map((d) => (
-              <tr key={d.serial} data-serial={d.serial}>
-                <td>{d.name}</td>
-                <td className="col-platform">{platformName(d.platform)}</td>
-                <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
-                <td>{d.osVersion}</td>
-                <td><code>{d.serial}</code></td>
-                <td>
-                  <Status value={stateOf(d)} />
-                  {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
-                  {d.steps && d.state !== 'gone' && <p className="steps" aria-label={`What ${d.name} needs`}>{d.steps}</p>}
-                </td>
-                <td><Battery level={d.battery} /></td>
-                <td>
-                  {d.heldBy ? (
-                    <>
-                      <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
-                        {holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
-                      </a>
-                      <IdleCountdown at={d.heldBy.idleReleaseAt} />
-                    </>
-                  ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
-                </td>
-                <td>{isFree(d) && <UseThisPhone device={d} />}</td>
-              </tr>
-            ))}
+            {shown.map((d) => <FleetRow key={d.serial} device={d} me={me} />)}
           </tbody>
         </table>
         </div>
@@ -195,4 +203,4 @@ export function FleetScreen() {
       )}
     </Page>
   );
-}
+});

@@ -23,17 +23,26 @@ export interface FleetState {
 }
 
 const MAX_CHANGES = 20;
+
+/**
+ * The new list, with each item that did not change since the last poll kept as the same object: a screen that
+ * memoizes its rows then renders only the rows that changed, not a hundred on every poll.
+ */
+function keepUnchanged<T>(before: T[], after: T[], key: (item: T) => string): T[] {
+  const old = new Map(before.map((item) => [key(item), { item, json: JSON.stringify(item) }]));
+  const kept = after.map((item) => {
+    const was = old.get(key(item));
+    return was && was.json === JSON.stringify(item) ? was.item : item;
+  });
+  return kept.length === before.length && kept.every((item, i) => item === before[i]) ? before : kept;
+}
 /** A phone counts as attached when adb sees it in any state but gone. */
 const attached = (d: FleetDevice) => d.state !== 'gone';
 
 export function createFleetStore(api: () => ApiClient, now: () => number = Date.now) {
-  return createStore<FleetState>()((set, get) => ({
-    devices: [],
-    hosts: [],
-    changes: [],
-    loaded: false,
-    error: undefined,
-    async refresh() {
+  let inFlight: Promise<void> | undefined;
+  return createStore<FleetState>()((set, get) => {
+    const load = async () => {
       try {
         const [devices, hosts] = await Promise.all([api().fleetDevices(), api().fleetHosts()]);
         const { loaded, devices: before } = get();
@@ -51,8 +60,8 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
         const names = new Map(devices.data.map((d) => [d.serial, d.name]));
         const earlier = get().changes.map((c) => (c.name ? c : { ...c, name: names.get(c.serial) ?? '' }));
         set({
-          devices: devices.data,
-          hosts: hosts.data,
+          devices: keepUnchanged(before, devices.data, (d) => d.serial),
+          hosts: keepUnchanged(get().hosts, hosts.data, (h) => h.id),
           changes: [...changes, ...earlier].slice(0, MAX_CHANGES),
           loaded: true,
           error: undefined,
@@ -60,20 +69,32 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
       } catch (error) {
         set({ error: (error as Error).message });
       }
-    },
-    poll(intervalMs) {
-      let stopped = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      // One request at a time: a slow answer delays the next poll instead of piling requests up.
-      const tick = async () => {
-        await get().refresh();
-        if (!stopped) timer = setTimeout(tick, intervalMs);
-      };
-      void tick();
-      return () => {
-        stopped = true;
-        clearTimeout(timer);
-      };
-    },
-  }));
+    };
+    return {
+      devices: [],
+      hosts: [],
+      changes: [],
+      loaded: false,
+      error: undefined,
+      refresh() {
+        // A refresh asked for while one runs shares it: the page's early request and the screen's first poll are one.
+        inFlight ??= load().finally(() => (inFlight = undefined));
+        return inFlight;
+      },
+      poll(intervalMs) {
+        let stopped = false;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        // One request at a time: a slow answer delays the next poll instead of piling requests up.
+        const tick = async () => {
+          await get().refresh();
+          if (!stopped) timer = setTimeout(tick, intervalMs);
+        };
+        void tick();
+        return () => {
+          stopped = true;
+          clearTimeout(timer);
+        };
+      },
+    };
+  });
 }

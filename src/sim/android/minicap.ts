@@ -238,7 +238,7 @@ async function minicapMain(ctx: CommandContext, host: MinicapHost, flavour: 'nat
   }
   if (o.screenshot) {
     const { width, height } = frameSize(host, p);
-    await ctx.stdout.write(host.screen.jpeg(width, height, o.quality));
+    await ctx.stdout.write(await host.screen.jpeg(width, height, o.quality));
     return 0;
   }
   if (o.test) {
@@ -303,7 +303,7 @@ async function serveClient(io: StreamIo, banner: Buffer, host: MinicapHost, p: P
     if (key !== last) {
       last = key;
       const { width, height } = frameSize(host, p);
-      const jpg = host.screen.jpeg(width, height, o.quality);
+      const jpg = await host.screen.jpeg(width, height, o.quality);
       const length = Buffer.alloc(4);
       length.writeUInt32LE(jpg.length);
       await io.write(Buffer.concat([length, jpg]));

@@ -1,7 +1,7 @@
-import { encode as encodeJpeg } from 'jpeg-js';
 import { PNG } from 'pngjs';
 import type { Canvas } from './canvas.js';
 import type { Device } from './device.js';
+import { encodeJpeg } from './jpeg.js';
 import { buildWindow, contains, dumpXml, hitTest, render, type UiNode } from './ui.js';
 
 /** Below this travel a gesture is a touch in place, as ViewConfiguration's touch slop decides. */
@@ -15,7 +15,7 @@ interface Frame {
   canvas?: Canvas;
   png?: Buffer;
   /** JPEGs of this frame by `<width>x<height>q<quality>`: every minicap client of the phone shares them. */
-  jpegs?: Map<string, Buffer>;
+  jpegs?: Map<string, Promise<Buffer>>;
 }
 
 /**
@@ -69,15 +69,13 @@ export class Screen {
   }
 
   /** The screen scaled to width x height and JPEG-encoded, as minicap's virtual display and libjpeg-turbo do. */
-  jpeg(width: number, height: number, quality: number): Buffer {
+  jpeg(width: number, height: number, quality: number): Promise<Buffer> {
     const f = this.current();
     f.jpegs ??= new Map();
     const id = `${width}x${height}q${quality}`;
     let data = f.jpegs.get(id);
     if (!data) {
-      const c = this.canvas();
-      const pixels = c.width === width && c.height === height ? c.data : scale(c, width, height);
-      data = encodeJpeg({ width, height, data: pixels }, quality).data;
+      data = encodeJpeg(this.canvas(), width, height, quality);
       f.jpegs.set(id, data);
     }
     return data;
@@ -148,37 +146,4 @@ function findNode(root: UiNode, match: (n: UiNode) => boolean): UiNode | undefin
     if (hit) return hit;
   }
   return undefined;
-}
-
-/** Box-filter downscale (each target pixel averages the source pixels it covers); nearest pixel when enlarging. */
-function scale(c: Canvas, width: number, height: number): Buffer {
-  const out = Buffer.alloc(width * height * 4);
-  const sx = c.width / width;
-  const sy = c.height / height;
-  for (let y = 0; y < height; y++) {
-    const y0 = Math.floor(y * sy);
-    const y1 = Math.max(y0 + 1, Math.min(c.height, Math.floor((y + 1) * sy)));
-    for (let x = 0; x < width; x++) {
-      const x0 = Math.floor(x * sx);
-      const x1 = Math.max(x0 + 1, Math.min(c.width, Math.floor((x + 1) * sx)));
-      let r = 0;
-      let g = 0;
-      let b = 0;
-      for (let yy = y0; yy < y1; yy++) {
-        let i = (yy * c.width + x0) * 4;
-        for (let xx = x0; xx < x1; xx++, i += 4) {
-          r += c.data[i]!;
-          g += c.data[i + 1]!;
-          b += c.data[i + 2]!;
-        }
-      }
-      const n = (y1 - y0) * (x1 - x0);
-      const o = (y * width + x) * 4;
-      out[o] = r / n;
-      out[o + 1] = g / n;
-      out[o + 2] = b / n;
-      out[o + 3] = 255;
-    }
-  }
-  return out;
 }

@@ -57,7 +57,7 @@ export function screenrecord(host: MinicapHost): CommandFn {
       do {
         if (host.screen.key() !== key) {
           key = host.screen.key();
-          frames.push({ jpeg: host.screen.jpeg(width, height, 80), durationMs: 0, at: Date.now() });
+          frames.push({ jpeg: await host.screen.jpeg(width, height, 80), durationMs: 0, at: Date.now() });
         }
         await sleep(POLL_MS, undefined, { signal: proc.signal }).catch(() => undefined);
       } while (!proc.signal.aborted && Date.now() < deadline);

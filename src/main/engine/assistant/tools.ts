@@ -1,10 +1,11 @@
 import AjvModule from 'ajv';
+import { lazily } from '../domain/lazily.js';
 import { BUTTONS, DeviceActionBody, type ActionResult, type DeviceAction, type UiElement } from '../../../shared/api/devices.js';
 
 // ajv is CommonJS; its default export arrives wrapped under ESM.
 const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
-/** The same rules as POST .../actions: a model's arguments are as untrusted as any request body. */
-const validAction = new Ajv({ strict: false }).compile(DeviceActionBody);
+/** The same rules as POST .../actions: a model's arguments are as untrusted as any request body. Compiled on first use. */
+const validAction = lazily(() => new Ajv({ strict: false }).compile(DeviceActionBody));
 
 /** A tool as a model sees it: a name, what it does, and a JSON schema of its arguments. */
 export interface ToolSpec {
@@ -110,8 +111,9 @@ export async function runTool(device: DeviceAccess, name: string, args: Record<s
   const tool = ACTIONS[name];
   if (!tool) throw new ToolError('unknown_tool', `There is no tool named ${JSON.stringify(name)}.`);
   const action = { ...args, type: tool.action };
-  if (!validAction(action)) {
-    throw new ToolError('invalid_arguments', `Invalid arguments for ${name}: ${validAction.errors?.[0]?.instancePath || '/'} ${validAction.errors?.[0]?.message ?? ''}.`);
+  const validate = validAction();
+  if (!validate(action)) {
+    throw new ToolError('invalid_arguments', `Invalid arguments for ${name}: ${validate.errors?.[0]?.instancePath || '/'} ${validate.errors?.[0]?.message ?? ''}.`);
   }
   const result = await device.act(action as DeviceAction, signal);
   return { result, forModel: JSON.stringify(result) };

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EngineConfig } from '../config.js';
-import { AndroidFleet } from './android/android-fleet.js';
-import { IosFleet } from './ios/ios-fleet.js';
+import type { AndroidFleet } from './android/android-fleet.js';
+import type { IosFleet } from './ios/ios-fleet.js';
 import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 
 export interface Fleet extends PhoneSource {
@@ -16,26 +16,49 @@ type Part = AndroidFleet | IosFleet;
 /** UDIDs: 40 hex digits before the iPhone XS, 8-dash-16 since. */
 const IOS_UDID = /^([0-9a-f]{40}|[0-9A-F]{8}-[0-9A-F]{16})$/i;
 
-/** Android's and iOS's fleets as one: their phones in one list, each phone driven by the fleet that reported it. */
+/**
+ * Android's and iOS's fleets as one: their phones in one list, each phone driven by the fleet that reported it.
+ * Each fleet's code (adbkit alone is a quarter of the engine's bundle) is loaded when the fleet starts, which is after
+ * the API answers: a lab's start-up does not wait for it. Until then the fleet lists no phones.
+ */
 class CombinedFleet extends EventEmitter implements Fleet {
   retarget?: (address: { host: string; port: number }) => Promise<void>;
+  private parts: Part[] = [];
+  private android: AndroidFleet | undefined;
+  private ios: IosFleet | undefined;
+  private loaded: Promise<Part[]> | undefined;
 
   constructor(
-    private readonly parts: Part[],
+    private readonly load: { android?: () => Promise<AndroidFleet>; ios?: () => Promise<IosFleet> },
     /** Serials that are not phones: remote-connect bridges, should the lab's own adb server ever connect to one. */
     private readonly hidden: (serial: string) => boolean = () => false,
   ) {
     super();
-    for (const part of parts) {
-      part.on('phone', (phone: Phone) => !hidden(phone.serial) && this.emit('phone', phone));
-      part.on('gone', (serial: string) => !hidden(serial) && this.emit('gone', serial));
+    if (load.android) {
+      this.retarget = async (address) => {
+        await this.loadParts();
+        await this.android!.retarget(address);
+      };
     }
-    const android = parts.find((p): p is AndroidFleet => p instanceof AndroidFleet);
-    if (android) this.retarget = (address) => android.retarget(address);
+  }
+
+  private loadParts(): Promise<Part[]> {
+    this.loaded ??= Promise.all([this.load.android?.(), this.load.ios?.()]).then(([android, ios]) => {
+      this.android = android;
+      this.ios = ios;
+      const parts = [android, ios].filter((p): p is Part => p !== undefined);
+      for (const part of parts) {
+        part.on('phone', (phone: Phone) => !this.hidden(phone.serial) && this.emit('phone', phone));
+        part.on('gone', (serial: string) => !this.hidden(serial) && this.emit('gone', serial));
+      }
+      this.parts = parts;
+      return parts;
+    });
+    return this.loaded;
   }
 
   async start() {
-    await Promise.all(this.parts.map((p) => p.start()));
+    await Promise.all((await this.loadParts()).map((p) => p.start()));
   }
 
   async stop() {
@@ -58,16 +81,17 @@ class CombinedFleet extends EventEmitter implements Fleet {
   driver(serial: string): PhoneDriver {
     // A phone away for a moment (unplugged within grace) is driven by the fleet its serial belongs to; the command
     // then fails as an unplugged phone's would.
-    const part = this.parts.find((p) => p.get(serial)) ?? this.parts.find((p) => p instanceof IosFleet && IOS_UDID.test(serial)) ?? this.parts[0];
-    if (!part) throw new Error(`No phone ${serial}: the Android and iOS fleets are both off.`);
+    const part = this.parts.find((p) => p.get(serial)) ?? (this.ios && IOS_UDID.test(serial) ? this.ios : this.parts[0]);
+    if (!part) {
+      const off = !this.load.android && !this.load.ios;
+      throw new Error(off ? `No phone ${serial}: the Android and iOS fleets are both off.` : `No phone ${serial}: the fleet is still starting.`);
+    }
     return part.driver(serial);
   }
 }
 
 export function createFleet(config: EngineConfig, log: (message: string) => void): Fleet {
-  const parts: Part[] = [];
-  if (config.adb) parts.push(new AndroidFleet(config.adb, log));
-  if (config.usbmuxd) parts.push(new IosFleet(config.usbmuxd, log, { bundleId: config.wdaBundleId, xcrun: config.xcrun }));
+  const { adb, usbmuxd } = config;
   // A bridge's serial is host:port with a remote-connect port: the lab's own adb server reaches it only if someone on
   // the lab box `adb connect`s to it through that server, and it must not come back as a second copy of the phone.
   const { first, last } = config.remotePorts;
@@ -75,5 +99,8 @@ export function createFleet(config: EngineConfig, log: (message: string) => void
     const port = Number(/^[^\s]+:(\d+)$/.exec(serial)?.[1]);
     return port >= first && port <= last;
   };
-  return new CombinedFleet(parts, bridge);
+  return new CombinedFleet({
+    ...(adb ? { android: async () => new (await import('./android/android-fleet.js')).AndroidFleet(adb, log) } : {}),
+    ...(usbmuxd ? { ios: async () => new (await import('./ios/ios-fleet.js')).IosFleet(usbmuxd, log, { bundleId: config.wdaBundleId, xcrun: config.xcrun }) } : {}),
+  }, bridge);
 }

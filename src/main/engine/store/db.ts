@@ -40,11 +40,12 @@ function migrate(db: Db): void {
       `The database schema (version ${current}) is newer than this Benchtop (version ${MIGRATIONS.length}). Upgrade Benchtop.`,
     );
   }
-  for (let v = current; v < MIGRATIONS.length; v++) {
-    // Each step and its version bump commit together, so a crash mid-migration leaves the previous version intact.
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
+  if (current === MIGRATIONS.length) return;
+  // Every pending step and the version bump commit together, so a crash mid-migration leaves the previous version
+  // intact. One commit, not one per step: each commit waits for the disk (synchronous=FULL), and a new lab's first
+  // start applied every step one commit at a time.
+  db.transaction(() => {
+    for (let v = current; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  })();
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Scope } from '../../services/scope.js';
@@ -48,10 +48,10 @@ export function openSession(
   lab: McpLab,
   version: string,
   log: (error: unknown) => void,
-  on: { opened(id: string, session: { server: Server; transport: StreamableHTTPServerTransport }): void; closed(id: string): void },
-): { server: Server; transport: StreamableHTTPServerTransport } {
+  on: { opened(id: string, session: { server: Server; transport: WebStandardStreamableHTTPServerTransport }): void; closed(id: string): void },
+): { server: Server; transport: WebStandardStreamableHTTPServerTransport } {
   const server = mcpServer(lab, version, log);
-  const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+  const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: randomUUID,
     // Every request here is answered by one message (no tool sends progress or asks the client anything), and
     // the protocol lets such an answer be one application/json body instead of an SSE stream of one event:

@@ -3,6 +3,7 @@ import { Type, type Static, type TObject } from 'typebox';
 import { BUTTONS, DeviceActionBody, ORIENTATIONS, type ActionResult, type Button, type DeviceAction, type UiElement } from '../../../../shared/api/devices.js';
 import type { DeviceFilter } from '../../domain/device-filters.js';
 import { ServiceError } from '../../domain/errors.js';
+import { lazily } from '../../domain/lazily.js';
 import type { Scope } from '../../services/scope.js';
 import type { DeviceAllocationRow } from '../../store/devices.js';
 import type { LogLine } from '../../../../shared/api/devices.js';
@@ -15,14 +16,7 @@ const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? A
  * often as 120. The action built from them is then checked against the shared vocabulary, as a REST body is.
  */
 const ajv = new Ajv({ strict: false, coerceTypes: true, allErrors: true });
-/**
- * Compiled on first use: compiling every tool's schema and the action union takes most of a second, which the
- * engine's start should not pay for an endpoint that may never be called.
- */
-const lazily = <T>(make: () => T): (() => T) => {
-  let value: T | undefined;
-  return () => (value ??= make());
-};
+// Compiled on first use (lazily): compiling every tool's schema and the action union takes most of a second.
 const validAction = lazily(() => new Ajv({ strict: false }).compile(DeviceActionBody));
 
 /** What one tool call returns: MCP content blocks, isError when the call failed and the agent should change course. */
