@@ -56,6 +56,16 @@ export interface EngineConfig {
   logLevel: 'silent' | 'error' | 'warn' | 'info';
   /** Host names, beyond addresses, localhost and this machine's name, that requests may name (DNS rebinding). */
   allowedHosts: string[];
+  /** How often each provider's adb server is checked through SSH, and how long a check may take, in ms. */
+  providerCheckMs: number;
+  providerProbeTimeoutMs: number;
+  /** The longest wait between reconnection attempts to a provider that is down, in ms. */
+  providerBackoffMaxMs: number;
+  /** Online backups of the database this often (0: only on demand), into backupDir, keeping backupKeep of them. */
+  backupIntervalSeconds: number;
+  /** null: `backups` in the data dir. */
+  backupDir: string | null;
+  backupKeep: number;
   /** Whether failed logins, sign-ups and invitation acceptances are throttled (BENCHTOP_LOGIN_THROTTLE=off: not). */
   throttleLogins: boolean;
 }
@@ -95,6 +105,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     assistantToolTimeoutSeconds: intFrom(env.BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS, 30, 'BENCHTOP_ASSISTANT_TOOL_TIMEOUT_SECONDS'),
     logLevel: (env.BENCHTOP_LOG_LEVEL as EngineConfig['logLevel']) || 'warn',
     throttleLogins: env.BENCHTOP_LOGIN_THROTTLE !== 'off',
+    providerCheckMs: intFrom(env.BENCHTOP_PROVIDER_CHECK_MS, 2000, 'BENCHTOP_PROVIDER_CHECK_MS'),
+    providerProbeTimeoutMs: intFrom(env.BENCHTOP_PROVIDER_TIMEOUT_MS, 3000, 'BENCHTOP_PROVIDER_TIMEOUT_MS'),
+    providerBackoffMaxMs: intFrom(env.BENCHTOP_PROVIDER_BACKOFF_MAX_MS, 30_000, 'BENCHTOP_PROVIDER_BACKOFF_MAX_MS'),
+    backupIntervalSeconds: intFrom(env.BENCHTOP_BACKUP_INTERVAL_SECONDS, 3600, 'BENCHTOP_BACKUP_INTERVAL_SECONDS'),
+    backupDir: env.BENCHTOP_BACKUP_DIR || null,
+    backupKeep: intFrom(env.BENCHTOP_BACKUP_KEEP, 24, 'BENCHTOP_BACKUP_KEEP'),
     allowedHosts: (env.BENCHTOP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
 }

@@ -8,6 +8,7 @@ import { instanceStore } from './instances.js';
 import { invitationStore } from './invitations.js';
 import { macHostStore } from './mac-hosts.js';
 import { organizationStore } from './organizations.js';
+import { providerStore } from './providers.js';
 import { sessionStore } from './sessions.js';
 import { settingStore } from './settings.js';
 import { testResultStore } from './test-results.js';
@@ -34,6 +35,7 @@ export function createStores(db: Db) {
     fleet: fleetStore(db),
     instances: instanceStore(db, sessionPartsVersion),
     macHosts: macHostStore(db, sessionPartsVersion),
+    providers: providerStore(db),
     usage: usageStore(db),
     settings: settingStore(db),
     testResults: testResultStore(db),

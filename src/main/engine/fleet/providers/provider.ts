@@ -1,0 +1,290 @@
+import { EventEmitter } from 'node:events';
+import { AndroidFleet } from '../android/android-fleet.js';
+import type { Client } from '../android/adb.js';
+import { streamClient } from '../android/tunnel-client.js';
+import { SshConnection, type SshEndpoint } from '../macos/ssh.js';
+import type { Phone, PhoneDriver, PhoneSource } from '../types.js';
+
+/** How to reach one provider: its sshd, the login, and where its adb server and usbmuxd listen on the box itself. */
+export interface ProviderSpec {
+  id: string;
+  name: string;
+  endpoint: SshEndpoint;
+  /** The pinned host key fingerprint; null pins the first one seen (reported through onHostKey). */
+  hostKey: string | null;
+  adbPort: number;
+  usbmuxdSocket: string;
+  paused: boolean;
+}
+
+export interface ProviderTiming {
+  /** How often the provider's adb server is asked its version (the health check and round-trip time). */
+  checkIntervalMs: number;
+  /** A check not answered within this is a provider that dropped. */
+  probeTimeoutMs: number;
+  /** For the SSH handshake, login included. */
+  connectTimeoutMs: number;
+  /** Reconnect back-off: starts at checkIntervalMs, doubles up to this. */
+  backoffMaxMs: number;
+}
+
+export const DEFAULT_PROVIDER_TIMING: ProviderTiming = { checkIntervalMs: 2000, probeTimeoutMs: 3000, connectTimeoutMs: 5000, backoffMaxMs: 30_000 };
+
+export interface ProviderHealth {
+  state: 'unknown' | 'up' | 'down';
+  /** What is wrong, in words, while it is down. */
+  message: string | null;
+  checkedAt: number | null;
+  /** The last check's round trip (a new SSH channel and adb's host:version), in milliseconds. */
+  rttMs: number | null;
+  /** The provider's adb server's protocol version (41 for platform-tools 29 and later). */
+  adbVersion: number | null;
+}
+
+/** adb servers older than this (platform-tools before 1.0.32) lack what the driver uses (shell v2, stat2). */
+const MIN_ADB_VERSION = 32;
+
+function within<T>(promise: PromiseLike<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    Promise.resolve(promise).finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms / 1000} s`)), ms);
+    }),
+  ]);
+}
+
+/** ssh.ts's sentences, prefixed with what they mean to a lab owner looking at a provider. */
+function sshProblem(message: string): string {
+  if (/authentication failed/.test(message)) return `sshd refused the login (key or password refused): ${message}`;
+  if (/host key .* changed/.test(message)) return message;
+  if (/private key/.test(message)) return message;
+  return `sshd unreachable: ${message}`;
+}
+
+export interface ProviderEvents {
+  phone: [Phone];
+  gone: [string];
+  /** Health changed (up, down, or a new message). */
+  health: [ProviderHealth];
+}
+
+/**
+ * One provider: a box with its distribution's adb server on its own loopback, reached over SSH. Its phones are
+ * this PhoneSource's; each adb-server connection is a new SSH channel to that loopback port. A check every
+ * checkIntervalMs asks the adb server its version through the tunnel: a provider that does not answer is down, its
+ * phones go offline (held allocations wait out their grace), and the hub reconnects with back-off.
+ */
+export class Provider extends EventEmitter<ProviderEvents> implements PhoneSource {
+  health: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null };
+  readonly client: Client;
+  private ssh: SshConnection | undefined;
+  private android: AndroidFleet | undefined;
+  private readonly phones = new Map<string, Phone>();
+  private stopped = false;
+  private begun = false;
+  private timer: NodeJS.Timeout | undefined;
+  private backoffMs: number;
+  private firstCheck: Promise<void>;
+  private settleFirst!: () => void;
+
+  constructor(
+    public spec: ProviderSpec,
+    private readonly secrets: () => Promise<Pick<SshEndpoint, 'privateKey' | 'passphrase' | 'password'>>,
+    private readonly timing: ProviderTiming,
+    private readonly log: (message: string) => void,
+    private readonly now: () => number,
+    private readonly onHostKey: (fingerprint: string) => void,
+  ) {
+    super();
+    this.backoffMs = timing.checkIntervalMs;
+    this.firstCheck = new Promise((resolve) => (this.settleFirst = resolve));
+    this.client = streamClient(() => this.channel());
+  }
+
+  /** Starts connecting; resolves once the first check has an answer (up or down). */
+  start(): Promise<void> {
+    if (!this.begun) {
+      this.begun = true;
+      void this.cycle();
+    }
+    return this.firstCheck;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.dropAndroid();
+    this.ssh?.close();
+    this.ssh = undefined;
+    for (const serial of [...this.phones.keys()]) {
+      this.phones.delete(serial);
+      this.emit('gone', serial);
+    }
+  }
+
+  /** The lab owner changed it: a new address or login reconnects; pausing only changes what the phones say. */
+  update(spec: ProviderSpec): void {
+    const reconnect = JSON.stringify({ ...spec, paused: 0, hostKey: 0 }) !== JSON.stringify({ ...this.spec, paused: 0, hostKey: 0 })
+      || (spec.hostKey !== this.spec.hostKey && spec.hostKey !== this.ssh?.hostKey);
+    this.spec = spec;
+    for (const [serial, phone] of this.phones) {
+      const updated = { ...phone, host: spec.name, paused: spec.paused || undefined };
+      this.phones.set(serial, updated);
+      this.emit('phone', updated);
+    }
+    if (reconnect) this.recheck();
+  }
+
+  /** Checks now, from a fresh connection (after an edit, or on demand). */
+  recheck(): void {
+    this.down(null);
+    this.backoffMs = this.timing.checkIntervalMs;
+    clearTimeout(this.timer);
+    void this.cycle();
+  }
+
+  list(): Phone[] {
+    return [...this.phones.values()];
+  }
+
+  get(serial: string): Phone | undefined {
+    return this.phones.get(serial);
+  }
+
+  driver(serial: string): PhoneDriver {
+    return (this.android ?? new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client)).driver(serial);
+  }
+
+  /** A new channel to the provider's adb server, on the one SSH connection. */
+  private channel() {
+    if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is ${this.health.state === 'down' ? 'down' : 'not connected'}`));
+    return this.ssh.forwardOut('127.0.0.1', this.spec.adbPort);
+  }
+
+  private async cycle(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      if (!this.ssh) await this.connect();
+      await this.check();
+      this.backoffMs = this.timing.checkIntervalMs;
+      this.schedule(this.timing.checkIntervalMs);
+    } catch (error) {
+      this.down((error as Error).message);
+      this.schedule(this.backoffMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, this.timing.backoffMaxMs);
+    } finally {
+      this.settleFirst();
+    }
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.cycle(), ms);
+    this.timer.unref();
+  }
+
+  private async connect(): Promise<void> {
+    const secrets = await this.secrets();
+    let ssh: SshConnection;
+    try {
+      ssh = await SshConnection.connect(
+        { ...this.spec.endpoint, ...secrets },
+        // Keepalives end a dead connection at about the same time the check would notice it.
+        { timeoutMs: this.timing.connectTimeoutMs, expectedHostKey: this.spec.hostKey, keepaliveMs: Math.max(1000, this.timing.checkIntervalMs) },
+      );
+    } catch (error) {
+      throw new Error(sshProblem((error as Error).message), { cause: error });
+    }
+    if (this.stopped) return ssh.close();
+    // OpenSSH before 10.1 sets TCP_NODELAY only once a session channel has run: on a connection that only forwards,
+    // Nagle adds ~40 ms to every adb request. One exec first brings an adb shell round trip from ~48 ms to ~4 ms.
+    const guard = await ssh.exec('true', { timeoutMs: this.timing.probeTimeoutMs }).catch((error: Error) => error);
+    if (guard instanceof Error) {
+      ssh.close();
+      throw new Error(`sshd accepted the login but could not run a command: ${guard.message}`);
+    }
+    if (!this.spec.hostKey) this.onHostKey(ssh.hostKey);
+    this.ssh = ssh;
+    ssh.whenClosed(() => {
+      if (this.ssh !== ssh) return;
+      this.down('the SSH connection to the provider was lost');
+      this.schedule(this.backoffMs);
+    });
+  }
+
+  /** Asks the adb server its version through a new channel: the health check, and the round trip it took. */
+  private async check(): Promise<void> {
+    const started = performance.now();
+    let version: number;
+    try {
+      version = await within(this.client.version(), this.timing.probeTimeoutMs, `the adb server on the provider's 127.0.0.1:${this.spec.adbPort}`);
+    } catch (error) {
+      const message = (error as Error).message;
+      const why = /did not answer/.test(message) ? message : `no adb server answering on the provider's 127.0.0.1:${this.spec.adbPort} (${message})`;
+      // The link itself may be dead: a fresh connection next time, not a channel on a connection that hangs.
+      this.ssh?.close();
+      this.ssh = undefined;
+      throw new Error(why, { cause: error });
+    }
+    if (version < MIN_ADB_VERSION) {
+      throw new Error(`the provider's adb server speaks protocol ${version}; Benchtop needs ${MIN_ADB_VERSION} or later (platform-tools 1.0.32+)`);
+    }
+    this.health = { state: 'up', message: null, checkedAt: this.now(), rttMs: performance.now() - started, adbVersion: version };
+    this.emit('health', this.health);
+    if (!this.android) await this.startAndroid();
+  }
+
+  private async startAndroid(): Promise<void> {
+    const android = new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client);
+    this.android = android;
+    android.on('phone', (phone) => {
+      if (this.android !== android) return;
+      const own = { ...phone, host: this.spec.name, ...(this.spec.paused ? { paused: true } : {}) };
+      this.phones.set(phone.serial, own);
+      this.emit('phone', own);
+    });
+    android.on('gone', (serial) => {
+      if (this.android !== android || !this.phones.delete(serial)) return;
+      this.emit('gone', serial);
+    });
+    await android.start();
+    if (this.android !== android) return;
+    // Phones that were offline while the provider was away and are not attached now are gone.
+    const now = new Set(android.list().map((p) => p.serial));
+    for (const serial of [...this.phones.keys()]) {
+      if (!now.has(serial)) {
+        this.phones.delete(serial);
+        this.emit('gone', serial);
+      }
+    }
+  }
+
+  private async dropAndroid(): Promise<void> {
+    const android = this.android;
+    this.android = undefined;
+    if (!android) return;
+    android.removeAllListeners();
+    await android.stop();
+  }
+
+  /** Down (or reconnecting, with no message): every phone offline until the provider answers again. */
+  private down(message: string | null): void {
+    const ssh = this.ssh;
+    this.ssh = undefined;
+    ssh?.close();
+    void this.dropAndroid();
+    if (message !== null) {
+      if (this.health.state !== 'down' || this.health.message !== message) this.log(`provider ${this.spec.name}: ${message}`);
+      this.health = { state: 'down', message, checkedAt: this.now(), rttMs: null, adbVersion: null };
+      this.emit('health', this.health);
+    }
+    for (const [serial, phone] of this.phones) {
+      if (phone.state === 'offline') continue;
+      const offline: Phone = { ...phone, state: 'offline' };
+      this.phones.set(serial, offline);
+      this.emit('phone', offline);
+    }
+  }
+}
