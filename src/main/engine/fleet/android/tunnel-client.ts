@@ -7,8 +7,8 @@ import { Adb, type Client } from './adb.js';
 // adbkit's connection and parser are not exported from its index; its promises are Bluebird's, whose extra methods
 // (.return, .timeout) adbkit's own commands call on what connection() answers.
 const fromAdbkit = createRequire(createRequire(import.meta.url).resolve('@devicefarmer/adbkit'));
-const Connection = (fromAdbkit('./adb/connection.js') as { default: typeof ConnectionType }).default;
-const Parser = (fromAdbkit('./adb/parser.js') as { default: typeof ParserType }).default;
+const Connection = (fromAdbkit('./src/adb/connection.js') as { default: typeof ConnectionType }).default;
+const Parser = (fromAdbkit('./src/adb/parser.js') as { default: typeof ParserType }).default;
 type Connecting = ReturnType<ConnectionType['connect']>;
 const Bluebird = fromAdbkit('bluebird') as { resolve<T>(value: Promise<T>): { then(next: (value: T) => ConnectionType): Connecting } };
 
