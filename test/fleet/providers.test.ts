@@ -1,5 +1,12 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import type WebSocket from 'ws';
+import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
+import { connectWs } from '../support/ws.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../support/app-fixtures.js';
 import { client } from '../support/engine.js';
@@ -8,23 +15,32 @@ import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/
 
 const ready = adbOrSkip() && netnsOrSkip();
 
-/** Pids of adb servers running in this machine's own network namespace (the hub's). */
-function hubAdbServers(): number[] {
-  const mine = readlinkNs('self');
-  return readdirSync('/proc')
-    .filter((e) => /^\d+$/.test(e))
-    .filter((pid) => {
-      try {
-        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-        return /(^|\/)adb$/.test(cmd[0] ?? '') && cmd.some((a) => a === 'fork-server' || a === 'server') && readlinkNs(pid) === mine;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
+/** adb processes this test process started, directly or not: adbkit would start a server as its child. */
+function adbDescendants(): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  const isOurs = (pid: number): boolean => {
+    for (let p = parentOf.get(pid); p !== undefined && p > 1; p = parentOf.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  return [...parentOf.keys()].filter((pid) => {
+    try {
+      return /(^|\/)adb$/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!) && isOurs(pid);
+    } catch {
+      return false;
+    }
+  });
 }
 
-const readlinkNs = (pid: string) => readlinkSync(`/proc/${pid}/ns/net`);
+/** Whether anything in the hub's own network namespace listens on adb's default port. */
+const hubListensOn5037 = () => /127\.0\.0\.1:5037\b/.test(execFileSync('ss', ['-ltn'], { encoding: 'utf8' }));
 
 describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', () => {
   let lab: TestLab;
@@ -46,6 +62,18 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     });
     return { session, serial: d.info.serial as string, id: a.id as string };
   };
+  /** A live screen through the hub's WebSocket: the hello, then binary frames. */
+  const watchScreen = (session: string, serial: string) =>
+    new Promise<{ ws: WebSocket; hello: Record<string, unknown> | undefined; frames: Buffer[] }>((resolve, reject) => {
+      const { ws } = connectWs(`${lab.engine.api.replace(/^http/, 'ws')}/sessions/${session}/devices/${serial}/screen?token=${owner}`);
+      const w = { ws, hello: undefined as Record<string, unknown> | undefined, frames: [] as Buffer[] };
+      ws.on('message', (data: Buffer, binary: boolean) => {
+        if (binary) w.frames.push(data);
+        else w.hello ??= JSON.parse(data.toString());
+      });
+      ws.once('open', () => resolve(w));
+      ws.once('error', reject);
+    });
   const status = async (session: string, id: string) => (await c.call('GET', `/sessions/${session}/devices/${id}`, { token: owner })).body;
 
   beforeAll(async () => {
@@ -148,6 +176,58 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     }
   });
 
+  it('drives a provider\'s phone through /ws with mobilecli unchanged', async () => {
+    const key = await c.createKey(owner);
+    const origin = lab.engine.api.replace(/\/api\/v1$/, '');
+    const m = mobilecli(MOBILECLI, { MOBILECLI_FLEET_URL: `${origin.replace(/^http/, 'ws')}/ws`, MOBILECLI_TOKEN: key, MOBILECLI_REMOTE_ONLY: '1' });
+    try {
+      const allocated = await m.run(['remote', 'allocate', '--platform', 'android', '--name', 'Pixel 8', '--wait', '--timeout', '30']);
+      expect(allocated.code, allocated.stdout + allocated.stderr).toBe(0);
+      const serial = allocated.json.data.device.id;
+      expect(serial).toBe('127.0.0.1:41001');
+      expect((await m.run(['io', 'tap', '--device', serial, '123,456'])).code).toBe(0);
+      const file = join(m.home, 'screen.png');
+      const shot = await m.run(['screenshot', '--device', serial, '--output', file]);
+      expect(shot.code, shot.stdout + shot.stderr).toBe(0);
+      expect(readFileSync(file).subarray(1, 4).toString()).toBe('PNG');
+      expect((await m.run(['remote', 'release', '--device', serial])).code).toBe(0);
+    } finally {
+      m.close();
+    }
+  }, 60_000);
+
+  it('drives a provider\'s phone through MCP', async () => {
+    const key = await c.createKey(owner);
+    const origin = lab.engine.api.replace(/\/api\/v1$/, '');
+    const transport = new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
+    const mcp = new McpClient({ name: 'benchtop-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
+      const allocated = JSON.parse((await call('mobile_allocate_remote_device', { platform: 'android', name: 'Galaxy*' })).content[0]!.text!);
+      expect(allocated).toMatchObject({ status: 'in_use', name: 'Galaxy S24', device: '127.0.0.1:42001' });
+      expect((await call('mobile_click_on_screen_at_coordinates', { device: allocated.device, x: 5, y: 6 })).isError).toBeFalsy();
+      const shot = await call('mobile_take_screenshot', { device: allocated.device });
+      expect(shot.content[0]!.type).toBe('image');
+      expect((await call('mobile_release_remote_device', { device: allocated.device })).isError).toBeFalsy();
+    } finally {
+      await mcp.close();
+    }
+  }, 30_000);
+
+  it('shows a provider\'s phone\'s minicap live screen through the hub', async () => {
+    const { session, serial } = await allocate('Pixel 8');
+    const w = await watchScreen(session, serial);
+    await waitFor('the first minicap frame', () => w.frames.length >= 1);
+    expect(w.hello).toMatchObject({ format: 'jpeg', source: 'minicap' });
+    expect(w.frames[0]!.subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+    // minicap sends a frame when the screen changes: opening the app drawer changes it.
+    await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'swipe', fromX: 360, fromY: 1100, toX: 360, toY: 300, durationMs: 100 } });
+    await waitFor('a frame of the changed screen', () => w.frames.length >= 2);
+    w.ws.close();
+    await c.call('POST', `/sessions/${session}/devices/${serial}/release`, { token: owner });
+  });
+
   it('serves Prometheus metrics and takes an online backup a standby can start from', async () => {
     const metrics = await fetch(`${lab.engine.api}/metrics`, { headers: { authorization: `Bearer ${owner}` } });
     expect(metrics.status).toBe(200);
@@ -192,8 +272,12 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     expect((await status(session, id)).status).toBe('offline');
     p1.linkUp();
     await waitFor('the allocation in_use again', async () => (await status(session, id)).status === 'in_use', 10_000);
-    const shot = await fetch(`${lab.engine.api}/sessions/${session}/devices/${serial}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
-    expect(shot.status).toBe(200);
+    const w = await watchScreen(session, serial);
+    await waitFor('a frame again', () => w.frames.length >= 1, 10_000);
+    await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'pressButton', button: 'HOME' } });
+    await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'swipe', fromX: 360, fromY: 1100, toX: 360, toY: 300, durationMs: 100 } });
+    await waitFor('frames flowing again', () => w.frames.length >= 2, 10_000);
+    w.ws.close();
 
     p1.linkDown();
     await waitFor('offline again', async () => (await status(session, id)).status === 'offline', 10_000);
@@ -206,7 +290,8 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   }, 40_000);
 
   it('with the provider\'s adb server killed, the hub says so and starts no adb server of its own', async () => {
-    const before = hubAdbServers();
+    const listening = hubListensOn5037();
+    const ours = adbDescendants();
     providers[0]!.killAdb();
     const down = await waitFor('provider-0 down', async () => {
       const p = await provider(ids[0]!);
@@ -214,6 +299,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     }, 10_000);
     expect(down.healthMessage).toMatch(/no adb server answering on the provider's 127\.0\.0\.1:5037/);
     await new Promise((r) => setTimeout(r, 1000));
-    expect(hubAdbServers().sort()).toEqual(before.sort());
+    expect(adbDescendants().filter((pid) => !ours.includes(pid))).toEqual([]);
+    expect(hubListensOn5037()).toBe(listening);
   });
 });
