@@ -12,6 +12,7 @@ import { wdaStart } from './wda-start.js';
 import { liveScreen, screenshotDuringFeed } from './live-screen.js';
 import { loginThrottle } from './login-throttle.js';
 import { mcp } from './mcp.js';
+import { providers } from './providers.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
@@ -23,7 +24,7 @@ import { cleanup } from './support/cleanup.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, providers];
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));
