@@ -8,7 +8,7 @@ import type WebSocket from 'ws';
 import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
 import { connectWs } from '../support/ws.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApk } from '../support/app-fixtures.js';
+import { buildApk, buildIpa } from '../support/app-fixtures.js';
 import { client } from '../support/engine.js';
 import { adbOrSkip, startLab, uploadReadyApp, waitFor, type TestLab } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
@@ -79,7 +79,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   beforeAll(async () => {
     const started = await Promise.all([
       startNetnsProvider(0, { phones: [{ port: 41001, options: { model: 'Pixel 8' } }, { port: DUP, options: { model: 'Dup A' } }] }),
-      startNetnsProvider(1, { phones: [{ port: 42001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }] }),
+      startNetnsProvider(1, { phones: [{ port: 42001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
     ].map((p) => p.catch((error: Error) => error)));
     providers = started.filter((p): p is NetnsProvider => !(p instanceof Error));
     const failed = started.find((p) => p instanceof Error);
@@ -149,7 +149,8 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     expect(listed[0]).toMatchObject({ host: 'provider-0', name: 'Dup A' });
     expect((await provider(ids[1]!)).duplicateSerials).toEqual([dup]);
     expect((await provider(ids[0]!)).duplicateSerials).toEqual([]);
-    expect((await provider(ids[1]!)).phones).toBe(1);
+    // Its count is of its phones in the fleet: the duplicate is not one of them.
+    expect((await provider(ids[1]!)).phones).toBe((await fleet()).filter((p) => p.host === 'provider-1').length);
   });
 
   it('drives a phone on each provider through REST: tap, screenshot, install, logcat', async () => {
@@ -175,6 +176,26 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
       void id;
     }
   });
+
+  it('drives a provider\'s iPhone through its usbmuxd over SSH: install an IPA, read its syslog', async () => {
+    const udid = providers[1]!.udids[0]!;
+    await waitFor('the iPhone in the fleet', async () => (await fleet()).find((p) => p.serial === udid && p.state === 'device'), 15_000);
+    expect((await fleet()).find((p) => p.serial === udid)).toMatchObject({ host: 'provider-1', platform: 'ios', name: 'Remote iPhone' });
+    const session = (await c.call('POST', '/sessions', { token: owner })).body.id as string;
+    const a = (await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] } })).body;
+    await waitFor('the iPhone in_use', async () => (await status(session, a.id)).status === 'in_use', 15_000);
+    const base = `/sessions/${session}/devices/${udid}`;
+    const logs = await fetch(`${lab.engine.api}${base}/logs?token=${owner}`);
+    expect(logs.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const fileId = await uploadReadyApp(c, owner, buildIpa({ bundleId: 'com.example.remoteios', displayName: 'Remote Hello' }), 'hello.ipa');
+    const installed = await c.call('POST', `${base}/install`, { token: owner, body: { file: fileId, launch: true } });
+    expect(installed.body).toEqual({ file: fileId, status: 'installed', bundleId: 'com.example.remoteios', launched: true });
+    const reader = logs.body!.getReader();
+    let text = '';
+    while (!/event: log/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect((await c.call('POST', `${base}/release`, { token: owner })).status).toBe(202);
+  }, 40_000);
 
   it('drives a provider\'s phone through /ws with mobilecli unchanged', async () => {
     const key = await c.createKey(owner);

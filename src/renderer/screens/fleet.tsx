@@ -128,7 +128,7 @@ export function FleetScreen() {
         <div className="table-wrap">
         <table className="table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th>Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th>Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>Host</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
             {shown.map((d) => (
@@ -138,6 +138,7 @@ export function FleetScreen() {
                 <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
                 <td>{d.osVersion}</td>
                 <td><code>{d.serial}</code></td>
+                <td>{d.host ?? <span className="muted">this workstation</span>}</td>
                 <td>
                   <Status value={stateOf(d)} />
                   {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}

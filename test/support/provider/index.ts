@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
+import type { SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const PHONES_SCRIPT = fileURLToPath(new URL('./phones-process.ts', import.meta.url));
+const IPHONES_SCRIPT = fileURLToPath(new URL('./iphones-process.ts', import.meta.url));
 
 /**
  * One provider on this machine with real separation: its own Linux network namespace, joined to the hub's only by a
@@ -21,6 +23,10 @@ export interface NetnsProvider {
   hubLink: string;
   privateKey: string;
   serials: string[];
+  /** The UDIDs of its simulated iPhones. */
+  udids: string[];
+  /** Its usbmuxd's socket (a file of its own: never the machine's /var/run/usbmuxd). */
+  usbmuxdSocket: string;
   /** The body of POST /lab/providers for it. */
   body(overrides?: Record<string, unknown>): Record<string, unknown>;
   linkDown(): void;
@@ -32,6 +38,8 @@ export interface NetnsProvider {
 
 export interface NetnsProviderOptions {
   phones: Array<{ port: number; options?: SimulatedPhoneOptions }>;
+  /** Simulated iPhones on a simulated usbmuxd inside the namespace. */
+  iphones?: SimulatedIPhoneOptions[];
 }
 
 const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -186,7 +194,14 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
       PROVIDER_PHONES: JSON.stringify(options.phones.map((p) => ({ port: p.port, options: p.options ?? {} }))),
       PROVIDER_ADB_PORT: '5037',
     });
-    const serials = JSON.parse(await started(phones, /READY (\[.*\])/, 'the simulated phones')) as string[];
+    const usbmuxdSocket = join(dir, 'usbmuxd');
+    const iphones = options.iphones?.length
+      ? inNs([process.execPath, '--import', 'tsx', IPHONES_SCRIPT], { PROVIDER_IPHONES: JSON.stringify(options.iphones), PROVIDER_USBMUXD_SOCKET: usbmuxdSocket })
+      : undefined;
+    const [serials, udids] = await Promise.all([
+      started(phones, /READY (\[.*\])/, 'the simulated phones').then((s) => JSON.parse(s) as string[]),
+      iphones ? started(iphones, /READY (\[.*\])/, 'the simulated iPhones').then((s) => JSON.parse(s) as string[]) : [],
+    ]);
     const privateKey = readFileSync(join(dir, 'id'), 'utf8');
     return {
       namespace,
@@ -194,7 +209,9 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
       hubLink,
       privateKey,
       serials,
-      body: (overrides = {}) => ({ name: `provider-${index}`, address: ns, port: 22, username: 'root', privateKey, ...overrides }),
+      udids,
+      usbmuxdSocket,
+      body: (overrides = {}) => ({ name: `provider-${index}`, address: ns, port: 22, username: 'root', privateKey, usbmuxdSocket, ...overrides }),
       linkDown: () => void ip('link', 'set', hubLink, 'down'),
       linkUp: () => void ip('link', 'set', hubLink, 'up'),
       killAdb: () => void adb.kill('SIGKILL'),

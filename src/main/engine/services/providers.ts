@@ -114,8 +114,10 @@ export class Providers {
     const updated = this.stores.providers.get(row.id)!;
     const provider = this.running.get(row.id);
     if (provider) {
-      provider.update(this.specOf(updated));
-      if (login) provider.recheck();
+      const reconnect = provider.update(this.specOf(updated));
+      // Anything but pausing is also a request to check it now: the answer carries the fresh health.
+      if (login || reconnect) await provider.recheck(true);
+      else if (Object.keys(patch).some((key) => key !== 'paused')) await provider.recheck();
     }
     return this.viewOf(updated);
   }

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { AndroidFleet } from '../android/android-fleet.js';
 import type { Client } from '../android/adb.js';
 import { streamClient } from '../android/tunnel-client.js';
+import { IosFleet } from '../ios/ios-fleet.js';
 import { SshConnection, type SshEndpoint } from '../macos/ssh.js';
 import type { Phone, PhoneDriver, PhoneSource } from '../types.js';
 
@@ -80,9 +81,12 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   readonly client: Client;
   private ssh: SshConnection | undefined;
   private android: AndroidFleet | undefined;
+  /** The provider's iPhones, through channels to its usbmuxd socket; it retries quietly where there is no usbmuxd. */
+  private ios: IosFleet | undefined;
   private readonly phones = new Map<string, Phone>();
   private stopped = false;
   private begun = false;
+  private inFlight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private backoffMs: number;
   private firstCheck: Promise<void>;
@@ -114,7 +118,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.dropAndroid();
+    await this.dropFleets();
     this.ssh?.close();
     this.ssh = undefined;
     for (const serial of [...this.phones.keys()]) {
@@ -123,8 +127,11 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     }
   }
 
-  /** The lab owner changed it: a new address or login reconnects; pausing only changes what the phones say. */
-  update(spec: ProviderSpec): void {
+  /**
+   * The lab owner changed it. Pausing only changes what the phones say; answers whether the change needs a new
+   * connection (a new address, port, login or pinned key), which the caller asks for with recheck(true).
+   */
+  update(spec: ProviderSpec): boolean {
     const reconnect = JSON.stringify({ ...spec, paused: 0, hostKey: 0 }) !== JSON.stringify({ ...this.spec, paused: 0, hostKey: 0 })
       || (spec.hostKey !== this.spec.hostKey && spec.hostKey !== this.ssh?.hostKey);
     this.spec = spec;
@@ -133,15 +140,18 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
       this.phones.set(serial, updated);
       this.emit('phone', updated);
     }
-    if (reconnect) this.recheck();
+    return reconnect;
   }
 
-  /** Checks now, from a fresh connection (after an edit, or on demand). */
-  recheck(): void {
-    this.down(null);
+  /**
+   * Checks now and resolves once the check has an answer. `reconnect` first drops the connection (a new address or
+   * login), which puts the phones offline until it is back; without it the check runs on the current connection.
+   */
+  recheck(reconnect = false): Promise<void> {
+    if (reconnect) this.down(null);
     this.backoffMs = this.timing.checkIntervalMs;
     clearTimeout(this.timer);
-    void this.cycle();
+    return this.cycle();
   }
 
   list(): Phone[] {
@@ -153,7 +163,18 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   }
 
   driver(serial: string): PhoneDriver {
+    if (this.phones.get(serial)?.platform === 'ios') return (this.ios ?? this.newIos()).driver(serial);
     return (this.android ?? new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client)).driver(serial);
+  }
+
+  private newIos(): IosFleet {
+    return new IosFleet({ name: `${this.spec.name}:${this.spec.usbmuxdSocket}`, open: () => this.usbmuxdChannel() }, this.log);
+  }
+
+  /** A new channel to the provider's usbmuxd socket (OpenSSH streamlocal forwarding). */
+  private usbmuxdChannel() {
+    if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is not connected`));
+    return this.ssh.forwardOutUnix(this.spec.usbmuxdSocket);
   }
 
   /** A new channel to the provider's adb server, on the one SSH connection. */
@@ -162,7 +183,13 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     return this.ssh.forwardOut('127.0.0.1', this.spec.adbPort);
   }
 
-  private async cycle(): Promise<void> {
+  /** One connect-and-check at a time: a recheck while the timer's cycle runs waits for that one. */
+  private cycle(): Promise<void> {
+    this.inFlight ??= this.connectAndCheck().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  private async connectAndCheck(): Promise<void> {
     if (this.stopped) return;
     try {
       if (!this.ssh) await this.connect();
@@ -233,26 +260,32 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     }
     this.health = { state: 'up', message: null, checkedAt: this.now(), rttMs: performance.now() - started, adbVersion: version };
     this.emit('health', this.health);
-    if (!this.android) await this.startAndroid();
+    if (!this.android) await this.startFleets();
   }
 
-  private async startAndroid(): Promise<void> {
+  /** The provider's Android and iOS fleets, each reporting its phones as this provider's. */
+  private async startFleets(): Promise<void> {
     const android = new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client);
+    const ios = this.newIos();
     this.android = android;
-    android.on('phone', (phone) => {
-      if (this.android !== android) return;
-      const own = { ...phone, host: this.spec.name, ...(this.spec.paused ? { paused: true } : {}) };
-      this.phones.set(phone.serial, own);
-      this.emit('phone', own);
-    });
-    android.on('gone', (serial) => {
-      if (this.android !== android || !this.phones.delete(serial)) return;
-      this.emit('gone', serial);
-    });
-    await android.start();
-    if (this.android !== android) return;
+    this.ios = ios;
+    const current = () => this.android === android;
+    for (const part of [android, ios] as const) {
+      part.on('phone', (phone: Phone) => {
+        if (!current()) return;
+        const own = { ...phone, host: this.spec.name, ...(this.spec.paused ? { paused: true } : {}) };
+        this.phones.set(phone.serial, own);
+        this.emit('phone', own);
+      });
+      part.on('gone', (serial: string) => {
+        if (!current() || !this.phones.delete(serial)) return;
+        this.emit('gone', serial);
+      });
+    }
+    await Promise.all([android.start(), ios.start()]);
+    if (!current()) return;
     // Phones that were offline while the provider was away and are not attached now are gone.
-    const now = new Set(android.list().map((p) => p.serial));
+    const now = new Set([...android.list(), ...ios.list()].map((p) => p.serial));
     for (const serial of [...this.phones.keys()]) {
       if (!now.has(serial)) {
         this.phones.delete(serial);
@@ -261,12 +294,12 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     }
   }
 
-  private async dropAndroid(): Promise<void> {
-    const android = this.android;
+  private async dropFleets(): Promise<void> {
+    const parts = [this.android, this.ios];
     this.android = undefined;
-    if (!android) return;
-    android.removeAllListeners();
-    await android.stop();
+    this.ios = undefined;
+    for (const part of parts) part?.removeAllListeners();
+    await Promise.all(parts.map((part) => part?.stop()));
   }
 
   /** Down (or reconnecting, with no message): every phone offline until the provider answers again. */
@@ -274,7 +307,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     const ssh = this.ssh;
     this.ssh = undefined;
     ssh?.close();
-    void this.dropAndroid();
+    void this.dropFleets();
     if (message !== null) {
       if (this.health.state !== 'down' || this.health.message !== message) this.log(`provider ${this.spec.name}: ${message}`);
       this.health = { state: 'down', message, checkedAt: this.now(), rttMs: null, adbVersion: null };
