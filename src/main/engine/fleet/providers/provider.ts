@@ -79,7 +79,10 @@ export interface ProviderEvents {
 export class Provider extends EventEmitter<ProviderEvents> implements PhoneSource {
   health: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null };
   readonly client: Client;
+  /** Installs' adb connections: channels on a second SSH connection, opened when the first install comes. */
+  private readonly bulkClient: Client;
   private ssh: SshConnection | undefined;
+  private bulk: Promise<SshConnection> | undefined;
   private android: AndroidFleet | undefined;
   /** The provider's iPhones, through channels to its usbmuxd socket; it retries quietly where there is no usbmuxd. */
   private ios: IosFleet | undefined;
@@ -104,6 +107,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     this.backoffMs = timing.checkIntervalMs;
     this.firstCheck = new Promise((resolve) => (this.settleFirst = resolve));
     this.client = streamClient(() => this.channel());
+    this.bulkClient = streamClient(() => this.bulkChannel());
   }
 
   /** Starts connecting; resolves once the first check has an answer (up or down). */
@@ -121,6 +125,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     await this.dropFleets();
     this.ssh?.close();
     this.ssh = undefined;
+    this.closeBulk();
     for (const serial of [...this.phones.keys()]) {
       this.phones.delete(serial);
       this.emit('gone', serial);
@@ -164,11 +169,41 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
 
   driver(serial: string): PhoneDriver {
     if (this.phones.get(serial)?.platform === 'ios') return (this.ios ?? this.newIos()).driver(serial);
-    return (this.android ?? new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client)).driver(serial);
+    return (this.android ?? this.newAndroid()).driver(serial);
+  }
+
+  private newAndroid(): AndroidFleet {
+    return new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client, this.bulkClient);
   }
 
   private newIos(): IosFleet {
     return new IosFleet({ name: `${this.spec.name}:${this.spec.usbmuxdSocket}`, open: () => this.usbmuxdChannel() }, this.log);
+  }
+
+  /**
+   * A channel for a push on the bulk connection. An 8 MiB APK on the main connection would queue ahead of every
+   * screen frame and tap behind it in SSH's one TCP stream; on its own connection it only shares the link.
+   */
+  private bulkChannel() {
+    if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is not connected`));
+    const opening = (this.bulk ??= this.secrets().then((secrets) =>
+      SshConnection.connect({ ...this.spec.endpoint, ...secrets }, { timeoutMs: this.timing.connectTimeoutMs, expectedHostKey: this.ssh?.hostKey ?? this.spec.hostKey }),
+    ).then((ssh) => {
+      ssh.whenClosed(() => {
+        if (this.bulk === opening) this.bulk = undefined;
+      });
+      return ssh;
+    }));
+    opening.catch(() => {
+      if (this.bulk === opening) this.bulk = undefined;
+    });
+    return opening.then((ssh) => ssh.forwardOut('127.0.0.1', this.spec.adbPort));
+  }
+
+  private closeBulk(): void {
+    const bulk = this.bulk;
+    this.bulk = undefined;
+    void bulk?.then((ssh) => ssh.close(), () => undefined);
   }
 
   /** A new channel to the provider's usbmuxd socket (OpenSSH streamlocal forwarding). */
@@ -265,7 +300,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
 
   /** The provider's Android and iOS fleets, each reporting its phones as this provider's. */
   private async startFleets(): Promise<void> {
-    const android = new AndroidFleet({ host: this.spec.name, port: this.spec.adbPort }, this.log, this.client);
+    const android = this.newAndroid();
     const ios = this.newIos();
     this.android = android;
     this.ios = ios;
@@ -307,6 +342,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     const ssh = this.ssh;
     this.ssh = undefined;
     ssh?.close();
+    this.closeBulk();
     void this.dropFleets();
     if (message !== null) {
       if (this.health.state !== 'down' || this.health.message !== message) this.log(`provider ${this.spec.name}: ${message}`);
