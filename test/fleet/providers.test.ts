@@ -310,6 +310,19 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     p1.linkUp();
   }, 40_000);
 
+  it('a hub restart keeps a held provider phone: its allocation waits for the provider, then is in_use again', async () => {
+    const { session, serial, id } = await waitFor('the Galaxy back', () => allocate('Galaxy S24').catch(() => undefined), 20_000);
+    lab.engine = await lab.engine.restart();
+    c = client(lab.engine.api);
+    owner = await c.login();
+    expect(['offline', 'in_use']).toContain((await status(session, id)).status);
+    await waitFor('in_use after the restart', async () => (await status(session, id)).status === 'in_use', 15_000);
+    expect((await provider(ids[1]!)).health).toBe('up');
+    const shot = await fetch(`${lab.engine.api}/sessions/${session}/devices/${serial}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
+    expect(shot.status).toBe(200);
+    await c.call('POST', `/sessions/${session}/devices/${serial}/release`, { token: owner });
+  }, 40_000);
+
   it('with the provider\'s adb server killed, the hub says so and starts no adb server of its own', async () => {
     const listening = hubListensOn5037();
     const ours = adbDescendants();
