@@ -285,12 +285,18 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   it('link down: detected within 10 s, phone offline and held; link up: in_use again; past the grace period: device_lost', async () => {
     const p1 = providers[1]!;
     const { session, serial, id } = await allocate('Galaxy S24');
+    // A live screen open when the link goes: its frames stop, and it says so (closed as device offline), not frozen.
+    const watching = await watchScreen(session, serial);
+    await waitFor('a first frame', () => watching.frames.length >= 1);
+    const closed = new Promise<number>((resolve) => watching.ws.on('close', (code: number) => resolve(code)));
     p1.linkDown();
     const downAt = Date.now();
     await waitFor('provider-1 down', async () => (await provider(ids[1]!)).health === 'down', 10_000);
     expect(Date.now() - downAt).toBeLessThan(10_000);
     await waitFor('the phone offline', async () => (await fleet()).find((p) => p.serial === serial)?.state === 'offline');
     expect((await status(session, id)).status).toBe('offline');
+    expect(await closed).toBe(4002);
+    expect(Date.now() - downAt).toBeLessThan(10_000);
     p1.linkUp();
     await waitFor('the allocation in_use again', async () => (await status(session, id)).status === 'in_use', 10_000);
     const w = await watchScreen(session, serial);
