@@ -98,6 +98,7 @@ const MATRIX = {
   // Fleet
   'GET /fleet/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/hosts': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'GET /fleet/providers': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   // Instances (the lab has no Mac host)
   'GET /sessions/{sessionId}/instances': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/instances': { interactive: [NO_CAPACITY, NO_CAPACITY, LOW, NM], key: [NO_CAPACITY, NO_CAPACITY, LOW, WO] },
@@ -681,6 +682,11 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
 
   'GET /fleet/hosts': async (c) => {
     const reply = await as(c, 'GET', '/fleet/hosts', { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
+  },
+
+  'GET /fleet/providers': async (c) => {
+    const reply = await as(c, 'GET', '/fleet/providers', { scoped: true });
     return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
   },
 

@@ -89,6 +89,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['patch', '/api/v1/lab/hosts/{hostId}'],
   ['delete', '/api/v1/lab/hosts/{hostId}'],
   ['get', '/api/v1/lab/providers'],
+  ['get', '/api/v1/fleet/providers'],
   ['post', '/api/v1/lab/providers'],
   ['get', '/api/v1/lab/providers/{providerId}'],
   ['patch', '/api/v1/lab/providers/{providerId}'],

@@ -61,6 +61,7 @@ describe.runIf(ready)('GUI: providers', () => {
     const phones = page.getByRole('table', { name: 'Phones' });
     await phones.getByRole('row', { name: /Remote Pixel.*rack-2/ }).waitFor();
     await phones.getByRole('row', { name: /Desk Pixel.*this workstation/ }).waitFor();
+    await page.getByRole('table', { name: 'Providers' }).getByRole('row', { name: /rack-2.*up/ }).waitFor();
     await snap(page, SUITE, '02-fleet-hosts');
     await phones.getByRole('button', { name: /^Use this phone: Remote Pixel/ }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);

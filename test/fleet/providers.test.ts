@@ -139,6 +139,11 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     expect(byName['Pixel 8']).toMatchObject({ host: 'provider-0', serial: '127.0.0.1:41001' });
     expect(byName['Galaxy S24']).toMatchObject({ host: 'provider-1', serial: '127.0.0.1:42001' });
     expect(byName['Local Phone']).toMatchObject({ host: null });
+    // Every member sees each provider's health on the fleet, and nothing about how to reach it.
+    const member = await c.signup('member@lab.test');
+    const seen = (await c.call('GET', '/fleet/providers', { token: member.token })).body.data;
+    expect(seen.map((p: { name: string; health: string }) => [p.name, p.health])).toEqual([['provider-0', 'up'], ['provider-1', 'up']]);
+    expect(JSON.stringify(seen)).not.toContain(providers[0]!.address);
   });
 
   it('keeps a serial that two providers report with the first one, and shows the other as a duplicate', async () => {

@@ -5,6 +5,7 @@ import { compareVersions, isAttached, isFree } from '../device-match.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
 import { linkTo, navigate } from '../router.js';
 import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
+import { ProviderHealth } from '../components/provider-health.js';
 
 export const FLEET_POLL_MS = 2000;
 
@@ -157,6 +158,7 @@ export function FleetScreen() {
         </table>
         </div>
       )}
+      <ProviderHealth />
       <h2>Mac hosts</h2>
       {loaded && hosts.length === 0 ? <Empty>No Mac hosts. The lab owner adds them in Settings.</Empty> : (
         <div className="table-wrap">

@@ -60,3 +60,14 @@ export const BackupResult = Type.Object({
   createdAt: DateTime,
 });
 export type BackupResult = Static<typeof BackupResult>;
+
+/** A provider as every signed-in caller sees it on the fleet: its health and phones, nothing about how to reach it. */
+export const FleetProvider = Type.Object({
+  name: Type.String(),
+  health: HostHealth,
+  healthMessage: Type.Optional(Type.String()),
+  checkedAt: Nullable(DateTime),
+  phones: Type.Integer(),
+  paused: Type.Boolean(),
+});
+export type FleetProvider = Static<typeof FleetProvider>;

@@ -10,7 +10,7 @@ import type { DeviceAction } from '../api/devices.js';
 import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
-import type { CreateProviderBody, Provider, UpdateProviderBody } from '../api/providers.js';
+import type { CreateProviderBody, FleetProvider, Provider, UpdateProviderBody } from '../api/providers.js';
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
@@ -149,6 +149,7 @@ export function createApiClient(options: ApiClientOptions) {
 
     fleetDevices: () => json<List<FleetDevice>>('GET', '/fleet/devices'),
     fleetHosts: () => json<List<FleetHost>>('GET', '/fleet/hosts'),
+    fleetProviders: () => json<List<FleetProvider>>('GET', '/fleet/providers'),
 
     sessions: (query: { limit?: number; before?: string } = {}) => json<List<Session>>('GET', '/sessions', { query }),
     createSession: () => json<Session>('POST', '/sessions'),

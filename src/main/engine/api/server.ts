@@ -272,7 +272,7 @@ export async function buildServer(services: ApiServices, version: string, option
     testResultRoutes(a, s.testResults, s.uploads);
     deviceRoutes(a, s.allocator);
     deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
-    fleetRoutes(a, s.allocator, s.macHosts);
+    fleetRoutes(a, s.allocator, s.macHosts, s.providers);
     labHostRoutes(a, s.macHosts);
     labProviderRoutes(a, s.providers, s.metrics, s.backups, s.labOwner);
     instanceRoutes(a, s.instances);

@@ -138,6 +138,11 @@ export class Providers {
     }
   }
 
+  /** Every provider with its health and phones, to any signed-in caller (the fleet screen); no address or login. */
+  onFleet(): ProviderView[] {
+    return this.stores.providers.all().map((row) => this.viewOf(row));
+  }
+
   /** Every provider's health and phones, for metrics. */
   status(): Array<{ name: string; health: ProviderHealth; phones: number; paused: boolean }> {
     return this.stores.providers.all().map((row) => ({ name: row.name, health: this.healthOf(row.id), phones: this.running.get(row.id)?.list().length ?? 0, paused: row.paused }));

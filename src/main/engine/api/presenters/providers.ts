@@ -1,4 +1,4 @@
-import type { Provider } from '../../../../shared/api/providers.js';
+import type { FleetProvider, Provider } from '../../../../shared/api/providers.js';
 import { iso, isoOrNull } from '../../domain/time.js';
 import type { ProviderView } from '../../services/providers.js';
 
@@ -22,4 +22,13 @@ export const presentProvider = ({ provider: p, health, phones, duplicateSerials 
   duplicateSerials,
   createdAt: iso(p.createdAt),
   updatedAt: iso(p.updatedAt),
+});
+
+export const presentFleetProvider = ({ provider: p, health, phones }: ProviderView): FleetProvider => ({
+  name: p.name,
+  health: health.state,
+  ...(health.message ? { healthMessage: health.message } : {}),
+  checkedAt: isoOrNull(health.checkedAt),
+  phones,
+  paused: p.paused,
 });
