@@ -272,6 +272,21 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     copy.close();
   });
 
+  it('when the first phone under a duplicate serial leaves, the other joins, and what was held on the first is device_lost', async () => {
+    const dup = `127.0.0.1:${DUP}`;
+    const held = await allocate('Dup A');
+    expect(held.serial).toBe(dup);
+    providers[0]!.adb('disconnect', dup);
+    const lost = await waitFor('device_lost', async () => {
+      const d = await status(held.session, held.id);
+      return d.status === 'released' ? d : undefined;
+    });
+    expect(lost.releaseReason).toBe('device_lost');
+    const now = await waitFor('the other phone under the serial', async () => (await fleet()).find((p) => p.serial === dup && p.host === 'provider-1'));
+    expect(now).toMatchObject({ name: 'Dup B', state: 'device' });
+    expect((await provider(ids[1]!)).duplicateSerials).toEqual([]);
+  });
+
   it('pauses a provider (no new allocations), and refuses to remove one whose phone is held', async () => {
     const paused = await c.call('PATCH', `/lab/providers/${ids[0]}`, { token: owner, body: { paused: true } });
     expect(paused.body.paused).toBe(true);
@@ -317,7 +332,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
       const d = await status(session, id);
       return d.status === 'released' ? d : undefined;
     }, 15_000);
-    expect(lost.releaseReason ?? 'device_lost').toBe('device_lost');
+    expect(lost.releaseReason).toBe('device_lost');
     p1.linkUp();
   }, 40_000);
 

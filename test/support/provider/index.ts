@@ -31,6 +31,8 @@ export interface NetnsProvider {
   body(overrides?: Record<string, unknown>): Record<string, unknown>;
   linkDown(): void;
   linkUp(): void;
+  /** Runs the adb CLI on the provider itself (in its namespace, against its own server), as someone at that box would. */
+  adb(...args: string[]): string;
   /** Kills the provider's adb server (its phones' transports die with it). */
   killAdb(): void;
   stop(): Promise<void>;
@@ -215,6 +217,7 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
       linkDown: () => void ip('link', 'set', hubLink, 'down'),
       linkUp: () => void ip('link', 'set', hubLink, 'up'),
       killAdb: () => void adb.kill('SIGKILL'),
+      adb: (...args) => execFileSync('ip', ['netns', 'exec', namespace, 'adb', '-P', '5037', ...args], { env, encoding: 'utf8' }),
       stop,
     };
   } catch (error) {
