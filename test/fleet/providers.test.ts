@@ -342,8 +342,9 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     c = client(lab.engine.api);
     owner = await c.login();
     expect(['offline', 'in_use']).toContain((await status(session, id)).status);
+    // The new hub reconnects from what it stored: the provider's row and its credentials in the secret store.
+    await waitFor('provider-1 up again', async () => (await provider(ids[1]!)).health === 'up', 15_000);
     await waitFor('in_use after the restart', async () => (await status(session, id)).status === 'in_use', 15_000);
-    expect((await provider(ids[1]!)).health).toBe('up');
     const shot = await fetch(`${lab.engine.api}/sessions/${session}/devices/${serial}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
     expect(shot.status).toBe(200);
     await c.call('POST', `/sessions/${session}/devices/${serial}/release`, { token: owner });
