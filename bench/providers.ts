@@ -87,12 +87,13 @@ export const providers: Benchmark = {
     detail(`measuring the hub's idle CPU for ${IDLE_SECONDS} s with its one local phone`);
     const idleBefore = await idleCpu(lab.engine.child.pid);
 
-    const start = async (index: number, phones: Parameters<typeof startNetnsProvider>[1]['phones']): Promise<NetnsProvider> => {
-      const p = await startNetnsProvider(index, { phones });
-      onCleanup(() => p.stop());
+    // Its cleanup is registered before it is awaited: one that fails must not leave the others' namespaces behind.
+    const start = (index: number, phones: Parameters<typeof startNetnsProvider>[1]['phones']): Promise<NetnsProvider> => {
+      const p = startNetnsProvider(index, { phones });
+      onCleanup(async () => (await p.catch(() => undefined))?.stop());
       return p;
     };
-    const remote = await start(0, [{ port: 41001, options: { model: 'Remote Bench', ...PHONE } }]);
+    const remote = await start(0, [{ port: 21001, options: { model: 'Remote Bench', ...PHONE } }]);
     const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: remote.body({ name: 'bench-provider' }) });
     if (added.health !== 'up') throw new Error(`the provider is ${added.health}: ${added.healthMessage}`);
     const remoteSerial = remote.serials[0]!;
@@ -186,7 +187,7 @@ export const providers: Benchmark = {
     // 100 phones on 4 more providers.
     const fleetProviders = await Promise.all(
       Array.from({ length: FLEET_PROVIDERS }, (_, k) =>
-        start(k + 1, Array.from({ length: FLEET_PHONES_EACH }, (_, j) => ({ port: 43000 + k * 100 + j, options: { model: `Fleet ${k}-${j}`, width: 320, height: 640 } }))),
+        start(k + 1, Array.from({ length: FLEET_PHONES_EACH }, (_, j) => ({ port: 23000 + k * 100 + j, options: { model: `Fleet ${k}-${j}`, width: 320, height: 640 } }))),
       ),
     );
     for (const [k, p] of fleetProviders.entries()) {

@@ -22,11 +22,14 @@ describe.runIf(ready)('GUI: providers', () => {
   const providerOrigins: string[] = [];
 
   beforeAll(async () => {
-    [provider, lab, browser] = await Promise.all([
-      startNetnsProvider(5, { phones: [{ port: 44001, options: { model: 'Remote Pixel' } }] }),
-      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500 }),
-      launchChromium(),
+    // All settled before any failure is thrown, so that afterAll stops everything that started.
+    const parts = await Promise.allSettled([
+      startNetnsProvider(5, { phones: [{ port: 24001, options: { model: 'Remote Pixel' } }] }).then((p) => (provider = p)),
+      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500 }).then((l) => (lab = l)),
+      launchChromium().then((b) => (browser = b)),
     ]);
+    const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+    if (failed) throw failed.reason;
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();

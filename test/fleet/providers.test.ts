@@ -48,7 +48,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   let c: ReturnType<typeof client>;
   let owner: string;
   const ids: string[] = [];
-  const DUP = 41500;
+  const DUP = 21500;
 
   const fleet = async () => (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<Record<string, any>>;
   const provider = async (id: string) => (await c.call('GET', `/lab/providers/${id}`, { token: owner })).body;
@@ -78,8 +78,8 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
 
   beforeAll(async () => {
     const started = await Promise.all([
-      startNetnsProvider(0, { phones: [{ port: 41001, options: { model: 'Pixel 8' } }, { port: DUP, options: { model: 'Dup A' } }] }),
-      startNetnsProvider(1, { phones: [{ port: 42001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
+      startNetnsProvider(0, { phones: [{ port: 21001, options: { model: 'Pixel 8' } }, { port: DUP, options: { model: 'Dup A' } }] }),
+      startNetnsProvider(1, { phones: [{ port: 22001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
     ].map((p) => p.catch((error: Error) => error)));
     providers = started.filter((p): p is NetnsProvider => !(p instanceof Error));
     const failed = started.find((p) => p instanceof Error);
@@ -136,8 +136,8 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
       return all.filter((p) => p.state === 'device').length >= 4 ? all : undefined;
     });
     const byName = Object.fromEntries(phones.map((p) => [p.name, p]));
-    expect(byName['Pixel 8']).toMatchObject({ host: 'provider-0', serial: '127.0.0.1:41001' });
-    expect(byName['Galaxy S24']).toMatchObject({ host: 'provider-1', serial: '127.0.0.1:42001' });
+    expect(byName['Pixel 8']).toMatchObject({ host: 'provider-0', serial: '127.0.0.1:21001' });
+    expect(byName['Galaxy S24']).toMatchObject({ host: 'provider-1', serial: '127.0.0.1:22001' });
     expect(byName['Local Phone']).toMatchObject({ host: null });
     // Every member sees each provider's health on the fleet, and nothing about how to reach it.
     const member = await c.signup('member@lab.test');
@@ -210,7 +210,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
       const allocated = await m.run(['remote', 'allocate', '--platform', 'android', '--name', 'Pixel 8', '--wait', '--timeout', '30']);
       expect(allocated.code, allocated.stdout + allocated.stderr).toBe(0);
       const serial = allocated.json.data.device.id;
-      expect(serial).toBe('127.0.0.1:41001');
+      expect(serial).toBe('127.0.0.1:21001');
       expect((await m.run(['io', 'tap', '--device', serial, '123,456'])).code).toBe(0);
       const file = join(m.home, 'screen.png');
       const shot = await m.run(['screenshot', '--device', serial, '--output', file]);
@@ -231,7 +231,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     try {
       const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as { content: Array<{ type: string; text?: string }>; isError?: boolean };
       const allocated = JSON.parse((await call('mobile_allocate_remote_device', { platform: 'android', name: 'Galaxy*' })).content[0]!.text!);
-      expect(allocated).toMatchObject({ status: 'in_use', name: 'Galaxy S24', device: '127.0.0.1:42001' });
+      expect(allocated).toMatchObject({ status: 'in_use', name: 'Galaxy S24', device: '127.0.0.1:22001' });
       expect((await call('mobile_click_on_screen_at_coordinates', { device: allocated.device, x: 5, y: 6 })).isError).toBeFalsy();
       const shot = await call('mobile_take_screenshot', { device: allocated.device });
       expect(shot.content[0]!.type).toBe('image');
@@ -299,7 +299,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     const refused = await c.call('DELETE', `/lab/providers/${ids[0]}`, { token: owner });
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('provider_in_use');
-    await c.call('POST', `/sessions/${session}/devices/127.0.0.1:41001/release`, { token: owner });
+    await c.call('POST', `/sessions/${session}/devices/127.0.0.1:21001/release`, { token: owner });
   });
 
   it('link down: detected within 10 s, phone offline and held; link up: in_use again; past the grace period: device_lost', async () => {

@@ -39,6 +39,7 @@ export interface NetnsProvider {
 }
 
 export interface NetnsProviderOptions {
+  /** Ports below 32768: the namespace's adb server's own connections take ephemeral ports above it. */
   phones: Array<{ port: number; options?: SimulatedPhoneOptions }>;
   /** Simulated iPhones on a simulated usbmuxd inside the namespace. */
   iphones?: SimulatedIPhoneOptions[];
