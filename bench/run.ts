@@ -16,6 +16,7 @@ import { liveScreen, screenshotDuringFeed } from './live-screen.js';
 import { loginBurst, loginThrottle } from './login-throttle.js';
 import { mcp } from './mcp.js';
 import { remoteConnect } from './remote-connect.js';
+import { providers } from './providers.js';
 import { screenshot } from './screenshot.js';
 import { sessionList } from './session-list.js';
 import { startup } from './startup.js';
@@ -28,7 +29,7 @@ import { compare } from './support/compare.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, remoteConnect];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, remoteConnect, providers];
 
 const args = process.argv.slice(2);
 /** Takes `--flag value` out of args. */

@@ -3,7 +3,7 @@ import type { FleetDevice } from '../shared/api/devices.js';
 import { matchCount, matchesFilters } from './device-match.js';
 
 const phone = (name: string, osVersion: string, extra: Partial<FleetDevice> = {}): FleetDevice => ({
-  platform: 'android', type: 'real', name, osVersion, serial: name, state: 'device', battery: 50, held: false, lastSeenAt: '2026-01-01T00:00:00Z', ...extra,
+  platform: 'android', type: 'real', name, osVersion, serial: name, state: 'device', battery: 50, host: null, held: false, lastSeenAt: '2026-01-01T00:00:00Z', ...extra,
 });
 const android = { attribute: 'platform', operator: 'EQUALS', value: 'android' };
 

@@ -122,6 +122,7 @@ const MATRIX = {
   // Fleet
   'GET /fleet/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/hosts': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'GET /fleet/providers': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   // Instances (the lab has no Mac host)
   'GET /sessions/{sessionId}/instances': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/instances': { interactive: [NO_CAPACITY, NO_CAPACITY, LOW, NM], key: [NO_CAPACITY, NO_CAPACITY, LOW, WO] },
@@ -168,6 +169,13 @@ const MATRIX = {
   'GET /lab/hosts/{hostId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'PATCH /lab/hosts/{hostId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'DELETE /lab/hosts/{hostId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'GET /lab/providers': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'POST /lab/providers': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'GET /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'PATCH /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'DELETE /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'GET /metrics': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'POST /lab/backup': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
 } as const satisfies Record<string, Cells>;
 type Op = keyof typeof MATRIX;
 
@@ -776,6 +784,11 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
     return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
   },
 
+  'GET /fleet/providers': async (c) => {
+    const reply = await as(c, 'GET', '/fleet/providers', { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
+  },
+
   'GET /sessions/{sessionId}/instances': async (c) => {
     const reply = await as(c, 'GET', `${s()}/instances`, { scoped: true });
     return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
@@ -1055,6 +1068,16 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'GET /lab/hosts/{hostId}': async (c) => ({ reply: await as(c, 'GET', `/lab/hosts/${UNKNOWN}`) }),
   'PATCH /lab/hosts/{hostId}': async (c) => ({ reply: await as(c, 'PATCH', `/lab/hosts/${UNKNOWN}`, { body: { name: 'renamed' } }) }),
   'DELETE /lab/hosts/{hostId}': async (c) => ({ reply: await as(c, 'DELETE', `/lab/hosts/${UNKNOWN}`) }),
+  'GET /lab/providers': async (c) => ({ reply: await as(c, 'GET', '/lab/providers') }),
+  'POST /lab/providers': async (c) => {
+    const reply = await as(c, 'POST', '/lab/providers', { body: { name: `provider-${++seq}`, address: '127.0.0.1', port: 9, username: 'lab', password: 'pw' } });
+    return { reply, ifRefused: async () => expect(ids(await owner('GET', '/lab/providers'))).toEqual([]) };
+  },
+  'GET /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'GET', `/lab/providers/${UNKNOWN}`) }),
+  'PATCH /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'PATCH', `/lab/providers/${UNKNOWN}`, { body: { paused: true } }) }),
+  'DELETE /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'DELETE', `/lab/providers/${UNKNOWN}`) }),
+  'GET /metrics': async (c) => ({ reply: await as(c, 'GET', '/metrics') }),
+  'POST /lab/backup': async (c) => ({ reply: await as(c, 'POST', '/lab/backup') }),
 };
 
 const show = (e: Expect) => (typeof e === 'number' ? String(e) : `${e[0]} ${e[1]}`);

@@ -196,6 +196,12 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(readFileSync(join(r.dir, 'run.mp4')).subarray(4, 8).toString()).toBe('ftyp');
     expect(readFileSync(join(r.dir, 'screen.png')).subarray(1, 4).toString()).toBe('PNG');
   },
+  backup: (r) => {
+    const [backup] = r.json;
+    expect(backup.path).toMatch(/benchtop-.*\.db$/);
+    // SQLite's own header: the backup is a complete database file.
+    expect(readFileSync(backup.path).subarray(0, 15).toString()).toBe('SQLite format 3');
+  },
   'sharing-keep': (r) => {
     const [kept] = r.json.slice(-1);
     expect(kept.status).toBe('in_use');

@@ -74,6 +74,16 @@ export interface EngineConfig {
   logLevel: 'silent' | 'error' | 'warn' | 'info';
   /** Host names, beyond addresses, localhost and this machine's name, that requests may name (DNS rebinding). */
   allowedHosts: string[];
+  /** How often each provider's adb server is checked through SSH, and how long a check may take, in ms. */
+  providerCheckMs: number;
+  providerProbeTimeoutMs: number;
+  /** The longest wait between reconnection attempts to a provider that is down, in ms. */
+  providerBackoffMaxMs: number;
+  /** Online backups of the database this often (0: only on demand), into backupDir, keeping backupKeep of them. */
+  backupIntervalSeconds: number;
+  /** null: `backups` in the data dir. */
+  backupDir: string | null;
+  backupKeep: number;
   /** Whether failed logins, sign-ups and invitation acceptances are throttled (BENCHTOP_LOGIN_THROTTLE=off: not). */
   throttleLogins: boolean;
   /** Remote connect: the ports its listeners take (outside adb's emulator range 5555-5585). */
@@ -131,6 +141,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     remotePorts: portRange(env.BENCHTOP_REMOTE_PORTS || '20500-20599', 'BENCHTOP_REMOTE_PORTS'),
     remotePortRestSeconds: intFrom(env.BENCHTOP_REMOTE_PORT_REST_SECONDS, 90, 'BENCHTOP_REMOTE_PORT_REST_SECONDS'),
     remoteAuthTimeoutSeconds: intFrom(env.BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS, 10, 'BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS'),
+    providerCheckMs: intFrom(env.BENCHTOP_PROVIDER_CHECK_MS, 2000, 'BENCHTOP_PROVIDER_CHECK_MS'),
+    providerProbeTimeoutMs: intFrom(env.BENCHTOP_PROVIDER_TIMEOUT_MS, 3000, 'BENCHTOP_PROVIDER_TIMEOUT_MS'),
+    providerBackoffMaxMs: intFrom(env.BENCHTOP_PROVIDER_BACKOFF_MAX_MS, 30_000, 'BENCHTOP_PROVIDER_BACKOFF_MAX_MS'),
+    backupIntervalSeconds: intFrom(env.BENCHTOP_BACKUP_INTERVAL_SECONDS, 3600, 'BENCHTOP_BACKUP_INTERVAL_SECONDS'),
+    backupDir: env.BENCHTOP_BACKUP_DIR || null,
+    backupKeep: intFrom(env.BENCHTOP_BACKUP_KEEP, 24, 'BENCHTOP_BACKUP_KEEP'),
     allowedHosts: (env.BENCHTOP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
 }

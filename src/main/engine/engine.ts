@@ -29,6 +29,9 @@ import { LabOwner } from './services/lab-owner.js';
 import { adbAddressOf, isLanSharingOn, LabSettingsService } from './services/lab-settings.js';
 import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
+import { Backups } from './services/backups.js';
+import { Metrics } from './services/metrics.js';
+import { Providers } from './services/providers.js';
 import { Organizations } from './services/organizations.js';
 import { Reservations } from './services/reservations.js';
 import { RemoteConnect } from './services/remote-connect.js';
@@ -88,9 +91,9 @@ function wire(
   config: EngineConfig,
   stores: Stores,
   fleet: Fleet,
-  parts: { blobs: BlobStore; secrets: SecretStore; tokenSecret: Uint8Array; now: Clock; log: (message: string) => void },
+  parts: { db: Db; blobs: BlobStore; secrets: SecretStore; tokenSecret: Uint8Array; now: Clock; log: (message: string) => void },
 ) {
-  const { blobs, secrets, tokenSecret, now, log } = parts;
+  const { db, blobs, secrets, tokenSecret, now, log } = parts;
   const auth = new Auth(stores, tokenSecret, config, now);
   const labOwner = new LabOwner(stores);
   // LAN sharing serves the same API over TLS: built from these services when the lab owner switches it on.
@@ -140,6 +143,11 @@ function wire(
     log,
   });
   const sessions = new Sessions(stores, now);
+  const providers = new Providers(stores, new HostSecretStore(secrets, 'provider'), fleet, now, {
+    requireLabOwner: (caller) => labOwner.require(caller),
+    timing: { checkIntervalMs: config.providerCheckMs, probeTimeoutMs: config.providerProbeTimeoutMs, connectTimeoutMs: 5000, backoffMaxMs: config.providerBackoffMaxMs },
+    log,
+  });
   const assistant = new AssistantSettings(stores, secrets);
   const organizations = new Organizations(stores, now);
   const services: ApiServices & { lanSharing: LanServer } = {
@@ -162,6 +170,9 @@ function wire(
     usage: new UsageReport(stores, now),
     remote,
     instances,
+    providers,
+    metrics: new Metrics(stores, fleet, providers),
+    backups: new Backups(db, now, { dir: config.backupDir ?? join(config.dataDir, 'backups'), intervalMs: config.backupIntervalSeconds * 1000, keep: config.backupKeep, log }),
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
     testResults: new TestResults(stores, blobs, now),
@@ -216,6 +227,7 @@ export function createEngine(
       fleet = createFleet({ ...config, adb: adbAddressOf(config, settingStore(db)) }, log);
       const stores = createStores(db);
       const services = wire(config, stores, fleet, {
+        db,
         blobs: new BlobStore(join(config.dataDir, 'blobs')),
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
         tokenSecret: tokenSecretOf(db),
@@ -241,8 +253,12 @@ export function createEngine(
       allocator.listen();
       services.idleRelease.start();
       fleetReady = phones.start().then(() => {
-        if (!stopping) allocator.reconcile();
+        if (stopping) return;
+        allocator.reconcile();
+        // Providers join once the local fleet is reconciled: their phones arrive as they are read, like a phone plugged in.
+        services.providers.start();
       });
+      services.backups.start();
       const { port } = app.server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
@@ -260,6 +276,8 @@ export function createEngine(
         services?.allocator.stop();
         services?.control.close();
         await services?.files.stop();
+        await services?.providers.stop();
+        await services?.backups.stop();
         await fleet?.stop();
         await services?.lanSharing.disable();
         await app?.close();

@@ -6,6 +6,7 @@ import { modelName, platformName } from '../../shared/iphone-models.js';
 import { IdleCountdown } from '../components/release-warnings.js';
 import { linkTo, navigate } from '../router.js';
 import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
+import { ProviderHealth } from '../components/provider-health.js';
 
 export const FLEET_POLL_MS = 2000;
 
@@ -81,6 +82,7 @@ const FleetRow = memo(function FleetRow({ device: d, me }: { device: FleetDevice
       <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
       <td>{d.osVersion}</td>
       <td><code>{d.serial}</code></td>
+      <td>{d.host ?? <span className="muted">this workstation</span>}</td>
       <td>
         <Status value={stateOf(d)} />
         {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
@@ -166,7 +168,7 @@ export const FleetScreen = memo(function FleetScreen() {
         <div className="table-wrap">
         <table className="table fleet-table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>Host</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
             {shown.map((d) => <FleetRow key={d.serial} device={d} me={me} />)}
@@ -174,6 +176,7 @@ export const FleetScreen = memo(function FleetScreen() {
         </table>
         </div>
       )}
+      <ProviderHealth />
       <h2>Mac hosts</h2>
       {loaded && hosts.length === 0 ? <Empty>No Mac hosts. The lab owner adds them in Settings.</Empty> : (
         <div className="table-wrap">

@@ -3,6 +3,7 @@ import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
 import type { AssistantProvider } from '../../shared/api/chats.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api, useAuth } from '../app-context.js';
+import { ProvidersSection } from '../components/providers-section.js';
 import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
 
 function LabSection() {
@@ -268,6 +269,7 @@ export function SettingsScreen() {
       <LabSection />
       <AssistantSection />
       <MacHostsSection />
+      <ProvidersSection />
       <PlanSection />
     </Page>
   );

@@ -28,6 +28,7 @@ export const FleetDevice = Type.Object({
   battery: Type.Union([Type.Integer(), Type.Null()]),
   model: Type.Optional(Type.String({ description: 'The hardware model while attached: ro.product.model on Android, the ProductType (e.g. iPhone14,6) on an iPhone.' })),
   steps: Type.Optional(Type.String({ description: 'While unauthorized or wda_unavailable: what to do on the phone or this computer so that it can be allocated.' })),
+  host: Type.Union([Type.String(), Type.Null()], { description: 'The provider the phone is plugged into (its name), or null for this workstation\'s own USB.' }),
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
     Type.Object(

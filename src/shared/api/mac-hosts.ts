@@ -4,12 +4,12 @@ import { DateTime, Nullable, Uuid } from './common.js';
 const HostMode = Type.Union([Type.Literal('tart'), Type.Literal('bare')], {
   description: 'tart: each instance is a Tart VM cloned from baseImage; bare: the Mac itself is the instance, one at a time.',
 });
-const HostHealth = Type.Union([Type.Literal('unknown'), Type.Literal('up'), Type.Literal('down')]);
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S(.*\\S)?$' });
-const Address = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._:%-]+$', description: 'Host name or IP address on the LAN.' });
-const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-const Username = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._][A-Za-z0-9._-]*$' });
-const Secret = (description: string) => Type.String({ minLength: 1, maxLength: 16_384, description: `${description} Write-only: never returned.` });
+export const HostHealth = Type.Union([Type.Literal('unknown'), Type.Literal('up'), Type.Literal('down')]);
+export const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S(.*\\S)?$' });
+export const Address = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._:%-]+$', description: 'Host name or IP address on the LAN.' });
+export const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+export const Username = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._][A-Za-z0-9._-]*$' });
+export const Secret = (description: string) => Type.String({ minLength: 1, maxLength: 16_384, description: `${description} Write-only: never returned.` });
 const BaseImage = Type.String({ minLength: 1, maxLength: 300, pattern: '^\\S(.*\\S)?$', description: 'tart: the image instances are cloned from, e.g. ghcr.io/cirruslabs/macos-sequoia-base:latest; bare: a description of the host\'s system. Shown as each instance\'s image.' });
 const WorkDir = Type.String({ minLength: 1, maxLength: 200, pattern: '^/?[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$', description: 'bare mode: the directory an instance works in, cleared on release; relative to the home directory unless absolute.' });
 

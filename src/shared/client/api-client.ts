@@ -10,6 +10,7 @@ import type { DeviceAction, PhoneApp, PhoneFile, Recording } from '../api/device
 import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
+import type { CreateProviderBody, FleetProvider, Provider, UpdateProviderBody } from '../api/providers.js';
 import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
 import type { AdbKey, RemoteConnect } from '../api/remote-connect.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
@@ -154,6 +155,7 @@ export function createApiClient(options: ApiClientOptions) {
 
     fleetDevices: () => json<List<FleetDevice>>('GET', '/fleet/devices'),
     fleetHosts: () => json<List<FleetHost>>('GET', '/fleet/hosts'),
+    fleetProviders: () => json<List<FleetProvider>>('GET', '/fleet/providers'),
 
     sessions: (query: { limit?: number; before?: string } = {}) => json<List<Session>>('GET', '/sessions', { query }),
     createSession: () => json<Session>('POST', '/sessions'),
@@ -242,6 +244,10 @@ export function createApiClient(options: ApiClientOptions) {
     addLabHost: (body: CreateMacHostBody) => json<MacHost>('POST', '/lab/hosts', { body, org: false }),
     updateLabHost: (id: string, body: UpdateMacHostBody) => json<MacHost>('PATCH', `/lab/hosts/${seg(id)}`, { body, org: false }),
     deleteLabHost: (id: string) => json<void>('DELETE', `/lab/hosts/${seg(id)}`, { org: false }),
+    labProviders: () => json<List<Provider>>('GET', '/lab/providers', { org: false }),
+    addLabProvider: (body: CreateProviderBody) => json<Provider>('POST', '/lab/providers', { body, org: false }),
+    updateLabProvider: (id: string, body: UpdateProviderBody) => json<Provider>('PATCH', `/lab/providers/${seg(id)}`, { body, org: false }),
+    deleteLabProvider: (id: string) => json<void>('DELETE', `/lab/providers/${seg(id)}`, { org: false }),
     assistant: () => json<AssistantConfig>('GET', '/lab/assistant', { org: false }),
     setAssistant: (body: AssistantConfigBody) => json<AssistantConfig>('PUT', '/lab/assistant', { body, org: false }),
   };

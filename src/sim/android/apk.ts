@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 
 /**
@@ -484,6 +485,8 @@ export interface ApkSpec {
   versionName?: string;
   /** Class names (`.Main` or fully qualified); the first one is the launcher activity. */
   activities?: string[];
+  /** Bytes of incompressible assets (assets/payload.bin), for an APK of a real app's size. */
+  payloadBytes?: number;
 }
 
 /** A minimal installable APK: a zip with a compiled manifest and an empty classes.dex. */
@@ -526,5 +529,6 @@ export function buildApk(spec: ApkSpec): Buffer {
   return writeZip([
     { name: 'AndroidManifest.xml', data: writeBinaryXml(manifest) },
     { name: 'classes.dex', data: dex },
+    ...(spec.payloadBytes ? [{ name: 'assets/payload.bin', data: randomBytes(spec.payloadBytes) }] : []),
   ]);
 }

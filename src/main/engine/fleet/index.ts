@@ -7,23 +7,39 @@ import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 export interface Fleet extends PhoneSource {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Adds a source of phones (a provider) to the fleet while it runs. */
+  attach(source: PhoneSource): void;
+  /** Removes a source added with attach; its phones are gone. */
+  detach(source: PhoneSource): void;
+  /** Serials two sources report at once, with the hosts that report them (null: this workstation). */
+  duplicates(): Array<{ serial: string; hosts: Array<string | null>; inFleet: string | null }>;
   /** Moves the Android fleet to another adb server; absent when the Android fleet is off. */
   retarget?(address: { host: string; port: number }): Promise<void>;
 }
 
-type Part = AndroidFleet | IosFleet;
+type Part = PhoneSource;
 
 /** UDIDs: 40 hex digits before the iPhone XS, 8-dash-16 since. */
 const IOS_UDID = /^([0-9a-f]{40}|[0-9A-F]{8}-[0-9A-F]{16})$/i;
 
 /**
- * Android's and iOS's fleets as one: their phones in one list, each phone driven by the fleet that reported it.
- * Each fleet's code (adbkit alone is a quarter of the engine's bundle) is loaded when the fleet starts, which is after
- * the API answers: a lab's start-up does not wait for it. Until then the fleet lists no phones.
+ * The fleet is the union of its sources: this workstation's Android and iOS fleets, and the providers attached
+ * while it runs. Each phone is driven by the source that reported it.
+ *
+ * The workstation's own fleets' code (adbkit alone is a quarter of the engine's bundle) is loaded when the fleet
+ * starts, which is after the API answers: a lab's start-up does not wait for it. Until then they list no phones.
+ *
+ * A serial belongs to the first source that reports it, for as long as that source lists it (offline included).
+ * Another source reporting the same serial meanwhile is kept out of the fleet: an API call names a phone by its
+ * serial alone, so two phones under one serial could not be told apart. The duplicate joins once the first has
+ * gone; an allocation still held on the serial then ends as device_lost (the allocator sees the host change).
  */
 class CombinedFleet extends EventEmitter implements Fleet {
   retarget?: (address: { host: string; port: number }) => Promise<void>;
-  private parts: Part[] = [];
+  private readonly parts: Part[] = [];
+  private readonly subscriptions = new Map<Part, { phone: (phone: Phone) => void; gone: (serial: string) => void }>();
+  /** Which source a serial belongs to. */
+  private readonly owner = new Map<string, Part>();
   private android: AndroidFleet | undefined;
   private ios: IosFleet | undefined;
   private loaded: Promise<Part[]> | undefined;
@@ -36,52 +52,92 @@ class CombinedFleet extends EventEmitter implements Fleet {
     super();
     if (load.android) {
       this.retarget = async (address) => {
-        await this.loadParts();
+        await this.loadLocal();
         await this.android!.retarget(address);
       };
     }
   }
 
-  private loadParts(): Promise<Part[]> {
+  /** This workstation's own fleets, loaded once and attached as the first sources. */
+  private loadLocal(): Promise<Part[]> {
     this.loaded ??= Promise.all([this.load.android?.(), this.load.ios?.()]).then(([android, ios]) => {
       this.android = android;
       this.ios = ios;
-      const parts = [android, ios].filter((p): p is Part => p !== undefined);
-      for (const part of parts) {
-        part.on('phone', (phone: Phone) => !this.hidden(phone.serial) && this.emit('phone', phone));
-        part.on('gone', (serial: string) => !this.hidden(serial) && this.emit('gone', serial));
-      }
-      this.parts = parts;
-      return parts;
+      const local = [android, ios].filter((p): p is AndroidFleet | IosFleet => p !== undefined);
+      for (const part of local) this.attach(part);
+      return local;
     });
     return this.loaded;
   }
 
   async start() {
-    await Promise.all((await this.loadParts()).map((p) => p.start()));
+    await Promise.all((await this.loadLocal()).map((p) => (p as AndroidFleet | IosFleet).start()));
   }
 
   async stop() {
-    await Promise.all(this.parts.map((p) => p.stop()));
+    await Promise.all([this.android, this.ios].map((p) => p?.stop()));
+  }
+
+  attach(part: Part): void {
+    const phone = (p: Phone) => {
+      if (this.hidden(p.serial)) return;
+      const owner = this.owner.get(p.serial);
+      if (owner && owner !== part && owner.get(p.serial)) return;
+      this.owner.set(p.serial, part);
+      this.emit('phone', p);
+    };
+    const gone = (serial: string) => {
+      if (this.owner.get(serial) !== part) return;
+      this.owner.delete(serial);
+      this.emit('gone', serial);
+      // The same serial on another source now joins the fleet.
+      for (const other of this.parts) {
+        const there = other === part ? undefined : other.get(serial);
+        if (!there) continue;
+        this.owner.set(serial, other);
+        this.emit('phone', there);
+        return;
+      }
+    };
+    this.parts.push(part);
+    this.subscriptions.set(part, { phone, gone });
+    part.on('phone', phone);
+    part.on('gone', gone);
+    for (const p of part.list()) phone(p);
+  }
+
+  detach(part: Part): void {
+    const listening = this.subscriptions.get(part);
+    if (!listening) return;
+    part.off('phone', listening.phone);
+    part.off('gone', listening.gone);
+    this.subscriptions.delete(part);
+    for (const p of part.list()) listening.gone(p.serial);
+    this.parts.splice(this.parts.indexOf(part), 1);
+  }
+
+  duplicates() {
+    const hostsOf = new Map<string, Array<string | null>>();
+    for (const part of this.parts) {
+      for (const p of part.list()) hostsOf.set(p.serial, [...(hostsOf.get(p.serial) ?? []), p.host ?? null]);
+    }
+    return [...hostsOf]
+      .filter(([, hosts]) => hosts.length > 1)
+      .map(([serial, hosts]) => ({ serial, hosts, inFleet: this.owner.get(serial)?.get(serial)?.host ?? null }));
   }
 
   list(): Phone[] {
-    return this.parts.flatMap((p) => p.list()).filter((phone) => !this.hidden(phone.serial));
+    return this.parts.flatMap((p) => p.list().filter((phone) => this.owner.get(phone.serial) === p));
   }
 
   get(serial: string): Phone | undefined {
-    if (this.hidden(serial)) return undefined;
-    for (const part of this.parts) {
-      const phone = part.get(serial);
-      if (phone) return phone;
-    }
-    return undefined;
+    return this.owner.get(serial)?.get(serial);
   }
 
   driver(serial: string): PhoneDriver {
     // A phone away for a moment (unplugged within grace) is driven by the fleet its serial belongs to; the command
     // then fails as an unplugged phone's would.
-    const part = this.parts.find((p) => p.get(serial)) ?? (this.ios && IOS_UDID.test(serial) ? this.ios : this.parts[0]);
+    const part = this.owner.get(serial) ?? (this.ios && IOS_UDID.test(serial) ? this.ios : undefined) ?? this.android ?? this.ios ?? this.parts[0];
     if (!part) {
       const off = !this.load.android && !this.load.ios;
       throw new Error(off ? `No phone ${serial}: the Android and iOS fleets are both off.` : `No phone ${serial}: the fleet is still starting.`);

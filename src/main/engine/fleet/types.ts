@@ -22,6 +22,10 @@ export interface Phone {
   model?: string;
   /** While it is unauthorized or wda_unavailable: what a person must do so that it can be allocated. */
   steps?: string;
+  /** The provider the phone is plugged into (its name); absent for this workstation's own USB. */
+  host?: string;
+  /** Its provider is paused: listed and kept by whoever holds it, but not handed to a new allocation. */
+  paused?: boolean;
 }
 
 /** Driving one phone: what every platform implements, and the only way the engine touches a phone. */

@@ -251,8 +251,16 @@ export class DeviceAllocator {
 
   private onPhone(phone: Phone): void {
     if (this.stopped) return;
+    const before = this.stores.fleet.get(phone.serial);
     this.stores.fleet.upsert(phone, this.now());
     if (!this.reconciled) return;
+    // The same serial from another host is another phone (a duplicate serial took over): what was held on the
+    // first one is lost, not handed over.
+    const held = this.stores.devices.holding(phone.serial);
+    if (held && before && before.host !== (phone.host ?? null)) {
+      this.options.log(`${phone.serial} now reports from ${phone.host ?? 'this workstation'}, not ${before.host ?? 'this workstation'}; allocation ${held.id} ends as device_lost`);
+      this.finish(held, this.now(), 'device_lost', false);
+    }
     if (phone.state !== 'device') return this.onUnavailable(phone.serial);
     const row = this.stores.devices.holding(phone.serial);
     if (row?.status === 'offline') {
@@ -318,7 +326,7 @@ export class DeviceAllocator {
         reserved!.get(p.serial) === row.organizationId ? 0 : (soon!.get(p.serial) ?? row.organizationId) !== row.organizationId ? 2 : 1;
       const phone = this.phones
         .list()
-        .filter((p) => p.state === 'device' && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
+        .filter((p) => p.state === 'device' && !p.paused && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial) && matches(p, filters))
         .filter((p) => (reserved!.get(p.serial) ?? row.organizationId) === row.organizationId)
         .sort((a, b) => ownFirst(a) - ownFirst(b) || a.serial.localeCompare(b.serial))[0];
       if (!phone) continue;
@@ -393,7 +401,7 @@ export class DeviceAllocator {
   }
 
   /** Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. */
-  private finish(row: DeviceAllocationRow, at: number, reason: string | null): void {
+  private finish(row: DeviceAllocationRow, at: number, reason: string | null, cleanPhone = true): void {
     const { devices, usage } = this.stores;
     clearTimeout(this.graceTimers.get(row.id));
     this.graceTimers.delete(row.id);
@@ -408,9 +416,10 @@ export class DeviceAllocator {
       }
     }
     // A release while installApps are still installing cleans up after the install in flight, or it would stay.
-    if (released.serial && released.packagesBefore && this.attached(released.serial)) {
+    // Not cleanPhone: the phone under this serial now is another one, whose apps are not this allocation's to remove.
+    if (cleanPhone && released.serial && released.packagesBefore && this.attached(released.serial)) {
       void (this.preparing.get(row.id) ?? Promise.resolve()).then(() => this.cleanup(released));
-    } else if (!released.packagesBefore) devices.markCleaned(row.id, this.now());
+    } else if (!released.packagesBefore || !cleanPhone) devices.markCleaned(row.id, this.now());
     this.serveQueue();
   }
 

@@ -43,7 +43,7 @@ const DEFAULTS = { port: 22, cpuCores: 4, memoryMb: 8192, diskMb: 51_200, vmUser
 const TART_DEFAULT_SLOTS = 2;
 
 /** The host's login: exactly one of a private key (with its passphrase, if any) and a password. */
-function hostCredential(body: { privateKey?: string; passphrase?: string; password?: string }): { auth: HostAuth; secrets: HostSecrets } | undefined {
+export function hostCredential(body: { privateKey?: string; passphrase?: string; password?: string }): { auth: HostAuth; secrets: HostSecrets } | undefined {
   if (body.privateKey !== undefined && body.password !== undefined) {
     throw invalid('ambiguous_credentials', 'Give either privateKey or password, not both.');
   }

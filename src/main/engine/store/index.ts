@@ -10,6 +10,7 @@ import { invitationStore } from './invitations.js';
 import { macHostStore } from './mac-hosts.js';
 import { organizationStore } from './organizations.js';
 import { reservationStore } from './reservations.js';
+import { providerStore } from './providers.js';
 import { sessionStore } from './sessions.js';
 import { settingStore } from './settings.js';
 import { testResultStore } from './test-results.js';
@@ -36,6 +37,7 @@ export function createStores(db: Db) {
     fleet: fleetStore(db),
     instances: instanceStore(db, sessionPartsVersion),
     macHosts: macHostStore(db, sessionPartsVersion),
+    providers: providerStore(db),
     usage: usageStore(db),
     reservations: reservationStore(db),
     settings: settingStore(db),

@@ -369,4 +369,23 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX adb_keys_by_user ON adb_keys(user_id, created_at);
   `,
+  // Providers: other boxes whose adb server (and usbmuxd) the hub reaches over SSH; their credentials live in the
+  // secret store. A phone's host is its provider's name, or null for this workstation's own USB.
+  `
+  CREATE TABLE providers (
+    id              TEXT PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    address         TEXT NOT NULL,
+    port            INTEGER NOT NULL,
+    username        TEXT NOT NULL,
+    auth            TEXT NOT NULL CHECK (auth IN ('privateKey', 'password')),
+    host_key_sha256 TEXT,
+    adb_port        INTEGER NOT NULL,
+    usbmuxd_socket  TEXT NOT NULL,
+    paused          INTEGER NOT NULL DEFAULT 0,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+  ALTER TABLE fleet_devices ADD COLUMN host TEXT;
+  `,
 ];

@@ -16,6 +16,7 @@ export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?:
   serial: d.serial,
   state: d.state,
   battery: d.battery,
+  host: d.host,
   ...(d.model ? { model: d.model } : {}),
   ...(d.steps ? { steps: d.steps } : {}),
   held: holder.held,

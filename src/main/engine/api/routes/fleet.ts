@@ -4,12 +4,15 @@ import { FleetHost } from '../../../../shared/api/mac-hosts.js';
 import type { DeviceAllocator } from '../../services/devices.js';
 import { INSTANCE_ARCH } from '../../services/instances.js';
 import type { MacHosts } from '../../services/mac-hosts.js';
+import type { Providers } from '../../services/providers.js';
+import { FleetProvider } from '../../../../shared/api/providers.js';
+import { presentFleetProvider } from '../presenters/providers.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list } from '../presenters/common.js';
 import { presentFleetDevice, presentFleetHost } from '../presenters/fleet.js';
 
 /** The lab's inventory, to every signed-in caller; who holds a phone or an instance shows only for the caller's organization. */
-export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts): void {
+export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts, providers: Providers): void {
   app.get('/fleet/devices', {
     schema: { tags: ['Extensions'], operationId: 'listFleetDevices', summary: 'Every phone of the lab: state, battery, and whether it is free', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(FleetDevice) }, [401, 403]) },
   }, (req) => {
@@ -20,4 +23,11 @@ export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacH
   app.get('/fleet/hosts', {
     schema: { tags: ['Extensions'], operationId: 'listFleetHosts', summary: 'Every Mac host of the lab: health and free slots', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(FleetHost) }, [401, 403]) },
   }, (req) => list(macHosts.fleet(scopeOf(req)).map((h) => presentFleetHost(h.host, h.health, h.freeSlots, h.own, INSTANCE_ARCH))));
+
+  app.get('/fleet/providers', {
+    schema: { tags: ['Extensions'], operationId: 'listFleetProviders', summary: 'Every provider of the lab: health and phones', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(FleetProvider) }, [401, 403]) },
+  }, (req) => {
+    scopeOf(req);
+    return list(providers.onFleet().map(presentFleetProvider));
+  });
 }

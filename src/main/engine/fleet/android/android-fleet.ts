@@ -35,12 +35,18 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   /** Bumped when the fleet moves to another adb server: what the old one still reports is dropped. */
   private generation = 0;
 
+  /**
+   * `client` replaces the TCP connection to `address` (a provider's adb server reached over SSH), and `bulk` carries
+   * installs there.
+   */
   constructor(
     public address: { host: string; port: number },
     private readonly log: (message: string) => void,
+    client?: Client,
+    private readonly bulk?: Client,
   ) {
     super();
-    this.client = Adb.createClient({ host: address.host, port: address.port });
+    this.client = client ?? Adb.createClient({ host: address.host, port: address.port });
   }
 
   /** Resolves once the current device list has been read, or after a first failure (it keeps retrying). */
@@ -86,7 +92,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   }
 
   driver(serial: string): AndroidDriver {
-    return new AndroidDriver(this.client, serial);
+    return new AndroidDriver(this.client, serial, this.bulk);
   }
 
   private async track(): Promise<void> {

@@ -148,9 +148,11 @@ export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
 
 /** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
 export class AndroidDriver implements PhoneDriver {
+  /** `bulk` carries pushes (installs): on a provider, a connection of their own, so that screens do not stall behind them. */
   constructor(
     private readonly client: Client,
     readonly serial: string,
+    private readonly bulk: Client = client,
   ) {}
 
   async shell(command: string, signal?: AbortSignal): Promise<string> {
@@ -226,7 +228,7 @@ export class AndroidDriver implements PhoneDriver {
    */
   async install(apkPath: string): Promise<void> {
     const remote = `/data/local/tmp/benchtop-${randomUUID()}.apk`;
-    const transfer = await this.client.getDevice(this.serial).push(apkPath, remote);
+    const transfer = await this.bulk.getDevice(this.serial).push(apkPath, remote);
     await new Promise<void>((resolve, reject) => {
       transfer.on('end', resolve);
       transfer.on('error', reject);

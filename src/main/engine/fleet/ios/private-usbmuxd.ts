@@ -19,6 +19,8 @@ export interface LabPairRecord {
 }
 
 function connectUpstream(address: UsbmuxdAddress): Promise<Socket> {
+  // A provider's usbmuxd is a channel over SSH: a duplex that is used here as a socket is.
+  if ('open' in address) return address.open() as unknown as Promise<Socket>;
   return new Promise((resolve, reject) => {
     const socket = 'path' in address ? connect({ path: address.path }) : connect({ host: address.host, port: address.port, noDelay: true });
     socket.once('connect', () => {

@@ -1,9 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
-/** Where usbmuxd listens: its Unix socket (the default on Linux and macOS) or a TCP address (`host:port`). */
-export type UsbmuxdAddress = { path: string } | { host: string; port: number };
+/**
+ * Where usbmuxd listens: its Unix socket (the default on Linux and macOS), a TCP address (`host:port`), or a
+ * usbmuxd reached some other way: `open` gives a new connection to it each time (a provider's, over SSH).
+ */
+export type UsbmuxdAddress = { path: string } | { host: string; port: number } | { name: string; open: () => Promise<Duplex> };
 
 export const DEFAULT_USBMUXD_SOCKET = '/var/run/usbmuxd';
 
@@ -18,6 +22,7 @@ export function parseUsbmuxdAddress(text: string): UsbmuxdAddress {
 }
 
 export function formatUsbmuxdAddress(address: UsbmuxdAddress): string {
+  if ('open' in address) return address.name;
   return 'path' in address ? `UNIX:${address.path}` : `${address.host}:${address.port}`;
 }
 
@@ -134,7 +139,10 @@ export function appiumIosDevice(): AppiumIosDevice {
 /** A fresh connection to usbmuxd: each Connect uses up one, as in every usbmuxd client. */
 export async function usbmuxdSocket(address: UsbmuxdAddress, timeout = 5000): Promise<Socket> {
   const { getDefaultSocket } = appiumIosDevice();
-  const socket = await ('path' in address
+  // appium-ios-device reads and writes it as a stream; TLS upgrades wrap any duplex.
+  const socket = await ('open' in address
+    ? (address.open() as unknown as Promise<Socket>)
+    : 'path' in address
     ? getDefaultSocket({ socketPath: address.path, timeout })
     : getDefaultSocket({ socketHost: address.host, socketPort: address.port, timeout }));
   // appium-ios-device listens for no socket errors: a phone pulled out (ECONNRESET) would otherwise crash the engine.

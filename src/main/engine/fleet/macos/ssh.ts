@@ -78,6 +78,11 @@ export interface ConnectOptions {
   /** Refuse the server unless its key has this fingerprint. */
   expectedHostKey?: string | null;
   signal?: AbortSignal;
+  /**
+   * How often an idle connection is probed; three unanswered probes end it. Default 5 s (a Mac that sleeps is
+   * noticed within 15 s); a provider's phones want less.
+   */
+  keepaliveMs?: number;
 }
 
 /** One SSH connection: exec, port forwarding for a jump, and the raw ssh2 client for shells. */
@@ -135,7 +140,7 @@ export class SshConnection {
         username: endpoint.username,
         readyTimeout: options.timeoutMs,
         // A Mac that sleeps or loses its network is noticed within 15 s on a long-lived connection.
-        keepaliveInterval: 5000,
+        keepaliveInterval: options.keepaliveMs ?? 5000,
         keepaliveCountMax: 3,
         hostVerifier: (key: Buffer) => {
           seen = fingerprintOf(key);
@@ -241,6 +246,21 @@ export class SshConnection {
         else resolve(channel);
       }));
     });
+  }
+
+  /** A channel to a Unix socket on the server (OpenSSH's streamlocal forwarding): a provider's usbmuxd. */
+  forwardOutUnix(socketPath: string): Promise<ClientChannel> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new SshError('the SSH connection is closed'));
+      this.guard(reject, () => this.client.openssh_forwardOutStreamLocal(socketPath, (error, channel) => {
+        if (error) reject(new SshError(`cannot reach ${socketPath} through the host: ${error.message}`));
+        else resolve(channel);
+      }));
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** Called once when the connection ends, for whatever reason. */

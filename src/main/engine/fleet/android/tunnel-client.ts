@@ -1,0 +1,58 @@
+import { createRequire } from 'node:module';
+import type { Duplex } from 'node:stream';
+import type ConnectionType from '@devicefarmer/adbkit/dist/src/adb/connection.js';
+import type ParserType from '@devicefarmer/adbkit/dist/src/adb/parser.js';
+import { Adb, type Client } from './adb.js';
+
+// adbkit's connection and parser are not exported from its index; its promises are Bluebird's, whose extra methods
+// (.return, .timeout) adbkit's own commands call on what connection() answers.
+const fromAdbkit = createRequire(createRequire(import.meta.url).resolve('@devicefarmer/adbkit'));
+const Connection = (fromAdbkit('./src/adb/connection.js') as { default: typeof ConnectionType }).default;
+const Parser = (fromAdbkit('./src/adb/parser.js') as { default: typeof ParserType }).default;
+type Connecting = ReturnType<ConnectionType['connect']>;
+const Bluebird = fromAdbkit('bluebird') as { resolve<T>(value: Promise<T>): { then(next: (value: T) => ConnectionType): Connecting } };
+
+/** Where adbkit would look for the adb CLI: nowhere, so that nothing it does can start a server on this machine. */
+const NO_ADB = '/nonexistent/benchtop-never-runs-adb';
+
+/** One adb-server connection over a stream someone else opened (an SSH channel to a provider's adb server). */
+class StreamConnection extends Connection {
+  constructor(private readonly open: () => Promise<Duplex>) {
+    super({ port: 0, bin: NO_ADB });
+  }
+
+  // Replaces Net.connect: and with it adbkit's "connection refused, start a server and retry", which behind a
+  // tunnel would start a hub-local server posing as the provider's.
+  override connect(): Connecting {
+    return Bluebird.resolve(this.open()).then((stream) => {
+      this.socket = stream as unknown as ConnectionType['socket'];
+      this.parser = new Parser(stream);
+      stream.on('end', () => this.emit('end'));
+      stream.on('drain', () => this.emit('drain'));
+      stream.on('close', () => this.emit('close', false));
+      // As adbkit does for its socket: an error nobody else listens to is re-emitted, not thrown.
+      stream.on('error', (error: Error) => {
+        if (stream.listenerCount('error') === 1) this.emit('error', error);
+      });
+      return this;
+    });
+  }
+
+  override startServer(): never {
+    throw new Error('Benchtop never starts an adb server for a provider.');
+  }
+}
+
+/**
+ * An adbkit client whose every adb-server connection is a stream from `open` (a new SSH channel each time) rather
+ * than a TCP socket on this machine. Everything the fleet and the driver do through adbkit works on it unchanged.
+ */
+export function streamClient(open: () => Promise<Duplex>): Client {
+  const client = Adb.createClient({ host: '127.0.0.1', port: 0, bin: NO_ADB });
+  client.connection = () => {
+    const connection = new StreamConnection(open);
+    connection.on('error', (error: Error) => client.emit('error', error));
+    return connection.connect();
+  };
+  return client;
+}

@@ -1,0 +1,70 @@
+import { Gauge, Registry } from 'prom-client';
+import type { PhoneSource } from '../fleet/types.js';
+import type { Stores } from '../store/index.js';
+import type { Providers } from './providers.js';
+
+/**
+ * The lab in Prometheus' text format, for the monitoring a lab already runs: phones per host and state,
+ * allocations by status, the queue, and each provider's health and round-trip time. Every gauge is read at scrape
+ * time from the fleet and the store, so nothing here has to be kept in step with them.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  constructor(stores: Pick<Stores, 'devices'>, fleet: Pick<PhoneSource, 'list'>, providers: Pick<Providers, 'status'>) {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'benchtop_phones',
+      help: 'Phones in the fleet, by host (a provider\'s name, or "local" for this workstation\'s USB), platform and state.',
+      labelNames: ['host', 'platform', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const phone of fleet.list()) this.inc({ host: phone.host ?? 'local', platform: phone.platform, state: phone.state });
+      },
+    });
+    new Gauge({
+      name: 'benchtop_allocations',
+      help: 'Device allocations not yet released, by status (queued, provisioning, in_use, offline).',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const status of ['queued', 'provisioning', 'in_use', 'offline']) this.set({ status }, 0);
+        for (const row of stores.devices.active()) this.inc({ status: row.status });
+      },
+    });
+    new Gauge({
+      name: 'benchtop_queue_length',
+      help: 'Allocations waiting for a free matching phone.',
+      registers,
+      collect() {
+        this.set(stores.devices.active().filter((row) => row.status === 'queued').length);
+      },
+    });
+    new Gauge({
+      name: 'benchtop_provider_up',
+      help: 'Whether a provider answered its last check (1) or not (0).',
+      labelNames: ['provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of providers.status()) this.set({ provider: p.name }, p.health.state === 'up' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'benchtop_provider_round_trip_seconds',
+      help: 'A provider\'s last check: a new SSH channel and its adb server\'s version.',
+      labelNames: ['provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of providers.status()) if (p.health.rttMs !== null) this.set({ provider: p.name }, p.health.rttMs / 1000);
+      },
+    });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

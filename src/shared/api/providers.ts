@@ -1,0 +1,73 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Nullable, Uuid } from './common.js';
+import { Address, HostHealth, Name, Port, Secret, Username } from './mac-hosts.js';
+
+const UnixPath = Type.String({ minLength: 1, maxLength: 200, pattern: '^/[A-Za-z0-9._/-]+$' });
+
+const providerFields = {
+  name: Name,
+  address: Address,
+  port: Type.Optional(Port),
+  username: Username,
+  privateKey: Type.Optional(Secret('An OpenSSH or PEM private key of the provider\'s dedicated account.')),
+  passphrase: Type.Optional(Secret('The private key\'s passphrase.')),
+  password: Type.Optional(Secret('The password, when no private key is given.')),
+  hostKeySha256: Type.Optional(
+    Nullable(Type.String({ pattern: '^SHA256:[A-Za-z0-9+/]{43}$', description: 'The host key fingerprint to expect (as ssh-keygen -lf prints it); without it, the first key seen is pinned.' })),
+  ),
+  adbPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'The port of the adb server on the provider\'s own loopback; default 5037.' })),
+  usbmuxdSocket: Type.Optional(UnixPath),
+};
+
+export const CreateProviderBody = Type.Object(providerFields, { additionalProperties: false });
+export type CreateProviderBody = Static<typeof CreateProviderBody>;
+
+export const UpdateProviderBody = Type.Partial(
+  Type.Object({ ...providerFields, paused: Type.Boolean({ description: 'A paused provider\'s phones take no new allocation; held ones stay held.' }) }),
+  { additionalProperties: false },
+);
+export type UpdateProviderBody = Static<typeof UpdateProviderBody>;
+
+export const ProviderIdParams = Type.Object({ providerId: Uuid });
+
+/** A provider as the lab owner sees it: everything but its secrets. */
+export const Provider = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  address: Type.String(),
+  port: Type.Integer(),
+  username: Type.String(),
+  auth: Type.Union([Type.Literal('privateKey'), Type.Literal('password')]),
+  hostKeySha256: Nullable(Type.String({ description: 'The host key fingerprint pinned on the first connection.' })),
+  adbPort: Type.Integer(),
+  usbmuxdSocket: Type.String(),
+  paused: Type.Boolean(),
+  health: HostHealth,
+  healthMessage: Type.Optional(Type.String({ description: 'What is wrong, in words: sshd unreachable, login refused, host key changed, no adb server answering, adb version.' })),
+  checkedAt: Nullable(DateTime),
+  roundTripMs: Nullable(Type.Number({ description: 'The last check: a new SSH channel and the adb server\'s version.' })),
+  adbVersion: Nullable(Type.Integer({ description: 'The provider\'s adb server protocol version.' })),
+  phones: Type.Integer({ description: 'Phones it reports now, in the fleet.' }),
+  duplicateSerials: Type.Array(Type.String(), { description: 'Serials it reports that another host reported first: kept out of the fleet (see docs/providers.md).' }),
+  createdAt: DateTime,
+  updatedAt: DateTime,
+});
+export type Provider = Static<typeof Provider>;
+
+export const BackupResult = Type.Object({
+  path: Type.String({ description: 'The backup file, a complete SQLite database a standby can start from.' }),
+  bytes: Type.Integer(),
+  createdAt: DateTime,
+});
+export type BackupResult = Static<typeof BackupResult>;
+
+/** A provider as every signed-in caller sees it on the fleet: its health and phones, nothing about how to reach it. */
+export const FleetProvider = Type.Object({
+  name: Type.String(),
+  health: HostHealth,
+  healthMessage: Type.Optional(Type.String()),
+  checkedAt: Nullable(DateTime),
+  phones: Type.Integer(),
+  paused: Type.Boolean(),
+});
+export type FleetProvider = Static<typeof FleetProvider>;

@@ -1,0 +1,78 @@
+/**
+ * Providers in Chromium: the lab owner adds a provider (its own network namespace, sshd and adb server) in Settings,
+ * sees it up; the fleet shows each phone's host; the provider's phone's minicap live screen plays on the phone page,
+ * through the hub, on the hub's origin. Screenshots go to test-artifacts/e2e/providers/.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
+import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
+import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
+import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+
+const ready = chromiumOrSkip() && adbOrSkip() && netnsOrSkip();
+const SUITE = 'providers';
+
+describe.runIf(ready)('GUI: providers', () => {
+  let lab: TestLab;
+  let provider: NetnsProvider;
+  let browser: Browser;
+  let page: Page;
+  let errors: string[];
+  const providerOrigins: string[] = [];
+
+  beforeAll(async () => {
+    // All settled before any failure is thrown, so that afterAll stops everything that started.
+    const parts = await Promise.allSettled([
+      startNetnsProvider(5, { phones: [{ port: 24001, options: { model: 'Remote Pixel' } }] }).then((p) => (provider = p)),
+      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500 }).then((l) => (lab = l)),
+      launchChromium().then((b) => (browser = b)),
+    ]);
+    const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+    if (failed) throw failed.reason;
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    context.setDefaultTimeout(15_000);
+    page = await context.newPage();
+    errors = watchConsole(page);
+    // The browser never talks to a provider: every request goes to the hub's origin.
+    page.on('request', (r) => {
+      if (new URL(r.url()).hostname === provider.address) providerOrigins.push(r.url());
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await lab?.stop();
+    await provider?.stop();
+  });
+
+  it('Settings: the lab owner adds a provider, which is checked at once and shown up', async () => {
+    await logIn(page, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, '/settings');
+    await page.getByRole('button', { name: 'Add a provider' }).click();
+    const form = page.getByRole('form', { name: 'Add a provider' });
+    await form.getByLabel('Name').fill('rack-2');
+    await form.getByLabel('Address').fill(provider.address);
+    await form.getByLabel('User').fill('root');
+    await form.getByLabel('Private key').fill(provider.privateKey);
+    await form.getByRole('button', { name: 'Add provider' }).click();
+    const table = page.getByRole('table', { name: 'Providers' });
+    await table.getByRole('row', { name: /rack-2/ }).getByText('up').waitFor();
+    await snap(page, SUITE, '01-settings-providers');
+  });
+
+  it('Fleet: each phone shows its host; the provider\'s phone\'s live screen plays through the hub', async () => {
+    await page.goto(`${originOf(lab.engine.api)}/fleet`);
+    const phones = page.getByRole('table', { name: 'Phones' });
+    await phones.getByRole('row', { name: /Remote Pixel.*rack-2/ }).waitFor();
+    await phones.getByRole('row', { name: /Desk Pixel.*this workstation/ }).waitFor();
+    await page.getByRole('table', { name: 'Providers' }).getByRole('row', { name: /rack-2.*up/ }).waitFor();
+    await snap(page, SUITE, '02-fleet-hosts');
+    await phones.getByRole('button', { name: /^Use this phone: Remote Pixel/ }).click();
+    await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
+    const image = page.getByRole('img', { name: 'Screen of Remote Pixel' });
+    await image.waitFor({ timeout: 30_000 });
+    await expect.poll(() => image.getAttribute('data-frames').then(Number), { timeout: 20_000 }).toBeGreaterThan(0);
+    await snap(page, SUITE, '03-remote-live-screen');
+    expect(providerOrigins).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});

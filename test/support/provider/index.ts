@@ -1,0 +1,242 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
+import type { SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const PHONES_SCRIPT = fileURLToPath(new URL('./phones-process.ts', import.meta.url));
+const IPHONES_SCRIPT = fileURLToPath(new URL('./iphones-process.ts', import.meta.url));
+
+/**
+ * One provider on this machine with real separation: its own Linux network namespace, joined to the hub's only by a
+ * veth pair whose two addresses (a /30) exist nowhere else, with its own sshd, its own `adb -P 5037 nodaemon
+ * server` and simulated phones on the namespace's loopback. The hub reaches it only at `address:22`.
+ */
+export interface NetnsProvider {
+  namespace: string;
+  /** The namespace's end of the veth pair: where its sshd listens. */
+  address: string;
+  /** The hub's end of the veth pair (`ip link set <hubLink> down` pulls the provider's cable). */
+  hubLink: string;
+  privateKey: string;
+  serials: string[];
+  /** The UDIDs of its simulated iPhones. */
+  udids: string[];
+  /** Its usbmuxd's socket (a file of its own: never the machine's /var/run/usbmuxd). */
+  usbmuxdSocket: string;
+  /** The body of POST /lab/providers for it. */
+  body(overrides?: Record<string, unknown>): Record<string, unknown>;
+  linkDown(): void;
+  linkUp(): void;
+  /** Runs the adb CLI on the provider itself (in its namespace, against its own server), as someone at that box would. */
+  adb(...args: string[]): string;
+  /** Kills the provider's adb server (its phones' transports die with it). */
+  killAdb(): void;
+  stop(): Promise<void>;
+}
+
+export interface NetnsProviderOptions {
+  /** Ports below 32768: the namespace's adb server's own connections take ephemeral ports above it. */
+  phones: Array<{ port: number; options?: SimulatedPhoneOptions }>;
+  /** Simulated iPhones on a simulated usbmuxd inside the namespace. */
+  iphones?: SimulatedIPhoneOptions[];
+}
+
+const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/**
+ * Whether this machine lets the test make namespaces. Under CI (which runs as root) a refusal is a failure; elsewhere
+ * the suite is skipped loudly, naming why.
+ */
+export function netnsOrSkip(): boolean {
+  const probe = `bt-probe-${process.pid}`;
+  try {
+    ip('netns', 'add', probe);
+    ip('netns', 'del', probe);
+    return true;
+  } catch (error) {
+    const why = ((error as { stderr?: Buffer | string }).stderr ?? (error as Error).message).toString().trim();
+    if (process.env.CI === 'true') throw new Error(`ip netns add is refused (${why}): the provider tests need root and iproute2 (apt-get install -y iproute2)`, { cause: error });
+    console.warn(`SKIPPING provider tests: ip netns add is refused here (${why}); they need root and iproute2.`);
+    return false;
+  }
+}
+
+/** Each provider's /30: 10.<a>.<b>.<4k>, from this process's pid, so that parallel runs do not collide. */
+function subnet(index: number): { hub: string; ns: string } {
+  const a = 200 + (process.pid % 50);
+  const b = (process.pid >> 6) % 256;
+  const base = index * 4;
+  return { hub: `10.${a}.${b}.${base + 1}`, ns: `10.${a}.${b}.${base + 2}` };
+}
+
+export async function startNetnsProvider(index: number, options: NetnsProviderOptions): Promise<NetnsProvider> {
+  const tag = `${process.pid % 100000}${index}`;
+  const namespace = `bt-prov-${tag}`;
+  const hubLink = `bth${tag}`;
+  const nsLink = `btp${tag}`;
+  const { hub, ns } = subnet(index);
+  const dir = mkdtempSync(join(tmpdir(), 'benchtop-provider-'));
+  const children: ChildProcess[] = [];
+  let made = false;
+  const stop = async () => {
+    for (const child of children) child.kill('SIGTERM');
+    // Everything still running inside the namespace, by pid, before the namespace goes.
+    if (made) {
+      const pids = (() => {
+        try {
+          return ip('netns', 'pids', namespace).split('\n').filter(Boolean).map(Number);
+        } catch {
+          return [];
+        }
+      })();
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      try {
+        ip('link', 'del', hubLink);
+      } catch {
+        /* went with the namespace */
+      }
+      try {
+        ip('netns', 'del', namespace);
+      } catch {
+        /* already gone */
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    ip('netns', 'add', namespace);
+    made = true;
+    ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', nsLink);
+    ip('link', 'set', nsLink, 'netns', namespace);
+    ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
+    ip('link', 'set', hubLink, 'up');
+    ip('-n', namespace, 'addr', 'add', `${ns}/30`, 'dev', nsLink);
+    ip('-n', namespace, 'link', 'set', nsLink, 'up');
+    ip('-n', namespace, 'link', 'set', 'lo', 'up');
+    // Verify the link before anything is sent: the namespace's address is reached through our veth and nothing else,
+    // and the namespace has no route beyond its /30 (no default route out).
+    const route = ip('route', 'get', ns);
+    if (!new RegExp(`dev ${hubLink}\\b`).test(route)) throw new Error(`${ns} would not go through ${hubLink}: ${route}`);
+    const nsRoutes = ip('-n', namespace, 'route', 'show');
+    if (/default/.test(nsRoutes)) throw new Error(`namespace ${namespace} has a default route: ${nsRoutes}`);
+
+    const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'benchtop-provider', '-f', file]);
+    keygen(join(dir, 'host_key'));
+    keygen(join(dir, 'id'));
+    writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'id.pub')));
+    writeFileSync(join(dir, 'sshd_config'), [
+      `ListenAddress ${ns}`,
+      `HostKey ${join(dir, 'host_key')}`,
+      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+      'StrictModes no',
+      'UsePAM no',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'PermitRootLogin prohibit-password',
+      'AllowTcpForwarding yes',
+      'AllowStreamLocalForwarding yes',
+      'PrintMotd no',
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      '',
+    ].join('\n'));
+    mkdirSync('/run/sshd', { recursive: true });
+    const home = join(dir, 'home');
+    const tmp = join(dir, 'tmp');
+    mkdirSync(home);
+    mkdirSync(tmp);
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp };
+    delete env.ADB_SERVER_SOCKET;
+    delete env.ANDROID_ADB_SERVER_PORT;
+
+    const started = (child: ChildProcess, pattern: RegExp | null, what: string) =>
+      new Promise<string>((resolve, reject) => {
+        children.push(child);
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`${what} did not start within 20 s:\n${out}`)), 20_000);
+        const onData = (chunk: Buffer) => {
+          out += chunk.toString();
+          const m = pattern?.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1] ?? m[0]);
+          }
+        };
+        child.stdout?.on('data', onData);
+        child.stderr?.on('data', onData);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`${what} exited with ${code}:\n${out}`));
+        });
+        if (!pattern) {
+          clearTimeout(timer);
+          resolve('');
+        }
+      });
+    const inNs = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+      spawn('ip', ['netns', 'exec', namespace, ...args], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+
+    const sshdUp = started(inNs(['/usr/sbin/sshd', '-D', '-e', '-f', join(dir, 'sshd_config')]), /Server listening on/, 'sshd');
+    const adb = inNs(['adb', '-P', '5037', 'nodaemon', 'server']);
+    children.push(adb);
+    adb.stdout.resume();
+    adb.stderr.resume();
+    await sshdUp;
+    // The adb server answers once its port is bound; the phones' `adb connect` retries until then.
+    await waitForAdb(namespace);
+    const phones = inNs([process.execPath, '--import', 'tsx', PHONES_SCRIPT], {
+      PROVIDER_PHONES: JSON.stringify(options.phones.map((p) => ({ port: p.port, options: p.options ?? {} }))),
+      PROVIDER_ADB_PORT: '5037',
+    });
+    const usbmuxdSocket = join(dir, 'usbmuxd');
+    const iphones = options.iphones?.length
+      ? inNs([process.execPath, '--import', 'tsx', IPHONES_SCRIPT], { PROVIDER_IPHONES: JSON.stringify(options.iphones), PROVIDER_USBMUXD_SOCKET: usbmuxdSocket })
+      : undefined;
+    const [serials, udids] = await Promise.all([
+      started(phones, /READY (\[.*\])/, 'the simulated phones').then((s) => JSON.parse(s) as string[]),
+      iphones ? started(iphones, /READY (\[.*\])/, 'the simulated iPhones').then((s) => JSON.parse(s) as string[]) : [],
+    ]);
+    const privateKey = readFileSync(join(dir, 'id'), 'utf8');
+    return {
+      namespace,
+      address: ns,
+      hubLink,
+      privateKey,
+      serials,
+      udids,
+      usbmuxdSocket,
+      body: (overrides = {}) => ({ name: `provider-${index}`, address: ns, port: 22, username: 'root', privateKey, usbmuxdSocket, ...overrides }),
+      linkDown: () => void ip('link', 'set', hubLink, 'down'),
+      linkUp: () => void ip('link', 'set', hubLink, 'up'),
+      killAdb: () => void adb.kill('SIGKILL'),
+      adb: (...args) => execFileSync('ip', ['netns', 'exec', namespace, 'adb', '-P', '5037', ...args], { env, encoding: 'utf8' }),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function waitForAdb(namespace: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      // ss inside the namespace: is anything listening on 5037 there yet?
+      if (/:5037\b/.test(ip('netns', 'exec', namespace, 'ss', '-ltn'))) return;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > deadline) throw new Error(`the adb server in ${namespace} did not listen within 10 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * The iPhones of one simulated provider, run inside its network namespace: a simulated usbmuxd with simulated
+ * iPhones, reachable at the Unix socket PROVIDER_USBMUXD_SOCKET as a provider's real usbmuxd is at
+ * /var/run/usbmuxd. PROVIDER_IPHONES is a JSON array of SimulatedIPhoneOptions. Prints READY and the UDIDs.
+ */
+import { connect, createServer } from 'node:net';
+import { rmSync } from 'node:fs';
+import { SimulatedIPhone, SimulatedUsbmuxd, type SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
+
+const socketPath = process.env.PROVIDER_USBMUXD_SOCKET!;
+const options = JSON.parse(process.env.PROVIDER_IPHONES || '[]') as SimulatedIPhoneOptions[];
+const usbmuxd = new SimulatedUsbmuxd();
+const address = await usbmuxd.start();
+const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+const phones: SimulatedIPhone[] = [];
+for (const o of options) {
+  const phone = new SimulatedIPhone(o);
+  await phone.plugInto(usbmuxd);
+  phones.push(phone);
+}
+// The simulated usbmuxd listens on TCP; a provider's usbmuxd is a Unix socket, which is what the hub forwards to.
+rmSync(socketPath, { force: true });
+const relay = createServer((client) => {
+  const upstream = connect(port, host);
+  client.pipe(upstream).pipe(client);
+  client.on('error', () => upstream.destroy());
+  upstream.on('error', () => client.destroy());
+});
+await new Promise<void>((resolve) => relay.listen(socketPath, resolve));
+console.log(`READY ${JSON.stringify(phones.map((p) => p.udid))}`);
+
+const stop = () => {
+  relay.close();
+  for (const p of phones) p.stop();
+  void usbmuxd.stop().finally(() => process.exit(0));
+};
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) stop();
+}, 1000).unref();
