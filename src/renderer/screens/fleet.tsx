@@ -74,7 +74,7 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
  * One phone's row, rendered again only when that phone changed: the store keeps an unchanged phone as the same
  * object from poll to poll, so a poll, or the page's sign-in finishing, does not render a hundred rows again.
  */
-const FleetRow = memo(function FleetRow({ device: d, me }: { device: FleetDevice; me: string | undefined }) {
+const FleetRow = memo(function FleetRow({ device: d, me, hostColumn }: { device: FleetDevice; me: string | undefined; hostColumn: boolean }) {
   return (
     <tr data-serial={d.serial}>
       <td>{d.name}</td>
@@ -82,7 +82,7 @@ const FleetRow = memo(function FleetRow({ device: d, me }: { device: FleetDevice
       <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
       <td>{d.osVersion}</td>
       <td><code>{d.serial}</code></td>
-      <td>{d.host ?? <span className="muted">this workstation</span>}</td>
+      {hostColumn && <td>{d.host ?? <span className="muted">this workstation</span>}</td>}
       <td>
         <Status value={stateOf(d)} />
         {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
@@ -112,6 +112,8 @@ export const FleetScreen = memo(function FleetScreen() {
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
   const set = (patch: Partial<FleetQuery>) => setQuery((q) => ({ ...q, ...patch }));
   const shown = useMemo(() => devices.filter((d) => fleetMatches(d, query)), [devices, query]);
+  // Which host a phone is on matters once the lab has providers; a lab of one workstation is spared the column.
+  const hostColumn = useMemo(() => devices.some((d) => d.host), [devices]);
   const shownFree = shown.filter(isFree).length;
   const filtering = query.text.trim() !== '' || query.platform !== '' || query.availability !== 'any' || query.minVersion.trim() !== '';
 
@@ -168,10 +170,10 @@ export const FleetScreen = memo(function FleetScreen() {
         <div className="table-wrap">
         <table className="table fleet-table" aria-label="Phones">
           <thead>
-            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th><th>Host</th><th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th>{hostColumn && <th>Host</th>}<th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
-            {shown.map((d) => <FleetRow key={d.serial} device={d} me={me} />)}
+            {shown.map((d) => <FleetRow key={d.serial} device={d} me={me} hostColumn={hostColumn} />)}
           </tbody>
         </table>
         </div>
