@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { keygen, prepareSshd } from '../sshd-config.js';
 
 const SSHD = '/usr/sbin/sshd';
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -122,39 +123,12 @@ export async function startMacHost(): Promise<MacHostSim> {
   for (const d of [bin, state, tmp, home]) mkdirSync(d);
   copyFileSync(join(HERE, 'tart'), join(bin, 'tart'));
   chmodSync(join(bin, 'tart'), 0o755);
-  const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'benchtop-test', '-f', file]);
-  keygen(join(dir, 'host_key'));
-  keygen(join(dir, 'id'));
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'id.pub')));
   const port = await freePort();
-  writeFileSync(
-    join(dir, 'sshd_config'),
-    [
-      'ListenAddress 127.0.0.1',
-      `HostKey ${join(dir, 'host_key')}`,
-      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-      // The files live under /tmp, which is world-writable.
-      'StrictModes no',
-      'UsePAM no',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'PermitRootLogin prohibit-password',
-      'AllowTcpForwarding yes',
-      'PrintMotd no',
-      'PrintLastLog no',
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      // The scripted tart first on the PATH, its state dir, and a TMPDIR of its own for the engine's run logs. A HOME
-      // of its own too: the login user's real home (and the shell startup files there) stays untouched.
-      `SetEnv PATH=${bin}:/usr/local/bin:/usr/bin:/bin TART_SIM_HOME=${state} TMPDIR=${tmp} HOME=${home}`,
-      '',
-    ].join('\n'),
-  );
-  // sshd refuses to start as root without its privilege separation directory, which apt does not create.
-  try {
-    mkdirSync('/run/sshd', { recursive: true });
-  } catch {
-    /* not root: sshd does not need it then */
-  }
+  prepareSshd(dir, '127.0.0.1', [
+    // The scripted tart first on the PATH, its state dir, and a TMPDIR of its own for the engine's run logs. A HOME
+    // of its own too: the login user's real home (and the shell startup files there) stays untouched.
+    `SetEnv PATH=${bin}:/usr/local/bin:/usr/bin:/bin TART_SIM_HOME=${state} TMPDIR=${tmp} HOME=${home}`,
+  ]);
 
   let sshd: ChildProcess | undefined;
   let log = '';

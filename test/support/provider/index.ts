@@ -1,10 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
 import type { SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
+import { prepareSshd } from '../sshd-config.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const PHONES_SCRIPT = fileURLToPath(new URL('./phones-process.ts', import.meta.url));
@@ -130,26 +131,7 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
     const nsRoutes = ip('-n', namespace, 'route', 'show');
     if (/default/.test(nsRoutes)) throw new Error(`namespace ${namespace} has a default route: ${nsRoutes}`);
 
-    const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'benchtop-provider', '-f', file]);
-    keygen(join(dir, 'host_key'));
-    keygen(join(dir, 'id'));
-    writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'id.pub')));
-    writeFileSync(join(dir, 'sshd_config'), [
-      `ListenAddress ${ns}`,
-      `HostKey ${join(dir, 'host_key')}`,
-      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-      'StrictModes no',
-      'UsePAM no',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'PermitRootLogin prohibit-password',
-      'AllowTcpForwarding yes',
-      'AllowStreamLocalForwarding yes',
-      'PrintMotd no',
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      '',
-    ].join('\n'));
-    mkdirSync('/run/sshd', { recursive: true });
+    prepareSshd(dir, ns);
     const home = join(dir, 'home');
     const tmp = join(dir, 'tmp');
     mkdirSync(home);
