@@ -92,7 +92,9 @@ describe.skipIf(!hasAdb)('the queue after a crash (issue 22.3)', () => {
       expect(r.status).toBe(201);
       return { session, id: r.body.id as string, status: r.body.status as string };
     };
-    // Org A holds all four phones.
+    // Org A holds all four phones, once the fleet (read after the API answers) lists them.
+    await waitFor('the four phones in the fleet', async () =>
+      ((await call(engine.api, 'GET', '/fleet/devices', { token: a })).body.data as Array<{ state: string }>).filter((d) => d.state === 'device').length === 4);
     const held: Array<{ session: string; id: string }> = [];
     for (let i = 0; i < 4; i++) held.push(await allocate(a, { filters: ANDROID }));
     await waitFor('A holds all four', async () => (await Promise.all(held.map((h) => statusOf(engine.api, a, h)))).every((s) => s === 'in_use'));
@@ -129,6 +131,9 @@ describe.skipIf(!hasAdb)('demo phones after a crash (issue 22.4)', () => {
     const env = engineEnv(dir, { BENCHTOP_DEMO_PHONES: '2', BENCHTOP_DEVICE_GRACE_SECONDS: '1' });
     let engine = await serve(env);
     let token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
+    // The fleet is read after the API answers: the demo phones are allocatable once it lists them.
+    await waitFor('the demo phones in the fleet', async () =>
+      ((await call(engine.api, 'GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).filter((d) => d.state === 'device').length === 2);
     const held: Array<{ session: string; id: string; serial: string }> = [];
     for (let i = 0; i < 2; i++) {
       const session = (await call(engine.api, 'POST', '/sessions', { token })).body.id as string;
