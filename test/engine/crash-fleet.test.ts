@@ -131,13 +131,14 @@ describe.skipIf(!hasAdb)('demo phones after a crash (issue 22.4)', () => {
     const env = engineEnv(dir, { BENCHTOP_DEMO_PHONES: '2', BENCHTOP_DEVICE_GRACE_SECONDS: '1' });
     let engine = await serve(env);
     let token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
-    // The fleet is read after the API answers: the demo phones are allocatable once it lists them.
-    await waitFor('the demo phones in the fleet', async () =>
-      ((await call(engine.api, 'GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).filter((d) => d.state === 'device').length === 2);
     const held: Array<{ session: string; id: string; serial: string }> = [];
     for (let i = 0; i < 2; i++) {
       const session = (await call(engine.api, 'POST', '/sessions', { token })).body.id as string;
-      const id = (await call(engine.api, 'POST', `/sessions/${session}/devices`, { token, body: { filters: ANDROID } })).body.id as string;
+      // At once after the start: the fleet is read just after the API answers, and an allocation made before its
+      // first look waits for it rather than hearing that nothing in the lab matches.
+      const allocated = await call(engine.api, 'POST', `/sessions/${session}/devices`, { token, body: { filters: ANDROID } });
+      expect(allocated.status).toBe(201);
+      const id = allocated.body.id as string;
       const serial = await waitFor('in_use', async () => {
         const d = (await call(engine.api, 'GET', `/sessions/${session}/devices/${id}`, { token })).body;
         return d.status === 'in_use' ? (d.info.serial as string) : undefined;

@@ -138,7 +138,9 @@ export class DeviceAllocator {
       if (file.platform !== platform) throw invalid('wrong_platform', `${ref} is an ${file.platform} app; this allocation asks for ${platform}.`);
       return file.id;
     });
-    if (!fleet.all().some((phone) => matches(phone, filters))) {
+    // Until the fleet's first look (just after the API starts answering), no phone is known yet: the allocation waits
+    // in the queue for it rather than being told that nothing in the lab could ever match.
+    if (this.reconciled && !fleet.all().some((phone) => matches(phone, filters))) {
       throw new ServiceError('not_found', 'no_matching_device', 'No device in this lab matches those filters, now or offline.');
     }
     const quota = this.options.deviceQuota();
