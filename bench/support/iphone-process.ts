@@ -4,7 +4,7 @@
  * Prints the usbmuxd address and the UDID, and serves until SIGTERM or until its parent goes away.
  */
 import { SimulatedIPhone, SimulatedUsbmuxd } from '../../src/sim/ios/index.js';
-import { stopWithParent } from './child-lifetime.js';
+import { stopWithParent } from '../../test/support/child-lifetime.js';
 
 const usbmuxd = new SimulatedUsbmuxd();
 const address = await usbmuxd.start();

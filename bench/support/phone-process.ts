@@ -4,7 +4,7 @@
  * BENCH_PHONE_OPTIONS; it prints its port and serves until SIGTERM, or until its parent goes away.
  */
 import { SimulatedPhone, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
-import { stopWithParent } from './child-lifetime.js';
+import { stopWithParent } from '../../test/support/child-lifetime.js';
 
 const options = JSON.parse(process.env.BENCH_PHONE_OPTIONS || '{}') as SimulatedPhoneOptions;
 const phone = new SimulatedPhone(options);

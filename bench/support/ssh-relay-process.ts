@@ -9,7 +9,7 @@ import type { ClientChannel } from 'ssh2';
 import { WebSocketServer } from 'ws';
 import type { MacHostSim } from '../../test/support/mac-host/index.js';
 import { hostLogin, jumpToVm, sshConnect } from './mac-lab.js';
-import { stopWithParent } from './child-lifetime.js';
+import { stopWithParent } from '../../test/support/child-lifetime.js';
 
 const mac = JSON.parse(process.env.BENCH_MAC || '{}') as MacHostSim;
 const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });

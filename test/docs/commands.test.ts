@@ -7,7 +7,6 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { runAdb, startAdbServer, type AdbServer } from '../../src/sim/android/in
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { mobilecli, MOBILECLI } from '../support/mobile-next.js';
+import { freePort } from '../support/remote.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 import { assignedVariables, shellBlocks, type ShellBlock } from './doc-blocks.js';
 
@@ -271,15 +271,6 @@ function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, s
       resolve({ stdout: lines.join('\n'), json, vars, dir });
     });
   });
-}
-
-/** A loopback port nothing listens on. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */

@@ -1,22 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectToAdb, runAdb, SimulatedPhone } from '../../src/sim/android/index.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
+import { freePort } from '../support/remote.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 const hasAdb = adbOrSkip();
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {

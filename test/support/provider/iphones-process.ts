@@ -6,6 +6,7 @@
 import { connect, createServer } from 'node:net';
 import { rmSync } from 'node:fs';
 import { SimulatedIPhone, SimulatedUsbmuxd, type SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
+import { stopWithParent } from '../child-lifetime.js';
 
 const socketPath = process.env.PROVIDER_USBMUXD_SOCKET!;
 const options = JSON.parse(process.env.PROVIDER_IPHONES || '[]') as SimulatedIPhoneOptions[];
@@ -34,9 +35,4 @@ const stop = () => {
   for (const p of phones) p.stop();
   void usbmuxd.stop().finally(() => process.exit(0));
 };
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent) stop();
-}, 1000).unref();
+stopWithParent(stop);

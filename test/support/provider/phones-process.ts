@@ -5,6 +5,7 @@
  * serves until SIGTERM or until its parent goes away.
  */
 import { connectToAdb, SimulatedPhone, type SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
+import { stopWithParent } from '../child-lifetime.js';
 
 const specs = JSON.parse(process.env.PROVIDER_PHONES || '[]') as Array<{ port: number; options: SimulatedPhoneOptions }>;
 const adbPort = Number(process.env.PROVIDER_ADB_PORT || 5037);
@@ -19,9 +20,4 @@ for (const spec of specs) {
 console.log(`READY ${JSON.stringify(serials)}`);
 
 const stop = () => void Promise.all(phones.map((p) => p.stop())).finally(() => process.exit(0));
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
-const parent = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parent) stop();
-}, 1000).unref();
+stopWithParent(stop);

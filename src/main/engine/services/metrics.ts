@@ -1,4 +1,4 @@
-import { Gauge, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { PhoneSource } from '../fleet/types.js';
 import type { Stores } from '../store/index.js';
 import type { Providers } from './providers.js';
@@ -6,13 +6,30 @@ import type { Providers } from './providers.js';
 /**
  * The lab in Prometheus' text format, for the monitoring a lab already runs: phones per host and state,
  * allocations by status, the queue, and each provider's health and round-trip time. Every gauge is read at scrape
- * time from the fleet and the store, so nothing here has to be kept in step with them.
+ * time from the fleet and the store, so nothing here has to be kept in step with them. prom-client loads with the
+ * first scrape: a lab nobody monitors does not parse it at every start.
  */
 export class Metrics {
-  readonly registry = new Registry();
+  private registry: Promise<Registry> | undefined;
 
-  constructor(stores: Pick<Stores, 'devices'>, fleet: Pick<PhoneSource, 'list'>, providers: Pick<Providers, 'status'>) {
-    const registers = [this.registry];
+  constructor(
+    private readonly stores: Pick<Stores, 'devices'>,
+    private readonly fleet: Pick<PhoneSource, 'list'>,
+    private readonly providers: Pick<Providers, 'status'>,
+  ) {}
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    this.registry ??= this.build();
+    const registry = await this.registry;
+    return { contentType: registry.contentType, text: await registry.metrics() };
+  }
+
+  private async build(): Promise<Registry> {
+    const { Gauge, Registry } = await import('prom-client');
+    const { stores, fleet, providers } = this;
+    const registry = new Registry();
+    const registers = [registry];
     new Gauge({
       name: 'benchtop_phones',
       help: 'Phones in the fleet, by host (a provider\'s name, or "local" for this workstation\'s USB), platform and state.',
@@ -62,9 +79,6 @@ export class Metrics {
         for (const p of providers.status()) if (p.health.rttMs !== null) this.set({ provider: p.name }, p.health.rttMs / 1000);
       },
     });
-  }
-
-  text(): Promise<string> {
-    return this.registry.metrics();
+    return registry;
   }
 }

@@ -41,7 +41,8 @@ export function labProviderRoutes(app: App, providers: Providers, metrics: Metri
     schema: { tags, operationId: 'getMetrics', summary: 'The lab in Prometheus text format (lab owner)', security: BEARER, response: responses({ 200: Type.Unsafe<string>({ type: 'string', description: 'text/plain; version=0.0.4 (Prometheus\' text exposition format)' }) }, [401, 403]) },
   }, async (req, reply) => {
     labOwner.require(callerOf(req));
-    return reply.type(metrics.registry.contentType).send(await metrics.text());
+    const { contentType, text } = await metrics.scrape();
+    return reply.type(contentType).send(text);
   });
 
   app.post('/lab/backup', {

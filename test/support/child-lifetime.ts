@@ -1,6 +1,6 @@
 /**
- * For a process a benchmark starts (a simulated phone, a relay): `stop` runs on SIGTERM or SIGINT, or once the
- * parent is gone. A benchmark killed outright cannot stop its children; an orphan notices and stops itself.
+ * For a process a benchmark or a test starts (a simulated phone, a relay): `stop` runs on SIGTERM or SIGINT, or once the
+ * parent is gone. A parent killed outright cannot stop its children; an orphan notices and stops itself.
  */
 export function stopWithParent(stop: () => void): void {
   process.once('SIGTERM', stop);
