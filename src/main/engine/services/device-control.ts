@@ -96,8 +96,10 @@ export class DeviceControl {
     return onPhone(() => driver.elements(), 'read its screen');
   }
 
-  /** Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. */
-  /** Not activity: reading a phone's details, as reading lists, is what a dashboard does while nobody uses it. */
+  /**
+   * Model, OS, ABI, screen, battery and network: read from the phone on each call, so they are current. Not activity:
+   * reading a phone's details, as reading lists, is what a dashboard does while nobody uses it.
+   */
   info(scope: Scope, target: DeviceTarget): Promise<DeviceInfo> {
     const driver = this.driver(scope, target, false);
     return onPhone(() => driver.info(), 'report its details');
