@@ -25,7 +25,7 @@ export const remoteConnect: Benchmark = {
   name: 'remote-connect',
   title: `8 MiB adb push/pull (${TRANSFERS} each) and adb shell true (${SHELLS}) through the bridge vs the lab's adb server directly`,
   async run() {
-    const first = 30000 + Math.floor(Math.random() * 300) * 100;
+    const first = 21000 + Math.floor(Math.random() * 100) * 100; // below the ephemeral range (32768+)
     const lab = await startAndroidLab('benchtop-bench-remote-', { model: 'Bench Remote' }, { BENCHTOP_REMOTE_PORTS: `${first}-${first + 9}` });
     const user = await startAdbServer();
     onCleanup(() => user.stop());

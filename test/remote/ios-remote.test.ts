@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,10 +28,11 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
   let opened: { address: string; command: string; webDriverAgentUrl: string };
   const env = () => ({ ...process.env, USBMUXD_SOCKET_ADDRESS: opened.address });
   const path = () => `/sessions/${session}/devices/${held}/remote-connect`;
+  const ports = remotePorts(3);
 
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Held iPhone' }, { name: 'Other iPhone' }]);
-    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, lanPort: 0, remotePorts: remotePorts(3), remotePortRestSeconds: 2 });
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, lanPort: 0, remotePorts: ports, remotePortRestSeconds: 2 });
     c = client(engine.api);
     owner = await c.login();
     dir = mkdtempSync(join(tmpdir(), 'benchtop-remote-ios-'));
@@ -54,11 +56,14 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('opens a private usbmuxd (201, 200 again) with its export command and a WebDriverAgent URL of its own', async () => {
-    const r = await c.call('POST', path(), { token: owner });
+  it('opens a private usbmuxd (201, 200 again) with its export command and a WebDriverAgent URL of its own, passing over a pool port another program holds', async () => {
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(ports.first, '127.0.0.1', () => resolve()));
+    const r = await c.call('POST', path(), { token: owner }).finally(() => squatter.close());
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     opened = r.body;
-    expect(opened.address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(opened.address).toBe(`127.0.0.1:${ports.first + 1}`);
+    expect(opened.webDriverAgentUrl).toBe(`http://127.0.0.1:${ports.first + 2}`);
     expect(opened.command).toBe(`export USBMUXD_SOCKET_ADDRESS=${opened.address}`);
     expect(opened.webDriverAgentUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect((await c.call('POST', path(), { token: owner })).status).toBe(200);

@@ -6,9 +6,12 @@ import { expect } from 'vitest';
 import type { AdbResult } from '../../src/sim/android/index.js';
 import { buildApk } from './app-fixtures.js';
 
-/** A small remote-connect port pool somewhere other engineers' labs are unlikely to be, for one test file. */
+/**
+ * A small remote-connect port pool for one test file, below Linux's ephemeral range (32768-60999): there the other
+ * test files' outgoing connections and `listen(0)` servers take ports at random and can fill a pool of three.
+ */
 export function remotePorts(size: number): { first: number; last: number } {
-  const first = 30000 + Math.floor(Math.random() * 2900) * 10;
+  const first = 20000 + Math.floor(Math.random() * 1200) * 10;
   return { first, last: first + size - 1 };
 }
 

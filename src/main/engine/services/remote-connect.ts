@@ -35,7 +35,7 @@ export interface RemoteConnectOptions {
 
 /** What listens for one phone: the adb bridge, or the private usbmuxd with its WebDriverAgent port. */
 interface RemoteEnd {
-  /** Listens on these ports (one per port the end needs). */
+  /** Listens on these ports (one per port the end needs), or on none when it fails, so that it can start again. */
   start(ports: number[]): Promise<void>;
   connections(): Array<{ peer: string; fingerprint?: string; since: number }>;
   close(): void;
@@ -314,13 +314,14 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     try {
       await end.start(free);
     } catch (error) {
-      end.close();
       for (const port of free) this.busy.delete(port);
-      // Taken by another program: rest it, so the next try moves on.
+      // Taken by another program: rest that port (all of them if the OS does not say which), so the next try moves on.
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        for (const port of free) this.resting.set(port, now);
+        const taken = (error as { port?: number }).port;
+        for (const port of free) if (taken === undefined || !free.includes(taken) || port === taken) this.resting.set(port, now);
         return this.listen(end, count);
       }
+      end.close();
       throw conflict('device_error', `The remote connection could not open: ${(error as Error).message}`);
     }
     for (const port of free) this.resting.delete(port);

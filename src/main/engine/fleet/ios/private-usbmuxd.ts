@@ -113,9 +113,15 @@ export class PrivateUsbmuxd {
 
   constructor(private readonly options: PrivateUsbmuxdOptions) {}
 
+  /** Listens on both ports, or on neither: a port another program holds leaves this end ready to start again. */
   async start(muxPort: number, wdaPort: number): Promise<void> {
-    await this.listen(muxPort, (socket) => this.serve(socket));
-    await this.listen(wdaPort, (socket) => void this.relayWda(socket));
+    try {
+      await this.listen(muxPort, (socket) => this.serve(socket));
+      await this.listen(wdaPort, (socket) => void this.relayWda(socket));
+    } catch (error) {
+      for (const server of this.servers.splice(0)) server.close();
+      throw error;
+    }
   }
 
   connections(): Array<{ peer: string; since: number }> {
