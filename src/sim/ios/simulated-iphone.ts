@@ -1,7 +1,7 @@
 import { createPublicKey, randomBytes, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
+import { MediaFs, AFC_SERVICE, newDataContainer, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
 import { DIAGNOSTICS_RELAY_SERVICE, serveDiagnosticsRelay } from './diagnostics-relay.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
@@ -125,10 +125,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
         container,
         path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/WebDriverAgentRunner-Runner.app`,
       });
-      const fs = new MediaFs();
-      fs.dirs.clear();
-      for (const dir of ['/', '/Documents', '/Library', '/tmp']) fs.dirs.add(dir);
-      this.containers.set(this.wdaBundleId, { path: container, fs });
+      this.containers.set(this.wdaBundleId, { path: container, fs: newDataContainer() });
     }
     this.testManager = new TestManager({
       apps: this.apps,
@@ -331,6 +328,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
         serveInstallationProxy(s, {
           apps: this.apps,
           media: this.media,
+          containers: this.containers,
           appsChanged: () => {
             for (const id of this.board.running) if (!this.apps.has(id)) this.board.forget(id);
             this.board.changed();
