@@ -39,6 +39,8 @@ export interface SimulatedIPhoneOptions {
   developerImage?: boolean;
   /** How long a restart (diagnostics_relay's Restart) keeps it off the bus; a real phone takes 30 s to 2 min. Default 1500. */
   restartMs?: number;
+  /** Apps someone installed before (App Store builds), each with its data container and these files in its Documents. */
+  userApps?: Array<{ bundleId: string; name: string; version?: string; fileSharing?: boolean; documents?: Record<string, string> }>;
 }
 
 /** The library and pid iOS shows in syslog for the processes this phone logs as; others get a stable made-up pid. */
@@ -126,6 +128,21 @@ export class SimulatedIPhone implements UsbmuxDevice {
         path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/WebDriverAgentRunner-Runner.app`,
       });
       this.containers.set(this.wdaBundleId, { path: container, fs: newDataContainer() });
+    }
+    for (const app of options.userApps ?? []) {
+      const container = { path: `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`, fs: newDataContainer() };
+      for (const [name, text] of Object.entries(app.documents ?? {})) container.fs.files.set(`/Documents/${name}`, Buffer.from(text));
+      this.containers.set(app.bundleId, container);
+      this.apps.set(app.bundleId, {
+        bundleId: app.bundleId,
+        name: app.name,
+        version: app.version ?? '1.0',
+        build: '1',
+        type: 'User',
+        container: container.path,
+        path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/${app.name.replace(/\W/g, '')}.app`,
+        ...(app.fileSharing !== undefined ? { fileSharing: app.fileSharing } : {}),
+      });
     }
     this.testManager = new TestManager({
       apps: this.apps,
