@@ -188,9 +188,10 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
   },
   'phone-files': (r) => {
-    const [listing] = r.json;
+    const [listing, afterDelete] = r.json;
     expect(listing?.data, r.stdout).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'fixture.json', type: 'file' })]));
     expect(readFileSync(join(r.dir, 'copy.json'))).toEqual(readFileSync(join(r.dir, 'fixture.json')));
+    expect(afterDelete?.data.map((e: { name: string }) => e.name), r.stdout).not.toContain('fixture.json');
   },
   'phone-apps': (r) => {
     const [apps, cleared] = r.json;

@@ -324,7 +324,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     expect(errors).toEqual([]);
   });
 
-  it('Files: an app that shares its Documents takes an upload, lists it and downloads the same bytes; an app that does not says so', async () => {
+  it('Files: an app that shares its Documents takes an upload, lists it, downloads the same bytes and deletes it; an app that does not says so', async () => {
     const ipa = buildIpa({ bundleId: SHARING_BUNDLE, displayName: 'Field Notes', fileSharing: true });
     const fileId = await uploadReadyApp(c(), token, ipa, 'fieldnotes.ipa');
     expect((await c().call('POST', `/sessions/${sessionId}/devices/${ana.udid}/install`, { token, body: { file: fileId } })).status).toBe(200);
@@ -347,6 +347,13 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     expect(readFileSync((await file.path())!).equals(content)).toBe(true);
     expect(await axeViolations(page)).toEqual([]);
     await snap(page, SUITE, '10-files-documents');
+
+    // Delete asks first (a second click), then the file is gone from the list and from the app's container.
+    await table.getByRole('button', { name: 'Delete field-notes.bin…' }).click();
+    await table.getByRole('button', { name: 'Delete field-notes.bin', exact: true }).click();
+    await page.getByRole('status').getByText('Deleted field-notes.bin.').waitFor();
+    await table.getByText('This folder is empty.').waitFor();
+    expect(ana.containers.get(SHARING_BUNDLE)!.fs.read('/Documents/field-notes.bin')).toBeUndefined();
 
     // The app dropped earlier does not share its Documents: the phone refuses, and the page says so in words.
     await picker.selectOption(IPA_BUNDLE);

@@ -125,6 +125,26 @@ describe('iPhone file explorer: an app\'s Documents through house_arrest', () =>
     expect(documents(SHARING).read('/Library/Preferences/x.plist')).toBeUndefined();
   });
 
+  it('deletes a file, and a folder with what is in it, in the app\'s Documents; never /Documents itself', async () => {
+    const del = (query: string) => fetch(`${engine.api}${base()}?${query}`, { method: 'DELETE', headers: { authorization: `Bearer ${owner}` } });
+    expect((await put(`app=${SHARING}&path=/Documents/Old/a.txt`, Buffer.from('a'))).status).toBe(404);
+    documents(SHARING).dirs.add('/Documents/Old');
+    expect((await put(`app=${SHARING}&path=/Documents/Old/a.txt`, Buffer.from('a'))).status).toBe(204);
+    expect((await put(`app=${SHARING}&path=/Documents/gone.txt`, Buffer.from('b'))).status).toBe(204);
+    expect((await del(`app=${SHARING}&path=/Documents/gone.txt`)).status).toBe(204);
+    expect(documents(SHARING).read('/Documents/gone.txt')).toBeUndefined();
+    expect((await del(`app=${SHARING}&path=/Documents/Old`)).status).toBe(204);
+    expect(documents(SHARING).read('/Documents/Old/a.txt')).toBeUndefined();
+    expect(documents(SHARING).dirs.has('/Documents/Old')).toBe(false);
+    const code = async (r: Response) => [r.status, ((await r.json()) as { error: { code: string } }).error.code];
+    expect(await code(await del(`app=${SHARING}&path=/Documents/gone.txt`))).toEqual([404, 'file_not_found']);
+    expect(await code(await del(`app=${SHARING}&path=/Documents`))).toEqual([400, 'path_not_allowed']);
+    expect(await code(await del(`app=${SHARING}&path=/Documents/..`))).toEqual([400, 'path_not_allowed']);
+    expect(await code(await del(`app=${PRIVATE}&path=/Documents/x`))).toEqual([409, 'documents_not_shared']);
+    // What the earlier test uploaded is still there.
+    expect(documents(SHARING).read('/Documents/export.bin')?.length).toBe(EXPORT.length);
+  });
+
   it('the simulated phone\'s house_arrest is sandboxed as a real one: VendDocuments reaches /Documents only', async () => {
     // Straight to the phone with the engine's own client: the container's root shows Documents alone, Library is denied.
     const { documentsService } = await import('../../src/main/engine/fleet/ios/usbmux.js');

@@ -8,8 +8,8 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf('/')) || '/';
 
 /**
  * The phone's files: on Android its shared storage and adb's scratch folder, as adb sync sees them; on an iPhone an
- * app's Documents, as house_arrest opens them (only for apps that share them). Browse, download, and upload with a
- * Browse… button.
+ * app's Documents, as house_arrest opens them (only for apps that share them). Browse, download, delete (after a
+ * second click), and upload with a Browse… button.
  */
 export function PhoneFiles({ sessionId, serial, name, platform }: { sessionId: string; serial: string; name: string; platform: string }) {
   if (platform === 'ios') return <AppDocuments sessionId={sessionId} serial={serial} name={name} />;
@@ -63,8 +63,19 @@ function FileBrowser({ sessionId, serial, name, roots, app }: { sessionId: strin
   const listing = useLoad(() => api.phoneFiles(sessionId, serial, path, app), [sessionId, serial, path, app]);
   const action = useAction();
   const [done, setDone] = useState<string>();
+  const [confirm, setConfirm] = useState<string>();
   const picker = useRef<HTMLInputElement>(null);
   const atRoot = roots.includes(path);
+
+  const remove = (entry: { name: string; path: string; type: string }) => {
+    setConfirm(undefined);
+    setDone(undefined);
+    void action.run(async () => {
+      await api.deletePhoneFile(sessionId, serial, entry.path, app);
+      await listing.reload();
+      setDone(`Deleted ${entry.name}${entry.type === 'directory' ? ' and what was in it' : ''}.`);
+    });
+  };
 
   const upload = (files: FileList | null) => {
     const chosen = Array.from(files ?? []);
@@ -110,13 +121,19 @@ function FileBrowser({ sessionId, serial, name, roots, app }: { sessionId: strin
                 </td>
                 <td>{entry.type === 'file' ? fmtBytes(entry.size) : '—'}</td>
                 <td>{fmtTime(entry.modifiedAt)}</td>
-                <td>
+                <td><div className="button-row">
                   {entry.type === 'file' && (
                     <button type="button" aria-label={`Download ${entry.name}`} onClick={() => void action.run(async () => saveBlob(await api.phoneFile(sessionId, serial, entry.path, app), entry.name))}>
                       Download
                     </button>
                   )}
-                </td>
+                  {confirm === entry.path ? (
+                    <>
+                      <button type="button" className="danger" onClick={() => remove(entry)}>Delete {entry.name}</button>
+                      <button type="button" onClick={() => setConfirm(undefined)}>Cancel</button>
+                    </>
+                  ) : <button type="button" className="danger" aria-label={`Delete ${entry.name}…`} onClick={() => setConfirm(entry.path)}>Delete…</button>}
+                </div></td>
               </tr>
             ))}
             {listing.data?.data.length === 0 && <tr><td colSpan={4} className="muted">This folder is empty.</td></tr>}

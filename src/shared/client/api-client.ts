@@ -191,6 +191,8 @@ export function createApiClient(options: ApiClientOptions) {
     phoneFile: async (sid: string, serial: string, path: string, app?: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path, app } })).blob(),
     putPhoneFile: (sid: string, serial: string, path: string, content: Blob, app?: string) =>
       raw('PUT', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path, app }, bytes: content }).then(() => undefined),
+    deletePhoneFile: (sid: string, serial: string, path: string, app?: string) =>
+      raw('DELETE', `/sessions/${seg(sid)}/devices/${seg(serial)}/files`, { query: { path, app } }).then(() => undefined),
     /** The iPhone apps that share their Documents (UIFileSharingEnabled). */
     phoneFileApps: (sid: string, serial: string) => json<List<FileApp>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/apps`),
     startRecording: (sid: string, serial: string) => json<Recording>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/recording`),

@@ -63,6 +63,8 @@ export interface PhoneDriver {
   readFile?(path: string, app?: string): Promise<Readable>;
   /** Writes a file, replacing one of the same name. */
   writeFile?(path: string, content: Readable, app?: string): Promise<void>;
+  /** Deletes a file, or a folder with what is in it; throws FileMissing when there is neither. */
+  deleteFile?(path: string, app?: string): Promise<void>;
   /**
    * The apps whose files can be reached (an iPhone: those that share their Documents, UIFileSharingEnabled); absent
    * where files are reached by folder rather than by app (Android).

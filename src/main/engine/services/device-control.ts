@@ -38,6 +38,9 @@ async function onPhone<T>(work: () => Promise<T>, what = 'complete the command')
   }
 }
 
+/** A folder the file explorer starts from (a phone's shared folder, an app's Documents): not a file to write or delete. */
+const isFileRoot = (path: string) => path === posix.dirname(path) || path === APP_DOCUMENTS_ROOT || (PHONE_FILE_ROOTS as readonly string[]).includes(path);
+
 /**
  * The one way to drive a phone. REST device control, the live screen, /ws, /mcp and the assistant's tools all come
  * through here, so a phone obeys exactly one rule: the caller's organization holds it in an in_use allocation.
@@ -258,10 +261,17 @@ export class DeviceControl {
   async writeFile(scope: Scope, target: DeviceTarget, path: string, content: Readable, app?: string): Promise<void> {
     requireRole(scope.role, 'readwrite');
     const { driver, at } = this.filesAt(scope, target, path, app);
-    if (at.path === posix.dirname(at.path) || at.path === APP_DOCUMENTS_ROOT || PHONE_FILE_ROOTS.includes(at.path as (typeof PHONE_FILE_ROOTS)[number])) {
-      throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
-    }
+    if (isFileRoot(at.path)) throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
     await onPhone(() => driver.writeFile!(at.path, content, at.app), 'store the file');
+  }
+
+  /** Deletes a file, or a folder with what is in it; never one of the roots themselves. */
+  async deleteFile(scope: Scope, target: DeviceTarget, path: string, app?: string): Promise<void> {
+    requireRole(scope.role, 'readwrite');
+    const { driver, at } = this.filesAt(scope, target, path, app);
+    if (isFileRoot(at.path)) throw invalid('path_not_allowed', `${at.path} itself cannot be deleted: name a file or folder inside it.`);
+    if (!driver.deleteFile) throw conflict('files_unsupported', 'This device cannot delete its files.');
+    await onPhone(() => driver.deleteFile!(at.path, at.app), 'delete it');
   }
 
   /** The apps whose files an iPhone opens (those that share their Documents), by name. */

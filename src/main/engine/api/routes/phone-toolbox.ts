@@ -63,6 +63,13 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
     return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${name.replace(/["\\\r\n]/g, '_')}"`).send(content);
   });
 
+  app.delete('/sessions/:sessionId/devices/:deviceId/files', {
+    schema: { tags, operationId: 'deleteDeviceFile', summary: 'Delete a file, or a folder with what is in it (Android: rm -r; iPhone: AFC\'s RemovePathAndContents)', description: `400 path_not_allowed for a root folder itself; 404 file_not_found when there is nothing at the path. ${byApp}`, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 204: Type.Null() }, [400, ...errors]) },
+  }, async (req, reply) => {
+    await control.deleteFile(scopeOf(req), target(req), req.query.path, req.query.app);
+    return reply.code(204).send();
+  });
+
   // The upload reads its body as a stream, so no parser may buffer it: it gets a scope of its own.
   app.register(async (instance) => {
     instance.removeAllContentTypeParsers();

@@ -280,6 +280,19 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
+  /** AFC's RemovePathAndContents: a file, or a folder with what is in it. */
+  async deleteFile(path: string, app?: string): Promise<void> {
+    const afc = await this.documents(app);
+    try {
+      await afc.getFileInfo(path).catch((error: Error) => {
+        throw missing(error, `No file or folder ${path} in ${app}'s container.`);
+      });
+      await afc.deleteDirectory(path);
+    } finally {
+      afc.close();
+    }
+  }
+
   /**
    * diagnostics_relay's Restart (usbmux.ts): the phone leaves usbmuxd's bus and attaches again once it has booted,
    * which the fleet's Listen stream reports; WDA is started again on that attach as on any other.
