@@ -40,6 +40,17 @@ export async function startDemoPhones(count: number, adbServerPort: number): Pro
   return { serials, stop };
 }
 
+/**
+ * An app on each demo iPhone that shares its Documents (UIFileSharingEnabled), so that the phone page's Files tab
+ * has an app to open, as a team's own build with file sharing on would.
+ */
+export const DEMO_SHARING_APP = {
+  bundleId: 'com.benchtop.demo.fieldnotes',
+  name: 'Field Notes',
+  fileSharing: true,
+  documents: { 'Welcome.txt': 'Field Notes shares its Documents: upload, download and browse them from the phone page\'s Files tab.\n' },
+};
+
 const IPHONES = [
   { name: 'iPhone SE', version: '17.5.1', battery: 88 },
   { name: 'QA iPhone', version: '16.7.8', battery: 54 },
@@ -64,7 +75,7 @@ export async function startDemoIphones(count: number): Promise<DemoIphones> {
   const phones: Array<InstanceType<typeof SimulatedIPhone>> = [];
   for (let i = 0; i < count; i++) {
     const spec = IPHONES[i % IPHONES.length]!;
-    const phone = new SimulatedIPhone({ ...spec, name: count > IPHONES.length ? `${spec.name} #${i + 1}` : spec.name });
+    const phone = new SimulatedIPhone({ ...spec, name: count > IPHONES.length ? `${spec.name} #${i + 1}` : spec.name, userApps: [DEMO_SHARING_APP] });
     await phone.plugInto(usbmuxd);
     phones.push(phone);
   }

@@ -124,6 +124,8 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/screenshot.png'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/apps'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/files'],
+  ['delete', '/api/v1/sessions/{sessionId}/devices/{deviceId}/files'],
+  ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/files/apps'],
   ['get', '/api/v1/sessions/{sessionId}/devices/{deviceId}/files/content'],
   ['put', '/api/v1/sessions/{sessionId}/devices/{deviceId}/files/content'],
   ['post', '/api/v1/sessions/{sessionId}/devices/{deviceId}/recording'],

@@ -138,10 +138,16 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(settings.usbmuxd.enabled).toBe(true);
   },
   iphone: (r) => {
-    const [allocation, launched, home, ended] = r.json;
+    const [allocation, launched, home] = r.json;
     expect(allocation.status).toBe('provisioning');
     expect(r.vars.UDID).toMatch(/^[0-9A-F]{8}-[0-9A-F]{16}$|^[0-9a-f]{40}$/);
     expect([launched, home]).toEqual([{ ok: true }, { ok: true }]);
+  },
+  'iphone-files': (r) => {
+    const [apps, listing, ended] = r.json;
+    expect(apps.data, r.stdout).toEqual([{ packageName: 'com.benchtop.demo.fieldnotes', name: 'Field Notes' }]);
+    expect(listing.data.map((e: { name: string }) => e.name), r.stdout).toEqual(['fixture.json', 'Welcome.txt']);
+    expect(readFileSync(join(r.dir, 'from-iphone.json'))).toEqual(readFileSync(join(r.dir, 'fixture.json')));
     expect(ended.id).toBe(r.vars.S);
   },
   'mcp-initialize': (r) => {
@@ -182,9 +188,10 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
   },
   'phone-files': (r) => {
-    const [listing] = r.json;
+    const [listing, afterDelete] = r.json;
     expect(listing?.data, r.stdout).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'fixture.json', type: 'file' })]));
     expect(readFileSync(join(r.dir, 'copy.json'))).toEqual(readFileSync(join(r.dir, 'fixture.json')));
+    expect(afterDelete?.data.map((e: { name: string }) => e.name), r.stdout).not.toContain('fixture.json');
   },
   'phone-apps': (r) => {
     const [apps, cleared] = r.json;

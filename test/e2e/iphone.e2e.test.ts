@@ -6,6 +6,7 @@
  * iPhone; the assistant drives it (the offline interpreter and a scripted model, which is told it drives an iPhone).
  * Every step is checked against the simulated phone's own state. Screenshots go to test-artifacts/e2e/iphone/.
  */
+import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
@@ -14,14 +15,16 @@ import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
-import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { adbOrSkip, startLab, uploadReadyApp, waitFor, type TestLab } from '../support/lab.js';
 import { startScriptedModel, type Script, type ScriptedModel } from '../support/scripted-model.js';
-import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'iphone';
 const ANA = 'Ana’s iPhone';
 const IPA_BUNDLE = 'com.example.dropped';
+/** An app that shares its Documents (UIFileSharingEnabled), which the Files tab opens through house_arrest. */
+const SHARING_BUNDLE = 'com.example.fieldnotes';
 
 describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the chat', () => {
   let bus: IosBus;
@@ -77,7 +80,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
       launchChromium(),
       startScriptedModel('openai', (body, i) => script(body, i)),
     ]);
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();
     errors = watchConsole(page);
@@ -319,5 +322,46 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
       await c().call('PUT', '/lab/assistant', { token, body: { provider: 'offline' } });
     }
     expect(errors).toEqual([]);
+  });
+
+  it('Files: an app that shares its Documents takes an upload, lists it, downloads the same bytes and deletes it; an app that does not says so', async () => {
+    const ipa = buildIpa({ bundleId: SHARING_BUNDLE, displayName: 'Field Notes', fileSharing: true });
+    const fileId = await uploadReadyApp(c(), token, ipa, 'fieldnotes.ipa');
+    expect((await c().call('POST', `/sessions/${sessionId}/devices/${ana.udid}/install`, { token, body: { file: fileId } })).status).toBe(200);
+
+    await page.getByRole('tab', { name: 'Files' }).click();
+    // The apps that share their Documents come first, and the first is open.
+    const picker = page.getByLabel(`App whose Documents to open on ${ANA}`);
+    await expect.poll(() => picker.inputValue()).toBe(SHARING_BUNDLE);
+    expect(await picker.locator('option:checked').innerText()).toBe(`Field Notes (${SHARING_BUNDLE})`);
+    const table = page.getByRole('table', { name: 'Files in /Documents' });
+    await table.getByText('This folder is empty.').waitFor();
+
+    const content = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 13) % 256));
+    await page.getByLabel('Files to upload to /Documents').setInputFiles({ name: 'field-notes.bin', mimeType: 'application/octet-stream', buffer: content });
+    await table.getByRole('row', { name: /field-notes\.bin/ }).waitFor();
+    // On the phone, in that app's container.
+    expect(ana.containers.get(SHARING_BUNDLE)!.fs.read('/Documents/field-notes.bin')?.equals(content)).toBe(true);
+    const [file] = await Promise.all([page.waitForEvent('download'), table.getByRole('button', { name: 'Download field-notes.bin' }).click()]);
+    expect(file.suggestedFilename()).toBe('field-notes.bin');
+    expect(readFileSync((await file.path())!).equals(content)).toBe(true);
+    expect(await axeViolations(page)).toEqual([]);
+    await snap(page, SUITE, '10-files-documents');
+
+    // Delete asks first (a second click), then the file is gone from the list and from the app's container.
+    await table.getByRole('button', { name: 'Delete field-notes.bin…' }).click();
+    await table.getByRole('button', { name: 'Delete field-notes.bin', exact: true }).click();
+    await page.getByRole('status').getByText('Deleted field-notes.bin.').waitFor();
+    await table.getByText('This folder is empty.').waitFor();
+    expect(ana.containers.get(SHARING_BUNDLE)!.fs.read('/Documents/field-notes.bin')).toBeUndefined();
+
+    // The app dropped earlier does not share its Documents: the phone refuses, and the page says so in words.
+    await picker.selectOption(IPA_BUNDLE);
+    await page.getByRole('alert').getByText(`${IPA_BUNDLE} does not share its Documents: iOS opens them only for apps whose Info.plist sets UIFileSharingEnabled.`).waitFor();
+    expect(await page.getByRole('table', { name: 'Files in /Documents' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Upload files…' }).isDisabled()).toBe(true);
+    await snap(page, SUITE, '11-files-not-shared');
+    // The one console error is the browser's note of that 409.
+    expect(errors).toEqual([expect.stringMatching(/status of 409/)]);
   });
 });

@@ -62,6 +62,29 @@ describe.skipIf(!hasAdb)('the phone toolbox API', () => {
     expect(errorCode(await c.call('GET', `${base}/files?path=/sdcard/nothing-here`, { token }))).toBe('file_not_found');
     expect((await bytes('/files/content?path=/sdcard/Download/missing.bin')).status).toBe(404);
     expect((await bytes('/files/content?path=/system/build.prop', { method: 'PUT', body: 'x', headers: { 'content-type': 'application/octet-stream' } })).status).toBe(400);
+    // Android's files are one tree, browsed by folder: no app to name.
+    expect(errorCode(await c.call('GET', `${base}/files?path=/sdcard&app=com.example.app`, { token }))).toBe('app_not_allowed');
+    const byApp = await c.call('GET', `${base}/files/apps`, { token });
+    expect([byApp.status, errorCode(byApp)]).toEqual([409, 'files_by_folder']);
+  });
+
+  it('files: delete removes a file, and a folder with what is in it; a root folder and a missing path are refused', async () => {
+    const content = Buffer.from('to delete');
+    for (const path of ['/sdcard/Download/gone.txt', '/sdcard/Download/Old/a.txt', '/sdcard/Download/Old/b.txt']) {
+      expect((await bytes(`/files/content?path=${path}`, { method: 'PUT', body: content, headers: { 'content-type': 'application/octet-stream' } })).status).toBe(204);
+    }
+    expect((await bytes('/files?path=/sdcard/Download/gone.txt', { method: 'DELETE' })).status).toBe(204);
+    expect(lab.phone(serial).readFile('/sdcard/Download/gone.txt')).toBeUndefined();
+    expect((await bytes('/files?path=/sdcard/Download/Old', { method: 'DELETE' })).status).toBe(204);
+    expect(lab.phone(serial).readFile('/sdcard/Download/Old/a.txt')).toBeUndefined();
+    const listing = await c.call('GET', `${base}/files?path=/sdcard/Download`, { token });
+    expect(listing.body.data.map((e: { name: string }) => e.name)).not.toContain('Old');
+    const missing = await bytes('/files?path=/sdcard/Download/gone.txt', { method: 'DELETE' });
+    expect([missing.status, ((await missing.json()) as { error: { code: string } }).error.code]).toEqual([404, 'file_not_found']);
+    for (const path of ['/sdcard', '/data/local/tmp/', '/sdcard/../system']) {
+      const refused = await bytes(`/files?path=${encodeURIComponent(path)}`, { method: 'DELETE' });
+      expect([refused.status, ((await refused.json()) as { error: { code: string } }).error.code], path).toEqual([400, 'path_not_allowed']);
+    }
   });
 
   it('apps: the installed ones listed with their stored label; clear data, then uninstall takes it off pm list packages', async () => {

@@ -88,11 +88,11 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
     expect(boxes.firstSample.subarray(0, 2).toString('hex')).toBe('ffd8');
   });
 
-  it('has no shell and says why; its files are not offered yet', async () => {
+  it('has no shell and says why; its files are an app\'s Documents, so a path alone is refused', async () => {
     const shell = await c.call('GET', `/sessions/${session}/devices/${udid}/shell`, { token: owner });
     expect([shell.status, shell.body.error.code]).toEqual([409, 'shell_unsupported']);
     expect(shell.body.error.message).toMatch(/iOS runs no shell/);
     const files = await c.call('GET', `/sessions/${session}/devices/${udid}/files?path=/sdcard`, { token: owner });
-    expect([files.status, files.body.error.code]).toEqual([409, 'files_unsupported']);
+    expect([files.status, files.body.error.code]).toEqual([400, 'app_required']);
   });
 });

@@ -15,6 +15,8 @@ export interface IpaSpec {
   name?: string;
   /** A binary (bplist00) Info.plist, as Xcode ships it, rather than XML. */
   binary?: boolean;
+  /** UIFileSharingEnabled: the app shares its Documents (house_arrest's VendDocuments, the Files app, Finder). */
+  fileSharing?: boolean;
 }
 
 /** An .ipa as App Store Connect and Xcode export it: a zip with Payload/<name>.app/Info.plist and an executable. */
@@ -24,6 +26,7 @@ export function buildIpa(spec: IpaSpec): Buffer {
   if (spec.build) info.CFBundleVersion = spec.build;
   if (spec.displayName) info.CFBundleDisplayName = spec.displayName;
   if (spec.name) info.CFBundleName = spec.name;
+  if (spec.fileSharing !== undefined) info.UIFileSharingEnabled = spec.fileSharing;
   const plist = spec.binary ? Buffer.from(buildBinary(info)) : Buffer.from(build(info));
   // Mach-O magic (64-bit, little-endian) at the start of an otherwise empty executable.
   const executable = Buffer.alloc(64);

@@ -170,9 +170,25 @@ export type PhoneFile = Static<typeof PhoneFile>;
 /** The folders of a phone a member may browse, read and write: the shared storage and adb's own scratch folder. */
 export const PHONE_FILE_ROOTS = ['/sdcard', '/data/local/tmp'] as const;
 
+/** Where an iPhone app's shared files are in its container, as house_arrest's VendDocuments opens it. */
+export const APP_DOCUMENTS_ROOT = '/Documents';
+
 export const PhonePathQuery = Type.Object({
-  path: Type.String({ minLength: 1, maxLength: 1024, pattern: '^/', description: `An absolute path under ${PHONE_FILE_ROOTS.join(' or ')}.` }),
+  path: Type.String({ minLength: 1, maxLength: 1024, pattern: '^/', description: `An absolute path: on Android under ${PHONE_FILE_ROOTS.join(' or ')}; on an iPhone under ${APP_DOCUMENTS_ROOT} in the app's container.` }),
+  app: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[A-Za-z0-9.-]+$',
+    description: 'iPhone only, and required there: the bundle id of the app whose Documents to reach (house_arrest). GET .../files/apps lists the apps that share them.',
+  })),
 });
+
+/** An iPhone app that shares its Documents (UIFileSharingEnabled), which the file explorer can open. */
+export const FileApp = Type.Object({
+  packageName: Type.String({ description: 'The bundle id, the value of app= in .../files.' }),
+  name: Type.String({ description: 'The app\'s name on the phone (CFBundleDisplayName).' }),
+});
+export type FileApp = Static<typeof FileApp>;
 
 /** An app installed on the phone by someone (not part of its system image). */
 export const PhoneApp = Type.Object({

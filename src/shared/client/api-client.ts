@@ -6,7 +6,7 @@ import type { Static } from 'typebox';
 import type { ApiKey, AuthToken, LabSettings, LabSettingsPatch, User } from '../api/account.js';
 import type { AssistantConfig, AssistantConfigBody, Chat, Message } from '../api/chats.js';
 import type { ErrorBody, Health } from '../api/common.js';
-import type { DeviceAction, PhoneApp, PhoneFile, Recording } from '../api/devices.js';
+import type { DeviceAction, FileApp, PhoneApp, PhoneFile, Recording } from '../api/devices.js';
 import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
@@ -186,10 +186,15 @@ export function createApiClient(options: ApiClientOptions) {
     /** A lossless PNG captured now (screenshot answers the live screen's JPEG while one runs). */
     screenshotPng: async (sid: string, serial: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/screenshot.png`)).blob(),
     phoneApps: (sid: string, serial: string) => json<List<PhoneApp>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/apps`),
-    phoneFiles: (sid: string, serial: string, path: string) => json<List<PhoneFile>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files`, { query: { path } }),
-    phoneFile: async (sid: string, serial: string, path: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path } })).blob(),
-    putPhoneFile: (sid: string, serial: string, path: string, content: Blob) =>
-      raw('PUT', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path }, bytes: content }).then(() => undefined),
+    /** `app`: on an iPhone, the bundle id of the app whose Documents to reach (the path is then under /Documents). */
+    phoneFiles: (sid: string, serial: string, path: string, app?: string) => json<List<PhoneFile>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files`, { query: { path, app } }),
+    phoneFile: async (sid: string, serial: string, path: string, app?: string) => (await raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path, app } })).blob(),
+    putPhoneFile: (sid: string, serial: string, path: string, content: Blob, app?: string) =>
+      raw('PUT', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/content`, { query: { path, app }, bytes: content }).then(() => undefined),
+    deletePhoneFile: (sid: string, serial: string, path: string, app?: string) =>
+      raw('DELETE', `/sessions/${seg(sid)}/devices/${seg(serial)}/files`, { query: { path, app } }).then(() => undefined),
+    /** The iPhone apps that share their Documents (UIFileSharingEnabled). */
+    phoneFileApps: (sid: string, serial: string) => json<List<FileApp>>('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/files/apps`),
     startRecording: (sid: string, serial: string) => json<Recording>('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/recording`),
     stopRecording: async (sid: string, serial: string) => (await raw('POST', `/sessions/${seg(sid)}/devices/${seg(serial)}/recording/stop`)).blob(),
     shellSocket: (sid: string, serial: string, size: { cols: number; rows: number }) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/shell`, size),

@@ -7,10 +7,10 @@ const MAGIC = Buffer.from('CFA6LPAA');
 const HEADER = 40;
 const OP = {
   STATUS: 0x01, DATA: 0x02, READ_DIR: 0x03, REMOVE_PATH: 0x08, MAKE_DIR: 0x09, GET_FILE_INFO: 0x0a, GET_DEVINFO: 0x0b,
-  FILE_OPEN: 0x0d, FILE_OPEN_RES: 0x0e, FILE_READ: 0x0f, FILE_WRITE: 0x10, FILE_TELL: 0x12, FILE_TELL_RES: 0x13,
-  FILE_CLOSE: 0x14, RENAME_PATH: 0x18, REMOVE_PATH_AND_CONTENTS: 0x22,
+  FILE_OPEN: 0x0d, FILE_OPEN_RES: 0x0e, FILE_READ: 0x0f, FILE_WRITE: 0x10, FILE_SEEK: 0x11, FILE_TELL: 0x12, FILE_TELL_RES: 0x13,
+  FILE_CLOSE: 0x14, FILE_SET_SIZE: 0x15, RENAME_PATH: 0x18, REMOVE_PATH_AND_CONTENTS: 0x22,
 } as const;
-const ERR = { SUCCESS: 0, UNKNOWN_PACKET_TYPE: 6, INVALID_ARGUMENT: 7, OBJECT_NOT_FOUND: 8, OBJECT_IS_DIRECTORY: 9, DIR_NOT_EMPTY: 33 } as const;
+const ERR = { SUCCESS: 0, UNKNOWN_PACKET_TYPE: 6, INVALID_ARGUMENT: 7, OBJECT_NOT_FOUND: 8, OBJECT_IS_DIRECTORY: 9, PERMISSION_DENIED: 10, DIR_NOT_EMPTY: 33 } as const;
 /** AFC file modes: 1 r, 2 r+, 3 w (create, truncate), 4 w+, 5 a, 6 a+. */
 const MODE = { RDONLY: 1, RW: 2, WRONLY: 3, WR: 4, APPEND: 5, RDAPPEND: 6 } as const;
 
@@ -51,11 +51,32 @@ interface Handle {
 }
 
 /**
+ * An app's data container as installd makes it: Documents (what the Files app and house_arrest's VendDocuments
+ * share), Library and tmp.
+ */
+export function newDataContainer(): MediaFs {
+  const fs = new MediaFs();
+  fs.dirs.clear();
+  for (const dir of ['/', '/Documents', '/Library', '/Library/Caches', '/Library/Preferences', '/tmp']) fs.dirs.add(dir);
+  return fs;
+}
+
+export interface AfcOptions {
+  /**
+   * The one folder the client may reach (house_arrest's VendDocuments: /Documents). The root lists only it; any other
+   * path is PERMISSION_DENIED, as the phone's sandbox answers.
+   */
+  only?: string;
+}
+
+/**
  * com.apple.afc: 40-byte little-endian headers ("CFA6LPAA", whole length, header length, packet number, operation),
  * answered with STATUS, DATA or a handle. Enough of it to stage an IPA the way every installer does:
  * make PublicStaging, open a file for writing, write it in chunks, close it, and read back its info.
  */
-export function serveAfc(socket: Socket, fs: MediaFs): void {
+export function serveAfc(socket: Socket, fs: MediaFs, options: AfcOptions = {}): void {
+  const only = options.only;
+  const reachable = (path: string) => !only || path === '/' || path === only || path.startsWith(only + '/');
   const handles = new Map<number, Handle>();
   let nextHandle = 1;
   let pending: Buffer = Buffer.alloc(0);
@@ -78,10 +99,22 @@ export function serveAfc(socket: Socket, fs: MediaFs): void {
   const strings = (buf: Buffer) => buf.toString('utf8').split('\0').filter((s, i, all) => i < all.length - 1 || s !== '');
   const data = (n: number, items: string[]) => send(n, OP.DATA, Buffer.alloc(0), Buffer.from(items.map((s) => s + '\0').join('')));
 
+  /** The paths a request names, when it names any: in the jail, the root only for reading what it holds. */
+  const named = (op: number, header: Buffer): string[] => {
+    if (op === OP.READ_DIR || op === OP.GET_FILE_INFO || op === OP.MAKE_DIR || op === OP.REMOVE_PATH || op === OP.REMOVE_PATH_AND_CONTENTS) return [MediaFs.normalize(strings(header)[0] ?? '')];
+    if (op === OP.RENAME_PATH) return strings(header).map(MediaFs.normalize);
+    if (op === OP.FILE_OPEN) return [MediaFs.normalize(header.subarray(8).toString('utf8').replace(/\0.*$/s, ''))];
+    return [];
+  };
+
   const handle = (n: number, op: number, header: Buffer, content: Buffer) => {
+    const paths = named(op, header);
+    const readsRoot = op === OP.READ_DIR || op === OP.GET_FILE_INFO;
+    if (paths.some((p) => !reachable(p) || (p === '/' && only && !readsRoot))) return status(n, ERR.PERMISSION_DENIED);
     switch (op) {
       case OP.READ_DIR: {
-        const names = fs.list(strings(header)[0] ?? '/');
+        const path = MediaFs.normalize(strings(header)[0] ?? '/');
+        const names = path === '/' && only ? [only.slice(1)] : fs.list(path);
         return names ? data(n, ['.', '..', ...names]) : status(n, ERR.OBJECT_NOT_FOUND);
       }
       case OP.GET_FILE_INFO: {
@@ -166,6 +199,26 @@ export function serveAfc(socket: Socket, fs: MediaFs): void {
         const payload = Buffer.alloc(8);
         payload.writeBigUInt64LE(BigInt(h.position));
         return send(n, OP.FILE_TELL_RES, payload);
+      }
+      case OP.FILE_SEEK: {
+        // handle, whence (0 SEEK_SET, 1 SEEK_CUR, 2 SEEK_END), offset (signed): ifuse seeks before every read and write.
+        const h = handles.get(Number(header.readBigUInt64LE(0)));
+        if (!h || header.length < 24) return status(n, ERR.INVALID_ARGUMENT);
+        const whence = Number(header.readBigUInt64LE(8));
+        const offset = Number(header.readBigInt64LE(16));
+        const from = whence === 0 ? 0 : whence === 1 ? h.position : whence === 2 ? (fs.files.get(h.path)?.length ?? 0) : NaN;
+        if (Number.isNaN(from) || from + offset < 0) return status(n, ERR.INVALID_ARGUMENT);
+        h.position = from + offset;
+        return status(n, ERR.SUCCESS);
+      }
+      case OP.FILE_SET_SIZE: {
+        // ftruncate: a file opened for writing that is cut to a size (ifuse's truncate, and O_TRUNC on open).
+        const h = handles.get(Number(header.readBigUInt64LE(0)));
+        if (!h || header.length < 16) return status(n, ERR.INVALID_ARGUMENT);
+        const size = Number(header.readBigUInt64LE(8));
+        const file = fs.files.get(h.path) ?? Buffer.alloc(0);
+        fs.files.set(h.path, size <= file.length ? Buffer.from(file.subarray(0, size)) : Buffer.concat([file, Buffer.alloc(size - file.length)]));
+        return status(n, ERR.SUCCESS);
       }
       case OP.FILE_CLOSE:
         return status(n, handles.delete(Number(header.readBigUInt64LE(0))) ? ERR.SUCCESS : ERR.INVALID_ARGUMENT);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { readZipEntry } from '../android/apk.js';
-import type { MediaFs } from './afc.js';
+import { newDataContainer, type MediaFs } from './afc.js';
 import { decodePlist, PlistChannel, type PlistDict } from '../../protocols/apple/plist-wire.js';
 
 export const INSTALLATION_PROXY_SERVICE = 'com.apple.mobile.installation_proxy';
@@ -20,12 +20,16 @@ export interface InstalledApp {
   container?: string;
   /** Where the app's bundle is on the phone (Path). */
   path?: string;
+  /** UIFileSharingEnabled in its Info.plist: its Documents are shared (the Files app, Finder, house_arrest's VendDocuments). */
+  fileSharing?: boolean;
 }
 
 /** What installation_proxy changes on its phone. */
 export interface AppRegistry {
   apps: Map<string, InstalledApp>;
   media: MediaFs;
+  /** The apps' data containers, by bundle id: made on install, kept on upgrade, removed on uninstall. */
+  containers: Map<string, { path: string; fs: MediaFs }>;
   /** Called after an install or uninstall, so the home screen redraws. */
   appsChanged(): void;
 }
@@ -51,6 +55,8 @@ function appAttributes(app: InstalledApp, only?: unknown): PlistDict {
     Path: app.path ?? (app.type === 'System' ? `/Applications/${app.executable ?? app.name}.app` : `/private/var/containers/Bundle/Application/${app.bundleId}/${app.name}.app`),
     SignerIdentity: app.signer,
     Container: app.container,
+    // An Info.plist key: absent unless the app sets it, as installd returns the plist's own keys.
+    ...(app.fileSharing !== undefined ? { UIFileSharingEnabled: app.fileSharing } : {}),
   };
   if (!Array.isArray(only) || only.length === 0) return all;
   return Object.fromEntries(only.map(String).filter((key) => key in all).map((key) => [key, all[key]]));
@@ -70,6 +76,7 @@ export function inspectIpa(ipa: Buffer): InstalledApp {
     version: text(plist.CFBundleShortVersionString) || '1.0',
     build: text(plist.CFBundleVersion) || '1',
     type: 'User',
+    ...(typeof plist.UIFileSharingEnabled === 'boolean' ? { fileSharing: plist.UIFileSharingEnabled } : {}),
   };
 }
 
@@ -115,7 +122,10 @@ export function serveInstallationProxy(socket: Socket, registry: AppRegistry): v
         // keeps the data container.
         const executable = app.executable ?? app.name;
         app.path = `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/${executable}.app`;
-        app.container = registry.apps.get(app.bundleId)?.container ?? `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`;
+        const kept = registry.containers.get(app.bundleId);
+        const container = kept ?? { path: `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`, fs: newDataContainer() };
+        app.container = container.path;
+        registry.containers.set(app.bundleId, container);
         registry.apps.set(app.bundleId, app);
         registry.appsChanged();
         return channel.send({ Status: 'Complete' });
@@ -127,6 +137,8 @@ export function serveInstallationProxy(socket: Socket, registry: AppRegistry): v
         channel.send({ PercentComplete: 50, Status: 'RemovingApplication' });
         if (app) {
           registry.apps.delete(id);
+          // The data container goes with the app, its Documents too.
+          registry.containers.delete(id);
           registry.appsChanged();
         }
         channel.send({ PercentComplete: 90, Status: 'GeneratingApplicationMap' });

@@ -1,7 +1,7 @@
 import { createPublicKey, randomBytes, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { MediaFs, AFC_SERVICE, serveAfc } from './afc.js';
+import { MediaFs, AFC_SERVICE, newDataContainer, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
 import { DIAGNOSTICS_RELAY_SERVICE, serveDiagnosticsRelay } from './diagnostics-relay.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
@@ -39,6 +39,8 @@ export interface SimulatedIPhoneOptions {
   developerImage?: boolean;
   /** How long a restart (diagnostics_relay's Restart) keeps it off the bus; a real phone takes 30 s to 2 min. Default 1500. */
   restartMs?: number;
+  /** Apps someone installed before (App Store builds), each with its data container and these files in its Documents. */
+  userApps?: Array<{ bundleId: string; name: string; version?: string; fileSharing?: boolean; documents?: Record<string, string> }>;
 }
 
 /** The library and pid iOS shows in syslog for the processes this phone logs as; others get a stable made-up pid. */
@@ -125,10 +127,22 @@ export class SimulatedIPhone implements UsbmuxDevice {
         container,
         path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/WebDriverAgentRunner-Runner.app`,
       });
-      const fs = new MediaFs();
-      fs.dirs.clear();
-      for (const dir of ['/', '/Documents', '/Library', '/tmp']) fs.dirs.add(dir);
-      this.containers.set(this.wdaBundleId, { path: container, fs });
+      this.containers.set(this.wdaBundleId, { path: container, fs: newDataContainer() });
+    }
+    for (const app of options.userApps ?? []) {
+      const container = { path: `/private/var/mobile/Containers/Data/Application/${randomUUID().toUpperCase()}`, fs: newDataContainer() };
+      for (const [name, text] of Object.entries(app.documents ?? {})) container.fs.files.set(`/Documents/${name}`, Buffer.from(text));
+      this.containers.set(app.bundleId, container);
+      this.apps.set(app.bundleId, {
+        bundleId: app.bundleId,
+        name: app.name,
+        version: app.version ?? '1.0',
+        build: '1',
+        type: 'User',
+        container: container.path,
+        path: `/private/var/containers/Bundle/Application/${randomUUID().toUpperCase()}/${app.name.replace(/\W/g, '')}.app`,
+        ...(app.fileSharing !== undefined ? { fileSharing: app.fileSharing } : {}),
+      });
     }
     this.testManager = new TestManager({
       apps: this.apps,
@@ -331,6 +345,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
         serveInstallationProxy(s, {
           apps: this.apps,
           media: this.media,
+          containers: this.containers,
           appsChanged: () => {
             for (const id of this.board.running) if (!this.apps.has(id)) this.board.forget(id);
             this.board.changed();

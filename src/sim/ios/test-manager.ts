@@ -68,19 +68,25 @@ export class TestManager {
     return undefined;
   }
 
-  /** com.apple.mobile.house_arrest: VendContainer (or VendDocuments), then the connection speaks AFC in that container. */
+  /**
+   * com.apple.mobile.house_arrest: a command, then the connection speaks AFC in the app's data container.
+   * VendContainer opens the whole container, for developer-signed apps only (get-task-allow); VendDocuments only its
+   * Documents, for apps that share them (UIFileSharingEnabled, required since iOS 8.3). An app that is not installed is
+   * ApplicationLookupFailed; one that does not allow the command, InstallationLookupFailed.
+   */
   serveHouseArrest(socket: Socket): void {
     socket.on('error', () => undefined);
     const channel = new PlistChannel(socket, (request) => {
       const id = String(request.Identifier ?? '');
-      if (request.Command !== 'VendContainer' && request.Command !== 'VendDocuments') return channel.send({ Error: 'UnknownCommand' });
+      const documents = request.Command === 'VendDocuments';
+      if (request.Command !== 'VendContainer' && !documents) return channel.send({ Error: 'UnknownCommand' });
       const app = this.host.apps.get(id);
-      // Only apps signed with a development profile (get-task-allow) may have their container vended.
-      const container = app?.signer ? this.host.container(id) : undefined;
+      const allowed = documents ? app?.fileSharing === true : !!app?.signer;
+      const container = allowed ? this.host.container(id) : undefined;
       if (!container) return channel.send({ Error: app ? 'InstallationLookupFailed' : 'ApplicationLookupFailed' });
       channel.send({ Status: 'Complete' });
       channel.detach();
-      serveAfc(socket, container.fs);
+      serveAfc(socket, container.fs, documents ? { only: '/Documents' } : {});
     });
   }
 

@@ -54,12 +54,22 @@ export interface PhoneDriver {
   logs?(signal: AbortSignal): AsyncIterable<LogLine>;
   /** An interactive shell behind a PTY (Android: adb's `shell,v2,pty`); absent where the platform has none (iOS). */
   openShell?(size: TerminalSize, handlers: ShellHandlers): Promise<PhoneShell>;
-  /** The entries of a folder; throws FileMissing when there is no such folder. */
-  listFiles?(path: string): Promise<PhoneFileEntry[]>;
+  /**
+   * The entries of a folder; throws FileMissing when there is no such folder. `app` names the app whose container the
+   * path is in, on a phone whose files are reached by app (an iPhone: house_arrest); Android has one file tree.
+   */
+  listFiles?(path: string, app?: string): Promise<PhoneFileEntry[]>;
   /** A file's bytes; throws FileMissing when there is no such file. */
-  readFile?(path: string): Promise<Readable>;
+  readFile?(path: string, app?: string): Promise<Readable>;
   /** Writes a file, replacing one of the same name. */
-  writeFile?(path: string, content: Readable): Promise<void>;
+  writeFile?(path: string, content: Readable, app?: string): Promise<void>;
+  /** Deletes a file, or a folder with what is in it; throws FileMissing when there is neither. */
+  deleteFile?(path: string, app?: string): Promise<void>;
+  /**
+   * The apps whose files can be reached (an iPhone: those that share their Documents, UIFileSharingEnabled); absent
+   * where files are reached by folder rather than by app (Android).
+   */
+  fileApps?(): Promise<Array<{ bundleId: string; name: string }>>;
   /** The apps someone installed (not the system's own), by package name or bundle id. */
   installedApps?(): Promise<string[]>;
   /** Starts recording the screen; `stop` ends the recording and answers it as an MP4. */

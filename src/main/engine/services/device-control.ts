@@ -4,8 +4,8 @@ import type { InstallBody, InstallResult } from '../../../shared/api/files.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import { PHONE_FILE_ROOTS } from '../../../shared/api/devices.js';
-import { phonePath } from '../domain/phone-paths.js';
+import { APP_DOCUMENTS_ROOT, PHONE_FILE_ROOTS } from '../../../shared/api/devices.js';
+import { documentsPath, phonePath } from '../domain/phone-paths.js';
 import { FileMissing, type Phone, type PhoneDriver, type PhoneFileEntry, type PhoneShell, type PhoneSource, type ScreenRecording, type ShellHandlers, type TerminalSize } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
@@ -37,6 +37,9 @@ async function onPhone<T>(work: () => Promise<T>, what = 'complete the command')
     throw conflict('device_error', `The device did not ${what}: ${(error as Error).message}`);
   }
 }
+
+/** A folder the file explorer starts from (a phone's shared folder, an app's Documents): not a file to write or delete. */
+const isFileRoot = (path: string) => path === posix.dirname(path) || path === APP_DOCUMENTS_ROOT || (PHONE_FILE_ROOTS as readonly string[]).includes(path);
 
 /**
  * The one way to drive a phone. REST device control, the live screen, /ws, /mcp and the assistant's tools all come
@@ -238,36 +241,63 @@ export class DeviceControl {
     return { open: (size, handlers) => onPhone(() => driver.openShell!(size, handlers), 'open a shell'), ended: () => this.ended(id) };
   }
 
-  async listFiles(scope: Scope, target: DeviceTarget, path: string): Promise<Array<PhoneFileEntry & { path: string }>> {
-    const folder = phonePath(path);
-    const driver = this.filesDriver(scope, target);
-    const entries = await onPhone(() => driver.listFiles!(folder), 'list the folder');
+  /**
+   * The entries of a folder. On Android a path under the shared folders; on an iPhone a path under /Documents in the
+   * container of `app`, an app that shares its Documents.
+   */
+  async listFiles(scope: Scope, target: DeviceTarget, path: string, app?: string): Promise<Array<PhoneFileEntry & { path: string }>> {
+    const { driver, at } = this.filesAt(scope, target, path, app);
+    const entries = await onPhone(() => driver.listFiles!(at.path, at.app), 'list the folder');
     return entries
-      .map((e) => ({ ...e, path: posix.join(folder, e.name) }))
+      .map((e) => ({ ...e, path: posix.join(at.path, e.name) }))
       .sort((a, b) => Number(b.type === 'directory') - Number(a.type === 'directory') || a.name.localeCompare(b.name));
   }
 
-  async readFile(scope: Scope, target: DeviceTarget, path: string): Promise<Readable> {
-    const file = phonePath(path);
-    const driver = this.filesDriver(scope, target);
-    return onPhone(() => driver.readFile!(file), 'send the file');
+  async readFile(scope: Scope, target: DeviceTarget, path: string, app?: string): Promise<Readable> {
+    const { driver, at } = this.filesAt(scope, target, path, app);
+    return onPhone(() => driver.readFile!(at.path, at.app), 'send the file');
   }
 
-  async writeFile(scope: Scope, target: DeviceTarget, path: string, content: Readable): Promise<void> {
+  async writeFile(scope: Scope, target: DeviceTarget, path: string, content: Readable, app?: string): Promise<void> {
     requireRole(scope.role, 'readwrite');
-    const file = phonePath(path);
-    if (file === posix.dirname(file) || PHONE_FILE_ROOTS.includes(file as (typeof PHONE_FILE_ROOTS)[number])) {
-      throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
-    }
+    const { driver, at } = this.filesAt(scope, target, path, app);
+    if (isFileRoot(at.path)) throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
+    await onPhone(() => driver.writeFile!(at.path, content, at.app), 'store the file');
+  }
+
+  /** Deletes a file, or a folder with what is in it; never one of the roots themselves. */
+  async deleteFile(scope: Scope, target: DeviceTarget, path: string, app?: string): Promise<void> {
+    requireRole(scope.role, 'readwrite');
+    const { driver, at } = this.filesAt(scope, target, path, app);
+    if (isFileRoot(at.path)) throw invalid('path_not_allowed', `${at.path} itself cannot be deleted: name a file or folder inside it.`);
+    if (!driver.deleteFile) throw conflict('files_unsupported', 'This device cannot delete its files.');
+    await onPhone(() => driver.deleteFile!(at.path, at.app), 'delete it');
+  }
+
+  /** The apps whose files an iPhone opens (those that share their Documents), by name. */
+  async fileApps(scope: Scope, target: DeviceTarget): Promise<Array<{ bundleId: string; name: string }>> {
     const driver = this.filesDriver(scope, target);
-    await onPhone(() => driver.writeFile!(file, content), 'store the file');
+    if (!driver.fileApps) throw conflict('files_by_folder', 'An Android phone\'s files are browsed by folder (/sdcard, /data/local/tmp), not by app.');
+    return onPhone(() => driver.fileApps!(), 'list the apps that share files');
+  }
+
+  /**
+   * The driver and the checked place: a phone whose files are reached by app (an iPhone) needs the app and a path
+   * under /Documents; one with a single file tree (Android) takes no app, and a path under its shared folders.
+   */
+  private filesAt(scope: Scope, target: DeviceTarget, path: string, app: string | undefined): { driver: PhoneDriver; at: { path: string; app?: string } } {
+    const driver = this.filesDriver(scope, target);
+    if (driver.fileApps) {
+      if (!app) throw invalid('app_required', 'An iPhone\'s files are an app\'s Documents: name the app (app=<bundle id>); GET .../files/apps lists the apps that share them.');
+      return { driver, at: { path: documentsPath(path), app } };
+    }
+    if (app !== undefined) throw invalid('app_not_allowed', 'An Android phone\'s files are browsed by folder, not by app: leave out app.');
+    return { driver, at: { path: phonePath(path) } };
   }
 
   private filesDriver(scope: Scope, target: DeviceTarget): PhoneDriver {
     const driver = this.driver(scope, target);
-    if (!driver.listFiles || !driver.readFile || !driver.writeFile) {
-      throw conflict('files_unsupported', 'Browsing an iPhone\'s files is not available yet: an app\'s Documents are reached through house_arrest, which Benchtop does not offer so far.');
-    }
+    if (!driver.listFiles || !driver.readFile || !driver.writeFile) throw conflict('files_unsupported', 'This device does not offer its files.');
     return driver;
   }
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
-import { PhoneApp, PhoneFile, PhonePathQuery, Recording } from '../../../../shared/api/devices.js';
+import { FileApp, PhoneApp, PhoneFile, PhonePathQuery, Recording } from '../../../../shared/api/devices.js';
 import type { DeviceControl, DeviceTarget } from '../../services/device-control.js';
 import type { FeedEnd } from '../../services/live-screen.js';
 import { MAX_TERMINAL_SIDE } from '../../services/terminals.js';
@@ -43,16 +43,31 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
     schema: { tags, operationId: 'deviceApps', summary: 'The apps installed on the device (not its system apps)', description: 'Launch, stop, uninstall and clear data go through .../actions (launchApp, terminateApp, uninstallApp, clearAppData).', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: List(PhoneApp) }, errors) },
   }, async (req) => list(await control.apps(scopeOf(req), target(req))));
 
+  const byApp = 'On an iPhone the files are an app\'s Documents, through house_arrest (VendDocuments) and AFC: app= names the app ' +
+    '(400 app_required without it), the path is under /Documents, 404 app_not_found for an app that is not installed and 409 ' +
+    'documents_not_shared for one that does not share its Documents (UIFileSharingEnabled).';
+
+  app.get('/sessions/:sessionId/devices/:deviceId/files/apps', {
+    schema: { tags, operationId: 'deviceFileApps', summary: 'The iPhone apps whose Documents the file explorer opens (UIFileSharingEnabled)', description: 'As `ifuse --list-apps` finds them, through installation_proxy. 409 files_by_folder on Android, whose files are browsed by folder.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: List(FileApp) }, errors) },
+  }, async (req) => list((await control.fileApps(scopeOf(req), target(req))).map((a) => ({ packageName: a.bundleId, name: a.name }))));
+
   app.get('/sessions/:sessionId/devices/:deviceId/files', {
-    schema: { tags, operationId: 'deviceFiles', summary: 'The entries of a folder on the device (Android: /sdcard and /data/local/tmp, over adb sync)', description: 'Folders first. 400 path_not_allowed outside those folders; 404 file_not_found for a missing folder; 409 files_unsupported on an iPhone.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: List(PhoneFile) }, [400, ...errors]) },
-  }, async (req) => list((await control.listFiles(scopeOf(req), target(req), req.query.path)).map((e) => ({ name: e.name, path: e.path, type: e.type, size: e.size, modifiedAt: e.modifiedAt.toISOString() }))));
+    schema: { tags, operationId: 'deviceFiles', summary: 'The entries of a folder on the device (Android: /sdcard and /data/local/tmp, over adb sync; iPhone: an app\'s Documents)', description: `Folders first. 400 path_not_allowed outside those folders; 404 file_not_found for a missing folder. ${byApp}`, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: List(PhoneFile) }, [400, ...errors]) },
+  }, async (req) => list((await control.listFiles(scopeOf(req), target(req), req.query.path, req.query.app)).map((e) => ({ name: e.name, path: e.path, type: e.type, size: e.size, modifiedAt: e.modifiedAt.toISOString() }))));
 
   app.get('/sessions/:sessionId/devices/:deviceId/files/content', {
-    schema: { tags, operationId: 'downloadDeviceFile', summary: 'A file\'s bytes, as adb pull reads them', security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: Binary('application/octet-stream') }, [400, ...errors]) },
+    schema: { tags, operationId: 'downloadDeviceFile', summary: 'A file\'s bytes, as adb pull (or AFC on an iPhone) reads them', description: byApp, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: Binary('application/octet-stream') }, [400, ...errors]) },
   }, async (req, reply) => {
-    const content = await control.readFile(scopeOf(req), target(req), req.query.path);
+    const content = await control.readFile(scopeOf(req), target(req), req.query.path, req.query.app);
     const name = req.query.path.split('/').pop() || 'file';
     return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${name.replace(/["\\\r\n]/g, '_')}"`).send(content);
+  });
+
+  app.delete('/sessions/:sessionId/devices/:deviceId/files', {
+    schema: { tags, operationId: 'deleteDeviceFile', summary: 'Delete a file, or a folder with what is in it (Android: rm -r; iPhone: AFC\'s RemovePathAndContents)', description: `400 path_not_allowed for a root folder itself; 404 file_not_found when there is nothing at the path. ${byApp}`, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 204: Type.Null() }, [400, ...errors]) },
+  }, async (req, reply) => {
+    await control.deleteFile(scopeOf(req), target(req), req.query.path, req.query.app);
+    return reply.code(204).send();
   });
 
   // The upload reads its body as a stream, so no parser may buffer it: it gets a scope of its own.
@@ -60,10 +75,10 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
     instance.removeAllContentTypeParsers();
     instance.addContentTypeParser('*', (_request, _payload, done) => done(null));
     (instance as unknown as App).put('/sessions/:sessionId/devices/:deviceId/files/content', {
-      schema: { tags, operationId: 'uploadDeviceFile', summary: 'Write a file on the device, as adb push does, replacing one of the same name', security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, body: { content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, response: responses({ 204: Type.Null() }, [400, ...errors]) },
+      schema: { tags, operationId: 'uploadDeviceFile', summary: 'Write a file on the device, as adb push (or AFC on an iPhone) does, replacing one of the same name', description: byApp, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, body: { content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, response: responses({ 204: Type.Null() }, [400, ...errors]) },
     }, async (req, reply) => {
       try {
-        await control.writeFile(scopeOf(req), target(req), req.query.path, req.raw);
+        await control.writeFile(scopeOf(req), target(req), req.query.path, req.raw, req.query.app);
       } catch (error) {
         drain(req);
         throw error;

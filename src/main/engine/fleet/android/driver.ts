@@ -312,6 +312,14 @@ export class AndroidDriver implements PhoneDriver {
     });
   }
 
+  /** `rm -r` in adb's shell, as `adb shell rm -r` runs it; whatever rm says is the error when the path stays. */
+  async deleteFile(path: string): Promise<void> {
+    const device = this.client.getDevice(this.serial);
+    if (!(await device.stat(path).catch(() => undefined))) throw new FileMissing(`No file or folder ${path} on the phone.`);
+    const said = await this.shell(`rm -r ${quote(path)}`);
+    if (await device.stat(path).catch(() => undefined)) throw new Error(said.trim() || `rm left ${path} in place`);
+  }
+
   installedApps(): Promise<string[]> {
     return this.packages('-3');
   }

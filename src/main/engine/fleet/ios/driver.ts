@@ -2,9 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
-import { invalid } from '../../domain/errors.js';
-import type { ActionResult, DeviceAction, DeviceInfo, LiveFrame, LogLine, PhoneDriver, ScreenRecording, UiElement } from '../types.js';
-import { afcService, installationProxy, readLockdownValues, restartDevice, syslogService, type UsbmuxdAddress } from './usbmux.js';
+import { once } from 'node:events';
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import { conflict, invalid, ServiceError } from '../../domain/errors.js';
+import { FileMissing, type ActionResult, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneDriver, type PhoneFileEntry, type ScreenRecording, type UiElement } from '../types.js';
+import {
+  afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
+} from './usbmux.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
 import { mp4OfJpegs } from '../../../../protocols/mp4-mjpeg.js';
@@ -189,6 +194,101 @@ export class IosDriver implements PhoneDriver {
       }
     } finally {
       await afc.deleteDirectory(staged).catch(() => undefined);
+      afc.close();
+    }
+  }
+
+  /** The apps that share their Documents (UIFileSharingEnabled), as `ifuse --list-apps` finds them: by name. */
+  async fileApps(): Promise<Array<{ bundleId: string; name: string }>> {
+    const proxy = await installationProxy(this.address, this.udid);
+    try {
+      const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier', 'CFBundleDisplayName', 'CFBundleName', 'UIFileSharingEnabled'] });
+      return Object.entries(apps)
+        .filter(([, a]) => a.UIFileSharingEnabled === true)
+        .map(([bundleId, a]) => ({ bundleId, name: String(a.CFBundleDisplayName || a.CFBundleName || bundleId) }))
+        .sort((a, b) => a.name.localeCompare(b.name));
+    } finally {
+      proxy.close();
+    }
+  }
+
+  /** AFC in the app's container through house_arrest's VendDocuments, its refusals in the API's words. */
+  private async documents(app: string | undefined): Promise<AfcClient> {
+    if (!app) throw invalid('app_required', 'Name the app whose Documents to open.');
+    try {
+      return await documentsService(this.address, this.udid, app);
+    } catch (error) {
+      if (error instanceof HouseArrestRefused && error.reason === 'ApplicationLookupFailed') {
+        throw new ServiceError('not_found', 'app_not_found', `${app} is not installed on this iPhone.`);
+      }
+      if (error instanceof HouseArrestRefused && error.reason === 'InstallationLookupFailed') {
+        throw conflict('documents_not_shared', `${app} does not share its Documents: iOS opens them only for apps whose Info.plist sets UIFileSharingEnabled.`);
+      }
+      throw error;
+    }
+  }
+
+  /** AFC's READ_DIR, then each entry's GET_FILE_INFO (AFC lists names only). */
+  async listFiles(path: string, app?: string): Promise<PhoneFileEntry[]> {
+    const afc = await this.documents(app);
+    try {
+      const names = await afc.listDirectory(path).catch((error: Error) => {
+        throw missing(error, `No folder ${path} in ${app}'s container.`);
+      });
+      const entries: PhoneFileEntry[] = [];
+      for (const name of names.filter((n) => n !== '.' && n !== '..')) {
+        const info = await afc.getFileInfo(posix.join(path, name));
+        const directory = info.isDirectory();
+        entries.push({ name, type: directory ? 'directory' : 'file', size: directory ? 0 : info.size, modifiedAt: new Date(info.mtimeMs) });
+      }
+      return entries;
+    } finally {
+      afc.close();
+    }
+  }
+
+  /** AFC's FILE_OPEN (read) and FILE_READ, streamed; the connection closes with the stream. */
+  async readFile(path: string, app?: string): Promise<Readable> {
+    const afc = await this.documents(app);
+    try {
+      const info = await afc.getFileInfo(path).catch((error: Error) => {
+        throw missing(error, `No file ${path} in ${app}'s container.`);
+      });
+      if (!info.isFile()) throw new FileMissing(`No file ${path} in ${app}'s container.`);
+      const stream = await afc.createReadStream(path, { autoDestroy: true });
+      stream.once('close', () => afc.close());
+      return stream;
+    } catch (error) {
+      afc.close();
+      throw error;
+    }
+  }
+
+  /** AFC's FILE_OPEN (write, truncating) and FILE_WRITE, as ifuse writes a file. */
+  async writeFile(path: string, content: Readable, app?: string): Promise<void> {
+    const afc = await this.documents(app);
+    try {
+      const stream = await afc.createWriteStream(path, { autoDestroy: true }).catch((error: Error) => {
+        throw missing(error, `No folder ${posix.dirname(path)} in ${app}'s container.`);
+      });
+      const closed = once(stream, 'close');
+      await pipeline(content, stream);
+      // The file handle is closed on the phone once the stream closes; the connection only after that.
+      await closed;
+    } finally {
+      afc.close();
+    }
+  }
+
+  /** AFC's RemovePathAndContents: a file, or a folder with what is in it. */
+  async deleteFile(path: string, app?: string): Promise<void> {
+    const afc = await this.documents(app);
+    try {
+      await afc.getFileInfo(path).catch((error: Error) => {
+        throw missing(error, `No file or folder ${path} in ${app}'s container.`);
+      });
+      await afc.deleteDirectory(path);
+    } finally {
       afc.close();
     }
   }
@@ -451,6 +551,11 @@ export function parseSyslogLine(raw: string, now = new Date()): LogLine | undefi
     pid: Number(m[3]),
     message: m[5]!,
   };
+}
+
+/** AFC's OBJECT_NOT_FOUND (appium-ios-device words it "Unexpected response OBJECT_NOT_FOUND") as FileMissing. */
+function missing(error: Error, message: string): Error {
+  return /OBJECT_NOT_FOUND/.test(error.message) ? new FileMissing(message) : error;
 }
 
 /** Resolves once `check` holds, or after `timeoutMs`. */

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 
 /**
  * Where usbmuxd listens: its Unix socket (the default on Linux and macOS), a TCP address (`host:port`), or a
@@ -43,9 +43,13 @@ export interface LockdownClient {
 }
 export interface AfcClient {
   createDirectory(path: string): Promise<void>;
+  /** AFC's RemovePathAndContents. */
   deleteDirectory(path: string): Promise<void>;
+  /** The names in a folder, "." and ".." included. */
+  listDirectory(path: string): Promise<string[]>;
   createWriteStream(path: string, opts?: { autoDestroy?: boolean }): Promise<NodeJS.WritableStream>;
-  getFileInfo(path: string): Promise<{ size: number }>;
+  createReadStream(path: string, opts?: { autoDestroy?: boolean }): Promise<Readable>;
+  getFileInfo(path: string): Promise<{ size: number; mtimeMs: number; isDirectory(): boolean; isFile(): boolean }>;
   close(): void;
 }
 export interface InstallationProxyClient {
@@ -75,7 +79,8 @@ export interface DtxClient {
   _decoder: EventEmitter;
 }
 export interface HouseArrestClient {
-  vendContainer(bundleId: string): Promise<AfcClient & { listDirectory(path: string): Promise<string[]> }>;
+  vendContainer(bundleId: string): Promise<AfcClient>;
+  vendDocuments(bundleId: string): Promise<AfcClient>;
   close(): void;
 }
 export interface SyslogClient {
@@ -325,6 +330,31 @@ export async function startService(address: UsbmuxdAddress, udid: string, name: 
 
 export async function afcService(address: UsbmuxdAddress, udid: string): Promise<AfcClient> {
   return new (appiumIosDevice().AfcService)(await startService(address, udid, 'com.apple.afc'));
+}
+
+/** Why house_arrest would not open an app's Documents: the phone's Error, ApplicationLookupFailed and the like. */
+export class HouseArrestRefused extends Error {
+  constructor(readonly reason: string, bundleId: string) {
+    super(`house_arrest would not open ${bundleId}'s Documents (${reason}).`);
+  }
+}
+
+/**
+ * AFC inside an app's data container, as ifuse --documents, afcclient --documents and pymobiledevice3 open it: lockdown
+ * starts com.apple.mobile.house_arrest, VendDocuments names the app, and after its Status "Complete" the same
+ * connection speaks AFC, with the app's Documents at /Documents. The phone refuses apps that are not installed
+ * (ApplicationLookupFailed) and apps that do not share their Documents (InstallationLookupFailed).
+ */
+export async function documentsService(address: UsbmuxdAddress, udid: string, bundleId: string): Promise<AfcClient> {
+  const houseArrest = new (appiumIosDevice().HouseArrestService)(await startService(address, udid, 'com.apple.mobile.house_arrest'));
+  try {
+    return await houseArrest.vendDocuments(bundleId);
+  } catch (error) {
+    houseArrest.close();
+    // appium-ios-device words the phone's refusal as "... Error: <Error>".
+    const reason = /Error: (\w+)$/.exec((error as Error).message)?.[1];
+    throw reason ? new HouseArrestRefused(reason, bundleId) : error;
+  }
 }
 
 export async function installationProxy(address: UsbmuxdAddress, udid: string): Promise<InstallationProxyClient> {
