@@ -14,7 +14,7 @@ import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/repor
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
 
 const FILE_BYTES = 8 * 1024 * 1024;
-const TRANSFERS = 6;
+const TRANSFERS = 12;
 const SHELLS = 30;
 const WARMUP = 2;
 const PUSH_PULL_TARGET = 0.8;

@@ -41,13 +41,18 @@ export function payloadChecksum(data: Buffer): number {
 
 /** The 24-byte header alone: a large payload can then go out as it is, without a copy. */
 export function encodeHeader(msg: AdbMessage, withChecksum: boolean): Buffer {
+  return encodeHeaderOf(msg.command, msg.arg0, msg.arg1, msg.data.length, withChecksum ? payloadChecksum(msg.data) : 0);
+}
+
+/** The header of a payload that is not in one buffer (it goes out as several, or its checksum is skipped). */
+export function encodeHeaderOf(command: number, arg0: number, arg1: number, length: number, checksum: number): Buffer {
   const out = Buffer.allocUnsafe(HEADER_SIZE);
-  out.writeUInt32LE(msg.command >>> 0, 0);
-  out.writeUInt32LE(msg.arg0 >>> 0, 4);
-  out.writeUInt32LE(msg.arg1 >>> 0, 8);
-  out.writeUInt32LE(msg.data.length, 12);
-  out.writeUInt32LE(withChecksum ? payloadChecksum(msg.data) : 0, 16);
-  out.writeUInt32LE((msg.command ^ 0xffffffff) >>> 0, 20);
+  out.writeUInt32LE(command >>> 0, 0);
+  out.writeUInt32LE(arg0 >>> 0, 4);
+  out.writeUInt32LE(arg1 >>> 0, 8);
+  out.writeUInt32LE(length, 12);
+  out.writeUInt32LE(checksum, 16);
+  out.writeUInt32LE((command ^ 0xffffffff) >>> 0, 20);
   return out;
 }
 
