@@ -62,6 +62,31 @@ export function encodeMessage(msg: AdbMessage, withChecksum: boolean): Buffer {
 
 export class ProtocolError extends Error {}
 
+/**
+ * A message as read off the socket. A large payload arrives as several socket reads: `parts` are those reads as they
+ * came (no copy), and `data` joins them only when asked, so a relay that writes the payload on never copies it.
+ */
+export interface ReceivedMessage extends AdbMessage {
+  readonly parts: Buffer[];
+}
+
+class Received implements ReceivedMessage {
+  private joined: Buffer | undefined;
+
+  constructor(
+    readonly command: number,
+    readonly arg0: number,
+    readonly arg1: number,
+    readonly parts: Buffer[],
+    private readonly length: number,
+  ) {}
+
+  get data(): Buffer {
+    if (!this.joined) this.joined = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.length);
+    return this.joined;
+  }
+}
+
 /** Cuts a TCP byte stream into messages; a bad header is fatal, as adbd drops such a connection. */
 export class MessageReader {
   private chunks: Buffer[] = [];
@@ -72,10 +97,10 @@ export class MessageReader {
     private readonly verifyChecksum: () => boolean,
   ) {}
 
-  push(chunk: Buffer): AdbMessage[] {
+  push(chunk: Buffer): ReceivedMessage[] {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    const messages: AdbMessage[] = [];
+    const messages: ReceivedMessage[] = [];
     for (;;) {
       if (this.buffered < HEADER_SIZE) break;
       const head = this.peek(HEADER_SIZE);
@@ -85,12 +110,14 @@ export class MessageReader {
       if (head.readUInt32LE(20) !== (command ^ 0xffffffff) >>> 0) throw new ProtocolError('bad magic');
       if (length > this.maxPayload) throw new ProtocolError(`payload of ${length} bytes exceeds ${this.maxPayload}`);
       if (this.buffered < HEADER_SIZE + length) break;
-      const whole = this.take(HEADER_SIZE + length);
-      const data = whole.subarray(HEADER_SIZE);
-      if (this.verifyChecksum() && command !== A_CNXN && payloadChecksum(data) !== head.readUInt32LE(16)) {
-        throw new ProtocolError('bad payload checksum');
+      this.take(HEADER_SIZE);
+      const parts = this.take(length);
+      if (this.verifyChecksum() && command !== A_CNXN) {
+        let sum = 0;
+        for (const part of parts) sum += payloadChecksum(part);
+        if (sum >>> 0 !== head.readUInt32LE(16)) throw new ProtocolError('bad payload checksum');
       }
-      messages.push({ command, arg0: head.readUInt32LE(4), arg1: head.readUInt32LE(8), data });
+      messages.push(new Received(command, head.readUInt32LE(4), head.readUInt32LE(8), parts, length));
     }
     return messages;
   }
@@ -100,13 +127,22 @@ export class MessageReader {
     return this.chunks[0]!.subarray(0, n);
   }
 
-  private take(n: number): Buffer {
-    if (this.chunks[0]!.length < n) this.chunks = [Buffer.concat(this.chunks)];
-    const first = this.chunks[0]!;
-    const out = first.subarray(0, n);
-    if (first.length === n) this.chunks.shift();
-    else this.chunks[0] = first.subarray(n);
+  /** The next n bytes, as the pieces of the reads they came in (subarrays, not copies). */
+  private take(n: number): Buffer[] {
+    const parts: Buffer[] = [];
     this.buffered -= n;
-    return out;
+    while (n > 0) {
+      const first = this.chunks[0]!;
+      if (first.length <= n) {
+        parts.push(first);
+        this.chunks.shift();
+        n -= first.length;
+      } else {
+        parts.push(first.subarray(0, n));
+        this.chunks[0] = first.subarray(n);
+        n = 0;
+      }
+    }
+    return parts;
   }
 }

@@ -13,6 +13,7 @@ import {
   encodeMessage,
   MessageReader,
   type AdbMessage,
+  type ReceivedMessage,
 } from './protocol.js';
 
 /** Payloads from this size on go out without being copied into one buffer with their header. */
@@ -42,6 +43,11 @@ export interface StreamIo {
 export interface ServiceSession {
   /** The OKAY for a host WRTE is sent when this settles, so a slow consumer slows the host down. */
   onData?(data: Buffer): void | Promise<void>;
+  /**
+   * Instead of onData, for a relay that writes the bytes on: the payload in the pieces it was read in, so that a
+   * 1 MiB packet is not first copied into one buffer. The OKAY waits for it the same way.
+   */
+  onParts?(parts: Buffer[]): void | Promise<void>;
   onClose?(): void;
 }
 
@@ -55,6 +61,12 @@ export type ServiceOpener = (service: string, io: StreamIo) => ServiceSession | 
 export const AUTH_TOKEN = 1;
 export const AUTH_SIGNATURE = 2;
 export const AUTH_RSAPUBLICKEY = 3;
+/**
+ * Why a stream's signal aborts. One reason for all: abort() without one makes a DOMException with a stack trace for
+ * every stream that ends, which a relay opening a stream per adb command pays each time.
+ */
+const STREAM_CLOSED = Object.freeze(new Error('the adb stream closed'));
+
 /** adbd's token: 20 random bytes, which the host signs as if they were a SHA-1 digest. */
 const TOKEN_SIZE = 20;
 
@@ -176,7 +188,7 @@ class Stream implements StreamIo {
     this.queued = 0;
     this.release();
     for (const waiter of this.endWaiters.splice(0)) waiter();
-    this.controller.abort();
+    this.controller.abort(STREAM_CLOSED);
     this.session?.onClose?.();
   }
 }
@@ -257,7 +269,7 @@ export class DeviceConnection {
   }
 
   private onBytes(chunk: Buffer): void {
-    let messages: AdbMessage[];
+    let messages: ReceivedMessage[];
     try {
       messages = this.reader.push(chunk);
     } catch (err) {
@@ -268,7 +280,7 @@ export class DeviceConnection {
     for (const msg of messages) this.handle(msg);
   }
 
-  private handle(msg: AdbMessage): void {
+  private handle(msg: ReceivedMessage): void {
     switch (msg.command) {
       case A_CNXN:
         return this.onConnect(msg);
@@ -375,12 +387,14 @@ export class DeviceConnection {
     stream.schedulePump();
   }
 
-  private onWrite(msg: AdbMessage): void {
+  private onWrite(msg: ReceivedMessage): void {
     const stream = this.streams.get(msg.arg1);
     if (!stream) return;
     const deliver = async () => {
       try {
-        await stream.session?.onData?.(msg.data);
+        const session = stream.session;
+        if (session?.onParts) await session.onParts(msg.parts);
+        else await session?.onData?.(msg.data);
       } catch (err) {
         this.options.log?.(`stream ${stream.localId}: ${(err as Error).message}`);
         await stream.end();
