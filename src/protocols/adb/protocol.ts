@@ -41,18 +41,13 @@ export function payloadChecksum(data: Buffer): number {
 
 /** The 24-byte header alone: a large payload can then go out as it is, without a copy. */
 export function encodeHeader(msg: AdbMessage, withChecksum: boolean): Buffer {
-  return encodeHeaderOf(msg.command, msg.arg0, msg.arg1, msg.data.length, withChecksum ? payloadChecksum(msg.data) : 0);
-}
-
-/** The header of a payload that is not in one buffer (it goes out as several, or its checksum is skipped). */
-export function encodeHeaderOf(command: number, arg0: number, arg1: number, length: number, checksum: number): Buffer {
   const out = Buffer.allocUnsafe(HEADER_SIZE);
-  out.writeUInt32LE(command >>> 0, 0);
-  out.writeUInt32LE(arg0 >>> 0, 4);
-  out.writeUInt32LE(arg1 >>> 0, 8);
-  out.writeUInt32LE(length, 12);
-  out.writeUInt32LE(checksum, 16);
-  out.writeUInt32LE((command ^ 0xffffffff) >>> 0, 20);
+  out.writeUInt32LE(msg.command >>> 0, 0);
+  out.writeUInt32LE(msg.arg0 >>> 0, 4);
+  out.writeUInt32LE(msg.arg1 >>> 0, 8);
+  out.writeUInt32LE(msg.data.length, 12);
+  out.writeUInt32LE(withChecksum ? payloadChecksum(msg.data) : 0, 16);
+  out.writeUInt32LE((msg.command ^ 0xffffffff) >>> 0, 20);
   return out;
 }
 
@@ -61,31 +56,6 @@ export function encodeMessage(msg: AdbMessage, withChecksum: boolean): Buffer {
 }
 
 export class ProtocolError extends Error {}
-
-/**
- * A message as read off the socket. A large payload arrives as several socket reads: `parts` are those reads as they
- * came (no copy), and `data` joins them only when asked, so a relay that writes the payload on never copies it.
- */
-export interface ReceivedMessage extends AdbMessage {
-  readonly parts: Buffer[];
-}
-
-class Received implements ReceivedMessage {
-  private joined: Buffer | undefined;
-
-  constructor(
-    readonly command: number,
-    readonly arg0: number,
-    readonly arg1: number,
-    readonly parts: Buffer[],
-    private readonly length: number,
-  ) {}
-
-  get data(): Buffer {
-    if (!this.joined) this.joined = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.length);
-    return this.joined;
-  }
-}
 
 /** Cuts a TCP byte stream into messages; a bad header is fatal, as adbd drops such a connection. */
 export class MessageReader {
@@ -97,10 +67,10 @@ export class MessageReader {
     private readonly verifyChecksum: () => boolean,
   ) {}
 
-  push(chunk: Buffer): ReceivedMessage[] {
+  push(chunk: Buffer): AdbMessage[] {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    const messages: ReceivedMessage[] = [];
+    const messages: AdbMessage[] = [];
     for (;;) {
       if (this.buffered < HEADER_SIZE) break;
       const head = this.peek(HEADER_SIZE);
@@ -110,14 +80,12 @@ export class MessageReader {
       if (head.readUInt32LE(20) !== (command ^ 0xffffffff) >>> 0) throw new ProtocolError('bad magic');
       if (length > this.maxPayload) throw new ProtocolError(`payload of ${length} bytes exceeds ${this.maxPayload}`);
       if (this.buffered < HEADER_SIZE + length) break;
-      this.take(HEADER_SIZE);
-      const parts = this.take(length);
-      if (this.verifyChecksum() && command !== A_CNXN) {
-        let sum = 0;
-        for (const part of parts) sum += payloadChecksum(part);
-        if (sum >>> 0 !== head.readUInt32LE(16)) throw new ProtocolError('bad payload checksum');
+      const whole = this.take(HEADER_SIZE + length);
+      const data = whole.subarray(HEADER_SIZE);
+      if (this.verifyChecksum() && command !== A_CNXN && payloadChecksum(data) !== head.readUInt32LE(16)) {
+        throw new ProtocolError('bad payload checksum');
       }
-      messages.push(new Received(command, head.readUInt32LE(4), head.readUInt32LE(8), parts, length));
+      messages.push({ command, arg0: head.readUInt32LE(4), arg1: head.readUInt32LE(8), data });
     }
     return messages;
   }
@@ -127,22 +95,13 @@ export class MessageReader {
     return this.chunks[0]!.subarray(0, n);
   }
 
-  /** The next n bytes, as the pieces of the reads they came in (subarrays, not copies). */
-  private take(n: number): Buffer[] {
-    const parts: Buffer[] = [];
+  private take(n: number): Buffer {
+    if (this.chunks[0]!.length < n) this.chunks = [Buffer.concat(this.chunks)];
+    const first = this.chunks[0]!;
+    const out = first.subarray(0, n);
+    if (first.length === n) this.chunks.shift();
+    else this.chunks[0] = first.subarray(n);
     this.buffered -= n;
-    while (n > 0) {
-      const first = this.chunks[0]!;
-      if (first.length <= n) {
-        parts.push(first);
-        this.chunks.shift();
-        n -= first.length;
-      } else {
-        parts.push(first.subarray(0, n));
-        this.chunks[0] = first.subarray(n);
-        n = 0;
-      }
-    }
-    return parts;
+    return out;
   }
 }

@@ -9,11 +9,9 @@ import {
   A_VERSION_SKIP_CHECKSUM,
   A_WRTE,
   encodeHeader,
-  encodeHeaderOf,
   encodeMessage,
   MessageReader,
   type AdbMessage,
-  type ReceivedMessage,
 } from './protocol.js';
 
 /** Payloads from this size on go out without being copied into one buffer with their header. */
@@ -43,11 +41,6 @@ export interface StreamIo {
 export interface ServiceSession {
   /** The OKAY for a host WRTE is sent when this settles, so a slow consumer slows the host down. */
   onData?(data: Buffer): void | Promise<void>;
-  /**
-   * Instead of onData, for a relay that writes the bytes on: the payload in the pieces it was read in, so that a
-   * 1 MiB packet is not first copied into one buffer. The OKAY waits for it the same way.
-   */
-  onParts?(parts: Buffer[]): void | Promise<void>;
   onClose?(): void;
 }
 
@@ -171,7 +164,7 @@ class Stream implements StreamIo {
     }
     this.queued -= size;
     this.awaitingOkay = true;
-    this.conn.sendParts(A_WRTE, this.localId, this.remoteId, parts, size);
+    this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) });
     if (this.queued <= limit) this.release();
   }
 
@@ -236,7 +229,7 @@ export class DeviceConnection {
 
   send(msg: AdbMessage): void {
     if (this.socket.destroyed) return;
-    const withChecksum = this.withChecksum();
+    const withChecksum = !this.online || this.version < A_VERSION_SKIP_CHECKSUM;
     if (msg.data.length < LARGE_PAYLOAD) return void this.socket.write(encodeMessage(msg, withChecksum));
     // One writev for header and payload: a packet of up to 1 MiB is not copied to be framed.
     this.socket.cork();
@@ -245,31 +238,12 @@ export class DeviceConnection {
     this.socket.uncork();
   }
 
-  /**
-   * A packet whose payload is several buffers (a stream's queued writes): a large one goes out as one writev of the
-   * header and the parts, so up to 1 MiB is not copied into one buffer first.
-   */
-  sendParts(command: number, arg0: number, arg1: number, parts: Buffer[], size: number): void {
-    if (parts.length === 1 || size < LARGE_PAYLOAD || this.withChecksum()) {
-      return this.send({ command, arg0, arg1, data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) });
-    }
-    if (this.socket.destroyed) return;
-    this.socket.cork();
-    this.socket.write(encodeHeaderOf(command, arg0, arg1, size, 0));
-    for (const part of parts) this.socket.write(part);
-    this.socket.uncork();
-  }
-
-  private withChecksum(): boolean {
-    return !this.online || this.version < A_VERSION_SKIP_CHECKSUM;
-  }
-
   forget(stream: Stream): void {
     this.streams.delete(stream.localId);
   }
 
   private onBytes(chunk: Buffer): void {
-    let messages: ReceivedMessage[];
+    let messages: AdbMessage[];
     try {
       messages = this.reader.push(chunk);
     } catch (err) {
@@ -280,7 +254,7 @@ export class DeviceConnection {
     for (const msg of messages) this.handle(msg);
   }
 
-  private handle(msg: ReceivedMessage): void {
+  private handle(msg: AdbMessage): void {
     switch (msg.command) {
       case A_CNXN:
         return this.onConnect(msg);
@@ -387,14 +361,12 @@ export class DeviceConnection {
     stream.schedulePump();
   }
 
-  private onWrite(msg: ReceivedMessage): void {
+  private onWrite(msg: AdbMessage): void {
     const stream = this.streams.get(msg.arg1);
     if (!stream) return;
     const deliver = async () => {
       try {
-        const session = stream.session;
-        if (session?.onParts) await session.onParts(msg.parts);
-        else await session?.onData?.(msg.data);
+        await stream.session?.onData?.(msg.data);
       } catch (err) {
         this.options.log?.(`stream ${stream.localId}: ${(err as Error).message}`);
         await stream.end();

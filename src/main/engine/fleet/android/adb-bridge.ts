@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { DeviceConnection, type ServiceSession, type StreamIo } from '../../../../protocols/adb/transport.js';
 import { verifyAdbSignature, type AdbPublicKey } from '../../../../protocols/adb/keys.js';
-import { AdbFail, hostQuery, openDeviceService, openTransport, requestService, type AdbServerAddress } from './adb-host.js';
+import { AdbFail, hostQuery, openDeviceService, type AdbServerAddress } from './adb-host.js';
 
 /**
  * Services that reach beyond the phone or outlive the checkout. `reverse:` would listen on the lab box's own loopback,
@@ -56,8 +56,6 @@ export class AdbBridge {
   private banner = '';
   private lastRefusalLog = 0;
   private closed = false;
-  /** A connection to the lab's adb server already switched to the phone, for the next stream the user opens. */
-  private spare: Promise<Socket> | undefined;
 
   constructor(private readonly options: AdbBridgeOptions) {}
 
@@ -78,7 +76,6 @@ export class AdbBridge {
     });
     server.on('error', (error) => this.options.log(`adb bridge for ${serial}: ${error.message}`));
     this.server = server;
-    this.prepareSpare();
   }
 
   connections(): BridgeConnection[] {
@@ -94,8 +91,6 @@ export class AdbBridge {
   close(): void {
     this.closed = true;
     this.server?.close();
-    void this.spare?.then((socket) => socket.destroy(), () => undefined);
-    this.spare = undefined;
     for (const conn of [...this.live.keys()]) conn.close();
     this.live.clear();
   }
@@ -139,34 +134,6 @@ export class AdbBridge {
     this.options.log(`adb bridge for ${this.options.serial}: refused an unknown adb key from ${peer}`);
   }
 
-  private prepareSpare(): void {
-    if (this.closed || this.spare) return;
-    const spare = openTransport(this.options.labAdb, this.options.serial);
-    spare.catch(() => {
-      if (this.spare === spare) this.spare = undefined;
-    });
-    this.spare = spare;
-  }
-
-  /**
-   * The service on the lab's adb server, through the spare connection when there is one. A spare that fails (the
-   * server closed it, or the phone's transport was replaced since) is dropped and the service opened afresh, so that
-   * only the fresh answer counts.
-   */
-  private async openUpstream(service: string): Promise<Socket> {
-    const spare = this.spare;
-    this.spare = undefined;
-    this.prepareSpare();
-    if (spare) {
-      try {
-        return await requestService(await spare, service);
-      } catch {
-        // Opened afresh below.
-      }
-    }
-    return openDeviceService(this.options.labAdb, this.options.serial, service);
-  }
-
   private async open(service: string, io: StreamIo): Promise<ServiceSession | undefined> {
     if (refusedService(service)) {
       this.options.log(`adb bridge for ${this.options.serial}: refused ${service.split(':')[0]}`);
@@ -174,7 +141,7 @@ export class AdbBridge {
     }
     let upstream: Socket;
     try {
-      upstream = await this.openUpstream(service);
+      upstream = await openDeviceService(this.options.labAdb, this.options.serial, service);
     } catch (error) {
       // A service the phone does not offer is closed at once, as adbd does.
       if (!(error instanceof AdbFail)) this.options.log(`adb bridge for ${this.options.serial}: ${(error as Error).message}`);
@@ -203,11 +170,9 @@ export class AdbBridge {
     return {
       // Toward the phone: the user's next packet may come as soon as this one is queued, up to the window; waiting
       // for each packet to drain would make every hop wait for the one after it.
-      onParts: (parts) => {
+      onData: (data) => {
         traffic?.();
-        upstream.cork();
-        for (const part of parts) upstream.write(part);
-        upstream.uncork();
+        upstream.write(data);
         if (upstream.writableLength <= RELAY_WINDOW) return;
         return new Promise<void>((resolve) => {
           const done = () => {

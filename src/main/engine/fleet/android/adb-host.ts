@@ -73,30 +73,9 @@ function open(address: AdbServerAddress): Promise<Socket> {
 
 /** Opens `service` on the phone and resolves to the raw stream; rejects with AdbFail when the server refuses. */
 export async function openDeviceService(address: AdbServerAddress, serial: string, service: string): Promise<Socket> {
-  return requestService(await openTransport(address, serial), service);
-}
-
-/**
- * A connection to the adb server already switched to the phone (`host:transport:<serial>` answered OKAY): its next
- * request opens a service there. A relay keeps one ready, so that a stream costs one round trip to the server, not a
- * connect and two. Until then an error (the server closing it) is ignored here: requestService reports it.
- */
-export async function openTransport(address: AdbServerAddress, serial: string): Promise<Socket> {
   const socket = await open(address);
   try {
     await request(socket, `host:transport:${serial}`);
-  } catch (error) {
-    socket.destroy();
-    throw error;
-  }
-  socket.on('error', () => undefined);
-  return socket;
-}
-
-/** Opens `service` on a socket from openTransport and resolves to it as the raw stream; destroys it on failure. */
-export async function requestService(socket: Socket, service: string): Promise<Socket> {
-  try {
-    if (socket.destroyed) throw new Error('the adb server closed the connection');
     await request(socket, service);
     return socket;
   } catch (error) {
