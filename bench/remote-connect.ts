@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { startAdbServer } from '../src/sim/android/index.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
-import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
+import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
 
 const FILE_BYTES = 8 * 1024 * 1024;
-const TRANSFERS = 6;
+const TRANSFERS = 12;
 const SHELLS = 30;
 const WARMUP = 2;
 const PUSH_PULL_TARGET = 0.8;
@@ -80,9 +80,14 @@ export const remoteConnect: Benchmark = {
 
     const mbps = (ms: number) => FILE_BYTES / MB / (ms / 1000);
     const rate = (ms: number) => `${mbps(ms).toFixed(0)} MB/s`;
+    // Each bridge run next to the direct run beside it: how far the ratio moves within the run, as the machine's load does.
+    const spread = (xs: { bridge: number[]; direct: number[] }, inverse = false) => {
+      const ratios = xs.bridge.map((b, i) => (inverse ? b / xs.direct[i]! : xs.direct[i]! / b));
+      return `ratio per pair p25-p75 ${percentile(ratios, 25).toFixed(2)}-${percentile(ratios, 75).toFixed(2)}x`;
+    };
     const figure = (name: string, xs: { bridge: number[]; direct: number[] }) => {
       const [b, d] = [median(xs.bridge), median(xs.direct)];
-      detail(`${name}: bridge ${rate(b)} (${fmtMs(b)}), direct ${rate(d)} (${fmtMs(d)})`);
+      detail(`${name}: bridge ${rate(b)} (${fmtMs(b)}), direct ${rate(d)} (${fmtMs(d)}); ${spread(xs)}`);
       return {
         benchmark: this.name,
         figure: `adb ${name} 8 MiB through the bridge`,
@@ -94,7 +99,7 @@ export const remoteConnect: Benchmark = {
       };
     };
     const [sb, sd] = [median(shell.bridge), median(shell.direct)];
-    detail(`shell true: bridge ${fmtMs(sb)}, direct ${fmtMs(sd)} (each includes starting the adb client process)`);
+    detail(`shell true: bridge ${fmtMs(sb)}, direct ${fmtMs(sd)} (each includes starting the adb client process); ${spread(shell, true)}`);
     return [
       figure('push', push),
       figure('pull', pull),

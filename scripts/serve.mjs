@@ -24,7 +24,7 @@ function asciiOnly(code) {
 }
 
 // The demo mode bundles the simulated phone from test/support.
-const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'package-lock.json', 'scripts/serve.mjs']);
+const bundleIsFresh = () => isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'src/protocols', 'package-lock.json', 'scripts/serve.mjs']);
 
 if (!bundleIsFresh()) {
   const { build } = await import('esbuild');

@@ -29,6 +29,8 @@ describe('GET /lab/settings', () => {
       quotas: { devices: 3, instances: 2 },
       deviceIdleSeconds: 900,
       reservationMaxHours: 8,
+      // Off until the lab owner switches it on; the address it would use is the machine's first LAN address.
+      remoteConnectOnLan: { enabled: false, host: t.engine.services.lanSharing.lanAddress() },
     });
   });
 

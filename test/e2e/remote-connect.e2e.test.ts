@@ -22,6 +22,8 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
   let browser: Browser;
   let page: Page;
   let errors: string[];
+  /** The session holding the phone (the first test allocates it; the second reopens it on the LAN). */
+  let session: string;
 
   beforeAll(async () => {
     [lab, user, browser] = await Promise.all([
@@ -43,7 +45,7 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
   it('adds the pasted key, opens the phone, copies `adb connect`, and lists Debian adb once it connects', async () => {
     const c = client(lab.engine.api);
     const token = await c.login();
-    const { session } = await allocateInUse(c, token, 'Pixel 7');
+    ({ session } = await allocateInUse(c, token, 'Pixel 7'));
     await logIn(page, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, `/sessions/${session}`);
     const panel = page.getByRole('region', { name: 'Use from your computer' });
     await panel.waitFor();
@@ -69,6 +71,31 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
     await panel.getByRole('button', { name: 'Stop sharing' }).click();
     await panel.getByRole('button', { name: 'Open for adb connect' }).waitFor();
     await waitFor('adb to show offline', async () => (await user.run(['devices'])).stdout.toString().includes(`${address}\toffline`), 5000);
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('lets the lab owner put remote connect on the LAN in Settings, with the warning, and the phone page then shows the LAN address', async () => {
+    const c = client(lab.engine.api);
+    const token = await c.login();
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const section = page.getByRole('region', { name: 'Remote connect on the LAN' });
+    await section.waitFor();
+    expect(await section.textContent()).toContain('Anyone on the LAN can reach these ports');
+    const toggle = section.getByRole('checkbox', { name: /adb connect straight to/ });
+    expect(await toggle.isChecked()).toBe(false);
+    await toggle.click();
+    await section.getByRole('alert').waitFor();
+    await waitFor('the switch to be on', async () => await toggle.isChecked());
+    const { host } = (await c.call('GET', '/lab/settings', { token })).body.remoteConnectOnLan;
+    expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    await snap(page, SUITE, '02-settings-lan');
+
+    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    const panel = page.getByRole('region', { name: 'Use from your computer' });
+    await panel.getByRole('button', { name: 'Open for adb connect' }).click();
+    const command = await panel.locator('.command-line code').first().textContent();
+    expect(command).toMatch(new RegExp(`^adb connect ${host.replaceAll('.', '\\.')}:\\d+$`));
+    expect((await c.call('PATCH', '/lab/settings', { token, body: { remoteConnectOnLan: false } })).status).toBe(200);
     expect(errors).toEqual([]);
   }, 60_000);
 });

@@ -158,4 +158,24 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
     const listed = await run('idevice_id', ['-l'], { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: opened.body.address }, timeout: 10_000 });
     expect(listed.stdout.trim()).toBe(other);
   }, 30_000);
+
+  it('with remote connect on the LAN (the lab owner\'s switch) usbmuxd and WebDriverAgent listen on the LAN address, and the tools work there', async () => {
+    const next = `/sessions/${session}/devices/${other}/remote-connect`;
+    const on = await c.call('PATCH', '/lab/settings', { token: owner, body: { remoteConnectOnLan: true } });
+    const lanHost: string = on.body.remoteConnectOnLan.host;
+    expect(lanHost, 'this machine needs a non-loopback IPv4 address').toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // The loopback one closed at the switch; its ports rest before the pool of three has two for an iPhone again.
+    expect((await c.call('GET', next, { token: owner })).status).toBe(404);
+    await new Promise((r) => setTimeout(r, 2100));
+    const lan = await c.call('POST', next, { token: owner });
+    expect(lan.status, JSON.stringify(lan.body)).toBe(201);
+    const mux = Number(lan.body.address.split(':')[1]);
+    expect(lan.body.address).toBe(`${lanHost}:${mux}`);
+    expect(lan.body.command).toBe(`export USBMUXD_SOCKET_ADDRESS=${lanHost}:${mux}`);
+    expect(new URL(lan.body.webDriverAgentUrl).hostname).toBe(lanHost);
+    const listed = await run('idevice_id', ['-l'], { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: lan.body.address }, timeout: 10_000 });
+    expect(listed.stdout.trim()).toBe(other);
+    expect((await fetch(`${lan.body.webDriverAgentUrl}/status`)).status).toBe(200);
+    expect(await refused(mux)).toBe(true);
+  }, 30_000);
 });

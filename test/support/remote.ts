@@ -24,10 +24,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Whether nothing listens on the loopback port any more. */
-export function refused(port: number): Promise<boolean> {
+/** Whether nothing listens on the port (of loopback, unless another host is named) any more. */
+export function refused(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host, port });
     socket.once('connect', () => {
       socket.destroy();
       resolve(false);

@@ -26,7 +26,7 @@ import { SessionLifecycle } from './services/session-lifecycle.js';
 import { Invitations } from './services/invitations.js';
 import { Keys } from './services/keys.js';
 import { LabOwner } from './services/lab-owner.js';
-import { adbAddressOf, isLanSharingOn, LabSettingsService } from './services/lab-settings.js';
+import { adbAddressOf, isLanSharingOn, isRemoteConnectOnLan, LabSettingsService } from './services/lab-settings.js';
 import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
 import { Backups } from './services/backups.js';
@@ -48,6 +48,8 @@ export const VERSION = '0.1.0';
 const FILE_SWEEP_INTERVAL_MS = 3600 * 1000;
 /** Provisioning (or cleaning) a phone that takes longer fails: nothing stays provisioning forever. */
 const PREPARE_TIMEOUT_MS = 60_000;
+/** Where remote-connect listens unless the lab owner puts it on the LAN. */
+const LOOPBACK = '127.0.0.1';
 
 /** Every service of a running engine, wired once in wire(): what the API, the desktop shell and tests call. */
 export type EngineServices = ReturnType<typeof wire>;
@@ -98,7 +100,8 @@ function wire(
   const labOwner = new LabOwner(stores);
   // LAN sharing serves the same API over TLS: built from these services when the lab owner switches it on.
   const lanSharing = new LanServer(config, (https) => buildServer(services, VERSION, { https }), now);
-  const labSettings = new LabSettingsService(stores, config, lanSharing, secrets, fleet.retarget?.bind(fleet));
+  // The switch closes remote connections on the old address; `remote` is made below and only called later.
+  const labSettings = new LabSettingsService(stores, config, lanSharing, secrets, fleet.retarget?.bind(fleet), () => remote.rehost());
   const files = new FileManager(stores, blobs, tokenSecret, config, now, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
   const allocator = new DeviceAllocator(stores, fleet, files, now, {
     deviceQuota: () => labSettings.quotas().devices,
@@ -120,7 +123,8 @@ function wire(
   const remote = new RemoteConnect(stores, control, fleet, now, {
     ports: config.remotePorts,
     restMs: config.remotePortRestSeconds * 1000,
-    bindHost: '127.0.0.1',
+    // Plain TCP on the LAN only when the lab owner switched it on (and the machine still has a LAN address).
+    bindHost: () => (isRemoteConnectOnLan(stores.settings) && lanSharing.lanAddress()) || LOOPBACK,
     authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
     labAdb: () => adbAddressOf(config, stores.settings),
     usbmuxd: config.usbmuxd,

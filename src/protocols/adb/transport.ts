@@ -26,9 +26,9 @@ export const DEVICE_MAX_PAYLOAD = 1024 * 1024;
 export interface StreamIo {
   /**
    * Queues bytes for the host. A stream has one WRTE in flight and waits for the host's OKAY before the next
-   * (the protocol's flow control), so this resolves at once while less than a packet is pending and otherwise
-   * when its bytes have gone out. Writing to a closed stream is a no-op, like writing to a socket whose reader
-   * has gone.
+   * (the protocol's flow control), so this resolves at once while at most two packets' worth is pending and
+   * otherwise once one packet's worth is left. Writing to a closed stream is a no-op, like writing to a socket whose
+   * reader has gone.
    */
   write(data: Buffer | string): Promise<void>;
   /** Flushes what is queued, waits for the host to acknowledge it, then sends CLSE. */
@@ -54,6 +54,12 @@ export type ServiceOpener = (service: string, io: StreamIo) => ServiceSession | 
 export const AUTH_TOKEN = 1;
 export const AUTH_SIGNATURE = 2;
 export const AUTH_RSAPUBLICKEY = 3;
+/**
+ * Why a stream's signal aborts. One reason for all: abort() without one makes a DOMException with a stack trace for
+ * every stream that ends, which a relay opening a stream per adb command pays each time.
+ */
+const STREAM_CLOSED = Object.freeze(new Error('the adb stream closed'));
+
 /** adbd's token: 20 random bytes, which the host signs as if they were a SHA-1 digest. */
 const TOKEN_SIZE = 20;
 
@@ -65,17 +71,15 @@ export interface DeviceAuth {
   onPublicKey?(publicKey: string): void;
 }
 
-interface PendingWrite {
-  data: Buffer;
-  offset: number;
-  done: () => void;
-}
-
 class Stream implements StreamIo {
   private readonly controller = new AbortController();
-  private readonly queue: PendingWrite[] = [];
+  /** Bytes written and not yet sent, oldest first. */
+  private readonly queue: Buffer[] = [];
   private queued = 0;
+  /** Writers waiting for the queue to shrink to one packet's worth. */
+  private blocked: Array<() => void> = [];
   private awaitingOkay = false;
+  private pumpScheduled = false;
   private ending = false;
   private endWaiters: Array<() => void> = [];
   private finished = false;
@@ -100,14 +104,13 @@ class Stream implements StreamIo {
   write(data: Buffer | string): Promise<void> {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (this.finished || this.ending || buf.length === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.queue.push({ data: buf, offset: 0, done: resolve });
-      this.queued += buf.length;
-      // Small writes return at once and ride along in the next packet; a writer only waits once a full
-      // packet's worth is pending, so chatty output does not cost one round trip per line.
-      if (this.queued <= this.conn.outboundMaxPayload) resolve();
-      this.pump();
-    });
+    this.queue.push(buf);
+    this.queued += buf.length;
+    this.schedulePump();
+    // Like a socket buffer of two packets: a writer goes on at once while one full packet can wait behind the one in
+    // flight, so the next packet is full when the host's OKAY comes, rather than the tail of the last write alone.
+    if (this.queued <= 2 * this.conn.outboundMaxPayload) return Promise.resolve();
+    return new Promise((resolve) => this.blocked.push(resolve));
   }
 
   end(): Promise<void> {
@@ -115,17 +118,31 @@ class Stream implements StreamIo {
     this.ending = true;
     return new Promise((resolve) => {
       this.endWaiters.push(resolve);
-      this.pump();
+      this.schedulePump();
     });
   }
 
   onOkay(): void {
     this.awaitingOkay = false;
-    this.pump();
+    this.schedulePump();
   }
 
-  /** Coalesces queued writes into packets no larger than the host accepts. */
-  pump(): void {
+  /**
+   * Packets are cut once per turn of the event loop: bytes that arrive in the same turn as each other (a relay reads
+   * a burst as several socket chunks) or as the host's OKAY leave in one packet, instead of the first chunk alone
+   * costing a round trip of its own. setImmediate runs after the turn's I/O, so this adds no waiting.
+   */
+  schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Sends the next packet, as much of the queue as the host accepts in one, once the previous one is acknowledged. */
+  private pump(): void {
     if (this.finished || !this.acknowledged || this.awaitingOkay) return;
     if (this.queue.length === 0) {
       if (this.ending) {
@@ -139,18 +156,20 @@ class Stream implements StreamIo {
     let size = 0;
     while (this.queue.length > 0 && size < limit) {
       const head = this.queue[0]!;
-      const take = Math.min(limit - size, head.data.length - head.offset);
-      parts.push(head.data.subarray(head.offset, head.offset + take));
-      head.offset += take;
+      const take = Math.min(limit - size, head.length);
+      parts.push(take === head.length ? head : head.subarray(0, take));
+      if (take === head.length) this.queue.shift();
+      else this.queue[0] = head.subarray(take);
       size += take;
-      this.queued -= take;
-      if (head.offset === head.data.length) {
-        this.queue.shift();
-        head.done();
-      }
     }
+    this.queued -= size;
     this.awaitingOkay = true;
     this.conn.send({ command: A_WRTE, arg0: this.localId, arg1: this.remoteId, data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size) });
+    if (this.queued <= limit) this.release();
+  }
+
+  private release(): void {
+    for (const resolve of this.blocked.splice(0)) resolve();
   }
 
   /** The stream is gone (CLSE either way, or the transport dropped): release everyone waiting on it. */
@@ -158,9 +177,11 @@ class Stream implements StreamIo {
     if (this.finished) return;
     this.finished = true;
     this.conn.forget(this);
-    for (const pending of this.queue.splice(0)) pending.done();
+    this.queue.splice(0);
+    this.queued = 0;
+    this.release();
     for (const waiter of this.endWaiters.splice(0)) waiter();
-    this.controller.abort();
+    this.controller.abort(STREAM_CLOSED);
     this.session?.onClose?.();
   }
 }
@@ -337,7 +358,7 @@ export class DeviceConnection {
     stream.session = session;
     this.send({ command: A_OKAY, arg0: stream.localId, arg1: remoteId, data: Buffer.alloc(0) });
     stream.acknowledged = true;
-    stream.pump();
+    stream.schedulePump();
   }
 
   private onWrite(msg: AdbMessage): void {

@@ -66,6 +66,20 @@ function LabSection() {
           Anyone who reaches the lab may create an account
         </label>
       </section>
+      <section aria-labelledby="remote-lan-title" className="card">
+        <h2 id="remote-lan-title">Remote connect on the LAN</h2>
+        <label className="toggle">
+          <input type="checkbox" checked={s.remoteConnectOnLan.enabled} disabled={save.pending || (!s.remoteConnectOnLan.enabled && !s.remoteConnectOnLan.host)}
+            onChange={(e) => patch({ remoteConnectOnLan: e.target.checked })} />
+          Teammates <code>adb connect</code> straight to {s.remoteConnectOnLan.host ?? 'this machine'} (plain adb, not inside HTTPS)
+        </label>
+        <p className={s.remoteConnectOnLan.enabled ? 'warning' : 'muted'} role={s.remoteConnectOnLan.enabled ? 'alert' : undefined}>
+          Anyone on the LAN can reach these ports. The adb key still guards Android phones, but an iPhone&apos;s usbmuxd and WebDriverAgent ports have no key:
+          whoever reaches them uses the phone. Off, remote connections listen on localhost only, and over LAN sharing they travel inside HTTPS.
+          Switching either way closes the remote connections that are open; their holders open them again.
+        </p>
+        {!s.remoteConnectOnLan.host && <p className="muted">This machine has no LAN address.</p>}
+      </section>
       <section aria-labelledby="adb-title" className="card">
         <h2 id="adb-title">Android (adb server)</h2>
         <form className="inline-form" onSubmit={(e: FormEvent) => {

@@ -73,6 +73,16 @@ export const LabSettings = Type.Object({
     description: 'An allocation with no activity (an action, screenshot, elements, install or logs call, or a connected live screen) for this long is released with releaseReason idle_timeout; 0 means never.',
   }),
   reservationMaxHours: Type.Integer({ description: 'The longest window a reservation may book.' }),
+  remoteConnectOnLan: Type.Object(
+    {
+      enabled: Type.Boolean({
+        description:
+          'Remote-connect listeners (adb bridges, private usbmuxd and WebDriverAgent ports) listen on the LAN address in plain TCP, and remote-connect answers that address, so a teammate runs `adb connect` to it directly. Anyone on the LAN can reach those ports: the adb key still guards Android, but usbmuxd and WebDriverAgent have none. Off (the default): loopback only, and over LAN sharing the bytes travel inside the HTTPS port.',
+      }),
+      host: Nullable(Type.String({ description: "The LAN address they listen on while enabled: LAN sharing's first address. null when this machine has no LAN IPv4 address." })),
+    },
+    { description: 'Plain adb (and usbmuxd) on the LAN for remote connections; switching it either way closes the remote connections open on the other address.' },
+  ),
 });
 export type LabSettings = Static<typeof LabSettings>;
 
@@ -84,6 +94,7 @@ export const LabSettingsPatch = Type.Object(
     quotas: Type.Optional(Type.Object({ devices: Type.Optional(Quota), instances: Type.Optional(Quota) }, { additionalProperties: false })),
     deviceIdleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600, description: '0 (never), or at least 10.' })),
     reservationMaxHours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 31 })),
+    remoteConnectOnLan: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );

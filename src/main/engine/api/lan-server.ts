@@ -48,6 +48,10 @@ export class LanServer implements LanSharing {
     };
   }
 
+  lanAddress(): string | null {
+    return lanAddresses()[0] ?? null;
+  }
+
   enable(): Promise<void> {
     return this.serially(async () => {
       if (this.app) return;

@@ -3,7 +3,7 @@ import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
 import type { SecretStore } from '../secrets.js';
-import { invalid } from '../domain/errors.js';
+import { conflict, invalid } from '../domain/errors.js';
 
 const SIGNUP_OPEN = 'signup_open';
 export const LAN_SHARING = 'lan_sharing';
@@ -12,12 +12,15 @@ const INSTANCE_QUOTA = 'instance_quota';
 const ADB_ADDRESS = 'adb_address';
 const DEVICE_IDLE_SECONDS = 'device_idle_seconds';
 const RESERVATION_MAX_HOURS = 'reservation_max_hours';
+const REMOTE_CONNECT_ON_LAN = 'remote_connect_on_lan';
 
 /** What LAN sharing shows in the lab settings, and how it is switched; the HTTPS server itself lives in api/. */
 export interface LanSharing {
   status(): { enabled: boolean; port: number; urls: string[]; certificateSha256: string | null };
   enable(): Promise<void>;
   disable(): Promise<void>;
+  /** The machine's LAN address teammates reach (the first of the URLs LAN sharing shows); null when it has none. */
+  lanAddress(): string | null;
 }
 
 type Settings = Stores['settings'];
@@ -30,6 +33,8 @@ const savedAdb = (settings: Settings): AdbAddress | undefined => {
 };
 
 export const isLanSharingOn = (settings: Settings) => settings.get(LAN_SHARING) === 'true';
+/** The lab owner let remote-connect listen on the LAN in plain TCP (off unless switched on). */
+export const isRemoteConnectOnLan = (settings: Settings) => settings.get(REMOTE_CONNECT_ON_LAN) === 'true';
 
 /**
  * The adb server to track: the address the lab owner saved, else the configured one; null when BENCHTOP_ADB=off.
@@ -39,7 +44,7 @@ export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddre
   return config.adb && (savedAdb(settings) ?? config.adb);
 }
 
-/** The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas. */
+/** The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas, plain remote-connect on the LAN. */
 export class LabSettingsService {
   constructor(
     private readonly stores: Pick<Stores, 'settings'>,
@@ -51,6 +56,8 @@ export class LabSettingsService {
     private readonly secrets: Pick<SecretStore, 'kind'>,
     /** Points the Android fleet at another adb server at once; absent when the Android fleet is off (BENCHTOP_ADB=off). */
     private readonly retargetAdb?: (address: AdbAddress) => Promise<void>,
+    /** Remote connections listening on the address this switch no longer names are closed (RemoteConnect.rehost). */
+    private readonly remoteConnectMoved?: () => void,
   ) {}
 
   isSignupOpen(): boolean {
@@ -87,6 +94,7 @@ export class LabSettingsService {
       quotas: this.quotas(),
       deviceIdleSeconds: this.deviceIdleSeconds(),
       reservationMaxHours: this.reservationMaxHours(),
+      remoteConnectOnLan: { enabled: isRemoteConnectOnLan(this.stores.settings), host: this.lanSharing.lanAddress() },
     };
   }
 
@@ -97,6 +105,9 @@ export class LabSettingsService {
     // Checked before anything changes, so that a refused patch changes nothing.
     if (idle !== undefined && idle !== 0 && idle < least) {
       throw invalid('idle_too_short', `deviceIdleSeconds is 0 (never) or at least ${least}, not ${idle}.`);
+    }
+    if (patch.remoteConnectOnLan === true && !this.lanSharing.lanAddress()) {
+      throw conflict('no_lan_address', 'This machine has no LAN IPv4 address for remote connections to listen on.');
     }
     // LAN sharing first: it is the one change that can fail (its port taken), and then nothing else is changed.
     if (patch.lanSharing === true) await this.lanSharing.enable();
@@ -114,6 +125,10 @@ export class LabSettingsService {
     if (patch.quotas?.instances !== undefined) settings.set(INSTANCE_QUOTA, String(patch.quotas.instances));
     if (idle !== undefined) settings.set(DEVICE_IDLE_SECONDS, String(idle));
     if (patch.reservationMaxHours !== undefined) settings.set(RESERVATION_MAX_HOURS, String(patch.reservationMaxHours));
+    if (patch.remoteConnectOnLan !== undefined && patch.remoteConnectOnLan !== isRemoteConnectOnLan(settings)) {
+      settings.set(REMOTE_CONNECT_ON_LAN, String(patch.remoteConnectOnLan));
+      this.remoteConnectMoved?.();
+    }
     return this.get();
   }
 }

@@ -20,8 +20,8 @@ export interface RemoteConnectOptions {
   ports: { first: number; last: number };
   /** How long a released port rests before reuse: the user's adb keeps redialling it for a while. */
   restMs: number;
-  /** Where the listeners listen (loopback unless the lab owner opens them to the LAN). */
-  bindHost: string;
+  /** Where new listeners listen: loopback, or the LAN address while the lab owner has remote-connect on the LAN on. */
+  bindHost: () => string;
   /** A host that has not signed in within this long is dropped. */
   authTimeoutMs: number;
   /** The lab's adb server now (the lab owner may move it). */
@@ -48,6 +48,8 @@ interface Opened {
   serial: string;
   platform: 'android' | 'ios';
   ports: number[];
+  /** The address its listeners listen on, as bindHost named it when it opened. */
+  host: string;
   /** Who opened it: their registered keys are let in. */
   userIds: Set<string>;
   /** Keys given with the POST, accepted for this checkout alone. */
@@ -155,6 +157,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       serial: row.serial!,
       platform,
       ports: [],
+      host: this.options.bindHost(),
       userIds: new Set([userId]),
       checkoutKeys: checkoutKey ? [checkoutKey] : [],
       end: undefined as unknown as RemoteEnd,
@@ -184,7 +187,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const bridge = new AdbBridge({
       serial: opened.serial,
       labAdb,
-      host: this.options.bindHost,
+      host: opened.host,
       keys: () => this.keysOf(opened),
       authTimeoutMs: this.options.authTimeoutMs,
       onTraffic: () => this.traffic(opened.allocationId),
@@ -203,7 +206,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const usbmuxd = new PrivateUsbmuxd({
       upstream,
       udid: opened.serial,
-      host: this.options.bindHost,
+      host: opened.host,
       lab,
       checkout,
       checkoutRecord: pairRecordOf(checkout),
@@ -247,10 +250,22 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       const known = Buffer.from(opened.tunnelSecret);
       if (known.length === given.length && timingSafeEqual(known, given)) {
         const port = opened.ports[which];
-        return port === undefined ? undefined : { host: this.options.bindHost, port };
+        return port === undefined ? undefined : { host: opened.host, port };
       }
     }
     return undefined;
+  }
+
+  /**
+   * The lab owner switched remote-connect on the LAN on or off: every connection listening on the other address closes
+   * at once (its users' adb shows offline), so that nothing stays on the LAN once it is off. Its holder opens it again
+   * (POST), on the address now in force.
+   */
+  rehost(): void {
+    const host = this.options.bindHost();
+    const moved = [...this.opened.values()].filter((o) => o.host !== host);
+    for (const opened of moved) this.end(opened.allocationId);
+    if (moved.length > 0) this.options.log(`remote connect: closed ${moved.length} connection(s) that listened on the old address (now ${host})`);
   }
 
   /** Engine stop: everything closes. */
@@ -334,7 +349,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   }
 
   private view(opened: Opened): RemoteConnectView {
-    const host = this.options.bindHost;
+    const host = opened.host;
     const address = `${host}:${opened.ports[0]}`;
     const connections = opened.end.connections().map((c) => ({ peer: c.peer, fingerprint: c.fingerprint ?? null, since: c.since }));
     const lanCommand = this.lanCommand(opened);
