@@ -4,6 +4,7 @@ import { connectToAdb, startAdbServer, type AdbServer, type SimulatedPhoneOption
 import { onCleanup, tempDir } from './cleanup.js';
 import { startChild } from './processes.js';
 import { call, engineEnv, ownerApiKey, ROOT, type Server, SERVE_ARGS } from './servers.js';
+import { startUsbLink, type UsbLink } from './usb-link.js';
 
 const PHONE_SCRIPT = fileURLToPath(new URL('./phone-process.ts', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
@@ -17,6 +18,8 @@ export interface AndroidLab {
   /** The engine's data dir, where its SQLite file is. */
   dataDir: string;
   apiKey: string;
+  /** The phone's USB cable, when the lab was started with one: its rate can be set to a real phone's. */
+  usbLink?: UsbLink;
 }
 
 interface FleetDevice {
@@ -32,8 +35,8 @@ interface Device {
 }
 
 /** Everything it starts is stopped at cleanup: the engine first, then the phone, then `adb kill-server`. */
-/** `engineOverrides` are added to the engine's environment last. */
-export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptions = {}, engineOverrides: NodeJS.ProcessEnv = {}): Promise<AndroidLab> {
+/** `engineOverrides` are added to the engine's environment last; `usbLink` puts the phone behind a USB cable's rate. */
+export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptions = {}, engineOverrides: NodeJS.ProcessEnv = {}, { usbLink = false } = {}): Promise<AndroidLab> {
   const adb = await startAdbServer();
   onCleanup(() => adb.stop());
 
@@ -42,7 +45,9 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
     env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify(phone) },
   });
   const [, port] = await phoneProcess.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, START_TIMEOUT_MS);
-  const serial = await connectToAdb(Number(port), adb.port, { env: adb.env });
+  const link = usbLink ? await startUsbLink(Number(port)) : undefined;
+  if (link) onCleanup(() => link.close());
+  const serial = await connectToAdb(link?.port ?? Number(port), adb.port, { env: adb.env });
 
   const dataDir = tempDir(prefix);
   const env = {
@@ -60,7 +65,7 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
   const engine = { child, api: `${url}/api/v1` };
   const apiKey = await ownerApiKey(engine.api);
   await waitUntilFree({ engine, apiKey, serial }, START_TIMEOUT_MS);
-  return { adb, serial, engine, dataDir, apiKey };
+  return { adb, serial, engine, dataDir, apiKey, usbLink: link };
 }
 
 /** Polls the lab inventory until the phone is attached and no allocation holds or cleans it. */
