@@ -103,7 +103,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     for (const p of providers) {
       const r = await c.call('POST', '/lab/providers', { token: owner, body: p.body() });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
-      expect(r.body).toMatchObject({ name: p.body().name, address: p.address, port: 22, username: 'root', health: 'up', adbVersion: 41, paused: false });
+      expect(r.body).toMatchObject({ name: p.body().name, address: p.address, port: 22, username: 'root', health: 'up', adbVersion: 41, os: 'Linux', devicectl: null, paused: false });
       expect(r.body.hostKeySha256).toMatch(/^SHA256:/);
       expect(JSON.stringify(r.body)).not.toContain('PRIVATE KEY');
       ids.push(r.body.id);
