@@ -79,7 +79,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   beforeAll(async () => {
     const started = await Promise.all([
       startNetnsProvider(0, { phones: [{ port: 21001, options: { model: 'Pixel 8' } }, { port: DUP, options: { model: 'Dup A' } }] }),
-      startNetnsProvider(1, { phones: [{ port: 22001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
+      startNetnsProvider(1, { phones: [{ port: 22001, options: { model: 'Galaxy S24', keepsProcessesOnHangup: true } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
     ].map((p) => p.catch((error: Error) => error)));
     providers = started.filter((p): p is NetnsProvider => !(p instanceof Error));
     const failed = started.find((p) => p instanceof Error);
@@ -324,6 +324,10 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'pressButton', button: 'HOME' } });
     await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'swipe', fromX: 360, fromY: 1100, toX: 360, toY: 300, durationMs: 100 } });
     await waitFor('frames flowing again', () => w.frames.length >= 2, 10_000);
+    // The minicap started before the drop kept running on the phone (only the link broke): the new stream ended it
+    // before starting its own. The phone's process list, as the adb CLI on the provider reads it, shows one.
+    const minicaps = p1.adb('-s', serial, 'shell', 'ps').split('\n').filter((line) => /\s(minicap|app_process)$/.test(line.trim()));
+    expect(minicaps).toHaveLength(1);
     w.ws.close();
 
     p1.linkDown();

@@ -256,7 +256,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private closeBulk(): void {
     const bulk = this.bulk;
     this.bulk = undefined;
-    void bulk?.then((ssh) => ssh.close(), () => undefined);
+    void bulk?.then((ssh) => ssh.destroy(), () => undefined);
   }
 
   /** A new channel to the provider's usbmuxd socket (OpenSSH streamlocal forwarding). */
@@ -341,7 +341,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
       const message = (error as Error).message;
       const why = /did not answer/.test(message) ? message : `no adb server answering on the provider's 127.0.0.1:${this.spec.adbPort} (${message})`;
       // The link itself may be dead: a fresh connection next time, not a channel on a connection that hangs.
-      this.ssh?.close();
+      this.ssh?.destroy();
       this.ssh = undefined;
       throw new Error(why, { cause: error });
     }
@@ -396,7 +396,9 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private down(message: string | null): void {
     const ssh = this.ssh;
     this.ssh = undefined;
-    ssh?.close();
+    // Destroyed, not ended: on a dead link an orderly close never completes, and what waits on the connection (a
+    // channel being opened, a minicap's kill) would wait with it.
+    ssh?.destroy();
     this.closeBulk();
     void this.dropFleets();
     if (message !== null) {
