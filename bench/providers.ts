@@ -30,7 +30,10 @@ const FPS_WARMUP_MS = 1000;
 const FPS_WINDOW_MS = 5000;
 const MAX_SIZE = 800;
 const INSTALL_BYTES = 8 * 1024 * 1024;
-const INSTALLS = 5;
+/** A few hundred ms each: five left the median to one busy moment of a shared machine (0.70x in one run). */
+const INSTALLS = 15;
+/** A screenshot takes ~2 ms here: 20 pairs spanned 0.1 s, which one busy moment could cover whole (1.68x in one run). */
+const SCREENSHOTS = 150;
 const FLEET_PROVIDERS = 4;
 const FLEET_PHONES_EACH = 25;
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS || 30);
@@ -45,12 +48,16 @@ const figure = (name: string, value: number, baseline: number, fmt: (n: number) 
   met,
 });
 
-/** Interleaved samples (a, b, a, b, ...) after a warm-up: whatever drifts during the run falls on both alike. */
+/**
+ * Interleaved samples after a warm-up, in turns of a, b then b, a: whatever drifts during the run falls on both
+ * alike, and neither always runs right after the other (warm caches, a collection the other left behind).
+ */
 async function interleaved(a: () => Promise<unknown>, b: () => Promise<unknown>, samples = SAMPLES): Promise<[number[], number[]]> {
   const as: number[] = [];
   const bs: number[] = [];
   for (let i = 0; i < WARMUP + samples; i++) {
-    for (const [run, into] of [[a, as], [b, bs]] as const) {
+    const pair = [[a, as], [b, bs]] as const;
+    for (const [run, into] of i % 2 === 0 ? pair : [pair[1], pair[0]]) {
       const start = performance.now();
       await run();
       if (i >= WARMUP) into.push(performance.now() - start);
@@ -148,7 +155,7 @@ export const providers: Benchmark = {
       if (res.status !== 200) throw new Error(`screenshot answered ${res.status}`);
       await res.arrayBuffer();
     };
-    const [shotRemote, shotLocal] = await interleaved(shot(onRemote), shot(onLocal), 20);
+    const [shotRemote, shotLocal] = await interleaved(shot(onRemote), shot(onLocal), SCREENSHOTS);
 
     // minicap frames per second, the Clock's stopwatch in front so that every refresh is a new frame.
     const fps = async (held: { session: string; serial: string }, client: typeof local) => {

@@ -241,10 +241,13 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is not connected`));
     const opening = (this.bulk ??= this.secrets().then((secrets) =>
       SshConnection.connect({ ...this.spec.endpoint, ...secrets }, { timeoutMs: this.timing.connectTimeoutMs, expectedHostKey: this.ssh?.hostKey ?? this.spec.hostKey }),
-    ).then((ssh) => {
+    ).then(async (ssh) => {
       ssh.whenClosed(() => {
         if (this.bulk === opening) this.bulk = undefined;
       });
+      // The Nagle guard here too: a push is a string of requests each waiting for its answer (sync's SEND, DONE,
+      // then pm install's shell), and each would wait ~40 ms for Nagle on a connection that only forwards.
+      await ssh.exec('true', { timeoutMs: this.timing.probeTimeoutMs }).catch(() => undefined);
       return ssh;
     }));
     opening.catch(() => {
