@@ -23,7 +23,10 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
   const phone = async (udid: string) => (await fleet()).find((p) => p.serial === udid);
 
   beforeAll(async () => {
-    const macStarting = startNetnsProvider(0, { phones: [], iphones: [{ name: 'Mac-side iPhone', version: '17.5', wda: false }], mac: true });
+    const macStarting = startNetnsProvider(0, { phones: [], iphones: [
+      { name: 'Mac-side iPhone', version: '17.5', wda: false },
+      { name: 'Bare Mac-side iPhone', version: '17.5', wda: false, wdaInstalled: false },
+    ], mac: true });
     const linuxStarting = startNetnsProvider(1, { phones: [], iphones: [{ name: 'Linux-side iPhone', version: '17.5', wda: false }] });
     started.push(macStarting, linuxStarting);
     [mac, linux] = await Promise.all([macStarting, linuxStarting]);
@@ -51,7 +54,7 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
   it('a Mac provider: the hub runs xcrun devicectl on it over SSH, and WDA answers through the hub once allocated', async () => {
     const udid = mac.udids[0]!;
     await waitFor('the Mac-side iPhone is device', async () => (await phone(udid))?.state === 'device' || undefined, 20_000);
-    const launches = mac.xcrunRuns().filter((r) => r.startsWith('devicectl device process launch'));
+    const launches = mac.xcrunRuns().filter((r) => r.startsWith(`devicectl device process launch --device ${udid} `));
     expect(launches).toHaveLength(1);
     expect(launches[0]).toMatch(new RegExp(`^devicectl device process launch --device ${udid} --terminate-existing --json-output /\\S+/launch\\.json ${WDA.replace(/\./g, '\\.')}$`));
 
@@ -67,6 +70,17 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
     const tap = await c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body: { type: 'tap', x: 10, y: 10 } });
     expect(tap.status, JSON.stringify(tap.body)).toBe(200);
     await c.call('POST', `/sessions/${session}/devices/${udid}/release`, { token: owner });
+  });
+
+  it('a Mac provider whose iPhone lacks the runner: devicectl\'s failure on the Mac, in its words, is the phone\'s steps', async () => {
+    const udid = mac.udids[1]!;
+    const listed = await waitFor('the bare iPhone\'s steps', async () => {
+      const p = await phone(udid);
+      return p?.steps?.includes('could not launch') ? p : undefined;
+    }, 15_000);
+    expect(listed.state).toBe('wda_unavailable');
+    expect(listed.steps).toContain(`xcrun devicectl could not launch ${WDA}`);
+    expect(listed.steps).toContain('is not installed');
   });
 
   it('a Linux provider: the iPhone stays wda_unavailable with the manual steps', async () => {
