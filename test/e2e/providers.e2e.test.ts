@@ -26,7 +26,7 @@ describe.runIf(ready)('GUI: providers', () => {
     // All settled before any failure is thrown, so that afterAll stops everything that started.
     const parts = await Promise.allSettled([
       startNetnsProvider(5, { phones: [{ port: 24001, options: { model: 'Remote Pixel' } }] }).then((p) => (provider = p)),
-      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500 }).then((l) => (lab = l)),
+      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500, providerProbeTimeoutMs: 1000 }).then((l) => (lab = l)),
       launchChromium().then((b) => (browser = b)),
     ]);
     const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
@@ -100,5 +100,5 @@ describe.runIf(ready)('GUI: providers', () => {
     await page.getByRole('button', { name: 'Recent apps' }).click();
     await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(resumed);
     await page.getByRole('button', { name: 'Home' }).click();
-  });
+  }, 45_000);
 });

@@ -200,7 +200,8 @@ export async function* minicapFrames(client: Client, serial: string, options: Mi
   const scale = Math.min(1, options.maxSize / Math.max(display.width, display.height));
   const virtual = `${Math.round(display.width * scale)}x${Math.round(display.height * scale)}`;
   await pushBuild(client, serial, build);
-  await endLeftovers(client, serial);
+  // Not fatal: a phone that cannot be asked now fails at the start below anyway, and the pids stay for the next one.
+  await endLeftovers(client, serial).catch(() => undefined);
   // A socket name of our own, so that a minicap left over from an earlier run (or another engine) is not ours.
   const socketName = `minicap_${randomUUID().slice(0, 8)}`;
   const args = [`-n ${socketName}`, `-P ${display.width}x${display.height}@${virtual}/${display.rotation}`, `-Q ${options.quality ?? 80}`];
