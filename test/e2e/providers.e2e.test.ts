@@ -1,7 +1,8 @@
 /**
  * Providers in Chromium: the lab owner adds a provider (its own network namespace, sshd and adb server) in Settings,
  * sees it up; the fleet shows each phone's host; the provider's phone's minicap live screen plays on the phone page,
- * through the hub, on the hub's origin. Screenshots go to test-artifacts/e2e/providers/.
+ * through the hub, on the hub's origin, says it is stale while the provider is away, and plays again once it is back.
+ * Screenshots go to test-artifacts/e2e/providers/.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ describe.runIf(ready)('GUI: providers', () => {
     // All settled before any failure is thrown, so that afterAll stops everything that started.
     const parts = await Promise.allSettled([
       startNetnsProvider(5, { phones: [{ port: 24001, options: { model: 'Remote Pixel' } }] }).then((p) => (provider = p)),
-      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500 }).then((l) => (lab = l)),
+      startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500, providerProbeTimeoutMs: 1000 }).then((l) => (lab = l)),
       launchChromium().then((b) => (browser = b)),
     ]);
     const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
@@ -75,4 +76,29 @@ describe.runIf(ready)('GUI: providers', () => {
     expect(providerOrigins).toEqual([]);
     expect(errors).toEqual([]);
   });
+
+  it('a live screen whose provider drops says it is stale, keeps the last frame, and plays again once the link is back', async () => {
+    const image = page.getByRole('img', { name: 'Screen of Remote Pixel' });
+    const stale = page.getByRole('status').filter({ hasText: /^Stale: Remote Pixel went offline at/ });
+    const frames = () => image.getAttribute('data-frames').then(Number);
+    provider.linkDown();
+    let atDrop: number;
+    try {
+      await stale.waitFor({ timeout: 15_000 });
+      expect(await image.getAttribute('data-stale')).toBe('true');
+      atDrop = await frames();
+      expect(atDrop).toBeGreaterThan(0);
+      await snap(page, SUITE, '04-stale-live-screen');
+    } finally {
+      provider.linkUp();
+    }
+    await stale.waitFor({ state: 'detached', timeout: 20_000 });
+    await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(atDrop);
+    expect(await image.getAttribute('data-stale')).toBeNull();
+    // And it follows the phone again: a changed screen is a new frame.
+    const resumed = await frames();
+    await page.getByRole('button', { name: 'Recent apps' }).click();
+    await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(resumed);
+    await page.getByRole('button', { name: 'Home' }).click();
+  }, 45_000);
 });

@@ -79,7 +79,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
   beforeAll(async () => {
     const started = await Promise.all([
       startNetnsProvider(0, { phones: [{ port: 21001, options: { model: 'Pixel 8' } }, { port: DUP, options: { model: 'Dup A' } }] }),
-      startNetnsProvider(1, { phones: [{ port: 22001, options: { model: 'Galaxy S24' } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
+      startNetnsProvider(1, { phones: [{ port: 22001, options: { model: 'Galaxy S24', keepsProcessesOnHangup: true } }, { port: DUP, options: { model: 'Dup B' } }], iphones: [{ name: 'Remote iPhone', version: '17.5' }] }),
     ].map((p) => p.catch((error: Error) => error)));
     providers = started.filter((p): p is NetnsProvider => !(p instanceof Error));
     const failed = started.find((p) => p instanceof Error);
@@ -103,7 +103,7 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     for (const p of providers) {
       const r = await c.call('POST', '/lab/providers', { token: owner, body: p.body() });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
-      expect(r.body).toMatchObject({ name: p.body().name, address: p.address, port: 22, username: 'root', health: 'up', adbVersion: 41, paused: false });
+      expect(r.body).toMatchObject({ name: p.body().name, address: p.address, port: 22, username: 'root', health: 'up', adbVersion: 41, os: 'Linux', devicectl: null, paused: false });
       expect(r.body.hostKeySha256).toMatch(/^SHA256:/);
       expect(JSON.stringify(r.body)).not.toContain('PRIVATE KEY');
       ids.push(r.body.id);
@@ -324,6 +324,10 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'pressButton', button: 'HOME' } });
     await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'swipe', fromX: 360, fromY: 1100, toX: 360, toY: 300, durationMs: 100 } });
     await waitFor('frames flowing again', () => w.frames.length >= 2, 10_000);
+    // The minicap started before the drop kept running on the phone (only the link broke): the new stream ended it
+    // before starting its own. The phone's process list, as the adb CLI on the provider reads it, shows one.
+    const minicaps = p1.adb('-s', serial, 'shell', 'ps').split('\n').filter((line) => /\s(minicap|app_process)$/.test(line.trim()));
+    expect(minicaps).toHaveLength(1);
     w.ws.close();
 
     p1.linkDown();

@@ -44,6 +44,18 @@ export function ideviceToolOrSkip(tool: string, debianPackage: string): boolean 
   return false;
 }
 
+/**
+ * Writes `dir`/xcrun: the scripted xcrun (ios-host/xcrun.mjs) reaching the CoreDevice endpoint at `url`. Each run's
+ * arguments are appended to `dir`/xcrun.log, one line each, so that a test can tell where and how it ran.
+ */
+export function writeXcrun(dir: string, url: string): string {
+  const path = join(dir, 'xcrun');
+  const log = join(dir, 'xcrun.log');
+  writeFileSync(path, `#!/bin/sh\necho "$*" >> '${log}'\nXCRUN_SIM_URL='${url}' exec '${process.execPath}' '${XCRUN_SCRIPT}' "$@"\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
 /** A simulated usbmuxd on loopback with simulated iPhones plugged in. */
 export interface IosBus {
   usbmuxd: SimulatedUsbmuxd;
@@ -77,10 +89,7 @@ export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promis
       if (!coreDevice) {
         const endpoint = await startCoreDevice((udid) => bus.phones.find((p) => p.udid === udid && usbmuxd.attachedUdids().includes(udid)));
         const dir = mkdtempSync(join(tmpdir(), 'benchtop-xcrun-'));
-        const path = join(dir, 'xcrun');
-        writeFileSync(path, `#!/bin/sh\nXCRUN_SIM_URL='${endpoint.url}' exec '${process.execPath}' '${XCRUN_SCRIPT}' "$@"\n`);
-        chmodSync(path, 0o755);
-        coreDevice = { ...endpoint, dir, path };
+        coreDevice = { ...endpoint, dir, path: writeXcrun(dir, endpoint.url) };
       }
       return coreDevice.path;
     },

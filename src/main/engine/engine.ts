@@ -151,6 +151,7 @@ function wire(
     requireLabOwner: (caller) => labOwner.require(caller),
     timing: { checkIntervalMs: config.providerCheckMs, probeTimeoutMs: config.providerProbeTimeoutMs, connectTimeoutMs: 5000, backoffMaxMs: config.providerBackoffMaxMs },
     log,
+    wdaBundleId: config.wdaBundleId,
   });
   const assistant = new AssistantSettings(stores, secrets);
   const organizations = new Organizations(stores, now);

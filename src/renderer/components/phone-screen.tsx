@@ -37,6 +37,9 @@ const SHORTCUTS: Record<string, Button> = { a: 'SELECT_ALL', c: 'COPY', x: 'CUT'
 const IOS_KEY_BUTTONS: Record<string, Button> = { Enter: 'ENTER', Backspace: 'BACKSPACE' };
 const KEYS = { android: { buttons: KEY_BUTTONS, shortcuts: SHORTCUTS }, ios: { buttons: IOS_KEY_BUTTONS, shortcuts: {} as Record<string, Button> } };
 
+/** While the phone is offline (4002), the live screen asks again this often: it resumes once the phone is back. */
+const RESUME_MS = 2000;
+
 const CLOSE_REASONS: Record<number, string> = {
   4001: 'The phone was released.',
   4002: 'The phone went offline.',
@@ -79,6 +82,8 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
   const [natural, setNatural] = useState<{ width: number; height: number }>();
   const [connected, setConnected] = useState(false);
   const [closed, setClosed] = useState<string>();
+  /** When the phone went offline: the picture shown is its last frame, no longer the screen, until it is back. */
+  const [staleSince, setStaleSince] = useState<Date>();
   const [dropping, setDropping] = useState(false);
   const [room, setRoom] = useState({ width: 360, height: 640 });
   const down = useRef<{ x: number; y: number; at: number }>(undefined);
@@ -92,8 +97,9 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     // phone less to encode and the page less to decode.
     const maxSize = zoom === 'fit' ? Math.min(4096, Math.max(64, Math.ceil(window.innerHeight * window.devicePixelRatio))) : 4096;
     const { url, protocols } = api.screenSocket(sessionId, serial, maxSize);
-    const socket = new WebSocket(url, protocols);
-    socket.binaryType = 'blob';
+    let socket: WebSocket;
+    let resume: ReturnType<typeof setTimeout> | undefined;
+    let stale = false;
     let shown: string | undefined;
     let pending: Blob | undefined;
     let decoding = false;
@@ -134,28 +140,46 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
       while (recent.length > 0 && recent[0]! < now - 2000) recent.shift();
       feed.current({ source, format, fps: recent.length / 2 });
     }, 1000);
-    socket.onmessage = (event: MessageEvent<Blob | string>) => {
-      if (typeof event.data === 'string') {
-        // A hello comes first, and again before a frame whose size, format or source differs (a rotation, a fallback).
-        const message = JSON.parse(event.data) as { type: string; width: number; height: number; format?: string; source?: string };
-        if (message.type === 'hello') {
-          hello.current = { width: message.width, height: message.height };
-          format = message.format;
-          source = message.source ?? (message.format === 'png' ? 'screencap' : undefined);
-          feed.current({ source, format, fps: 0 });
+    const open = () => {
+      socket = new WebSocket(url, protocols);
+      socket.binaryType = 'blob';
+      socket.onmessage = (event: MessageEvent<Blob | string>) => {
+        if (typeof event.data === 'string') {
+          // A hello comes first, and again before a frame whose size, format or source differs (a rotation, a fallback).
+          const message = JSON.parse(event.data) as { type: string; width: number; height: number; format?: string; source?: string };
+          if (message.type === 'hello') {
+            hello.current = { width: message.width, height: message.height };
+            format = message.format;
+            source = message.source ?? (message.format === 'png' ? 'screencap' : undefined);
+            feed.current({ source, format, fps: 0 });
+          }
+          stale = false;
+          setStaleSince(undefined);
+          setConnected(true);
+          return;
         }
-        setConnected(true);
-        return;
-      }
-      pending = event.data;
-      show();
+        pending = event.data;
+        show();
+      };
+      socket.onclose = (event) => {
+        setConnected(false);
+        // Offline (a provider's link dropped, a cable): the last frame stays, marked stale, and the screen is asked
+        // for again until the phone is back; a refusal meanwhile (still offline) keeps it stale.
+        if (event.code === 4002 || (stale && event.code === 1006)) {
+          if (!stale) setStaleSince(new Date());
+          stale = true;
+          resume = setTimeout(open, RESUME_MS);
+          return;
+        }
+        stale = false;
+        setStaleSince(undefined);
+        setClosed(CLOSE_REASONS[event.code] ?? (event.code === 1006 ? 'The live screen could not connect.' : `The live screen closed (${event.code}).`));
+      };
     };
-    socket.onclose = (event) => {
-      setConnected(false);
-      setClosed(CLOSE_REASONS[event.code] ?? (event.code === 1006 ? 'The live screen could not connect.' : `The live screen closed (${event.code}).`));
-    };
+    open();
     return () => {
       clearInterval(rate);
+      clearTimeout(resume);
       socket.onclose = null;
       socket.close();
       if (shown) URL.revokeObjectURL(shown);
@@ -373,8 +397,13 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
             event.currentTarget.value = '';
           }}
         />
-        <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" style={{ width: size.width, height: size.height }} />
-        {!connected && !closed && <div className="screen-overlay"><Spinner label="Connecting to the screen" /></div>}
+        <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" data-stale={staleSince ? 'true' : undefined} style={{ width: size.width, height: size.height }} />
+        {!connected && !closed && !staleSince && <div className="screen-overlay"><Spinner label="Connecting to the screen" /></div>}
+        {staleSince && (
+          <div className="screen-stale" role="status">
+            Stale: {name} went offline at {staleSince.toLocaleTimeString()}; this is its last frame. The screen comes back when the phone does.
+          </div>
+        )}
         {closed && <div className="screen-overlay">{closed}</div>}
         {dropping && <div className="drop-hint">Drop an {platform === 'ios' ? '.ipa' : '.apk'} to install it on {name}</div>}
       </div>

@@ -47,6 +47,13 @@ export const Provider = Type.Object({
   checkedAt: Nullable(DateTime),
   roundTripMs: Nullable(Type.Number({ description: 'The last check: a new SSH channel and the adb server\'s version.' })),
   adbVersion: Nullable(Type.Integer({ description: 'The provider\'s adb server protocol version.' })),
+  os: Nullable(Type.String({ description: 'The provider\'s `uname -s` (Linux, Darwin), read at the last connection; null until it is up.' })),
+  devicectl: Nullable(
+    Type.String({
+      description: 'Where `xcrun --find devicectl` finds devicectl on the provider (a Mac with Xcode 15+): the hub starts WebDriverAgent on ' +
+        'its iOS 17+ iPhones with it, over SSH. null: none (Linux), and WDA on those iPhones is started by hand (the phone\'s steps say how).',
+    }),
+  ),
   phones: Type.Integer({ description: 'Phones it reports now, in the fleet.' }),
   duplicateSerials: Type.Array(Type.String(), { description: 'Serials it reports that another host reported first: kept out of the fleet (see docs/providers.md).' }),
   createdAt: DateTime,

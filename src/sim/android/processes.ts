@@ -14,13 +14,18 @@ export class ProcessTable {
   private readonly running = new Map<number, NativeProcess & { controller: AbortController }>();
   private nextPid = 8000;
 
+  /** `keepsOnHangup`: a process outlives its shell's stream (an adbd that does not hang up the process group). */
+  constructor(private readonly keepsOnHangup = false) {}
+
   /** Registers a process for as long as `signal` (the shell stream) stays open; `exit()` removes it. */
   spawn(name: string, parent: AbortSignal): NativeProcess & { exit(): void } {
     const controller = new AbortController();
     const pid = this.nextPid++;
-    const onParent = () => controller.abort();
+    const onParent = () => {
+      if (!this.keepsOnHangup) controller.abort();
+    };
     parent.addEventListener('abort', onParent, { once: true });
-    if (parent.aborted) controller.abort();
+    if (parent.aborted) onParent();
     const entry = { pid, name, signal: controller.signal, controller };
     this.running.set(pid, entry);
     return {

@@ -38,6 +38,11 @@ export interface SimulatedPhoneOptions {
   refreshRate?: number;
   /** False: minicap cannot capture this display (as on emulators and some vendor builds) and exits with an error. */
   minicap?: boolean;
+  /**
+   * True: a native process started from a shell (minicap) keeps running when that shell's adb stream closes, as on
+   * phones whose adbd does not hang up the process group; only a kill ends it.
+   */
+  keepsProcessesOnHangup?: boolean;
   /** How long `pm install` takes, as a real package manager's dexopt does; immediate by default. */
   installMs?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
@@ -112,12 +117,13 @@ export class SimulatedPhone {
   private readonly services: string[] = [];
   /** A reboot is under way: adbd comes back unless the phone is stopped meanwhile. */
   private rebooting = false;
-  private readonly processes = new ProcessTable();
+  private readonly processes: ProcessTable;
   private systemLog: NodeJS.Timeout | undefined;
   /** Listening sockets in the abstract namespace, reached through `localabstract:<name>`. */
   private readonly abstractSockets = new Map<string, AbstractListener>();
 
   constructor(options: SimulatedPhoneOptions = {}) {
+    this.processes = new ProcessTable(options.keepsProcessesOnHangup ?? false);
     const model = options.model ?? 'Benchtop Sim';
     const deviceName = options.deviceName ?? 'benchsim';
     const opts: DeviceOptions = {

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 // A scripted stand-in for Apple's `xcrun devicectl`, for tests on Linux: `devicectl device process launch` asks the
 // simulated iPhone's CoreDevice endpoint ($XCRUN_SIM_URL, src/sim/ios/core-device.ts) to launch the app, and writes
-// devicectl's --json-output report. Anything else fails as devicectl does with an unknown command.
+// devicectl's --json-output report; `xcrun --find devicectl` answers Xcode's path. Anything else fails as devicectl does
+// with an unknown command.
 import { writeFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
+// `xcrun --find devicectl`: where Xcode 15+ keeps it, as a Mac with Xcode answers.
+if (args.join(' ') === '--find devicectl') {
+  process.stdout.write('/Applications/Xcode.app/Contents/Developer/usr/bin/devicectl\n');
+  process.exit(0);
+}
 const fail = (message, report) => {
   if (report) writeFileSync(report, JSON.stringify({ info: { arguments: args, outcome: 'failed' }, error: { code: 1, domain: 'com.apple.dt.CoreDeviceError', userInfo: { NSLocalizedDescription: { string: message } } } }));
   process.stderr.write(`ERROR: ${message}\n`);

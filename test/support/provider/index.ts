@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,8 @@ export interface NetnsProvider {
   udids: string[];
   /** Its usbmuxd's socket (a file of its own: never the machine's /var/run/usbmuxd). */
   usbmuxdSocket: string;
+  /** A Mac provider's xcrun runs so far (their arguments), as the scripted xcrun logged them on the provider; [] elsewhere. */
+  xcrunRuns(): string[];
   /** The body of POST /lab/providers for it. */
   body(overrides?: Record<string, unknown>): Record<string, unknown>;
   linkDown(): void;
@@ -44,6 +46,11 @@ export interface NetnsProviderOptions {
   phones: Array<{ port: number; options?: SimulatedPhoneOptions }>;
   /** Simulated iPhones on a simulated usbmuxd inside the namespace. */
   iphones?: SimulatedIPhoneOptions[];
+  /**
+   * A Mac provider: the scripted xcrun (test/support/ios-host/xcrun.mjs), reaching these iPhones' CoreDevice inside
+   * the namespace, is on the SSH account's PATH (sshd's SetEnv), as Xcode's xcrun is on a Mac's.
+   */
+  mac?: boolean;
 }
 
 const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -131,11 +138,15 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
     const nsRoutes = ip('-n', namespace, 'route', 'show');
     if (/default/.test(nsRoutes)) throw new Error(`namespace ${namespace} has a default route: ${nsRoutes}`);
 
-    prepareSshd(dir, ns);
     const home = join(dir, 'home');
     const tmp = join(dir, 'tmp');
-    mkdirSync(home);
-    mkdirSync(tmp);
+    const xcrunDir = join(dir, 'xcode');
+    for (const d of [home, tmp, xcrunDir]) mkdirSync(d);
+    // The SSH account's commands run in its login shell with a home of the provider's own, as a dedicated account's
+    // would: not this machine's /root, whose shell start-up files are someone else's (and may take seconds).
+    // sshd takes the first SetEnv line only: every variable goes on one.
+    const path = `${options.mac ? `${xcrunDir}:` : ''}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+    prepareSshd(dir, ns, [`SetEnv HOME=${home} TMPDIR=${tmp} PATH=${path}`]);
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: tmp };
     delete env.ADB_SERVER_SOCKET;
     delete env.ANDROID_ADB_SERVER_PORT;
@@ -181,7 +192,11 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
     });
     const usbmuxdSocket = join(dir, 'usbmuxd');
     const iphones = options.iphones?.length
-      ? inNs([process.execPath, '--import', 'tsx', IPHONES_SCRIPT], { PROVIDER_IPHONES: JSON.stringify(options.iphones), PROVIDER_USBMUXD_SOCKET: usbmuxdSocket })
+      ? inNs([process.execPath, '--import', 'tsx', IPHONES_SCRIPT], {
+        PROVIDER_IPHONES: JSON.stringify(options.iphones),
+        PROVIDER_USBMUXD_SOCKET: usbmuxdSocket,
+        ...(options.mac ? { PROVIDER_XCRUN_DIR: xcrunDir } : {}),
+      })
       : undefined;
     const [serials, udids] = await Promise.all([
       started(phones, /READY (\[.*\])/, 'the simulated phones').then((s) => JSON.parse(s) as string[]),
@@ -196,6 +211,7 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
       serials,
       udids,
       usbmuxdSocket,
+      xcrunRuns: () => (existsSync(join(xcrunDir, 'xcrun.log')) ? readFileSync(join(xcrunDir, 'xcrun.log'), 'utf8').split('\n').filter(Boolean) : []),
       body: (overrides = {}) => ({ name: `provider-${index}`, address: ns, port: 22, username: 'root', privateKey, usbmuxdSocket, ...overrides }),
       linkDown: () => void ip('link', 'set', hubLink, 'down'),
       linkUp: () => void ip('link', 'set', hubLink, 'up'),

@@ -15,6 +15,8 @@ export interface ProvidersOptions {
   requireLabOwner: (caller: Caller) => void;
   timing: ProviderTiming;
   log: (message: string) => void;
+  /** The WebDriverAgent runner a Mac provider starts on its iOS 17+ iPhones (BENCHTOP_WDA_BUNDLE_ID). */
+  wdaBundleId?: string;
 }
 
 /** A provider as the lab owner sees it: the row, its health now, its phones, and the serials kept out as duplicates. */
@@ -26,7 +28,8 @@ export interface ProviderView {
 }
 
 const DEFAULTS = { port: 22, adbPort: 5037, usbmuxdSocket: '/var/run/usbmuxd' };
-const UNKNOWN: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null };
+// Not provider.ts's UNKNOWN_HEALTH: that module (and adbkit with it) loads with the first provider.
+const UNKNOWN: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null, os: null, devicectl: null };
 
 /**
  * The lab's providers: lab administration, for the lab owner (as Mac hosts are). Each one runs as a Provider
@@ -162,6 +165,7 @@ export class Providers {
       this.options.log,
       this.now,
       (fingerprint) => this.stores.providers.pinHostKey(row.id, fingerprint),
+      this.options.wdaBundleId,
     );
     this.running.set(row.id, provider);
     this.fleet.attach(provider);

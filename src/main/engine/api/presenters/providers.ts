@@ -18,6 +18,8 @@ export const presentProvider = ({ provider: p, health, phones, duplicateSerials 
   checkedAt: isoOrNull(health.checkedAt),
   roundTripMs: health.rttMs === null ? null : Math.round(health.rttMs * 100) / 100,
   adbVersion: health.adbVersion,
+  os: health.os,
+  devicectl: health.devicectl,
   phones,
   duplicateSerials,
   createdAt: iso(p.createdAt),

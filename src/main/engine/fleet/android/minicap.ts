@@ -140,6 +140,35 @@ async function displayOf(client: Client, serial: string): Promise<{ width: numbe
   return { width: +m[1]!, height: +m[2]!, rotation: (rotation & 3) * 90 };
 }
 
+/**
+ * minicaps started through a client whose kill at the end did not get through (the link to a provider broke, or the
+ * adb server went away), by phone: the phone may have kept them running, since only the link broke. The next start
+ * on that phone through the same client ends them first, so that a reconnect does not leave two running.
+ */
+const leftovers = new WeakMap<Client, Map<string, number[]>>();
+
+/** The names a minicap runs under: the native binary, or app_process (app_process64/32 where that is the real file). */
+const MINICAP_NAMES = 'minicap app_process app_process64 app_process32';
+
+/**
+ * Ends the minicaps this client left running on the phone. A recorded pid is killed only while a process of minicap's
+ * names still has it (`pidof`), so that a pid reused after a reboot is left alone.
+ */
+async function endLeftovers(client: Client, serial: string): Promise<void> {
+  const pids = leftovers.get(client)?.get(serial);
+  if (!pids?.length) return;
+  const running = new Set((await shell(client, serial, `pidof ${MINICAP_NAMES}`)).trim().split(/\s+/).map(Number));
+  const stale = pids.filter((pid) => running.has(pid));
+  if (stale.length > 0) await shell(client, serial, `kill ${stale.join(' ')}`);
+  leftovers.get(client)?.delete(serial);
+}
+
+function rememberLeftover(client: Client, serial: string, pid: number): void {
+  let bySerial = leftovers.get(client);
+  if (!bySerial) leftovers.set(client, (bySerial = new Map()));
+  bySerial.set(serial, [...(bySerial.get(serial) ?? []), pid]);
+}
+
 /** Pushes what the phone lacks: a file already there with the same size is the same build. */
 async function pushBuild(client: Client, serial: string, build: MinicapBuild): Promise<void> {
   const device = client.getDevice(serial);
@@ -171,6 +200,8 @@ export async function* minicapFrames(client: Client, serial: string, options: Mi
   const scale = Math.min(1, options.maxSize / Math.max(display.width, display.height));
   const virtual = `${Math.round(display.width * scale)}x${Math.round(display.height * scale)}`;
   await pushBuild(client, serial, build);
+  // Not fatal: a phone that cannot be asked now fails at the start below anyway, and the pids stay for the next one.
+  await endLeftovers(client, serial).catch(() => undefined);
   // A socket name of our own, so that a minicap left over from an earlier run (or another engine) is not ours.
   const socketName = `minicap_${randomUUID().slice(0, 8)}`;
   const args = [`-n ${socketName}`, `-P ${display.width}x${display.height}@${virtual}/${display.rotation}`, `-Q ${options.quality ?? 80}`];
@@ -238,10 +269,14 @@ export async function* minicapFrames(client: Client, serial: string, options: Mi
     }
   } finally {
     socket?.destroy();
-    const running = !exited;
-    // Closing its shell hangs it up on most phones; the kill by pid covers the ones that keep it running.
+    // Closing its shell hangs it up on most phones; the kill by pid covers the ones that keep it running. It is sent
+    // even when the shell's stream has ended: that may only mean the link to the adb server broke, not that minicap
+    // exited. A kill that cannot get through now is sent at the next start on the phone.
     process.destroy();
-    if (pid !== undefined && running) await shell(client, serial, `kill ${pid}`).catch(() => undefined);
+    if (pid !== undefined) {
+      const killed = await shell(client, serial, `kill ${pid} 2>/dev/null`).then(() => true, () => false);
+      if (!killed) rememberLeftover(client, serial, pid);
+    }
   }
 }
 

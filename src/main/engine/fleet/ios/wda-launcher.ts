@@ -21,7 +21,42 @@ export interface WdaLaunchOptions {
   bundleId: string;
   /** The xcrun to run devicectl with, or null where there is none (BENCHTOP_XCRUN). */
   xcrun: string | null;
+  /** Where xcrun runs: on this host when absent; on a Mac provider, over SSH on that Mac (the phone is plugged in there). */
+  runXcrun?: XcrunRunner;
 }
+
+/** What one xcrun run left: why it failed (its last line of stderr), if it did, and its --json-output report, if it wrote one. */
+export interface XcrunOutcome {
+  failure?: string;
+  report?: string;
+}
+
+/** Runs `xcrun` with the arguments `args(report)` gives for a --json-output file at `report`, a path where xcrun runs. */
+export type XcrunRunner = (xcrun: string, args: (report: string) => string[], timeoutMs: number) => Promise<XcrunOutcome>;
+
+/** xcrun on this host, its report in a temporary directory of its own. */
+export const runXcrunHere: XcrunRunner = async (xcrun, args, timeoutMs) => {
+  const dir = mkdtempSync(join(tmpdir(), 'benchtop-devicectl-'));
+  const report = join(dir, 'launch.json');
+  try {
+    const failure = await new Promise<string | undefined>((resolve) => {
+      execFile(xcrun, args(report), { timeout: timeoutMs }, (error, _stdout, stderr) => {
+        if (!error) return resolve(undefined);
+        const code = (error as NodeJS.ErrnoException).code;
+        resolve(code === 'ENOENT' ? `${xcrun} was not found` : String(stderr).trim().split('\n').pop() || error.message);
+      });
+    });
+    let written: string | undefined;
+    try {
+      written = readFileSync(report, 'utf8');
+    } catch {
+      // No report: xcrun failed before writing one; its stderr says why.
+    }
+    return { failure, report: written };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
 
 /** A runner this engine started; for testmanagerd, the connections its test run lives on. */
 export interface StartedWda {
@@ -66,7 +101,7 @@ export function manualSteps(udid: string, osVersion: string, bundleId: string): 
 export async function startWda(address: UsbmuxdAddress, udid: string, osVersion: string, options: WdaLaunchOptions): Promise<StartedWda> {
   const strategy = wdaStrategy(osVersion, options.xcrun);
   if (strategy === 'testmanagerd') return startOverTestmanagerd(address, udid, osVersion, options.bundleId);
-  if (strategy === 'devicectl') return startWithDevicectl(options.xcrun!, udid, options.bundleId);
+  if (strategy === 'devicectl') return startWithDevicectl(options.xcrun!, udid, options.bundleId, options.runXcrun ?? runXcrunHere);
   throw new WdaStartError(manualSteps(udid, osVersion, options.bundleId));
 }
 
@@ -79,36 +114,27 @@ const DEVICECTL_TIMEOUT_MS = 60_000;
  * launches the runner, which serves WDA by itself (Appium's preinstalled-WDA path on iOS 17+). Its JSON report
  * (`--json-output`) says whether it did; the process outlives devicectl.
  */
-async function startWithDevicectl(xcrun: string, udid: string, bundleId: string): Promise<StartedWda> {
-  const dir = mkdtempSync(join(tmpdir(), 'benchtop-devicectl-'));
-  const report = join(dir, 'launch.json');
+async function startWithDevicectl(xcrun: string, udid: string, bundleId: string, run: XcrunRunner): Promise<StartedWda> {
+  const { failure, report } = await run(
+    xcrun,
+    (path) => ['devicectl', 'device', 'process', 'launch', '--device', udid, '--terminate-existing', '--json-output', path, bundleId],
+    DEVICECTL_TIMEOUT_MS,
+  );
+  let outcome: { info?: { outcome?: string }; error?: { userInfo?: { NSLocalizedDescription?: { string?: string } } } } = {};
   try {
-    const args = ['devicectl', 'device', 'process', 'launch', '--device', udid, '--terminate-existing', '--json-output', report, bundleId];
-    const failure = await new Promise<string | undefined>((resolve) => {
-      execFile(xcrun, args, { timeout: DEVICECTL_TIMEOUT_MS }, (error, _stdout, stderr) => {
-        if (!error) return resolve(undefined);
-        const code = (error as NodeJS.ErrnoException).code;
-        resolve(code === 'ENOENT' ? `${xcrun} was not found` : String(stderr).trim().split('\n').pop() || error.message);
-      });
-    });
-    let outcome: { info?: { outcome?: string }; error?: { userInfo?: { NSLocalizedDescription?: { string?: string } } } } = {};
-    try {
-      outcome = JSON.parse(readFileSync(report, 'utf8')) as typeof outcome;
-    } catch {
-      // No report: devicectl failed before writing one; its stderr says why.
-    }
-    if (failure || outcome.info?.outcome !== 'success') {
-      const why = outcome.error?.userInfo?.NSLocalizedDescription?.string ?? failure ?? 'devicectl did not report success';
-      throw new WdaStartError(
-        `xcrun devicectl could not launch ${bundleId}: ${why}. If the runner is not installed or its profile is not trusted ` +
-          `(Settings > General > VPN & Device Management), fix that first. ${installSteps(udid)}`,
-      );
-    }
-    // Nothing to hold: the runner lives on its own until it is terminated or the phone restarts.
-    return { via: 'devicectl', close: () => undefined };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (report) outcome = JSON.parse(report) as typeof outcome;
+  } catch {
+    // A report cut short: devicectl's stderr says why.
   }
+  if (failure || outcome.info?.outcome !== 'success') {
+    const why = outcome.error?.userInfo?.NSLocalizedDescription?.string ?? failure ?? 'devicectl did not report success';
+    throw new WdaStartError(
+      `xcrun devicectl could not launch ${bundleId}: ${why}. If the runner is not installed or its profile is not trusted ` +
+        `(Settings > General > VPN & Device Management), fix that first. ${installSteps(udid)}`,
+    );
+  }
+  // Nothing to hold: the runner lives on its own until it is terminated or the phone restarts.
+  return { via: 'devicectl', close: () => undefined };
 }
 
 // ---- iOS < 17: XCTest through testmanagerd, as Xcode did ----

@@ -2,7 +2,9 @@ import { EventEmitter } from 'node:events';
 import { AndroidFleet } from '../android/android-fleet.js';
 import type { Client } from '../android/adb.js';
 import { streamClient } from '../android/tunnel-client.js';
+import { shellQuote } from '../../domain/shell-quote.js';
 import { IosFleet } from '../ios/ios-fleet.js';
+import { DEFAULT_WDA_BUNDLE_ID, type XcrunRunner } from '../ios/wda-launcher.js';
 import { SshConnection, type SshEndpoint } from '../macos/ssh.js';
 import type { Phone, PhoneDriver, PhoneSource } from '../types.js';
 
@@ -40,7 +42,22 @@ export interface ProviderHealth {
   rttMs: number | null;
   /** The provider's adb server's protocol version (41 for platform-tools 29 and later). */
   adbVersion: number | null;
+  /** The provider's `uname -s` (Linux, Darwin), read at connect. */
+  os: string | null;
+  /**
+   * Where `xcrun --find devicectl` found devicectl on the provider (a Mac with Xcode 15+), or null: the hub starts WDA
+   * on its iOS 17+ iPhones with that devicectl, over SSH; without it they need WDA started by hand.
+   */
+  devicectl: string | null;
 }
+
+const UNKNOWN_HEALTH: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null, os: null, devicectl: null };
+
+/**
+ * The guard command (see connect) also says what the box is: its `uname -s`, and devicectl's path where xcrun finds
+ * one. `command -v` first: on Linux there is no xcrun, and a Mac without Xcode has an xcrun that finds no devicectl.
+ */
+const IDENTIFY = 'uname -s; command -v xcrun >/dev/null 2>&1 && xcrun --find devicectl 2>/dev/null; true';
 
 /** adb servers older than this (platform-tools before 1.0.32) lack what the driver uses (shell v2, stat2). */
 const MIN_ADB_VERSION = 32;
@@ -77,7 +94,7 @@ export interface ProviderEvents {
  * phones go offline (held allocations wait out their grace), and the hub reconnects with back-off.
  */
 export class Provider extends EventEmitter<ProviderEvents> implements PhoneSource {
-  health: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null };
+  health: ProviderHealth = UNKNOWN_HEALTH;
   readonly client: Client;
   /** Installs' adb connections: channels on a second SSH connection, opened when the first install comes. */
   private readonly bulkClient: Client;
@@ -94,6 +111,8 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private backoffMs: number;
   private firstCheck: Promise<void>;
   private settleFirst!: () => void;
+  /** What the guard command said about the box at the last connect. */
+  private system: Pick<ProviderHealth, 'os' | 'devicectl'> = { os: null, devicectl: null };
 
   constructor(
     public spec: ProviderSpec,
@@ -102,6 +121,8 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     private readonly log: (message: string) => void,
     private readonly now: () => number,
     private readonly onHostKey: (fingerprint: string) => void,
+    /** The WebDriverAgent runner its iPhones' WDA is started from (BENCHTOP_WDA_BUNDLE_ID). */
+    private readonly wdaBundleId: string = DEFAULT_WDA_BUNDLE_ID,
   ) {
     super();
     this.backoffMs = timing.checkIntervalMs;
@@ -177,8 +198,40 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   }
 
   private newIos(): IosFleet {
-    return new IosFleet({ name: `${this.spec.name}:${this.spec.usbmuxdSocket}`, open: () => this.usbmuxdChannel() }, this.log);
+    // A Mac provider starts WDA on its iOS 17+ iPhones with its own devicectl; on Linux they get the manual steps.
+    const xcrun = this.system.devicectl ? 'xcrun' : null;
+    return new IosFleet({ name: `${this.spec.name}:${this.spec.usbmuxdSocket}`, open: () => this.usbmuxdChannel() }, this.log, {
+      bundleId: this.wdaBundleId,
+      xcrun,
+      runXcrun: this.runXcrun,
+    });
   }
+
+  /**
+   * xcrun as an SSH exec on the provider, its report in a temporary directory there: devicectl talks to the phone
+   * over CoreDevice, which only the Mac it is plugged into reaches. Its stdout goes to stderr, so that stdout is
+   * the report alone.
+   */
+  private readonly runXcrun: XcrunRunner = async (xcrun, args, timeoutMs) => {
+    const ssh = this.ssh;
+    if (!ssh) return { failure: `provider ${this.spec.name} is not connected` };
+    // The report's path is the shell's to expand; every other word is quoted.
+    const report = '"$d/launch.json"';
+    const command = [
+      'd=$(mktemp -d) || exit 1',
+      `${[xcrun, ...args(report)].map((a) => (a === report ? a : shellQuote(a))).join(' ')} >&2`,
+      's=$?',
+      'cat "$d/launch.json" 2>/dev/null',
+      'rm -rf "$d"',
+      'exit $s',
+    ].join('; ');
+    const result = await ssh.exec(command, { timeoutMs }).catch((error: Error) => error);
+    if (result instanceof Error) return { failure: `the SSH connection to ${this.spec.name} failed: ${result.message}` };
+    if (result.timedOut) return { failure: `${xcrun} did not finish within ${timeoutMs / 1000} s on ${this.spec.name}`, report: result.stdout || undefined };
+    const lastLine = result.stderr.trim().split('\n').pop();
+    const failure = result.exitCode === 0 ? undefined : result.exitCode === 127 ? `${xcrun} was not found on ${this.spec.name}` : lastLine || `${xcrun} exited with ${String(result.exitCode)}`;
+    return { failure, report: result.stdout || undefined };
+  };
 
   /**
    * A channel for a push on the bulk connection. An 8 MiB APK on the main connection would queue ahead of every
@@ -188,10 +241,13 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is not connected`));
     const opening = (this.bulk ??= this.secrets().then((secrets) =>
       SshConnection.connect({ ...this.spec.endpoint, ...secrets }, { timeoutMs: this.timing.connectTimeoutMs, expectedHostKey: this.ssh?.hostKey ?? this.spec.hostKey }),
-    ).then((ssh) => {
+    ).then(async (ssh) => {
       ssh.whenClosed(() => {
         if (this.bulk === opening) this.bulk = undefined;
       });
+      // The Nagle guard here too: a push is a string of requests each waiting for its answer (sync's SEND, DONE,
+      // then pm install's shell), and each would wait ~40 ms for Nagle on a connection that only forwards.
+      await ssh.exec('true', { timeoutMs: this.timing.probeTimeoutMs }).catch(() => undefined);
       return ssh;
     }));
     opening.catch(() => {
@@ -203,7 +259,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private closeBulk(): void {
     const bulk = this.bulk;
     this.bulk = undefined;
-    void bulk?.then((ssh) => ssh.close(), () => undefined);
+    void bulk?.then((ssh) => ssh.destroy(), () => undefined);
   }
 
   /** A new channel to the provider's usbmuxd socket (OpenSSH streamlocal forwarding). */
@@ -262,11 +318,13 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     if (this.stopped) return ssh.close();
     // OpenSSH before 10.1 sets TCP_NODELAY only once a session channel has run: on a connection that only forwards,
     // Nagle adds ~40 ms to every adb request. One exec first brings an adb shell round trip from ~48 ms to ~4 ms.
-    const guard = await ssh.exec('true', { timeoutMs: this.timing.probeTimeoutMs }).catch((error: Error) => error);
+    const guard = await ssh.exec(IDENTIFY, { timeoutMs: this.timing.probeTimeoutMs }).catch((error: Error) => error);
     if (guard instanceof Error) {
       ssh.close();
       throw new Error(`sshd accepted the login but could not run a command: ${guard.message}`);
     }
+    const [os, devicectl] = guard.stdout.split('\n').map((line) => line.trim());
+    this.system = { os: os || null, devicectl: devicectl?.startsWith('/') ? devicectl : null };
     if (!this.spec.hostKey) this.onHostKey(ssh.hostKey);
     this.ssh = ssh;
     ssh.whenClosed(() => {
@@ -286,14 +344,14 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
       const message = (error as Error).message;
       const why = /did not answer/.test(message) ? message : `no adb server answering on the provider's 127.0.0.1:${this.spec.adbPort} (${message})`;
       // The link itself may be dead: a fresh connection next time, not a channel on a connection that hangs.
-      this.ssh?.close();
+      this.ssh?.destroy();
       this.ssh = undefined;
       throw new Error(why, { cause: error });
     }
     if (version < MIN_ADB_VERSION) {
       throw new Error(`the provider's adb server speaks protocol ${version}; Benchtop needs ${MIN_ADB_VERSION} or later (platform-tools 1.0.32+)`);
     }
-    this.health = { state: 'up', message: null, checkedAt: this.now(), rttMs: performance.now() - started, adbVersion: version };
+    this.health = { state: 'up', message: null, checkedAt: this.now(), rttMs: performance.now() - started, adbVersion: version, ...this.system };
     this.emit('health', this.health);
     if (!this.android) await this.startFleets();
   }
@@ -341,12 +399,14 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private down(message: string | null): void {
     const ssh = this.ssh;
     this.ssh = undefined;
-    ssh?.close();
+    // Destroyed, not ended: on a dead link an orderly close never completes, and what waits on the connection (a
+    // channel being opened, a minicap's kill) would wait with it.
+    ssh?.destroy();
     this.closeBulk();
     void this.dropFleets();
     if (message !== null) {
       if (this.health.state !== 'down' || this.health.message !== message) this.log(`provider ${this.spec.name}: ${message}`);
-      this.health = { state: 'down', message, checkedAt: this.now(), rttMs: null, adbVersion: null };
+      this.health = { ...UNKNOWN_HEALTH, state: 'down', message, checkedAt: this.now() };
       this.emit('health', this.health);
     }
     for (const [serial, phone] of this.phones) {
