@@ -145,7 +145,7 @@ describe('LAN sharing', () => {
       const token = await oc.login();
       expect((await oc.call('GET', '/lab/settings', { token })).body.lanSharing.enabled).toBe(false);
       const r = await oc.call('PATCH', '/lab/settings', { token, body: { lanSharing: true } });
-      expect(r.status).toBe(400);
+      expect(r.status).toBe(409);
       expect(errorCode(r)).toBe('lan_port_unavailable');
       expect((await oc.call('GET', '/lab/settings', { token })).body.lanSharing.enabled).toBe(false);
     } finally {
