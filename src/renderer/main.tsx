@@ -9,8 +9,10 @@ const FIRST_LIST_WAIT_MS = 300;
 // The Fleet screen's phones were asked for before this bundle ran (prefetch.ts), and are usually back by now: React
 // draws the page once, with the list, rather than the page with a spinner and then again with a hundred rows (two
 // renders and two layouts of the whole page). Its first poll then finds this list fresh (fleet-store.ts).
-if (authStore.getState().token && /^\/(fleet\/?)?$/.test(location.pathname)) {
-  await Promise.race([fleetStore.getState().refresh(), new Promise((resolve) => setTimeout(resolve, FIRST_LIST_WAIT_MS))]);
-}
+// (A promise, not a top-level await: with one, the bundler splits the app into several files to keep the lazy screens'
+// imports safe, and the page then waits for four more requests.)
+const firstList = authStore.getState().token && /^\/(fleet\/?)?$/.test(location.pathname)
+  ? Promise.race([fleetStore.getState().refresh(), new Promise((resolve) => setTimeout(resolve, FIRST_LIST_WAIT_MS))])
+  : Promise.resolve();
 
-createRoot(document.getElementById('root')!).render(<App />);
+void firstList.then(() => createRoot(document.getElementById('root')!).render(<App />));
