@@ -138,11 +138,11 @@ export const mcp: Benchmark = {
       };
       detail(`screen ${PHONE.width}x${PHONE.height}, PNG ${(median(shots.bytes) / 1024).toFixed(0)} KB (base64 over MCP: ${(median(shots.bytes) * 4 / 3 / 1024).toFixed(0)} KB)`);
       report('mobile_take_screenshot', 'GET .../screenshot', shots.mcp, shots.rest);
-      // Where the milliseconds MCP adds go: the engine's part (a bare POST against REST, same run) and the SDK client's.
+      // Where the milliseconds MCP adds go: a bare POST's part (against REST, same run) and the SDK client's.
       const engineMs = median(bare.mcp) - median(bare.rest);
       const clientMs = median(shots.mcp) - median(shots.rest) - engineMs;
       detail(`mobile_take_screenshot as a bare JSON-RPC POST (no SDK client): ${summary(bare.mcp)}, against REST ${summary(bare.rest)}`);
-      detail(`of the ${fmtMs(median(shots.mcp) - median(shots.rest))} MCP adds: ${fmtMs(engineMs)} in the engine (the SDK's transport and validation), ${fmtMs(clientMs)} in the SDK client (its fetch, JSON-RPC and zod validation of the answer)`);
+      detail(`of the ${fmtMs(median(shots.mcp) - median(shots.rest))} MCP adds: ${fmtMs(engineMs)} in a bare JSON-RPC POST against the GET (its JSON body and answer, the engine's JSON-RPC handling), ${fmtMs(clientMs)} in the SDK client (its fetch wrapper, JSON-RPC and zod validation of the answer)`);
       report('mobile_click_on_screen_at_coordinates', 'POST .../actions tap', clicks.mcp, clicks.rest);
       // The simulated phone captures in a millisecond; a real one does not, and the ratio above is the worst case of
       // a fixed cost. With a real phone's capture under both calls, the same per-call difference is this:
