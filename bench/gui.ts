@@ -1,8 +1,8 @@
 /**
  * The GUI's benchmarks, in Debian Chromium against the engine as `npm run serve` runs it:
  * - gui-bundle: the renderer's initial download, gzipped, against a minimal React page built by the same Vite config.
- * - fleet-screen: time to an interactive Fleet screen listing 100 phones, against the browser fetching the same
- *   data on a page without the app.
+ * - fleet-screen: time to an interactive Fleet screen listing 100 phones on two hosts, against the browser fetching
+ *   the same data on a page without the app, both timed by the page's own clock.
  * - gui-live-screen: frames per second the page shows on a phone's live screen, against the frames the engine sends
  *   a fast WebSocket viewer over the same window.
  */
@@ -15,6 +15,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../src/main/engine/config.js';
 import { startAdbServer } from '../src/sim/android/index.js';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
+import { netnsOrSkip, startNetnsProvider } from '../test/support/provider/index.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
@@ -75,71 +76,111 @@ async function signedInContext(browser: Browser, token: string): Promise<Browser
   return context;
 }
 
-/** 100 simulated phones on one host; once providers (issue 24) land, 100 across two hosts. */
+/**
+ * 100 simulated phones on two hosts: half on this workstation's adb server, half on a provider (its own network
+ * namespace, sshd and adb server, reached over SSH, as in the providers benchmark), so the Fleet screen shows its
+ * Host column as a lab with providers does. Where network namespaces are refused (not root), all 100 are local.
+ */
 const PHONES = 100;
-const RUNS = 5;
+const PROVIDER_PHONES = 50;
+const RUNS = 7;
+
+interface PageTimes {
+  /** ms from the page's navigation start until the phones were listed (the app) or both lists fetched (bare). */
+  listed: number;
+  /** The app only: until the next frame was painted and the page then ran a task (nothing long still running). */
+  interactive?: number;
+}
 
 export const fleetScreen: Benchmark = {
   name: 'fleet-screen',
-  title: `time to an interactive Fleet screen listing ${PHONES} phones, in Chromium, vs fetching the same data without the app`,
+  title: `time to an interactive Fleet screen listing ${PHONES} phones on two hosts, in Chromium, vs a page fetching the same data without the app`,
   async run() {
     const adb = await startAdbServer();
     onCleanup(() => adb.stop());
+    const remote = netnsOrSkip() ? PROVIDER_PHONES : 0;
     const env = {
       ...engineEnv(tempDir('benchtop-bench-fleet-'), 0),
       BENCHTOP_ADB: '',
       BENCHTOP_ADB_HOST: '127.0.0.1',
       BENCHTOP_ADB_PORT: String(adb.port),
-      BENCHTOP_DEMO_PHONES: String(PHONES),
+      BENCHTOP_DEMO_PHONES: String(PHONES - remote),
     };
     const child = startChild(process.execPath, SERVE_ARGS, { cwd: ROOT, env });
     const [, origin] = await child.waitForOutput(/Benchtop is serving (http:\/\/\S+)\/api\/v1/, 120_000);
     const api = `${origin}/api/v1`;
     const { token } = await call<{ token: string }>('POST', `${api}/auth/login`, { body: OWNER });
+    if (remote > 0) {
+      // Its cleanup is registered before it is awaited: one that fails half-way must not leave its namespace behind.
+      const starting = startNetnsProvider(9, { phones: Array.from({ length: remote }, (_, j) => ({ port: 24000 + j, options: { model: `Provider Pixel ${j}`, width: 320, height: 640 } })) });
+      onCleanup(async () => (await starting.catch(() => undefined))?.stop());
+      const provider = await starting;
+      const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: provider.body({ name: 'bench-provider' }) });
+      if (added.health !== 'up') throw new Error(`the provider is ${added.health}: ${added.healthMessage}`);
+    }
     for (const deadline = performance.now() + 120_000; ;) {
-      const { data } = await call<{ data: Array<{ state: string; name: string }> }>('GET', `${api}/fleet/devices`, { bearer: token });
-      if (data.filter((d) => d.state === 'device' && d.name).length === PHONES) break;
+      const { data } = await call<{ data: Array<{ state: string; name: string; host?: string }> }>('GET', `${api}/fleet/devices`, { bearer: token });
+      const ready = data.filter((d) => d.state === 'device' && d.name);
+      if (ready.length === PHONES && ready.filter((d) => d.host).length === remote) break;
       if (performance.now() > deadline) throw new Error(`${PHONES} phones did not attach`);
       await sleep(200);
     }
+    detail(remote > 0
+      ? `${PHONES - remote} phones on this workstation, ${remote} on a provider (own network namespace, over SSH)`
+      : `network namespaces are refused here (not root): all ${PHONES} phones on this workstation, no Host column`);
 
     const browser = await launch();
-    const app: number[] = [];
-    const bare: number[] = [];
+    const app: PageTimes[] = [];
+    const bare: PageTimes[] = [];
     for (let i = 0; i < RUNS; i++) {
+      // Timed by the page's own clock from its navigation start, so neither side counts the time Playwright takes to
+      // look at the page (its click wait alone was 70 to 200 ms).
       const context = await signedInContext(browser, token);
+      // (No named functions inside: tsx would wrap them in a helper the page does not have.)
+      await context.addInitScript((n) => {
+        new MutationObserver((_, observer) => {
+          if (document.querySelectorAll('table[aria-label="Phones"] tbody tr').length !== n) return;
+          observer.disconnect();
+          const listed = performance.now();
+          // The frame that shows them is painted before requestAnimationFrame's task runs again; the task after it
+          // runs once nothing is left on the main thread, when a click would be answered.
+          requestAnimationFrame(() => setTimeout(() => ((window as { benchFleet?: PageTimes }).benchFleet = { listed, interactive: performance.now() })));
+        }).observe(document, { childList: true, subtree: true });
+      }, PHONES);
       const page = await context.newPage();
-      const start = performance.now();
       await page.goto(`${origin}/fleet`);
-      await page.waitForFunction((n) => document.querySelectorAll('table[aria-label="Phones"] tbody tr').length === n, PHONES, { polling: 'raf' });
-      // Interactive: the page answers a click on the navigation at once (no long task still running).
-      await page.getByRole('link', { name: 'Sessions' }).click({ trial: true });
-      app.push(performance.now() - start);
+      const times = (await (await page.waitForFunction(() => (window as { benchFleet?: PageTimes }).benchFleet, undefined, { timeout: 60_000 })).jsonValue())!;
+      if (remote > 0 && !(await page.getByRole('columnheader', { name: 'Host' }).isVisible())) throw new Error('the Fleet screen shows no Host column');
+      app.push(times);
       await context.close();
 
       const baseline = await browser.newContext();
-      const raw = await baseline.newPage();
-      const t = performance.now();
-      await raw.goto(`${api}/health`);
-      await raw.evaluate(async (bearer) => {
+      await baseline.addInitScript((bearer) => {
         const headers = { authorization: `Bearer ${bearer}` };
-        await Promise.all(['/api/v1/fleet/devices', '/api/v1/fleet/hosts'].map((p) => fetch(p, { headers }).then((r) => r.json())));
+        void Promise.all(['/api/v1/fleet/devices', '/api/v1/fleet/hosts'].map((p) => fetch(p, { headers }).then((r) => r.json())))
+          .then(() => ((window as { benchBare?: PageTimes }).benchBare = { listed: performance.now() }));
       }, token);
-      bare.push(performance.now() - t);
+      const raw = await baseline.newPage();
+      await raw.goto(`${api}/health`);
+      bare.push((await (await raw.waitForFunction(() => (window as { benchBare?: PageTimes }).benchBare)).jsonValue())!);
       await baseline.close();
     }
-    const a = median(app);
-    const b = median(bare);
-    detail(`Fleet screen with ${PHONES} phones, cold profile: ${app.map(fmtMs).join(', ')}`);
-    detail(`no app, the same two requests: ${bare.map(fmtMs).join(', ')}`);
+    const interactive = app.map((t) => t.interactive!);
+    const a = median(interactive);
+    const b = median(bare.map((t) => t.listed));
+    const spread = (xs: number[]) => `${fmtMs(Math.min(...xs))} to ${fmtMs(Math.max(...xs))}`;
+    detail(`Fleet screen, cold profile, navigation start to listed: ${app.map((t) => fmtMs(t.listed)).join(', ')}`);
+    detail(`... to painted and answering: ${interactive.map(fmtMs).join(', ')} (${spread(interactive)})`);
+    detail(`no app, navigation start to the same two lists fetched: ${bare.map((t) => fmtMs(t.listed)).join(', ')} (${spread(bare.map((t) => t.listed))})`);
+    const TARGET = 2;
     return [{
       benchmark: this.name,
-      figure: `interactive Fleet screen, ${PHONES} phones (median of ${RUNS})`,
+      figure: `interactive Fleet screen, ${PHONES} phones on ${remote > 0 ? 'two hosts' : 'one host'} (median of ${RUNS})`,
       value: fmtMs(a),
       baseline: `${fmtMs(b)} (a page fetching /fleet/devices and /fleet/hosts)`,
       ratio: fmtRatio(a, b),
-      target: '<= 1000 ms',
-      met: a <= 1000,
+      target: `<= ${TARGET.toFixed(2)}x`,
+      met: a / b <= TARGET,
     }];
   },
 };

@@ -12,8 +12,8 @@ import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figur
 import { REQUEST_TIMEOUT_MS } from './support/servers.js';
 
 const WARMUP = 5;
-const SAMPLES = 40;
-const LOOP_BUDGET_MS = 60_000;
+const SAMPLES = 60;
+const LOOP_BUDGET_MS = 90_000;
 const TARGET_RATIO = 1.3;
 /** Published: "Android screenshots can take an average of 0.3 to 0.5 seconds" with adb exec-out screencap. */
 const REAL_SCREENCAP_MS = 300;
@@ -95,7 +95,30 @@ export const mcp: Benchmark = {
         return out;
       };
 
+      // The same tool call as one bare JSON-RPC POST (fetch, JSON.parse, base64 back to the PNG), without the SDK
+      // client: what MCP adds on the engine's side, apart from what the SDK client adds on the agent's.
+      let rpcId = 1_000_000;
+      const bareScreenshot = async () => {
+        const res = await fetch(`${origin}/mcp`, {
+          method: 'POST',
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': transport.sessionId!,
+            'mcp-protocol-version': transport.protocolVersion!,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: rpcId++, method: 'tools/call', params: { name: 'mobile_take_screenshot', arguments: { device: lab.serial } } }),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+        const answer = (await res.json()) as { result?: ToolResult };
+        const block = answer.result?.content[0];
+        if (block?.type !== 'image') throw new Error(`the bare tools/call answered ${JSON.stringify(answer).slice(0, 200)}`);
+        return Buffer.from(block.data!, 'base64').length;
+      };
+
       const shots = await measure(mcpScreenshot, restScreenshot);
+      const bare = await measure(bareScreenshot, restScreenshot);
       // Taps at the bottom edge of the home screen land on nothing, so the screen does not change between samples.
       const clicks = await measure(mcpClick, restClick);
 
@@ -115,6 +138,11 @@ export const mcp: Benchmark = {
       };
       detail(`screen ${PHONE.width}x${PHONE.height}, PNG ${(median(shots.bytes) / 1024).toFixed(0)} KB (base64 over MCP: ${(median(shots.bytes) * 4 / 3 / 1024).toFixed(0)} KB)`);
       report('mobile_take_screenshot', 'GET .../screenshot', shots.mcp, shots.rest);
+      // Where the milliseconds MCP adds go: a bare POST's part (against REST, same run) and the SDK client's.
+      const engineMs = median(bare.mcp) - median(bare.rest);
+      const clientMs = median(shots.mcp) - median(shots.rest) - engineMs;
+      detail(`mobile_take_screenshot as a bare JSON-RPC POST (no SDK client): ${summary(bare.mcp)}, against REST ${summary(bare.rest)}`);
+      detail(`of the ${fmtMs(median(shots.mcp) - median(shots.rest))} MCP adds: ${fmtMs(engineMs)} in a bare JSON-RPC POST against the GET (its JSON body and answer, the engine's JSON-RPC handling), ${fmtMs(clientMs)} in the SDK client (its fetch wrapper, JSON-RPC and zod validation of the answer)`);
       report('mobile_click_on_screen_at_coordinates', 'POST .../actions tap', clicks.mcp, clicks.rest);
       // The simulated phone captures in a millisecond; a real one does not, and the ratio above is the worst case of
       // a fixed cost. With a real phone's capture under both calls, the same per-call difference is this:

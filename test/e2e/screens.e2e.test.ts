@@ -143,4 +143,27 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     );
     expect(unnamed).toEqual([]);
   });
+
+  it('asks for the Fleet screen\'s phones and hosts once, from the small script that runs before the app', async () => {
+    const asked: string[] = [];
+    const listen = (request: { url(): string }) => {
+      const path = new URL(request.url()).pathname;
+      if (path.startsWith('/api/v1/fleet/')) asked.push(path);
+    };
+    page.on('request', listen);
+    try {
+      await page.goto(`${originOf(lab.t.api)}/fleet`);
+      await page.getByRole('table', { name: 'Mac hosts' }).or(page.getByText('No Mac hosts')).first().waitFor();
+      // The page's first script is the prefetch, and the app took both of its answers in place of its own requests.
+      expect(await page.evaluate(() => document.querySelector('script')?.getAttribute('src'))).toMatch(/^\/assets\/prefetch-[\w-]+\.js$/);
+      expect(await page.evaluate(() => (globalThis as { __benchtopPrefetched?: Map<string, unknown> }).__benchtopPrefetched?.size)).toBe(0);
+      // Within the first second (before any poll is due): each list once, the store's poll and the release warnings'
+      // sharing the early answer instead of asking again.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(asked.filter((p) => p === '/api/v1/fleet/devices')).toHaveLength(1);
+      expect(asked.filter((p) => p === '/api/v1/fleet/hosts')).toHaveLength(1);
+    } finally {
+      page.off('request', listen);
+    }
+  });
 });

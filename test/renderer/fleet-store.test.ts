@@ -75,5 +75,15 @@ describe.runIf(hasAdb)('fleet store', () => {
     const after = calls;
     await new Promise((r) => setTimeout(r, 100));
     expect(calls - after).toBeLessThanOrEqual(1);
+
+    // A poll started just after an answer (the page's early request) does not ask again at once, but in its turn.
+    failing = false;
+    await store.getState().refresh();
+    const answered = calls;
+    const stopSlow = store.getState().poll(400);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(calls).toBe(answered);
+    await waitFor('the poll in its turn', () => calls > answered);
+    stopSlow();
   });
 });

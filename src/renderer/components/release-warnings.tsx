@@ -1,6 +1,7 @@
 import type { FleetDevice } from '../../shared/api/devices.js';
-import { api } from '../app-context.js';
-import { ErrorBanner, fmtDuration, fmtTime, useAction, useLoad, useNow } from '../ui.js';
+import { useEffect } from 'react';
+import { api, fleetStore, useFleet } from '../app-context.js';
+import { ErrorBanner, fmtDuration, fmtTime, useAction, useNow } from '../ui.js';
 
 /** How often the shell looks for phones the lab is about to take back: well within the minute's warning. */
 const WARNINGS_POLL_MS = 3000;
@@ -48,14 +49,17 @@ function Warning({ phone, onKept }: { phone: FleetDevice; onKept(): void }) {
  * reserved by another organization), with a button that keeps an idle one.
  */
 export function ReleaseWarnings() {
-  const fleet = useLoad(() => api.fleetDevices(), [], WARNINGS_POLL_MS);
+  // The fleet store's list, polled: on the Fleet screen, its own poll and this one share each request (one list of a
+  // hundred phones asked for at a time, and the page's first one asked for before the app runs).
+  const devices = useFleet((s) => s.devices);
+  useEffect(() => fleetStore.getState().poll(WARNINGS_POLL_MS), []);
   const now = useNow(1000);
   // A release that is past is over: the next poll shows the phone gone back, so its warning is not left counting 0:00.
-  const warned = (fleet.data?.data ?? []).filter((p) => p.heldBy?.releaseWarning && Date.parse(p.heldBy.releaseWarning.releaseAt) > now - 1000);
+  const warned = devices.filter((p) => p.heldBy?.releaseWarning && Date.parse(p.heldBy.releaseWarning.releaseAt) > now - 1000);
   if (warned.length === 0) return null;
   return (
     <section className="release-warnings" aria-label="Phones about to be released">
-      {warned.map((p) => <Warning key={p.serial} phone={p} onKept={() => void fleet.reload()} />)}
+      {warned.map((p) => <Warning key={p.serial} phone={p} onKept={() => void fleetStore.getState().refresh()} />)}
     </section>
   );
 }

@@ -173,7 +173,8 @@ export const FleetScreen = memo(function FleetScreen() {
             <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th>{hostColumn && <th>Host</th>}<th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
           </thead>
           <tbody>
-            {shown.map((d) => <FleetRow key={d.serial} device={d} me={me} hostColumn={hostColumn} />)}
+            {/* Only a held row names its holder: the others do not draw again when the signed-in user's email arrives. */}
+            {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} />)}
           </tbody>
         </table>
         </div>

@@ -41,6 +41,8 @@ const attached = (d: FleetDevice) => d.state !== 'gone';
 
 export function createFleetStore(api: () => ApiClient, now: () => number = Date.now) {
   let inFlight: Promise<void> | undefined;
+  /** When the last answer came: a poll that starts just after one (the page's early request) waits its turn. */
+  let answeredAt = -Infinity;
   return createStore<FleetState>()((set, get) => {
     const load = async () => {
       try {
@@ -66,6 +68,7 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
           loaded: true,
           error: undefined,
         });
+        answeredAt = now();
       } catch (error) {
         set({ error: (error as Error).message });
       }
@@ -89,7 +92,11 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
           await get().refresh();
           if (!stopped) timer = setTimeout(tick, intervalMs);
         };
-        void tick();
+        // A list that is fresher than the interval is not asked for again at once (the page asked for it before the
+        // app ran, or another screen's poll just did): the first tick comes when it would have after that answer.
+        const fresh = intervalMs - (now() - answeredAt);
+        if (fresh > 0) timer = setTimeout(tick, fresh);
+        else void tick();
         return () => {
           stopped = true;
           clearTimeout(timer);

@@ -43,6 +43,8 @@ export interface ApiClientOptions {
   organization(): string | undefined;
   /** Told when a request answers 401, so that the app can sign out. */
   onUnauthorized?(): void;
+  /** The fetch to send requests with: the page's, unless given (the GUI's takes answers it asked for early). */
+  fetch?: typeof fetch;
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -85,7 +87,7 @@ export function createApiClient(options: ApiClientOptions) {
   async function raw(method: string, path: string, o: RequestOptions = {}): Promise<Response> {
     let response: Response;
     try {
-      response = await fetch(`${options.origin}${API_PREFIX}${path}${queryString(o.query)}`, {
+      response = await (options.fetch ?? fetch)(`${options.origin}${API_PREFIX}${path}${queryString(o.query)}`, {
         method,
         headers: { ...headers(o.org !== false, o.body !== undefined), ...(o.accept ? { accept: o.accept } : {}), ...(o.bytes ? { 'content-type': 'application/octet-stream' } : {}) },
         body: o.bytes ?? (o.body === undefined ? undefined : JSON.stringify(o.body)),

@@ -17,6 +17,8 @@ const SWEEP_MS = 5 * 60 * 1000;
 const PARSE_ERROR = Symbol('parse error');
 /** /mcp is not an operation of the API: the OpenAPI document leaves it out (docs/mcp.md documents it). */
 const HIDDEN = { schema: { hide: true } };
+/** The request headers the SDK's Streamable HTTP transport reads (content negotiation, the session, resumption). */
+const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
 /** JSON-RPC's code for a body that is not JSON. */
 const PARSE_ERROR_CODE = -32700;
 
@@ -80,10 +82,12 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
    */
   async function handOver(req: FastifyRequest, reply: FastifyReply, transport: WebStandardStreamableHTTPServerTransport, body: unknown) {
     const authInfo: ScopeAuth = { token: '', clientId: ownerOf(callerOf(req)), scopes: [], extra: { scope: scopeOf(req) } };
+    // Only the headers the transport reads (the body is parsed already, and who is calling is in authInfo): a web
+    // Headers object is costly to fill, and a tool call's request carried a dozen for it to copy.
     const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
+    for (const name of TRANSPORT_HEADERS) {
+      const value = req.headers[name];
       if (typeof value === 'string') headers.set(name, value);
-      else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
     }
     const request = new Request(`http://${req.host}${req.url}`, { method: req.method, headers });
     const response = await transport.handleRequest(request, { parsedBody: body, authInfo });
@@ -99,7 +103,9 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
       events.pipe(reply.raw);
       return;
     }
-    return reply.code(response.status).headers(answerHeaders).send(response.body ? await response.text() : undefined);
+    // The answer's bytes as they are: as text they would be decoded from UTF-8 and encoded again (a screenshot's
+    // base64 is most of them).
+    return reply.code(response.status).headers(answerHeaders).send(response.body ? Buffer.from(await response.arrayBuffer()) : undefined);
   }
 
   /** The caller's session named by the header, or why not. */
