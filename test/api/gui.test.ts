@@ -31,8 +31,8 @@ describe('the GUI at /', () => {
     expect(csp).toContain("object-src 'none'");
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toMatch(/unsafe-eval|https?:\/\/|\*/);
-    // Every script and style the page loads is its own.
-    for (const [, src] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(src).toMatch(/^(\/assets\/|\.\/assets\/|\/$)/);
+    // Every script and style the page loads is its own; the icon is the empty data: URL, so none is fetched.
+    for (const [, src] of html.matchAll(/(?:src|href)="([^"]+)"/g)) expect(src).toMatch(/^(\/assets\/|\.\/assets\/|\/$|data:,$)/);
   });
 
   it('answers a deep link with the app, and keeps unknown API paths JSON 404s', async () => {

@@ -93,12 +93,13 @@ describe.runIf(ready)('GUI: providers', () => {
       provider.linkUp();
     }
     await stale.waitFor({ state: 'detached', timeout: 20_000 });
-    await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(atDrop);
     expect(await image.getAttribute('data-stale')).toBeNull();
-    // And it follows the phone again: a changed screen is a new frame.
-    const resumed = await frames();
+    // It follows the phone again: a changed screen is a new frame. (The first frame of the fresh minicap can lag
+    // its hello by seconds when the whole suite loads the machine; a change is what a viewer waits on anyway.)
     await page.getByRole('button', { name: 'Recent apps' }).click();
-    await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(resumed);
+    await expect.poll(frames, { timeout: 20_000 }).toBeGreaterThan(atDrop);
+    const resumed = await frames();
     await page.getByRole('button', { name: 'Home' }).click();
-  }, 45_000);
+    await expect.poll(frames, { timeout: 10_000 }).toBeGreaterThan(resumed);
+  }, 60_000);
 });
