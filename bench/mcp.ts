@@ -10,14 +10,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { REAL_SCREENCAP_MS, REAL_SCREENCAP_SOURCE } from './support/real-phone.js';
 
 const WARMUP = 5;
 const SAMPLES = 60;
 const LOOP_BUDGET_MS = 90_000;
 const TARGET_RATIO = 1.3;
-/** Published: "Android screenshots can take an average of 0.3 to 0.5 seconds" with adb exec-out screencap. */
-const REAL_SCREENCAP_MS = 300;
-const REAL_SCREENCAP_SOURCE = 'the 0.3-0.5 s Appium Pro measured (edition 83, appiumpro.com/editions/83)';
 /** A Pixel 7-sized display, so the PNG is as large as a real phone's home screen. */
 const PHONE = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
 
