@@ -2,9 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
-import { createPairing, pairRecordOf } from '../../../protocols/apple/pairing.js';
 import { AdbBridge } from '../fleet/android/adb-bridge.js';
-import { PrivateUsbmuxd, readLabPairRecord } from '../fleet/ios/private-usbmuxd.js';
 import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
 import type { PhoneSource } from '../fleet/types.js';
@@ -199,6 +197,11 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   private async usbmuxdEnd(opened: Opened): Promise<RemoteEnd> {
     const upstream = this.options.usbmuxd;
     if (!upstream) throw conflict('not_supported', 'The lab\'s iOS fleet is off.');
+    // Loaded with the first iPhone opened: the pairing code brings X.509 and plist libraries that every start paid for.
+    const [{ createPairing, pairRecordOf }, { PrivateUsbmuxd, readLabPairRecord }] = await Promise.all([
+      import('../../../protocols/apple/pairing.js'),
+      import('../fleet/ios/private-usbmuxd.js'),
+    ]);
     const lab = await readLabPairRecord(upstream, opened.serial).catch(() => undefined);
     if (!lab) throw conflict('device_not_paired', 'The lab has no pairing with this iPhone (tap Trust on it first).');
     // A pairing of the checkout's own: what the user's tools hold, and what stops opening anything at release.
