@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { sshHostTable } from './ssh-hosts.js';
 import type { Version } from './version.js';
 
 export type HostMode = 'tart' | 'bare';
@@ -59,34 +60,14 @@ const SETTABLE: Record<keyof MacHostFields, string> = {
  * bumps sessionParts like every other instance write.
  */
 export function macHostStore(db: Db, sessionParts: Version) {
-  const all = db.prepare<[], MacHostRow>(`SELECT ${COLUMNS} FROM mac_hosts ORDER BY name COLLATE NOCASE`);
-  const byId = db.prepare<[string], MacHostRow>(`SELECT ${COLUMNS} FROM mac_hosts WHERE id = ?`);
-  const byName = db.prepare<[string], MacHostRow>(`SELECT ${COLUMNS} FROM mac_hosts WHERE name = ? COLLATE NOCASE`);
-  const insert = db.prepare(
-    `INSERT INTO mac_hosts (id, ${Object.values(SETTABLE).join(', ')}, created_at, updated_at)
-     VALUES (@id, ${Object.keys(SETTABLE).map((k) => `@${k}`).join(', ')}, @now, @now)`,
-  );
-  const pin = db.prepare('UPDATE mac_hosts SET host_key_sha256 = ? WHERE id = ? AND host_key_sha256 IS NULL');
-  const remove = db.prepare('DELETE FROM mac_hosts WHERE id = ?');
-
+  const table = sshHostTable<MacHostRow, MacHostFields>(db, 'mac_hosts', COLUMNS, SETTABLE);
   return {
-    all: () => all.all(),
-    get: (id: string) => byId.get(id),
-    byName: (name: string) => byName.get(name),
-    insert: (row: MacHostFields & { id: string; now: number }) => void insert.run(row),
-    /**
-     * Changes only the given fields (null included). A new address or port forgets the pinned host key unless one is
-     * given: it is another machine.
-     */
-    update: (id: string, fields: Partial<MacHostFields>, now: number) => {
-      const moved = fields.address !== undefined || fields.port !== undefined;
-      if (moved && fields.hostKeySha256 === undefined) fields = { ...fields, hostKeySha256: null };
-      const entries = Object.entries(fields).filter(([key, value]) => value !== undefined && key in SETTABLE);
-      const sets = entries.map(([key]) => `${SETTABLE[key as keyof MacHostFields]} = @${key}`);
-      db.prepare(`UPDATE mac_hosts SET ${[...sets, 'updated_at = @now'].join(', ')} WHERE id = @id`).run({ ...Object.fromEntries(entries), id, now });
-    },
-    /** Trust on first use: the first key seen is kept, and a different one later is refused. */
-    pinHostKey: (id: string, fingerprint: string) => void pin.run(fingerprint, id),
-    remove: (id: string) => sessionParts.bump(remove.run(id)).changes === 1,
+    all: table.all,
+    get: table.get,
+    byName: table.byName,
+    insert: (row: MacHostFields & { id: string; now: number }) => table.insert(row),
+    update: (id: string, fields: Partial<MacHostFields>, now: number) => table.update(id, fields, now),
+    pinHostKey: table.pinHostKey,
+    remove: (id: string) => sessionParts.bump(table.remove(id)).changes === 1,
   };
 }

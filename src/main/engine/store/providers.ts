@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import type { HostAuth } from './mac-hosts.js';
+import { sshHostTable } from './ssh-hosts.js';
 
 /** A provider as stored; its credentials live in the secret store, never here. */
 export interface ProviderRow {
@@ -36,35 +37,21 @@ const SETTABLE: Record<keyof ProviderFields, string> = {
 
 type Stored = Omit<ProviderRow, 'paused'> & { paused: number };
 const fromStored = (row: Stored | undefined): ProviderRow | undefined => (row ? { ...row, paused: row.paused === 1 } : undefined);
-const toStored = (fields: Partial<ProviderFields>) =>
+const toStored = (fields: Partial<ProviderFields>): Partial<Record<keyof ProviderFields, unknown>> =>
   Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, typeof value === 'boolean' ? Number(value) : value]));
 
 /** The lab's providers. */
 export function providerStore(db: Db) {
-  const all = db.prepare<[], Stored>(`SELECT ${COLUMNS} FROM providers ORDER BY name COLLATE NOCASE`);
-  const byId = db.prepare<[string], Stored>(`SELECT ${COLUMNS} FROM providers WHERE id = ?`);
-  const byName = db.prepare<[string], Stored>(`SELECT ${COLUMNS} FROM providers WHERE name = ? COLLATE NOCASE`);
-  const insert = db.prepare(
-    `INSERT INTO providers (id, ${Object.values(SETTABLE).join(', ')}, created_at, updated_at)
-     VALUES (@id, ${Object.keys(SETTABLE).map((k) => `@${k}`).join(', ')}, @now, @now)`,
-  );
-  const pin = db.prepare('UPDATE providers SET host_key_sha256 = ? WHERE id = ? AND host_key_sha256 IS NULL');
-  const remove = db.prepare('DELETE FROM providers WHERE id = ?');
+  const table = sshHostTable<Stored, ProviderFields>(db, 'providers', COLUMNS, SETTABLE);
   return {
-    all: () => all.all().map((row) => fromStored(row)!),
-    get: (id: string) => fromStored(byId.get(id)),
-    byName: (name: string) => fromStored(byName.get(name)),
-    insert: (row: ProviderFields & { id: string; now: number }) => void insert.run({ ...toStored(row), id: row.id, now: row.now }),
+    all: () => table.all().map((row) => fromStored(row)!),
+    get: (id: string) => fromStored(table.get(id)),
+    byName: (name: string) => fromStored(table.byName(name)),
+    insert: (row: ProviderFields & { id: string; now: number }) => table.insert({ ...row, ...toStored(row) }),
     /** Changes only the given fields. A new address or port forgets the pinned host key unless one is given. */
-    update: (id: string, fields: Partial<ProviderFields>, now: number) => {
-      const moved = fields.address !== undefined || fields.port !== undefined;
-      if (moved && fields.hostKeySha256 === undefined) fields = { ...fields, hostKeySha256: null };
-      const entries = Object.entries(toStored(fields)).filter(([key, value]) => value !== undefined && key in SETTABLE);
-      const sets = entries.map(([key]) => `${SETTABLE[key as keyof ProviderFields]} = @${key}`);
-      db.prepare(`UPDATE providers SET ${[...sets, 'updated_at = @now'].join(', ')} WHERE id = @id`).run({ ...Object.fromEntries(entries), id, now });
-    },
+    update: (id: string, fields: Partial<ProviderFields>, now: number) => table.update(id, toStored(fields), now),
     /** Trust on first use, as for Mac hosts. */
-    pinHostKey: (id: string, fingerprint: string) => void pin.run(fingerprint, id),
-    remove: (id: string) => remove.run(id).changes === 1,
+    pinHostKey: table.pinHostKey,
+    remove: (id: string) => table.remove(id).changes === 1,
   };
 }
