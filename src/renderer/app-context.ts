@@ -13,6 +13,9 @@ import type { PrefetchGlobal } from './prefetch.js';
 
 const prefetched = (globalThis as PrefetchGlobal).__benchtopPrefetched;
 
+/** Whether prefetch.ts asked for the Fleet screen's lists (a signed-in tab opening the Fleet screen). */
+export const fleetAskedEarly = prefetched !== undefined;
+
 /**
  * The page's fetch, which answers a request that prefetch.ts already made (the Fleet screen's first two) with that
  * answer, once, when it was asked with the same token and organization.

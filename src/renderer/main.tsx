@@ -1,7 +1,7 @@
 import { createRoot } from 'react-dom/client';
 import './styles.css';
 import { App } from './app.js';
-import { authStore, fleetStore } from './app-context.js';
+import { fleetAskedEarly, fleetStore } from './app-context.js';
 
 /** How long the first drawing of the page waits for the Fleet screen's list: a slow lab still shows its page soon. */
 const FIRST_LIST_WAIT_MS = 300;
@@ -11,7 +11,7 @@ const FIRST_LIST_WAIT_MS = 300;
 // renders and two layouts of the whole page). Its first poll then finds this list fresh (fleet-store.ts).
 // (A promise, not a top-level await: with one, the bundler splits the app into several files to keep the lazy screens'
 // imports safe, and the page then waits for four more requests.)
-const firstList = authStore.getState().token && /^\/(fleet\/?)?$/.test(location.pathname)
+const firstList = fleetAskedEarly
   ? Promise.race([fleetStore.getState().refresh(), new Promise((resolve) => setTimeout(resolve, FIRST_LIST_WAIT_MS))])
   : Promise.resolve();
 
