@@ -241,8 +241,12 @@ export function createEngine(
       });
       running = { services, stores };
       services.chats.recover();
-      const owner = await services.accounts.ensureLabOwner();
+      // A first start hashes the owner's password (scrypt, about 30 ms on libuv's thread pool) while the routes are
+      // built on the main thread: neither waits for the other.
+      const ownerReady = services.accounts.ensureLabOwner();
+      ownerReady.catch(() => undefined);
       app = await buildServer(services, VERSION);
+      const owner = await ownerReady;
       await app.listen({ host: config.host, port: config.port });
       // LAN sharing stays on across restarts; a port taken meanwhile leaves it off (and says so) rather than the lab.
       if (isLanSharingOn(stores.settings)) {
