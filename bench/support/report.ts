@@ -7,6 +7,7 @@ export interface Figure {
   /** value / baseline */
   ratio: string;
   target: string;
+  /** Whether the target was met (a figure whose target is 'reported' has none: printed as -). */
   met: boolean;
 }
 
@@ -34,7 +35,7 @@ export const detail = (line: string): void => console.log(`  ${line}`);
 
 export function printTable(figures: readonly Figure[]): void {
   const header = ['benchmark', 'figure', 'value', 'baseline (same run)', 'ratio', 'target', 'met'];
-  printRows(header, figures.map((f) => [f.benchmark, f.figure, f.value, f.baseline, f.ratio, f.target, f.met ? 'yes' : 'NO']));
+  printRows(header, figures.map((f) => [f.benchmark, f.figure, f.value, f.baseline, f.ratio, f.target, f.target === 'reported' ? '-' : f.met ? 'yes' : 'NO']));
 }
 
 /** A plain-text table, columns padded to their widest cell. */
