@@ -33,9 +33,15 @@ function initialGzipBytes(outDir: string): { initial: number; total: number } {
   return { initial, total };
 }
 
+/**
+ * The renderer's own build, or (with `root`) another page built by the same config. The minimal page keeps React
+ * itself: the renderer's config puts Preact in React's place, and the baseline is what a React 19 page ships.
+ */
 async function viteBuild(root: string | undefined, outDir: string): Promise<void> {
   const { build } = await import('vite');
-  await build({ configFile: join(ROOT, 'vite.renderer.config.ts'), ...(root ? { root } : {}), build: { outDir, emptyOutDir: true }, logLevel: 'error' });
+  const { rendererConfig } = await import('../vite.renderer.config.js');
+  const config = root ? { ...rendererConfig, root, resolve: { ...rendererConfig.resolve, alias: [] } } : rendererConfig;
+  await build({ ...config, configFile: false, build: { ...config.build, outDir, emptyOutDir: true }, logLevel: 'error' });
 }
 
 export const guiBundle: Benchmark = {
