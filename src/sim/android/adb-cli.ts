@@ -113,10 +113,17 @@ export async function startAdbServer(options: { port?: number; adbPath?: string 
   delete env.ANDROID_SDK_HOME;
   delete env.ANDROID_USER_HOME;
   delete env.ADB_VENDOR_KEYS;
-  const port = options.port ?? (await freePort());
+  let port = options.port ?? (await freePort());
   const run = (args: string[], opts: { timeoutMs?: number } = {}) =>
     runAdb(args, { serverPort: port, env, adbPath: options.adbPath, timeoutMs: opts.timeoutMs });
-  const started = await run(['start-server'], { timeoutMs: 30_000 });
+  let started = await run(['start-server'], { timeoutMs: 30_000 });
+  // A free port is free only until adb binds it: another listener (a second adb server started at the same moment,
+  // a simulated phone) can take it in between, and adb then talks to that and fails with a protocol fault. A port
+  // that was not asked for is chosen again.
+  for (let retry = 0; started.code !== 0 && options.port === undefined && retry < 3; retry++) {
+    port = await freePort();
+    started = await run(['start-server'], { timeoutMs: 30_000 });
+  }
   if (started.code !== 0) {
     rmSync(root, { recursive: true, force: true });
     throw new Error(`adb start-server failed: ${started.stderr.trim()}`);
