@@ -4,7 +4,7 @@
  */
 import react from '@vitejs/plugin-react';
 import { fileURLToPath } from 'node:url';
-import type { Plugin, UserConfig } from 'vite';
+import type { Plugin, Rolldown, UserConfig } from 'vite';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
@@ -18,6 +18,11 @@ const root = fileURLToPath(new URL('.', import.meta.url));
  * rather than leaving its names on the page's global object.
  */
 function prefetchFirst(): Plugin {
+  const prefetchChunk = (bundle: Rolldown.OutputBundle): Rolldown.OutputChunk => {
+    const chunk = Object.values(bundle).find((c): c is Rolldown.OutputChunk => c.type === 'chunk' && c.name === 'prefetch' && c.isEntry);
+    if (!chunk) throw new Error('the prefetch chunk was not built');
+    return chunk;
+  };
   let ref = '';
   return {
     name: 'benchtop-prefetch-first',
@@ -31,17 +36,15 @@ function prefetchFirst(): Plugin {
       return chunk.name === 'prefetch' ? 'classic script' : undefined;
     },
     generateBundle(_options, bundle) {
-      const chunk = Object.values(bundle).find((c) => c.type === 'chunk' && c.name === 'prefetch' && c.isEntry);
-      if (!chunk || chunk.type !== 'chunk') throw new Error('the prefetch chunk was not built');
+      const chunk = prefetchChunk(bundle);
       if (chunk.imports.length > 0 || chunk.exports.length > 0) throw new Error('prefetch.ts must import and export nothing: it runs as a classic script');
       chunk.code = `(()=>{${chunk.code}})();\n`;
     },
     transformIndexHtml: {
       order: 'post',
       handler(_html, ctx) {
-        const file = ctx.bundle && Object.values(ctx.bundle).find((c) => c.type === 'chunk' && c.name === 'prefetch' && c.isEntry);
-        if (!file || !ref) throw new Error('the prefetch chunk was not built');
-        return [{ tag: 'script', attrs: { src: `/${file.fileName}` }, injectTo: 'head-prepend' }];
+        if (!ctx.bundle || !ref) throw new Error('the prefetch chunk was not built');
+        return [{ tag: 'script', attrs: { src: `/${prefetchChunk(ctx.bundle).fileName}` }, injectTo: 'head-prepend' }];
       },
     },
   };

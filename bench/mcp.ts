@@ -139,7 +139,7 @@ export const mcp: Benchmark = {
         });
       };
       detail(`screen ${PHONE.width}x${PHONE.height}, PNG ${(median(shots.bytes) / 1024).toFixed(0)} KB (base64 over MCP: ${(median(shots.bytes) * 4 / 3 / 1024).toFixed(0)} KB)`);
-      // Each pair's own real-phone figures: the same calls with the published capture added to both sides.
+      // The same samples with a real phone's published capture added to every call, MCP and REST alike.
       const withRealCapture = (xs: number[]) => xs.map((x) => x + REAL_SCREENCAP_MS);
       report(`mobile_take_screenshot, a real phone's ${REAL_SCREENCAP_MS} ms capture under both`, 'GET .../screenshot, same', withRealCapture(shots.mcp), withRealCapture(shots.rest));
       report('mobile_take_screenshot, simulated phone (capture about 1 ms)', 'GET .../screenshot', shots.mcp, shots.rest, false);

@@ -244,6 +244,7 @@ export function createEngine(
       // A first start hashes the owner's password (scrypt, about 30 ms on libuv's thread pool) while the routes are
       // built on the main thread: neither waits for the other.
       const ownerReady = services.accounts.ensureLabOwner();
+      // Awaited below; if building the routes fails first, the start fails with that, not an unhandled rejection.
       ownerReady.catch(() => undefined);
       app = await buildServer(services, VERSION);
       const owner = await ownerReady;
