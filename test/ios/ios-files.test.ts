@@ -17,7 +17,7 @@ import type { SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { ideviceToolOrSkip, startIosBus, type IosBus } from '../support/ios-lab.js';
-import { uploadReadyApp, waitFor } from '../support/lab.js';
+import { allocateInUse, uploadReadyApp, waitFor } from '../support/lab.js';
 
 const run = promisify(execFile);
 const SHARING = 'com.example.notes';
@@ -54,9 +54,7 @@ describe('iPhone file explorer: an app\'s Documents through house_arrest', () =>
     c = client(engine.api);
     owner = await c.login();
     await waitFor('the iPhone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ state: string }>).some((p) => p.state === 'device'), 15_000);
-    session = (await c.call('POST', '/sessions', { token: owner })).body.id;
-    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] } });
-    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use', 15_000);
+    ({ session } = await allocateInUse(c, owner, undefined, { platform: 'ios', timeoutMs: 15_000 }));
     // Two apps installed through the engine: one shares its Documents (UIFileSharingEnabled), one does not.
     for (const [bundleId, displayName, fileSharing] of [[SHARING, 'Field Notes', true], [PRIVATE, 'Vault', false]] as const) {
       const fileId = await uploadReadyApp(c, owner, buildIpa({ bundleId, displayName, fileSharing }), `${bundleId}.ipa`);

@@ -9,7 +9,7 @@ import { SETTINGS } from '../../src/sim/ios/index.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
-import { uploadReadyApp, waitFor } from '../support/lab.js';
+import { allocateInUse, uploadReadyApp, waitFor } from '../support/lab.js';
 import { mp4Boxes } from '../support/mp4-boxes.js';
 
 describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simulated iPhone', () => {
@@ -29,9 +29,7 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
     owner = await c.login();
     // An allocation that matches nothing is refused at once: the fleet must have read the phone first.
     await waitFor('the iPhone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ state: string }>).some((p) => p.state === 'device'), 15_000);
-    session = (await c.call('POST', '/sessions', { token: owner })).body.id;
-    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] } });
-    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use', 15_000);
+    ({ session } = await allocateInUse(c, owner, undefined, { platform: 'ios', timeoutMs: 15_000 }));
   }, 60_000);
   afterAll(async () => {
     await engine?.stop();

@@ -90,15 +90,15 @@ export async function uploadReadyApp(c: ReturnType<typeof client>, token: string
   return fileId;
 }
 
-/** Allocates an Android phone (by model name, if given) in a new session and waits until it is in_use. */
-export async function allocateInUse(c: ReturnType<typeof client>, token: string, name?: string) {
+/** Allocates a phone (Android unless `platform` says; by model name, if given) in a new session and waits until it is in_use. */
+export async function allocateInUse(c: ReturnType<typeof client>, token: string, name?: string, { platform = 'android', timeoutMs }: { platform?: string; timeoutMs?: number } = {}) {
   const session = (await c.call('POST', '/sessions', { token })).body.id as string;
-  const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }];
+  const filters = [{ attribute: 'platform', operator: 'EQUALS', value: platform }];
   if (name) filters.push({ attribute: 'name', operator: 'EQUALS', value: name });
   const a = (await c.call('POST', `/sessions/${session}/devices`, { token, body: { filters } })).body;
   const d = await waitFor(`${a.id} to be in_use`, async () => {
     const x = (await c.call('GET', `/sessions/${session}/devices/${a.id}`, { token })).body;
     return x.status === 'in_use' ? x : undefined;
-  });
+  }, timeoutMs);
   return { session, serial: d.info.serial as string, id: a.id as string };
 }
