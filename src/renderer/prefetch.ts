@@ -1,8 +1,8 @@
 /**
- * The Fleet screen's data, asked for before the app's bundle has downloaded and run: index.html loads this tiny
- * module ahead of the app, so the lab's phones and hosts come back while the browser still parses React, instead of
- * after it. The app's API client takes these answers (once) in place of its own first requests (app-context.ts).
- * It imports nothing, so that it stays a file of a few hundred bytes that runs at once.
+ * The Fleet screen's data, asked for before the app's bundle has downloaded and run: the build inlines this script at
+ * the top of index.html (vite.renderer.config.ts), so the lab's phones and hosts come back while the browser still
+ * downloads and parses the app, instead of after it. The app's API client takes these answers (once) in place of its
+ * own first requests (app-context.ts). It imports and exports nothing: a few hundred bytes, run where they stand.
  */
 
 /** An answer asked for early, with the credentials it was asked with. */
@@ -12,7 +12,7 @@ export interface Prefetched {
   response: Promise<Response>;
 }
 
-/** Where the app finds them (app-context.ts): a global, since this module and the app's bundle share nothing else. */
+/** Where the app finds them (app-context.ts): a global, since this script and the app's bundle share nothing else. */
 export interface PrefetchGlobal {
   __benchtopPrefetched?: Map<string, Prefetched>;
 }

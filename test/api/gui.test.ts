@@ -1,10 +1,11 @@
 /** The engine serves the built renderer at /: the page with a strict CSP, hashed assets, and the SPA fallback. */
 import Fastify from 'fastify';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { contentSecurityPolicy, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
+import { contentSecurityPolicy, inlineScriptHashes, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
 import type { App } from '../../src/main/engine/api/http.js';
 import { errorCode, useEngine } from '../support/engine.js';
 
@@ -25,7 +26,13 @@ describe('the GUI at /', () => {
     const csp = r.headers.get('content-security-policy')!;
     const host = new URL(origin).host;
     expect(csp).toContain("default-src 'self'");
-    expect(csp).toContain("script-src 'self';");
+    // Scripts: its own files, and the one inline script the build put in the page (the Fleet screen's early
+    // requests), by the hash of exactly that code.
+    const inline = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, code]) => code!);
+    expect(inline).toHaveLength(1);
+    expect(inline[0]).toContain('/api/v1/fleet/devices');
+    const sha = createHash('sha256').update(inline[0]!).digest('base64');
+    expect(csp).toContain(`script-src 'self' 'sha256-${sha}';`);
     expect(csp).toContain(`connect-src 'self' ws://${host} wss://${host}`);
     expect(csp).toContain("img-src 'self' blob: data:");
     expect(csp).toContain("object-src 'none'");
@@ -86,6 +93,20 @@ describe('the GUI at /', () => {
     expect(r.headers['content-security-policy']).toContain("default-src 'self'");
     await app.close();
     rmSync(empty, { recursive: true, force: true });
+  });
+
+  it('names the inline scripts of the page it serves now: a rebuilt page gets its new hash, not the old one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'benchtop-gui-'));
+    const app = Fastify() as unknown as App;
+    await registerGui(app, dir);
+    const scriptSrc = async () => (await app.inject({ method: 'GET', url: '/fleet' })).headers['content-security-policy']!.toString().split('; ').find((d) => d.startsWith('script-src'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><script>one()</script><div id="root"></div>');
+    expect(await scriptSrc()).toBe(`script-src 'self' ${inlineScriptHashes('<script>one()</script>')[0]}`);
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><script>two()</script><script src="/assets/a.js"></script>');
+    utimesSync(join(dir, 'index.html'), new Date(), new Date(Date.now() + 5000));
+    expect(await scriptSrc()).toBe(`script-src 'self' 'sha256-${createHash('sha256').update('two()').digest('base64')}'`);
+    await app.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('never echoes a malformed Host header into the policy', () => {

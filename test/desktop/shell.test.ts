@@ -72,6 +72,11 @@ describe('the window\'s Content-Security-Policy', () => {
     for (const sources of csp.values()) expect(sources.join(' ')).not.toMatch(/unsafe-eval|\*|https?:(?!\/\/)/);
   });
 
+  it('runs an inline script only by the hash of the page\'s own', () => {
+    const hash = "'sha256-qXbJ3u7kJuRtX7u9vZcaUzUcGtx8GvX+drU/C8KdPm0='";
+    expect(directives(contentSecurityPolicy('http://127.0.0.1:7676', [hash])).get('script-src')).toEqual(["'self'", hash]);
+  });
+
   it('over HTTPS, secure sockets only', () => {
     expect(directives(contentSecurityPolicy('https://lab.local:7677')).get('connect-src')).toEqual(["'self'", 'wss://lab.local:7677']);
   });
