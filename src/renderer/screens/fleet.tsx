@@ -71,25 +71,35 @@ function UseThisPhone({ device }: { device: FleetDevice }) {
 }
 
 /**
+ * The Phones table's columns. Its rows are CSS grids (styles.css: the browser skips drawing rows out of sight), so
+ * every part of it names its table role itself: a browser that drops a table's semantics once its display changes
+ * still reads it as a table.
+ */
+const COLUMNS: Array<{ label: string; className?: string; hidden?: boolean }> = [
+  { label: 'Name' }, { label: 'Platform', className: 'col-platform' }, { label: 'Model' }, { label: 'Version' }, { label: 'Serial' },
+  { label: 'Host' }, { label: 'State' }, { label: 'Battery' }, { label: 'Holder' }, { label: 'Actions', hidden: true },
+];
+
+/**
  * One phone's row, rendered again only when that phone changed: the store keeps an unchanged phone as the same
  * object from poll to poll, so a poll, or the page's sign-in finishing, does not render a hundred rows again.
  */
 const FleetRow = memo(function FleetRow({ device: d, me, hostColumn }: { device: FleetDevice; me: string | undefined; hostColumn: boolean }) {
   return (
-    <tr data-serial={d.serial}>
-      <td>{d.name}</td>
-      <td className="col-platform">{platformName(d.platform)}</td>
-      <td>{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
-      <td>{d.osVersion}</td>
-      <td><code>{d.serial}</code></td>
-      {hostColumn && <td>{d.host ?? <span className="muted">this workstation</span>}</td>}
-      <td>
+    <tr role="row" data-serial={d.serial}>
+      <td role="cell">{d.name}</td>
+      <td role="cell" className="col-platform">{platformName(d.platform)}</td>
+      <td role="cell">{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
+      <td role="cell">{d.osVersion}</td>
+      <td role="cell"><code>{d.serial}</code></td>
+      {hostColumn && <td role="cell">{d.host ?? <span className="muted">this workstation</span>}</td>}
+      <td role="cell">
         <Status value={stateOf(d)} />
         {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
         {d.steps && d.state !== 'gone' && <p className="steps" aria-label={`What ${d.name} needs`}>{d.steps}</p>}
       </td>
-      <td><Battery level={d.battery} /></td>
-      <td>
+      <td role="cell"><Battery level={d.battery} /></td>
+      <td role="cell">
         {d.heldBy ? (
           <>
             <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
@@ -99,7 +109,7 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn }: { device:
           </>
         ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
       </td>
-      <td>{isFree(d) && <UseThisPhone device={d} />}</td>
+      <td role="cell">{isFree(d) && <UseThisPhone device={d} />}</td>
     </tr>
   );
 });
@@ -168,11 +178,15 @@ export const FleetScreen = memo(function FleetScreen() {
       </form>
       {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : loaded && shown.length === 0 ? <Empty>No phone matches that search.</Empty> : (
         <div className="table-wrap">
-        <table className="table fleet-table" aria-label="Phones">
-          <thead>
-            <tr><th>Name</th><th className="col-platform">Platform</th><th>Model</th><th>Version</th><th>Serial</th>{hostColumn && <th>Host</th>}<th>State</th><th>Battery</th><th>Holder</th><th><span className="visually-hidden">Actions</span></th></tr>
+        <table role="table" className={hostColumn ? 'table fleet-table with-host' : 'table fleet-table'} aria-label="Phones">
+          <thead role="rowgroup">
+            <tr role="row">
+              {COLUMNS.filter((c) => hostColumn || c.label !== 'Host').map((c) => (
+                <th key={c.label} role="columnheader" className={c.className}>{c.hidden ? <span className="visually-hidden">{c.label}</span> : c.label}</th>
+              ))}
+            </tr>
           </thead>
-          <tbody>
+          <tbody role="rowgroup">
             {/* Only a held row names its holder: the others do not draw again when the signed-in user's email arrives. */}
             {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} />)}
           </tbody>
