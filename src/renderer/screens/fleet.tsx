@@ -1,23 +1,19 @@
-import { memo, useEffect, useMemo, useState } from 'react';
+import { memo, useCallback, useEffect, useMemo, useState, type CSSProperties } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
 import { api, fleetStore, useAuth, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
 import { modelName, platformName } from '../../shared/iphone-models.js';
 import { IdleCountdown } from '../components/release-warnings.js';
 import { linkTo, navigate } from '../router.js';
-import { Empty, ErrorBanner, Page, Spinner, Status, useAction } from '../ui.js';
+import { Empty, ErrorBanner, Page, Spinner, Status } from '../ui.js';
 import { ProviderHealth } from '../components/provider-health.js';
 
 export const FLEET_POLL_MS = 2000;
 
+/** The level as text and as a bar: one element, whose bar its style sheet draws (a row is drawn for every phone). */
 function Battery({ level }: { level: number | null }) {
   if (level === null) return <span className="muted">—</span>;
-  return (
-    <span className="battery" aria-label={`Battery ${level}%`}>
-      <span className="battery-bar"><span style={{ width: `${level}%` }} className={level < 20 ? 'low' : ''} /></span>
-      {level}%
-    </span>
-  );
+  return <span className={level < 20 ? 'battery low' : 'battery'} aria-label={`Battery ${level}%`} style={{ '--level': `${level}%` } as CSSProperties}>{`${level}%`}</span>;
 }
 
 type Availability = 'any' | 'free' | 'in_use' | 'unavailable';
@@ -47,25 +43,35 @@ export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
 const holderName = (email: string | undefined, me: string | undefined) => (!email ? 'an API key' : email === me ? 'you' : email);
 
 /** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
-function UseThisPhone({ device }: { device: FleetDevice }) {
-  const use = useAction();
-  const take = () => use.run(async () => {
-    const session = await api.createSession();
-    await api.allocateDevice(session.id, {
-      filters: [
-        { attribute: 'platform', operator: 'EQUALS', value: device.platform },
-        { attribute: 'name', operator: 'EQUALS', value: device.name },
-        { attribute: 'version', operator: 'EQUALS', value: device.osVersion },
-      ],
-    });
-    navigate(`/sessions/${session.id}`);
+async function takePhone(device: FleetDevice): Promise<void> {
+  const session = await api.createSession();
+  await api.allocateDevice(session.id, {
+    filters: [
+      { attribute: 'platform', operator: 'EQUALS', value: device.platform },
+      { attribute: 'name', operator: 'EQUALS', value: device.name },
+      { attribute: 'version', operator: 'EQUALS', value: device.osVersion },
+    ],
   });
+  navigate(`/sessions/${session.id}`);
+}
+
+/**
+ * The phone being taken, and what went wrong taking it: one state for the whole table rather than three hooks in each
+ * of a hundred rows, all drawn with the page. A row is drawn again only when it is the one being taken.
+ */
+interface Taking {
+  serial: string;
+  pending: boolean;
+  error?: string;
+}
+
+function UseThisPhone({ device, taking, onUse }: { device: FleetDevice; taking: Taking | undefined; onUse(device: FleetDevice): void }) {
   return (
     <>
-      <button type="button" className="primary" disabled={use.pending} aria-label={`Use this phone: ${device.name} (${device.serial})`} onClick={() => void take()}>
-        {use.pending ? <Spinner label={`Taking ${device.name}`} /> : 'Use this phone'}
+      <button type="button" className="primary" disabled={taking?.pending} aria-label={`Use this phone: ${device.name} (${device.serial})`} onClick={() => onUse(device)}>
+        {taking?.pending ? <Spinner label={`Taking ${device.name}`} /> : 'Use this phone'}
       </button>
-      {use.error && <span role="alert" className="error inline">{use.error}</span>}
+      {taking?.error && <span role="alert" className="error inline">{taking.error}</span>}
     </>
   );
 }
@@ -84,12 +90,12 @@ const COLUMNS: Array<{ label: string; className?: string; hidden?: boolean }> = 
  * One phone's row, rendered again only when that phone changed: the store keeps an unchanged phone as the same
  * object from poll to poll, so a poll, or the page's sign-in finishing, does not render a hundred rows again.
  */
-const FleetRow = memo(function FleetRow({ device: d, me, hostColumn }: { device: FleetDevice; me: string | undefined; hostColumn: boolean }) {
+const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onUse }: { device: FleetDevice; me: string | undefined; hostColumn: boolean; taking: Taking | undefined; onUse(device: FleetDevice): void }) {
   return (
     <tr role="row" data-serial={d.serial}>
       <td role="cell">{d.name}</td>
       <td role="cell" className="col-platform">{platformName(d.platform)}</td>
-      <td role="cell">{d.model ? <span title={d.model}>{modelName(d.model)}</span> : <span className="muted">—</span>}</td>
+      <td role="cell" title={d.model}>{d.model ? modelName(d.model) : <span className="muted">—</span>}</td>
       <td role="cell">{d.osVersion}</td>
       <td role="cell"><code>{d.serial}</code></td>
       {hostColumn && <td role="cell">{d.host ?? <span className="muted">this workstation</span>}</td>}
@@ -109,7 +115,7 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn }: { device:
           </>
         ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
       </td>
-      <td role="cell">{isFree(d) && <UseThisPhone device={d} />}</td>
+      <td role="cell">{isFree(d) && <UseThisPhone device={d} taking={taking} onUse={onUse} />}</td>
     </tr>
   );
 });
@@ -121,6 +127,15 @@ export const FleetScreen = memo(function FleetScreen() {
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
   const set = (patch: Partial<FleetQuery>) => setQuery((q) => ({ ...q, ...patch }));
+  const [taking, setTaking] = useState<Taking>();
+  // The same function from render to render, so that the rows' memo holds.
+  const onUse = useCallback((device: FleetDevice) => {
+    setTaking({ serial: device.serial, pending: true });
+    takePhone(device).then(
+      () => setTaking(undefined),
+      (error: Error) => setTaking({ serial: device.serial, pending: false, error: error.message }),
+    );
+  }, []);
   const shown = useMemo(() => devices.filter((d) => fleetMatches(d, query)), [devices, query]);
   // Which host a phone is on matters once the lab has providers; a lab of one workstation is spared the column.
   const hostColumn = useMemo(() => devices.some((d) => d.host), [devices]);
@@ -188,7 +203,7 @@ export const FleetScreen = memo(function FleetScreen() {
           </thead>
           <tbody role="rowgroup">
             {/* Only a held row names its holder: the others do not draw again when the signed-in user's email arrives. */}
-            {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} />)}
+            {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} taking={taking?.serial === d.serial ? taking : undefined} onUse={onUse} />)}
           </tbody>
         </table>
         </div>
