@@ -2,7 +2,8 @@
  * The GUI's benchmarks, in Debian Chromium against the engine as `npm run serve` runs it:
  * - gui-bundle: the renderer's initial download, gzipped, against a minimal React page built by the same Vite config.
  * - fleet-screen: time to an interactive Fleet screen listing 100 phones on two hosts, against the browser fetching
- *   the same data on a page without the app, both timed by the page's own clock.
+ *   the same data on a page without the app, both timed by the page's own clock; and, as the floor under any app, the
+ *   page the app drew served as static HTML with no script.
  * - gui-live-screen: frames per second the page shows on a phone's live screen, against the frames the engine sends
  *   a fast WebSocket viewer over the same window.
  */
