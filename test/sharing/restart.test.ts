@@ -90,7 +90,11 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     const deadline = Date.parse(warned.idleReleaseAt);
     expect(warned.releaseWarning.releaseAt).toBe(warned.idleReleaseAt);
 
-    const bWarned = (await call(api, 'GET', `/sessions/${theirs.s}/devices/${theirs.id}`, { token: b })).body;
+    // B's warning comes from the release check's own tick (once a second), which a busy machine may not have run yet.
+    const bWarned = await waitFor("B's reservation warning", async () => {
+      const d = (await call(api, 'GET', `/sessions/${theirs.s}/devices/${theirs.id}`, { token: b })).body;
+      return d.releaseWarning ? d : undefined;
+    });
     expect(bWarned.releaseWarning).toEqual({ reason: 'reserved', releaseAt: new Date(windowStart).toISOString() });
 
     first.child.kill('SIGKILL');
