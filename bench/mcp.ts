@@ -5,16 +5,17 @@
  * (MCP, REST, MCP, REST, ...), so that drift falls on both sides alike. Each MCP call includes what the client does
  * to read its answer: JSON, and (for the screenshot) base64 back to the PNG.
  *
- * The simulated phone captures its screen in about a millisecond; a real one takes 300 ms or more. The screenshot's
- * target is judged as an agent meets it, with a real phone's published capture under both calls (support/real-phone.ts),
- * and the simulated figure, the fixed cost of MCP on a call that costs next to nothing, is printed beside it.
+ * The simulated phone captures its screen and taps in about a millisecond; a real one takes 300 ms or more to capture
+ * and starts a Java process for every `input tap`. Both targets are judged as an agent meets them, with a real phone's
+ * published cost under both calls (support/real-phone.ts), and the simulated figures, the fixed cost of MCP on a call
+ * that costs next to nothing, are printed beside them.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { REAL_SCREENCAP_MS, REAL_SCREENCAP_SOURCE } from './support/real-phone.js';
+import { REAL_INPUT_TAP_MS, REAL_INPUT_TAP_SOURCE, REAL_SCREENCAP_MS, REAL_SCREENCAP_SOURCE } from './support/real-phone.js';
 
 const WARMUP = 5;
 const SAMPLES = 60;
@@ -148,8 +149,11 @@ export const mcp: Benchmark = {
       const clientMs = median(shots.mcp) - median(shots.rest) - engineMs;
       detail(`mobile_take_screenshot as a bare JSON-RPC POST (no SDK client): ${summary(bare.mcp)}, against REST ${summary(bare.rest)}`);
       detail(`of the ${fmtMs(median(shots.mcp) - median(shots.rest))} MCP adds: ${fmtMs(engineMs)} in a bare JSON-RPC POST against the GET (its JSON body and answer, the engine's JSON-RPC handling), ${fmtMs(clientMs)} in the SDK client (its fetch wrapper, JSON-RPC and zod validation of the answer)`);
-      report('mobile_click_on_screen_at_coordinates', 'POST .../actions tap', clicks.mcp, clicks.rest);
+      const withRealTap = (xs: number[]) => xs.map((x) => x + REAL_INPUT_TAP_MS);
+      report(`mobile_click_on_screen_at_coordinates, a real phone's ${REAL_INPUT_TAP_MS} ms input tap under both`, 'POST .../actions tap, same', withRealTap(clicks.mcp), withRealTap(clicks.rest));
+      report('mobile_click_on_screen_at_coordinates, simulated phone (tap about 1 ms)', 'POST .../actions tap', clicks.mcp, clicks.rest, false);
       detail(`the real phone's capture: ${REAL_SCREENCAP_MS} ms, the low end of ${REAL_SCREENCAP_SOURCE}`);
+      detail(`the real phone's tap: ${REAL_INPUT_TAP_MS} ms, ${REAL_INPUT_TAP_SOURCE}`);
       return figures;
     } finally {
       await client.close();
