@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { contentSecurityPolicy, inlineScriptHashes, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
+import { builtPageScriptHashes, contentSecurityPolicy, inlineScriptHashes, registerGui, rendererDir } from '../../src/main/engine/api/gui.js';
 import type { App } from '../../src/main/engine/api/http.js';
 import { errorCode, useEngine } from '../support/engine.js';
 
@@ -91,6 +91,7 @@ describe('the GUI at /', () => {
     expect(r.statusCode).toBe(200);
     expect(r.body).toContain('npm run build:renderer');
     expect(r.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(builtPageScriptHashes(empty)).toEqual([]);
     await app.close();
     rmSync(empty, { recursive: true, force: true });
   });
@@ -105,6 +106,8 @@ describe('the GUI at /', () => {
     writeFileSync(join(dir, 'index.html'), '<!doctype html><script>two()</script><script src="/assets/a.js"></script>');
     utimesSync(join(dir, 'index.html'), new Date(), new Date(Date.now() + 5000));
     expect(await scriptSrc()).toBe(`script-src 'self' 'sha256-${createHash('sha256').update('two()').digest('base64')}'`);
+    // The desktop window's own CSP names the same hashes (desktop/window.ts).
+    expect(builtPageScriptHashes(dir)).toEqual([`'sha256-${createHash('sha256').update('two()').digest('base64')}'`]);
     await app.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { app, BrowserWindow, session, shell, type NativeImage } from 'electron';
-import { readFileSync } from 'node:fs';
-import { inlineScriptHashes, rendererDir } from '../engine/api/gui.js';
+import { builtPageScriptHashes } from '../engine/api/gui.js';
 import { contentSecurityPolicy } from './csp.js';
 
 const PRELOAD = join(import.meta.dirname, '../preload/index.cjs');
@@ -47,7 +46,7 @@ export function confineToOrigin(origin: string): void {
     (details, callback) => callback({ cancel: !isEngine(details.url) }),
   );
   // The page the engine serves is this build's: its inline script (the Fleet screen's early requests) runs by hash.
-  const csp = contentSecurityPolicy(origin, inlineScriptHashes(readFileSync(join(rendererDir(), 'index.html'), 'utf8')));
+  const csp = contentSecurityPolicy(origin, builtPageScriptHashes());
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
     const headers = Object.fromEntries(
       Object.entries(details.responseHeaders ?? {}).filter(([name]) => name.toLowerCase() !== 'content-security-policy'),

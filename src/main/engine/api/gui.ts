@@ -27,6 +27,12 @@ export function inlineScriptHashes(html: string): string[] {
   return [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, code]) => `'sha256-${createHash('sha256').update(code!).digest('base64')}'`);
 }
 
+/** The hashes of the built page's inline scripts, or none when the GUI is not built (the page then has none). */
+export function builtPageScriptHashes(dir = rendererDir()): string[] {
+  const file = join(dir, 'index.html');
+  return existsSync(file) ? inlineScriptHashes(readFileSync(file, 'utf8')) : [];
+}
+
 /**
  * The page may load only its own files and talk only to its own origin (HTTP and WebSocket); images also come
  * from blob: (live screen frames, assets fetched with the bearer) and data: (screenshots in tool calls).
