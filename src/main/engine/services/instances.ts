@@ -272,6 +272,15 @@ export class InstanceManager {
     return done;
   }
 
+  /**
+   * A check that starts after this moment. One already running may have passed its SSH exchange before a connection
+   * was lost, and would call the host up: it is waited for, and then the host is checked again.
+   */
+  private async checkAgain(hostId: string): Promise<void> {
+    await this.checks.get(hostId);
+    await this.check(hostId);
+  }
+
   private tick(): void {
     if (this.stopped) return;
     for (const host of this.stores.macHosts.all()) void this.check(host.id);
@@ -409,7 +418,7 @@ export class InstanceManager {
     } catch (error) {
       if (this.stopped || signal.aborted) return;
       // A lost connection may be the host going down: a check tells, and then says so in the instance's message.
-      if (error instanceof StepError && error.connectionFailed) await this.check(host.id);
+      if (error instanceof StepError && error.connectionFailed) await this.checkAgain(host.id);
       if (this.stopped) return;
       const why = error instanceof StepError ? `${error.step} failed on ${host.name}: ${error.why}` : `Provisioning failed on ${host.name}: ${messageOf(error)}`;
       this.fail(row.id, why);
