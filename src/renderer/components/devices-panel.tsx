@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import type { Device } from '../../shared/api/sessions.js';
 import { platformName } from '../../shared/iphone-models.js';
 import { api } from '../app-context.js';
@@ -82,7 +82,12 @@ export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; 
   const all = devices.data?.data ?? [];
   const active = all.filter((d) => d.status !== 'released');
   const released = all.filter((d) => d.status === 'released');
-  const live = active.filter((d) => d.status === 'in_use' && d.info.serial);
+  // A phone shown here that goes offline (a provider's link drops, a cable) keeps its place: its screen keeps the
+  // last frame, marked stale, and plays again when the phone is back. Swapped for a card at the next poll, it lost
+  // both. One already offline when the page opened has no frame to keep, and gets the card until it is back.
+  const shown = useRef(new Set<string>());
+  const live = active.filter((d) => d.info.serial && (d.status === 'in_use' || (d.status === 'offline' && shown.current.has(d.id))));
+  for (const d of live) shown.current.add(d.id);
   const waiting = active.filter((d) => !live.includes(d));
   const reload = () => void devices.reload();
 
