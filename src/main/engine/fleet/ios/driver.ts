@@ -212,9 +212,12 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
-  /** AFC in the app's container through house_arrest's VendDocuments, its refusals in the API's words. */
+  /**
+   * AFC in the app's container through house_arrest's VendDocuments, its refusals in the API's words. (DeviceControl
+   * refuses a call without an app before it gets here.)
+   */
   private async documents(app: string | undefined): Promise<AfcClient> {
-    if (!app) throw invalid('app_required', 'Name the app whose Documents to open.');
+    if (!app) throw new Error('an iPhone\'s files are reached by app');
     try {
       return await documentsService(this.address, this.udid, app);
     } catch (error) {
@@ -228,10 +231,19 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
-  /** AFC's READ_DIR, then each entry's GET_FILE_INFO (AFC lists names only). */
-  async listFiles(path: string, app?: string): Promise<PhoneFileEntry[]> {
+  /** The app's AFC connection for `work`, closed after it. */
+  private async inDocuments<T>(app: string | undefined, work: (afc: AfcClient) => Promise<T>): Promise<T> {
     const afc = await this.documents(app);
     try {
+      return await work(afc);
+    } finally {
+      afc.close();
+    }
+  }
+
+  /** AFC's READ_DIR, then each entry's GET_FILE_INFO (AFC lists names only). */
+  listFiles(path: string, app?: string): Promise<PhoneFileEntry[]> {
+    return this.inDocuments(app, async (afc) => {
       const names = await afc.listDirectory(path).catch((error: Error) => {
         throw missing(error, `No folder ${path} in ${app}'s container.`);
       });
@@ -242,9 +254,7 @@ export class IosDriver implements PhoneDriver {
         entries.push({ name, type: directory ? 'directory' : 'file', size: directory ? 0 : info.size, modifiedAt: new Date(info.mtimeMs) });
       }
       return entries;
-    } finally {
-      afc.close();
-    }
+    });
   }
 
   /** AFC's FILE_OPEN (read) and FILE_READ, streamed; the connection closes with the stream. */
@@ -265,9 +275,8 @@ export class IosDriver implements PhoneDriver {
   }
 
   /** AFC's FILE_OPEN (write, truncating) and FILE_WRITE, as ifuse writes a file. */
-  async writeFile(path: string, content: Readable, app?: string): Promise<void> {
-    const afc = await this.documents(app);
-    try {
+  writeFile(path: string, content: Readable, app?: string): Promise<void> {
+    return this.inDocuments(app, async (afc) => {
       const stream = await afc.createWriteStream(path, { autoDestroy: true }).catch((error: Error) => {
         throw missing(error, `No folder ${posix.dirname(path)} in ${app}'s container.`);
       });
@@ -275,22 +284,17 @@ export class IosDriver implements PhoneDriver {
       await pipeline(content, stream);
       // The file handle is closed on the phone once the stream closes; the connection only after that.
       await closed;
-    } finally {
-      afc.close();
-    }
+    });
   }
 
   /** AFC's RemovePathAndContents: a file, or a folder with what is in it. */
-  async deleteFile(path: string, app?: string): Promise<void> {
-    const afc = await this.documents(app);
-    try {
+  deleteFile(path: string, app?: string): Promise<void> {
+    return this.inDocuments(app, async (afc) => {
       await afc.getFileInfo(path).catch((error: Error) => {
         throw missing(error, `No file or folder ${path} in ${app}'s container.`);
       });
       await afc.deleteDirectory(path);
-    } finally {
-      afc.close();
-    }
+    });
   }
 
   /**
