@@ -147,7 +147,8 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     sessionId = page.url().split('/').pop()!;
     await image().waitFor({ timeout: 30_000 });
     await expect.poll(framesShown, { timeout: 20_000 }).toBeGreaterThan(0);
-    expect(await image().evaluate((img: HTMLImageElement) => [img.naturalWidth, img.naturalHeight])).toEqual([750, 1334]);
+    // Polled: while the next frame's blob loads into the img, Chromium may answer 0x0 for a moment.
+    await expect.poll(() => image().evaluate((img: HTMLImageElement) => [img.naturalWidth, img.naturalHeight])).toEqual([750, 1334]);
     await page.getByText(/^mjpeg · JPEG · [\d.]+ fps$/).waitFor();
     // More frames keep coming: the simulated WDA streams at its mjpegServerFramerate.
     const seen = await framesShown();

@@ -60,7 +60,8 @@ describe.runIf(ready)('GUI: the phone page', () => {
 
   it('Fleet: a search narrows the phones and says how many match; "Use this phone" opens a session holding it', async () => {
     await logIn(page, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, '/fleet');
-    expect(await page.title()).toBe('Fleet · Benchtop');
+    // The tab's name is set in an effect, which Preact runs after the frame that drew the page.
+    await expect.poll(() => page.title()).toBe('Fleet · Benchtop');
     const phones = page.getByRole('table', { name: 'Phones' });
     await phones.getByRole('row', { name: /Galaxy S21/ }).waitFor();
     await page.getByRole('searchbox', { name: 'Search' }).fill('pixel');
@@ -107,7 +108,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
     await details.waitFor();
     await page.getByText('arm64-v8a').waitFor();
     await page.getByText(/76%/).first().waitFor();
-    expect(await page.title()).toMatch(/^Session [0-9a-f]{8} · Benchtop$/);
+    await expect.poll(() => page.title()).toMatch(/^Session [0-9a-f]{8} · Benchtop$/);
     await snapViewport(page, '02-phone-1440x900');
   });
 
@@ -306,7 +307,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
     await page.getByLabel('Session name').fill('Checkout on Pixel');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('heading', { name: 'Checkout on Pixel' }).waitFor();
-    expect(await page.title()).toBe('Checkout on Pixel · Benchtop');
+    await expect.poll(() => page.title()).toBe('Checkout on Pixel · Benchtop');
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'End session' }).click();
     await page.getByText('This session has ended: its phones and Mac instances were released').waitFor();
