@@ -53,6 +53,8 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
   });
 
   const noKey = platform === 'android' && keys.data?.data.length === 0;
+  // Until the keys are read it is not known whether adb could sign in, so the button waits for them too.
+  const keysUnread = platform === 'android' && keys.data === undefined;
   return (
     <section className="remote-connect card" aria-label="Use from your computer">
       <h3>Use from your computer</h3>
@@ -97,7 +99,7 @@ export function RemoteConnectPanel({ sessionId, serial, platform }: { sessionId:
               ? 'Let your own adb reach this phone until you release it. Your adb signs in with one of your keys below.'
               : 'A usbmuxd that shows only this iPhone, for your own tools, until you release it.'}
           </p>
-          <button type="button" className="primary" disabled={action.pending || noKey} onClick={open}>
+          <button type="button" className="primary" disabled={action.pending || noKey || keysUnread} onClick={open}>
             {platform === 'android' ? 'Open for adb connect' : 'Open a private usbmuxd'}
           </button>
         </>
