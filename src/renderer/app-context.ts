@@ -13,11 +13,13 @@ import type { PrefetchGlobal } from './prefetch.js';
 
 const prefetched = (globalThis as PrefetchGlobal).__benchtopPrefetched;
 
+/** Whether prefetch.ts asked who is signed in (a tab that kept its token). */
+export const accountAskedEarly = prefetched?.has('/api/v1/me') ?? false;
 /** Whether prefetch.ts asked for the Fleet screen's lists (a signed-in tab opening the Fleet screen). */
-export const fleetAskedEarly = prefetched !== undefined;
+export const fleetAskedEarly = prefetched?.has('/api/v1/fleet/devices') ?? false;
 
 /**
- * The page's fetch, which answers a request that prefetch.ts already made (the Fleet screen's first two) with that
+ * The page's fetch, which answers a request that prefetch.ts already made (the first screen's first few) with that
  * answer, once, when it was asked with the same token and organization.
  */
 const pageFetch: typeof fetch = (input, init) => {

@@ -1,7 +1,8 @@
 /**
- * The Fleet screen's data, asked for before the app's bundle has downloaded and run: the build inlines this script at
- * the top of index.html (vite.renderer.config.ts), so the lab's phones and hosts come back while the browser still
- * downloads and parses the app, instead of after it. The app's API client takes these answers (once) in place of its
+ * The first screen's data, asked for before the app's bundle has downloaded and run: the build inlines this script at
+ * the top of index.html (vite.renderer.config.ts), so who is signed in (on every screen) and the lab's phones and
+ * hosts (on the Fleet screen) come back while the browser still downloads and parses the app, instead of after
+ * it. The app's API client takes these answers (once) in place of its
  * own first requests (app-context.ts). It imports and exports nothing: a few hundred bytes, run where they stand.
  */
 
@@ -17,21 +18,30 @@ export interface PrefetchGlobal {
   __benchtopPrefetched?: Map<string, Prefetched>;
 }
 
-/** The Fleet screen's requests, as its store makes them. */
+/** What every screen asks first, without an organization: who is signed in, and their organizations. */
+const ACCOUNT_REQUESTS = ['/api/v1/me', '/api/v1/organizations'];
+/**
+ * The Fleet screen's requests, as its store makes them, with the organization this tab remembered. (Its providers'
+ * table asks later, once the app knows the organization, which the early answer then might not match.)
+ */
 const FLEET_REQUESTS = ['/api/v1/fleet/devices', '/api/v1/fleet/hosts'];
 
 // The same storage keys as auth-store.ts: a tab that is signed in kept its token there.
 const token = sessionStorage.getItem('benchtop.token');
 const organization = sessionStorage.getItem('benchtop.organization');
-if (token && /^\/(fleet\/?)?$/.test(location.pathname)) {
+if (token) {
   const authorization = `Bearer ${token}`;
-  const headers: Record<string, string> = { authorization, ...(organization ? { 'x-organization-id': organization } : {}) };
   const early = new Map<string, Prefetched>();
-  for (const path of FLEET_REQUESTS) {
-    const response = fetch(path, { headers });
-    // An answer nobody takes (the user was signed out meanwhile) must not be an unhandled rejection.
-    response.catch(() => undefined);
-    early.set(path, { authorization, organization, response });
-  }
+  const ask = (paths: string[], org: string | null) => {
+    const headers: Record<string, string> = { authorization, ...(org ? { 'x-organization-id': org } : {}) };
+    for (const path of paths) {
+      const response = fetch(path, { headers });
+      // An answer nobody takes (the user was signed out meanwhile) must not be an unhandled rejection.
+      response.catch(() => undefined);
+      early.set(path, { authorization, organization: org, response });
+    }
+  };
+  ask(ACCOUNT_REQUESTS, null);
+  if (/^\/(fleet\/?)?$/.test(location.pathname)) ask(FLEET_REQUESTS, organization);
   (globalThis as PrefetchGlobal).__benchtopPrefetched = early;
 }

@@ -144,13 +144,20 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     expect(unnamed).toEqual([]);
   });
 
-  it('asks for the Fleet screen\'s phones and hosts once, from the small script that runs before the app', async () => {
+  it('asks who is signed in, and the Fleet screen\'s phones and hosts, once, from the small script that runs before the app', async () => {
     const asked: string[] = [];
     const listen = (request: { url(): string }) => {
       const path = new URL(request.url()).pathname;
-      if (path.startsWith('/api/v1/fleet/')) asked.push(path);
+      if (path.startsWith('/api/v1/')) asked.push(path);
     };
     page.on('request', listen);
+    // The sidebar as it was first added to the page.
+    await page.addInitScript(() => new MutationObserver((_, observer) => {
+      const sidebar = document.querySelector('nav.sidebar');
+      if (!sidebar) return;
+      observer.disconnect();
+      (globalThis as { __firstSidebar?: string | null }).__firstSidebar = sidebar.textContent;
+    }).observe(document, { childList: true, subtree: true }));
     try {
       await page.goto(`${originOf(lab.t.api)}/fleet`);
       await page.getByRole('table', { name: 'Mac hosts' }).or(page.getByText('No Mac hosts')).first().waitFor();
@@ -167,8 +174,14 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
       // Within the first second (before any poll is due): each list once, the store's poll and the release warnings'
       // sharing the early answer instead of asking again.
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      expect(asked.filter((p) => p === '/api/v1/fleet/devices')).toHaveLength(1);
-      expect(asked.filter((p) => p === '/api/v1/fleet/hosts')).toHaveLength(1);
+      for (const path of ['/api/v1/me', '/api/v1/organizations', '/api/v1/fleet/devices', '/api/v1/fleet/hosts']) {
+        expect(asked.filter((p) => p === path), path).toHaveLength(1);
+      }
+      // And the page was drawn complete the first time: the sidebar came with the signed-in owner's email and the
+      // owner's Settings link, rather than without them for a frame.
+      const [first, now] = await page.evaluate(() => [(globalThis as { __firstSidebar?: string }).__firstSidebar, document.querySelector('nav.sidebar')!.textContent]);
+      expect(now).toMatch(/Settings.*@/);
+      expect(first).toBe(now);
     } finally {
       page.off('request', listen);
     }

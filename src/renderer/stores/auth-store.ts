@@ -55,6 +55,15 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
         set({ token: undefined, user: undefined, busy: false, error: (error as Error).message });
       }
     };
+    let restoring: { token: string; done: Promise<void> } | undefined;
+    const check = async (token: string) => {
+      await attempt(() => signedIn(token));
+      if (!get().token) {
+        storage?.removeItem(TOKEN_KEY);
+        storage?.removeItem(ORG_KEY);
+        set({ organizationId: undefined });
+      }
+    };
     return {
       token: storage?.getItem(TOKEN_KEY) ?? undefined,
       user: undefined,
@@ -67,15 +76,12 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
       login: (email, password) => attempt(async () => signedIn((await api().login(email, password)).token)),
       signup: (email, password) => attempt(async () => signedIn((await api().signup(email, password)).token)),
       useToken: (token) => attempt(() => signedIn(token)),
-      async restore() {
+      restore() {
         const token = get().token;
-        if (!token) return;
-        await attempt(() => signedIn(token));
-        if (!get().token) {
-          storage?.removeItem(TOKEN_KEY);
-          storage?.removeItem(ORG_KEY);
-          set({ organizationId: undefined });
-        }
+        if (!token) return Promise.resolve();
+        // Asked twice for one token (the page, before its first drawing, and the app once it shows), it checks once.
+        if (restoring?.token !== token) restoring = { token, done: check(token) };
+        return restoring.done;
       },
       async refreshOrganizations() {
         const orgs = await api().organizations();
