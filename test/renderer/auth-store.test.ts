@@ -5,9 +5,10 @@ import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engin
 import { memoryStorage } from './support.js';
 
 /** The renderer's wiring: a client that reads its token and organization from the store, and signs out on a 401. */
-function wired(api: string, storage = memoryStorage()) {
+function wired(api: string, storage = memoryStorage(), pageFetch: typeof fetch = fetch) {
   const apiClient = createApiClient({
     origin: api.replace(/\/api\/v1$/, ''),
+    fetch: pageFetch,
     token: () => store.getState().token,
     organization: () => store.getState().organizationId,
     onUnauthorized: () => store.getState().logout(),
@@ -54,6 +55,20 @@ describe('auth store', () => {
     expect((await again.apiClient.sessions()).data.map((x) => x.id)).toContain(session.id);
     again.store.getState().switchOrganization(personal);
     expect((await again.apiClient.sessions()).data.map((x) => x.id)).not.toContain(session.id);
+  });
+
+  it('checks a restored token once, however often the page asks (before its first drawing, and again once it shows)', async () => {
+    const { store, storage } = wired(lab.t.api);
+    await store.getState().login(OWNER_EMAIL, OWNER_PASSWORD);
+    const asked: string[] = [];
+    const again = wired(lab.t.api, storage, (input, init) => {
+      asked.push(new URL(String(input)).pathname);
+      return fetch(input, init);
+    });
+    await Promise.all([again.store.getState().restore(), again.store.getState().restore()]);
+    await again.store.getState().restore();
+    expect(again.store.getState()).toMatchObject({ token: store.getState().token, user: { email: OWNER_EMAIL } });
+    expect(asked.sort()).toEqual(['/api/v1/me', '/api/v1/organizations']);
   });
 
   it('signs out when the API answers 401, and forgets a stored token that no longer works', async () => {
