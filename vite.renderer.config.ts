@@ -9,7 +9,7 @@ import type { Plugin, Rolldown, UserConfig } from 'vite';
 const root = fileURLToPath(new URL('.', import.meta.url));
 
 /**
- * prefetch.ts, inlined at the top of index.html: it starts the Fleet screen's requests as soon as the page's first
+ * prefetch.ts, inlined at the top of index.html: it starts the first screen's requests as soon as the page's first
  * bytes are parsed, while the browser still downloads and parses the app's bundle. As one more module in index.html it
  * would be bundled into the app's entry and run only after it. As a file of its own (a classic <script src>) it still
  * waited 15-30 ms for its own request in a fresh tab. Inline, it runs when the parser reaches it; the CSP allows it

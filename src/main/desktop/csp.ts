@@ -2,7 +2,7 @@
  * The Content-Security-Policy the Electron window enforces on every response of the engine, whatever the engine
  * itself sends: only the engine's own scripts run, nothing is fetched from elsewhere, and the page cannot be framed.
  * Styles may be inline (React style props, xterm.js's injected sheet); an inline script only if it is the page's own,
- * named by its hash (the Fleet screen's early requests in index.html). No Electron import: tested on Node.
+ * named by its hash (the first screen's early requests in index.html). No Electron import: tested on Node.
  */
 export function contentSecurityPolicy(origin: string, scriptHashes: readonly string[] = []): string {
   const { host, protocol } = new URL(origin);

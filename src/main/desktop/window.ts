@@ -45,7 +45,7 @@ export function confineToOrigin(origin: string): void {
     { urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*'] },
     (details, callback) => callback({ cancel: !isEngine(details.url) }),
   );
-  // The page the engine serves is this build's: its inline script (the Fleet screen's early requests) runs by hash.
+  // The page the engine serves is this build's: its inline script (the first screen's early requests) runs by hash.
   const csp = contentSecurityPolicy(origin, builtPageScriptHashes());
   session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
     const headers = Object.fromEntries(

@@ -20,7 +20,7 @@ export function rendererDir(): string {
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /**
- * The CSP sources of a page's inline scripts, by hash: index.html carries one (the Fleet screen's early requests,
+ * The CSP sources of a page's inline scripts, by hash: index.html carries one (the first screen's early requests,
  * vite.renderer.config.ts), and only that exact script may run inline, never one injected into the page.
  */
 export function inlineScriptHashes(html: string): string[] {
