@@ -35,8 +35,8 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
       BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(adb.port),
       BENCHTOP_DEVICE_IDLE_MIN_SECONDS: '1',
-      BENCHTOP_IDLE_WARNING_SECONDS: '4',
-      BENCHTOP_RESERVATION_WARNING_SECONDS: '4',
+      BENCHTOP_IDLE_WARNING_SECONDS: '6',
+      BENCHTOP_RESERVATION_WARNING_SECONDS: '6',
       BENCHTOP_ACTIVITY_FLUSH_SECONDS: '1',
       BENCHTOP_SHARING_CHECK_SECONDS: '1',
     };
@@ -63,7 +63,7 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     const api = first.api;
     const owner = (await call(api, 'POST', '/auth/login', { body: { email: 'kill@lab.test', password: 'password-1' } })).body.token as string;
     const b = (await call(api, 'POST', '/auth/signup', { body: { email: 'b@kill.test', password: 'password-123' } })).body.token as string;
-    expect((await call(api, 'PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: 9 } })).status).toBe(200);
+    expect((await call(api, 'PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: 14 } })).status).toBe(200);
 
     const held = async (token: string, name: string) => {
       const s = (await call(api, 'POST', '/sessions', { token })).body.id as string;
@@ -73,13 +73,25 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     };
     const mine = await held(owner, 'Pixel 8');
     const theirs = await held(b, 'Pixel 7');
-    // B's phone is reserved from before its own idle deadline: its warning is due before the kill, its window starts after it.
-    const windowStart = Date.now() + 6000;
+    // Timeline from the booking, both phones held just before it (idle 14 s, both warnings 6 s ahead):
+    //   +5 s  B's reservation warning (its window starts at +11 s, before B's own idle deadline at about +14 s)
+    //   +8 s  the owner's idle warning (its deadline at about +14 s); the engine is killed right after it
+    //  +11 s  B's window starts, after the restart, which then releases B for the reservation
+    // Each warning is awaited while it stands: B's lasts until its window starts (so it is awaited first), the owner's
+    // until its deadline. A busy machine only moves the kill later; the checks after it hold either way.
+    const windowStart = Date.now() + 11_000;
     const booked = await call(api, 'POST', '/reservations', {
       token: owner,
       body: { filters: android('Pixel 7'), startsAt: new Date(windowStart).toISOString(), endsAt: new Date(windowStart + 3600_000).toISOString(), title: 'nightly' },
     });
     expect(booked.status).toBe(201);
+
+    // B's warning comes from the release check's own tick (once a second).
+    const bWarned = await waitFor("B's reservation warning", async () => {
+      const d = (await call(api, 'GET', `/sessions/${theirs.s}/devices/${theirs.id}`, { token: b })).body;
+      return d.releaseWarning ? d : undefined;
+    });
+    expect(bWarned.releaseWarning).toEqual({ reason: 'reserved', releaseAt: new Date(windowStart).toISOString() });
 
     // The owner's phone is warned of its idle release; the warning and the deadline are written at once.
     const warned = await waitFor('the idle warning', async () => {
@@ -89,13 +101,6 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     expect(warned.releaseWarning.reason).toBe('idle_timeout');
     const deadline = Date.parse(warned.idleReleaseAt);
     expect(warned.releaseWarning.releaseAt).toBe(warned.idleReleaseAt);
-
-    // B's warning comes from the release check's own tick (once a second), which a busy machine may not have run yet.
-    const bWarned = await waitFor("B's reservation warning", async () => {
-      const d = (await call(api, 'GET', `/sessions/${theirs.s}/devices/${theirs.id}`, { token: b })).body;
-      return d.releaseWarning ? d : undefined;
-    });
-    expect(bWarned.releaseWarning).toEqual({ reason: 'reserved', releaseAt: new Date(windowStart).toISOString() });
 
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
