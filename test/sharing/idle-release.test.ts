@@ -51,6 +51,8 @@ describe.skipIf(!hasAdb)('idle release', () => {
   });
 
   it('an idle allocation is warned, then released as idle_timeout with cleanup; reading lists is not activity', async () => {
+    // Longer than IDLE_S here: the adb install below must not outlast the warning, which stands for its last second.
+    expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: 2 * IDLE_S } })).status).toBe(200);
     const { session, serial, id } = await allocateInUse(c, owner, 'Pixel 5');
     // The deadline is set by the first check after the phone went in_use.
     const held = await waitFor('the idle deadline', async () => {
@@ -82,6 +84,7 @@ describe.skipIf(!hasAdb)('idle release', () => {
     expect(released.releaseWarning).toBeUndefined();
     await waitFor('cleanup', () => !lab.phone(serial).state.packages.includes('com.example.forgotten'));
     expect(lab.phone(serial).state).toMatchObject({ screen: 'home' });
+    expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: IDLE_S } })).status).toBe(200);
   });
 
   it('activity over REST, /ws, MCP and a connected viewer each keeps its phone past deviceIdleSeconds', async () => {
