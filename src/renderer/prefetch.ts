@@ -20,11 +20,8 @@ export interface PrefetchGlobal {
 
 /** What every screen asks first, without an organization: who is signed in, and their organizations. */
 const ACCOUNT_REQUESTS = ['/api/v1/me', '/api/v1/organizations'];
-/**
- * The Fleet screen's requests, as its store makes them, with the organization this tab remembered. (Its providers'
- * table asks later, once the app knows the organization, which the early answer then might not match.)
- */
-const FLEET_REQUESTS = ['/api/v1/fleet/devices', '/api/v1/fleet/hosts'];
+/** The Fleet screen's requests, as its store makes them, with the organization this tab remembered. */
+const FLEET_REQUESTS = ['/api/v1/fleet/devices', '/api/v1/fleet/hosts', '/api/v1/fleet/providers'];
 
 // The same storage keys as auth-store.ts: a tab that is signed in kept its token there.
 const token = sessionStorage.getItem('benchtop.token');

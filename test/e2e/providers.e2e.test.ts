@@ -61,11 +61,19 @@ describe.runIf(ready)('GUI: providers', () => {
   });
 
   it('Fleet: each phone shows its host; the provider\'s phone\'s live screen plays through the hub', async () => {
+    // What the Phones table came with when it was first added to the page.
+    await page.addInitScript(() => new MutationObserver((_, observer) => {
+      if (!document.querySelector('table[aria-label="Phones"]')) return;
+      observer.disconnect();
+      (globalThis as { __providersAtFirst?: string | null }).__providersAtFirst = document.querySelector('table[aria-label="Providers"]')?.textContent ?? null;
+    }).observe(document, { childList: true, subtree: true }));
     await page.goto(`${originOf(lab.engine.api)}/fleet`);
     const phones = page.getByRole('table', { name: 'Phones' });
     await phones.getByRole('row', { name: /Remote Pixel.*rack-2/ }).waitFor();
     await phones.getByRole('row', { name: /Desk Pixel.*this workstation/ }).waitFor();
     await page.getByRole('table', { name: 'Providers' }).getByRole('row', { name: /rack-2.*up/ }).waitFor();
+    // The providers come from the fleet's own poll: drawn with the phones, not a moment after them.
+    expect(await page.evaluate(() => (globalThis as { __providersAtFirst?: string | null }).__providersAtFirst)).toMatch(/rack-2.*up/);
     await snap(page, SUITE, '02-fleet-hosts');
     await phones.getByRole('button', { name: /^Use this phone: Remote Pixel/ }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);

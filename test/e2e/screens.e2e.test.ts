@@ -144,7 +144,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     expect(unnamed).toEqual([]);
   });
 
-  it('asks who is signed in, and the Fleet screen\'s phones and hosts, once, from the small script that runs before the app', async () => {
+  it('asks who is signed in, and the Fleet screen\'s phones, hosts and providers, once, from the small script that runs before the app', async () => {
     const asked: string[] = [];
     const listen = (request: { url(): string }) => {
       const path = new URL(request.url()).pathname;
@@ -174,7 +174,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
       // Within the first second (before any poll is due): each list once, the store's poll and the release warnings'
       // sharing the early answer instead of asking again.
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      for (const path of ['/api/v1/me', '/api/v1/organizations', '/api/v1/fleet/devices', '/api/v1/fleet/hosts']) {
+      for (const path of ['/api/v1/me', '/api/v1/organizations', '/api/v1/fleet/devices', '/api/v1/fleet/hosts', '/api/v1/fleet/providers']) {
         expect(asked.filter((p) => p === path), path).toHaveLength(1);
       }
       // And the page was drawn complete the first time: the sidebar came with the signed-in owner's email and the

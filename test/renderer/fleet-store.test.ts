@@ -25,7 +25,7 @@ describe.runIf(hasAdb)('fleet store', () => {
       await store.getState().refresh();
       return store.getState().devices.some((d) => d.name === 'Pixel 7' && d.battery === 64);
     });
-    expect(store.getState()).toMatchObject({ loaded: true, error: undefined, changes: [], hosts: [] });
+    expect(store.getState()).toMatchObject({ loaded: true, error: undefined, changes: [], hosts: [], providers: [] });
     expect(store.getState().devices).toEqual([expect.objectContaining({ name: 'Pixel 7', battery: 64, held: false })]);
 
     const serial = await lab.plug({ model: 'Pixel 8' });

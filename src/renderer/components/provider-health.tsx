@@ -1,10 +1,12 @@
-import { api } from '../app-context.js';
-import { Status, useLoad } from '../ui.js';
+import { useFleet } from '../app-context.js';
+import { Status } from '../ui.js';
 
-/** The providers' health on the fleet screen, for everyone: a phone that went offline may be a whole box that did. */
+/**
+ * The providers' health on the fleet screen, for everyone: a phone that went offline may be a whole box that did.
+ * From the fleet's own poll (fleet-store.ts), so that the screen's first drawing has it with the phones.
+ */
 export function ProviderHealth() {
-  const providers = useLoad(() => api.fleetProviders(), [], 5000);
-  const list = providers.data?.data ?? [];
+  const list = useFleet((s) => s.providers);
   if (list.length === 0) return null;
   return (
     <>

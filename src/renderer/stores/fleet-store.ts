@@ -1,6 +1,7 @@
 import { createStore } from 'zustand/vanilla';
 import type { FleetDevice } from '../../shared/api/devices.js';
 import type { FleetHost } from '../../shared/api/mac-hosts.js';
+import type { FleetProvider } from '../../shared/api/providers.js';
 import type { ApiClient } from '../../shared/client/api-client.js';
 
 /** A phone that appeared or disappeared between two polls: what the Fleet screen lists as plug and unplug. */
@@ -14,6 +15,8 @@ export interface FleetChange {
 export interface FleetState {
   devices: FleetDevice[];
   hosts: FleetHost[];
+  /** The lab's providers and their health: the Fleet screen draws them with its phones, from the same poll. */
+  providers: FleetProvider[];
   changes: FleetChange[];
   loaded: boolean;
   error: string | undefined;
@@ -46,7 +49,7 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
   return createStore<FleetState>()((set, get) => {
     const load = async () => {
       try {
-        const [devices, hosts] = await Promise.all([api().fleetDevices(), api().fleetHosts()]);
+        const [devices, hosts, providers] = await Promise.all([api().fleetDevices(), api().fleetHosts(), api().fleetProviders()]);
         const { loaded, devices: before } = get();
         const changes: FleetChange[] = [];
         if (loaded) {
@@ -64,6 +67,7 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
         set({
           devices: keepUnchanged(before, devices.data, (d) => d.serial),
           hosts: keepUnchanged(get().hosts, hosts.data, (h) => h.id),
+          providers: keepUnchanged(get().providers, providers.data, (p) => p.name),
           changes: [...changes, ...earlier].slice(0, MAX_CHANGES),
           loaded: true,
           error: undefined,
@@ -76,6 +80,7 @@ export function createFleetStore(api: () => ApiClient, now: () => number = Date.
     return {
       devices: [],
       hosts: [],
+      providers: [],
       changes: [],
       loaded: false,
       error: undefined,
