@@ -92,9 +92,13 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
   });
 
   it('Shell: getprop typed into the terminal is answered by the phone', async () => {
+    // xterm.js (most of the GUI's weight) comes with the first terminal opened, not with the phone's page.
+    const terminalLoaded = () => page.evaluate(() => performance.getEntriesByType('resource').some((r) => /\/assets\/terminal-[\w-]+\.js$/.test(r.name)));
+    expect(await terminalLoaded()).toBe(false);
     await tab('Shell').click();
     const terminal = page.getByRole('region', { name: 'Shell on Pixel 7' });
     await terminal.waitFor();
+    expect(await terminalLoaded()).toBe(true);
     await expect.poll(() => terminal.innerText()).toContain('$');
     await terminal.click();
     await page.keyboard.type('getprop ro.product.model');

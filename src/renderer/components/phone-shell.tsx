@@ -1,5 +1,10 @@
-import { SocketTerminal } from './terminal.js';
+import { lazy, Suspense } from 'react';
 import { api } from '../app-context.js';
+import { Spinner } from '../ui.js';
+
+// xterm.js, as for a Mac instance's terminal (instances-panel.tsx): it loads when a shell is first opened, not with
+// every session.
+const SocketTerminal = lazy(() => import('./terminal.js').then((m) => ({ default: m.SocketTerminal })));
 
 const CLOSE_REASONS: Record<number, string> = {
   1000: 'The shell exited. Open the Shell tab again for a new one.',
@@ -23,7 +28,9 @@ export function PhoneShell({ sessionId, serial, name, platform }: { sessionId: s
   return (
     <div className="stack">
       <p className="muted">The phone's shell, as <code>adb shell</code> gives it: typing goes to the phone, and so do Ctrl+C and Tab.</p>
-      <SocketTerminal label={`Shell on ${name}`} connect={(size) => api.shellSocket(sessionId, serial, size)} closeReasons={CLOSE_REASONS} />
+      <Suspense fallback={<Spinner label="Loading the terminal" />}>
+        <SocketTerminal label={`Shell on ${name}`} connect={(size) => api.shellSocket(sessionId, serial, size)} closeReasons={CLOSE_REASONS} />
+      </Suspense>
     </div>
   );
 }
