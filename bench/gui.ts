@@ -227,7 +227,6 @@ export const fleetScreen: Benchmark = {
     detail(`... to painted and answering: ${interactive.map(fmtMs).join(', ')} (${spread(interactive)})`);
     detail(`no app, navigation start to the same two lists fetched: ${bare.map((t) => fmtMs(t.listed)).join(', ')} (${spread(bare.map((t) => t.listed))})`);
     detail(`the page the app drew, as static HTML with its style sheet and no script, to painted and answering: ${floor.map((t) => fmtMs(t.interactive!)).join(', ')}`);
-    detail(`the app takes ${fmtRatio(a, f)} of its own page served static; the static page itself ${fmtRatio(f, b)} of fetching the lists`);
     const TARGET = 2;
     return [{
       benchmark: this.name,
@@ -243,6 +242,15 @@ export const fleetScreen: Benchmark = {
       value: fmtMs(f),
       baseline: `${fmtMs(b)} (the same page fetching the lists)`,
       ratio: fmtRatio(f, b),
+      target: 'reported',
+      met: true,
+    }, {
+      // What the app's own script costs above that floor: drawing the page in the browser rather than having it drawn.
+      benchmark: this.name,
+      figure: `interactive Fleet screen against its own page served static (median of ${RUNS})`,
+      value: fmtMs(a),
+      baseline: `${fmtMs(f)} (the same screen as static HTML)`,
+      ratio: fmtRatio(a, f),
       target: 'reported',
       met: true,
     }];
