@@ -1,7 +1,7 @@
 /**
  * The first screen's data, asked for before the app's bundle has downloaded and run: the build inlines this script at
- * the top of index.html (vite.renderer.config.ts), so who is signed in (on every screen) and the lab's phones and
- * hosts (on the Fleet screen) come back while the browser still downloads and parses the app, instead of after it.
+ * the top of index.html (vite.renderer.config.ts), so who is signed in (on every screen) and the lab's phones, hosts
+ * and providers (on the Fleet screen) come back while the browser still downloads and parses the app, not after it.
  * The app's API client takes these answers (once) in place of its own first requests (app-context.ts). It imports and
  * exports nothing: a few hundred bytes, run where they stand.
  */
