@@ -113,6 +113,9 @@ function reported(page: Page, tag: string): Promise<PageTimes> {
     .then((m) => JSON.parse(m.text().slice(tag.length + 1)) as PageTimes);
 }
 
+/** The Phones table's body in a page's HTML: its opening, its rows, and its end. */
+const PHONES_BODY = /(<table[^>]*aria-label="Phones"[\s\S]*?<tbody[^>]*>)([\s\S]*?)(<\/tbody>)/;
+
 /** The page the app drew, scripts taken out: the markup both floors below are made of. */
 const withoutScripts = (html: string) => html.replace(/<script\b[^>]*>[\s\S]*?<\/script>/g, '');
 
@@ -145,7 +148,7 @@ async function serveStaticCopy(html: string): Promise<string> {
  * serves as files without the page's CSP, and removed afterwards.
  */
 function writeNoFrameworkCopy(html: string, origin: string): string {
-  const body = withoutScripts(html).replace(/(<table[^>]*aria-label="Phones"[\s\S]*?<tbody[^>]*>)[\s\S]*?(<\/tbody>)/, '$1$2');
+  const body = withoutScripts(html).replace(PHONES_BODY, '$1$3');
   // A plain script (no tsx helpers), the rows as FleetRow draws a phone that is attached, free or held by another org.
   const script = `<script>(() => {
   const headers = { authorization: 'Bearer ' + sessionStorage.getItem('benchtop.token') };
@@ -259,7 +262,7 @@ export const fleetScreen: Benchmark = {
       const plain = await timedFleetLoad(browser, token, noFrameworkCopy!);
       // The floor draws what the app draws: as many elements, with the same text, in the Phones table's body.
       if (i === 0) {
-        const body = (html: string) => /<table[^>]*aria-label="Phones"[\s\S]*?<tbody[^>]*>([\s\S]*?)<\/tbody>/.exec(html)?.[1] ?? '';
+        const body = (html: string) => PHONES_BODY.exec(html)?.[2] ?? '';
         const shape = (rows: string) => `${rows.match(/<[a-z]/g)?.length ?? 0} elements, text ${rows.replace(/<[^>]*>/g, '').length} characters`;
         const [ours, theirs] = [shape(body(drawn!)), shape(body(await plain.page.evaluate('document.documentElement.outerHTML') as string))];
         if (ours !== theirs) throw new Error(`the page without a framework drew other rows than the app: ${theirs}, against ${ours}`);

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { buildApk } from '../../src/sim/android/index.js';
 import { client, errorCode } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
@@ -53,6 +53,10 @@ describe.skipIf(!hasAdb)('idle release', () => {
   it('an idle allocation is warned, then released as idle_timeout with cleanup; reading lists is not activity', async () => {
     // Longer than IDLE_S here: the adb install below must not outlast the warning, which stands for its last second.
     expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: 2 * IDLE_S } })).status).toBe(200);
+    // Put back however this test ends: the tests after it count on IDLE_S.
+    onTestFinished(async () => {
+      expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: IDLE_S } })).status).toBe(200);
+    });
     const { session, serial, id } = await allocateInUse(c, owner, 'Pixel 5');
     // The deadline is set by the first check after the phone went in_use.
     const held = await waitFor('the idle deadline', async () => {
@@ -84,7 +88,6 @@ describe.skipIf(!hasAdb)('idle release', () => {
     expect(released.releaseWarning).toBeUndefined();
     await waitFor('cleanup', () => !lab.phone(serial).state.packages.includes('com.example.forgotten'));
     expect(lab.phone(serial).state).toMatchObject({ screen: 'home' });
-    expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { deviceIdleSeconds: IDLE_S } })).status).toBe(200);
   });
 
   it('activity over REST, /ws, MCP and a connected viewer each keeps its phone past deviceIdleSeconds', async () => {
