@@ -26,7 +26,11 @@ export class Metrics {
   }
 
   private async build(): Promise<Registry> {
-    const { Gauge, Registry } = await import('prom-client');
+    // prom-client is CommonJS, and its module.exports is the one thing every loader of this engine gives as the
+    // default export: Node's own (the tests, and the desktop build, which leaves packages in node_modules) and the
+    // bundle's chunk (npm run serve), which has no named exports at all.
+    const { default: promClient } = await import('prom-client');
+    const { Gauge, Registry } = promClient;
     const { stores, fleet, providers } = this;
     const registry = new Registry();
     const registers = [registry];
