@@ -193,6 +193,8 @@ export class Device {
   wifi = true;
   bluetooth = false;
   settingsPage: SettingsPage = 'main';
+  /** How many rows of the Settings list are scrolled above its top. */
+  settingsScroll = 0;
   browser = { url: 'about:blank', history: [] as string[], urlFocused: false, draft: '', replaceDraft: false };
   notes = { text: '', focused: false, selected: false };
   /** What the phone's clipboard holds: Copy and Cut in a text field put its selection there. */
@@ -476,7 +478,10 @@ export class Device {
   }
 
   private resetAppUi(packageName: string): void {
-    if (packageName === SETTINGS_PACKAGE) this.settingsPage = 'main';
+    if (packageName === SETTINGS_PACKAGE) {
+      this.settingsPage = 'main';
+      this.settingsScroll = 0;
+    }
     if (packageName === BROWSER_PACKAGE) this.browser = { ...this.browser, history: [], urlFocused: false, draft: '' };
     if (packageName === NOTES_PACKAGE) this.notes.focused = false;
     if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt = undefined;
@@ -613,6 +618,18 @@ export class Device {
 
   focusNotes(): void {
     this.notes.focused = true;
+    this.changed();
+  }
+
+  /** ACTION_SET_TEXT on the Notes field, as UiAutomator's setText performs it: the whole text replaced. */
+  setNotesText(text: string): void {
+    this.notes = { ...this.notes, text, focused: true, selected: false };
+    this.changed();
+  }
+
+  /** ACTION_SET_TEXT on Chrome's address bar: it takes focus and holds exactly that text. */
+  setUrlDraft(text: string): void {
+    this.browser = { ...this.browser, urlFocused: true, draft: text, replaceDraft: false };
     this.changed();
   }
 

@@ -2,7 +2,7 @@ import { PNG } from 'pngjs';
 import type { Canvas } from './canvas.js';
 import type { Device } from './device.js';
 import { encodeJpeg } from './jpeg.js';
-import { buildWindow, contains, dumpXml, hitTest, render, type UiNode } from './ui.js';
+import { buildWindow, contains, dumpXml, hitTest, render, scrollTarget, type UiNode } from './ui.js';
 
 /** Below this travel a gesture is a touch in place, as ViewConfiguration's touch slop decides. */
 const TOUCH_SLOP = 16;
@@ -126,6 +126,10 @@ export class Screen {
     d.lastSwipe = { x1, y1, x2, y2, durationMs };
     d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=SWIPE from ${x1},${y1} to ${x2},${y2} in ${durationMs}ms`);
     if (d.locked && y1 - y2 > d.logicalSize.height * 0.15) d.unlock();
+    else if (!d.locked) {
+      const tree = this.tree();
+      if (tree) scrollTarget(tree, x1, y1)?.onScroll?.(x1 - x2, y1 - y2);
+    }
     d.changed();
   }
 

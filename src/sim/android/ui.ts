@@ -47,10 +47,17 @@ export interface UiNode {
   longClickable: boolean;
   password: boolean;
   selected: boolean;
+  /** An EditText's hint; while `showingHint`, its text is the hint, as accessibility reports it. */
+  hint?: string;
+  showingHint?: boolean;
   children: UiNode[];
   paint: Paint[];
   onTap?: () => void;
   onLongPress?: () => void;
+  /** ACTION_SET_TEXT: what UiAutomator's setText and clear perform on an editable view. */
+  onSetText?: (text: string) => void;
+  /** Scrolls the content by (dx, dy) pixels of finger travel; returns whether it moved. */
+  onScroll?: (dx: number, dy: number) => boolean;
 }
 
 const WHITE: Rgb = [255, 255, 255];
@@ -328,10 +335,20 @@ interface Row {
   toggle?: boolean;
 }
 
-function rows(l: Layout, pkg: string, top: number, items: Row[]): UiNode {
+/** A list that scrolls by whole rows: `offset` rows are above the top, and `scrollTo` moves it. */
+interface RowScroll {
+  offset: number;
+  scrollTo: (rows: number) => void;
+}
+
+function rows(l: Layout, pkg: string, top: number, items: Row[], scroll?: RowScroll): UiNode {
   const { width: w, height: h, dp } = l;
   const rowH = 72 * dp;
-  const children = items.map((item, i) => {
+  const maxOffset = scroll ? Math.max(0, items.length - Math.floor((h - top) / rowH)) : 0;
+  const offset = Math.min(scroll?.offset ?? 0, maxOffset);
+  // A RecyclerView lays out only the rows it shows: those scrolled above the top are not in the tree.
+  const shown = items.slice(offset).filter((_, i) => top + i * rowH < h);
+  const children = shown.map((item, i) => {
     const y = top + i * rowH;
     const kids: UiNode[] = [
       label(pkg, item.title, 16 * dp, y + (item.summary ? 16 * dp : (rowH - textHeight(3)) / 2), 3, TEXT, {
@@ -364,9 +381,17 @@ function rows(l: Layout, pkg: string, top: number, items: Row[]): UiNode {
       children: kids,
     });
   });
+  const onScroll = (_dx: number, dy: number) => {
+    const next = Math.max(0, Math.min(maxOffset, offset + Math.round(dy / rowH)));
+    if (next === offset) return false;
+    scroll!.scrollTo(next);
+    return true;
+  };
   return node(pkg, 'androidx.recyclerview.widget.RecyclerView', box(0, top, w, h), {
     resourceId: `${pkg}:id/recycler_view`,
     focusable: true,
+    scrollable: maxOffset > 0,
+    onScroll: maxOffset > 0 ? onScroll : undefined,
     children,
   });
 }
@@ -391,8 +416,25 @@ function settingsApp(l: Layout, app: InstalledApp): UiNode {
         { title: 'Bluetooth', summary: device.bluetooth ? 'On' : 'Off', onTap: open('bluetooth') },
         { title: 'Display', summary: `Auto-rotate ${device.settings.system.get('accelerometer_rotation') === '1' ? 'on' : 'off'}`, onTap: open('display') },
         { title: 'About phone', summary: o.model, onTap: open('about') },
+        // Rows with nothing behind them: they make the list longer than the screen, so it scrolls as a phone's does.
+        { title: 'Apps', summary: 'Recent apps, default apps' },
+        { title: 'Notifications', summary: 'Notification history, conversations' },
+        { title: 'Battery', summary: `${device.battery}%` },
+        { title: 'Storage', summary: '38% used' },
+        { title: 'Sound & vibration', summary: `Volume ${device.volume} of 15` },
+        { title: 'Accessibility', summary: 'Display, interaction, audio' },
+        { title: 'Security & privacy', summary: 'App security, device lock' },
+        { title: 'Location', summary: 'On' },
+        { title: 'System', summary: 'Languages, gestures, time, backup' },
       ];
-      return appFrame(l, app, 'Settings', [rows(l, app.packageName, top, items)]);
+      const scroll: RowScroll = {
+        offset: device.settingsScroll,
+        scrollTo: (rows) => {
+          device.settingsScroll = rows;
+          device.changed();
+        },
+      };
+      return appFrame(l, app, 'Settings', [rows(l, app.packageName, top, items, scroll)]);
     }
     case 'wifi':
       return appFrame(l, app, 'Wi-Fi', [rows(l, app.packageName, top, [{ title: 'Use Wi-Fi', toggle: device.wifi, onTap: () => device.setWifi(!device.wifi) }])], back);
@@ -459,6 +501,8 @@ function browserApp(l: Layout, app: InstalledApp): UiNode {
   const field = node(pkg, 'android.widget.EditText', box(12 * dp, top + 8 * dp, w - 12 * dp, top + l.toolbar - 8 * dp), {
     resourceId: 'com.android.chrome:id/url_bar',
     text: shownUrl || 'Search or type web address',
+    hint: 'Search or type web address',
+    showingHint: !shownUrl,
     clickable: true,
     focusable: true,
     focused: b.urlFocused,
@@ -476,6 +520,7 @@ function browserApp(l: Layout, app: InstalledApp): UiNode {
       },
     ],
     onTap: () => device.focusUrlBar(),
+    onSetText: (text) => device.setUrlDraft(text),
   });
   const toolbar = node(pkg, 'android.widget.FrameLayout', box(0, top, w, top + l.toolbar), {
     resourceId: 'com.android.chrome:id/toolbar',
@@ -526,6 +571,8 @@ function notesApp(l: Layout, app: InstalledApp): UiNode {
     resourceId: 'com.example.notes:id/note_text',
     // An empty EditText reports its hint as its accessibility text, which is what uiautomator shows.
     text: empty ? 'Type a note' : n.text,
+    hint: 'Type a note',
+    showingHint: empty,
     clickable: true,
     focusable: true,
     focused: n.focused,
@@ -536,6 +583,7 @@ function notesApp(l: Layout, app: InstalledApp): UiNode {
       { kind: 'lines', lines, scale, color: empty ? HINT : TEXT, inset: 16 * dp, cursor: n.focused },
     ],
     onTap: () => device.focusNotes(),
+    onSetText: (text) => device.setNotesText(text),
   });
   return appFrame(l, app, 'Notes', [field]);
 }
@@ -578,6 +626,16 @@ export function hitTest(root: UiNode, x: number, y: number, gesture: 'tap' | 'lo
     return (gesture === 'tap' ? n.onTap : n.onLongPress) ? n : undefined;
   };
   return visit(root);
+}
+
+/** The deepest scrollable view under the point: the one a swipe starting there drags. */
+export function scrollTarget(root: UiNode, x: number, y: number): UiNode | undefined {
+  if (!contains(root, x, y)) return undefined;
+  for (let i = root.children.length - 1; i >= 0; i--) {
+    const hit = scrollTarget(root.children[i]!, x, y);
+    if (hit) return hit;
+  }
+  return root.onScroll ? root : undefined;
 }
 
 export function contains(n: UiNode, x: number, y: number): boolean {
