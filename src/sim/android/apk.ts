@@ -129,6 +129,7 @@ const ANDROID_ATTR_IDS: Record<string, number> = {
   versionCode: 0x0101021b,
   versionName: 0x0101021c,
   targetSdkVersion: 0x01010270,
+  targetPackage: 0x01010021,
 };
 const ANDROID_ATTR_NAMES = new Map(Object.entries(ANDROID_ATTR_IDS).map(([k, v]) => [v, k]));
 
@@ -353,6 +354,17 @@ export interface ApkInfo {
   /** The application label when the manifest holds it as text; a resource reference leaves it undefined. */
   label?: string;
   activities: ApkActivity[];
+  /** Fully qualified class names of the `<service>` elements. */
+  services: string[];
+  /** The `<instrumentation>` elements: the test runners `am instrument` can start in another package's process. */
+  instrumentations: ApkInstrumentation[];
+}
+
+export interface ApkInstrumentation {
+  /** Fully qualified runner class, e.g. androidx.test.runner.AndroidJUnitRunner. */
+  name: string;
+  /** The package whose process the runner is loaded into. */
+  targetPackage: string;
 }
 
 function qualify(pkg: string, name: string): string {
@@ -460,12 +472,23 @@ export function readApkInfo(apk: Buffer): ApkInfo {
     );
     activities.push({ name: qualify(pkg, name), launcher });
   }
+  const services = (app?.children ?? []).flatMap((el) => {
+    const name = el.name === 'service' ? el.attrs.get('name') : undefined;
+    return typeof name === 'string' ? [qualify(pkg, name)] : [];
+  });
+  const instrumentations = manifest.children.flatMap((el) => {
+    const name = el.name === 'instrumentation' ? el.attrs.get('name') : undefined;
+    const target = el.attrs.get('targetPackage');
+    return typeof name === 'string' && typeof target === 'string' ? [{ name: qualify(pkg, name), targetPackage: target }] : [];
+  });
   return {
     packageName: pkg,
     versionCode: typeof versionCode === 'number' ? versionCode : 1,
     versionName: typeof versionName === 'string' ? versionName : String(versionCode ?? '1'),
     label: typeof label === 'string' ? label : typeof label === 'object' ? labelFromResources(apk, label.ref) : undefined,
     activities,
+    services,
+    instrumentations,
   };
 }
 

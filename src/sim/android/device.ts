@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApkError, readApkInfo } from './apk.js';
+import { ApkError, readApkInfo, type ApkInstrumentation } from './apk.js';
 import type { Rgb } from './canvas.js';
 import { LogBuffer } from './logcat.js';
 import { MemFs } from './mem-fs.js';
@@ -48,6 +48,10 @@ export interface InstalledApp {
   versionName: string;
   color: Rgb;
   uid: number;
+  /** Fully qualified service classes, from an installed APK's manifest. */
+  services?: string[];
+  /** Test runners from an installed APK's manifest, as `pm list instrumentation` lists them. */
+  instrumentations?: ApkInstrumentation[];
 }
 
 export interface Task {
@@ -200,6 +204,8 @@ export class Device {
   /** What the phone's clipboard holds: Copy and Cut in a text field put its selection there. */
   clipboard = '';
   readonly pids = new Map<string, number>();
+  /** Told of every force-stop (also by reinstall and uninstall), so what runs in the package's process can end. */
+  readonly stopListeners = new Set<(packageName: string) => void>();
 
   private revision = 0;
   private nextUid = 10100;
@@ -464,6 +470,7 @@ export class Device {
   }
 
   forceStop(packageName: string): void {
+    for (const listener of this.stopListeners) listener(packageName);
     const running = this.tasks.some((t) => t.packageName === packageName) || this.pids.has(packageName);
     if (!running) return;
     const wasFront = this.foreground?.packageName === packageName;
@@ -702,6 +709,8 @@ export class Device {
       versionName: info.versionName,
       color: colorFor(info.packageName),
       uid: existing?.uid ?? this.nextUid++,
+      services: info.services,
+      instrumentations: info.instrumentations,
     });
     this.changed();
     this.log.append('I', 'PackageManager', `Package ${info.packageName} ${existing ? 'replaced' : 'installed'}: versionCode=${info.versionCode} path=${apkPath}`);

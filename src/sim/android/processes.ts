@@ -8,6 +8,10 @@ export interface NativeProcess {
   name: string;
   /** Aborted by `kill`, or when the adb stream that started it closes (adbd hangs its process group up). */
   readonly signal: AbortSignal;
+  /** Who `ps` says runs it: `shell` for what the shell started, `u0_aN` for an app's process. */
+  user: string;
+  /** The packages loaded in an app's process: a force-stop of any of them kills it. */
+  packages: string[];
 }
 
 export class ProcessTable {
@@ -18,7 +22,7 @@ export class ProcessTable {
   constructor(private readonly keepsOnHangup = false) {}
 
   /** Registers a process for as long as `signal` (the shell stream) stays open; `exit()` removes it. */
-  spawn(name: string, parent: AbortSignal): NativeProcess & { exit(): void } {
+  spawn(name: string, parent: AbortSignal, options: { user?: string; packages?: string[] } = {}): NativeProcess & { exit(): void } {
     const controller = new AbortController();
     const pid = this.nextPid++;
     const onParent = () => {
@@ -26,12 +30,16 @@ export class ProcessTable {
     };
     parent.addEventListener('abort', onParent, { once: true });
     if (parent.aborted) onParent();
-    const entry = { pid, name, signal: controller.signal, controller };
+    const user = options.user ?? 'shell';
+    const packages = options.packages ?? [];
+    const entry = { pid, name, signal: controller.signal, user, packages, controller };
     this.running.set(pid, entry);
     return {
       pid,
       name,
       signal: controller.signal,
+      user,
+      packages,
       exit: () => {
         parent.removeEventListener('abort', onParent);
         this.running.delete(pid);
@@ -44,6 +52,11 @@ export class ProcessTable {
     if (!p) return false;
     p.controller.abort();
     return true;
+  }
+
+  /** Kills the app processes that have `packageName` loaded (a force-stop). */
+  killPackage(packageName: string): void {
+    for (const p of this.running.values()) if (p.packages.includes(packageName)) p.controller.abort();
   }
 
   byName(name: string): NativeProcess[] {
