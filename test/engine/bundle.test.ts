@@ -1,0 +1,436 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServe, bundle, metafile } from '../../scripts/build-serve.mjs';
+import { startAdbServer, type AdbServer } from '../../src/sim/android/adb-cli.js';
+import { newAdbPublicKey } from '../support/adb-keys.js';
+import { buildApk, buildIpa, sha256 } from '../support/app-fixtures.js';
+import { call } from '../support/engine.js';
+import { adbOrSkip, waitFor } from '../support/lab.js';
+import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
+
+/**
+ * What users run is the esbuild bundle `npm run serve` builds (out/serve), not the sources the rest of the suite runs:
+ * a package esbuild puts in a chunk of its own can look different there (prom-client's chunk had a default export and
+ * no named ones, so /metrics answered 500 on every call of a served lab while every test passed). Here the bundle is
+ * built as `npm run serve` builds it (and shared with it while fresh), checked for that interop, and run as a child
+ * process that answers every operation of its own OpenAPI document.
+ */
+
+const ROOT = join(import.meta.dirname, '../..');
+const hasAdb = adbOrSkip();
+
+/** esbuild's metafile: which inputs each input imports, and what each output chunk exports. */
+interface Metafile {
+  inputs: Record<string, { imports: Array<{ path: string; kind: string; external?: boolean; original?: string }> }>;
+  outputs: Record<string, { entryPoint?: string; exports: string[] }>;
+}
+
+/** One dynamic import in the bundled sources, and the names the code takes from what it resolves to. */
+interface DynamicImport {
+  where: string;
+  specifier: string;
+  /** null: the namespace is passed on whole (the names are not traced here). */
+  names: string[] | null;
+}
+
+const bindingNames = (pattern: ts.BindingName): string[] | null =>
+  ts.isObjectBindingPattern(pattern) ? pattern.elements.map((e) => (e.propertyName ?? e.name).getText()) : null;
+
+/** Follows the import's value to where its names are taken: `const { a } = await import(x)`, `(await import(x)).a`, `import(x).then(({ a }) => ...)`, `const [{ a }] = await Promise.all([import(x)])`. */
+function namesTaken(node: ts.CallExpression): string[] | null {
+  const parent = node.parent;
+  if (ts.isPropertyAccessExpression(parent) && parent.name.text === 'then' && ts.isCallExpression(parent.parent)) {
+    const handler = parent.parent.arguments[0];
+    return handler && (ts.isArrowFunction(handler) || ts.isFunctionExpression(handler)) && handler.parameters[0] ? bindingNames(handler.parameters[0].name) : null;
+  }
+  if (ts.isArrayLiteralExpression(parent)) {
+    const all = parent.parent;
+    const awaited = all.parent;
+    if (ts.isCallExpression(all) && all.expression.getText() === 'Promise.all' && ts.isAwaitExpression(awaited) && ts.isVariableDeclaration(awaited.parent)) {
+      const target = awaited.parent.name;
+      const element = ts.isArrayBindingPattern(target) ? target.elements[parent.elements.indexOf(node)] : undefined;
+      return element && ts.isBindingElement(element) ? bindingNames(element.name) : null;
+    }
+    return null;
+  }
+  if (!ts.isAwaitExpression(parent)) return null;
+  let outer: ts.Node = parent.parent;
+  while (ts.isParenthesizedExpression(outer)) outer = outer.parent;
+  if (ts.isVariableDeclaration(outer)) return bindingNames(outer.name);
+  if (ts.isPropertyAccessExpression(outer)) return [outer.name.text];
+  return null;
+}
+
+function dynamicImportsOf(file: string): DynamicImport[] {
+  const source = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest, true);
+  const found: DynamicImport[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+      found.push({ where: `${file}:${line}`, specifier: node.arguments[0].text, names: namesTaken(node) });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+// ---- Requests built from the OpenAPI document --------------------------------------------------------------------
+
+type Schema = Record<string, any>;
+
+/** A minimal value the schema accepts: required properties only, the first of any choice, the smallest size. */
+function sample(schema: Schema | undefined): unknown {
+  if (!schema) return {};
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum) return schema.enum[0];
+  const choice = schema.anyOf ?? schema.oneOf;
+  if (choice) return sample(choice.find((s: Schema) => s.type !== 'null') ?? choice[0]);
+  const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'object':
+      return Object.fromEntries((schema.required ?? []).map((key: string) => [key, sample(schema.properties?.[key])]));
+    case 'array':
+      return Array.from({ length: schema.minItems ?? 0 }, () => sample(schema.items));
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? 0;
+    case 'boolean':
+      return false;
+    case 'string':
+      if (schema.format === 'uuid') return randomUUID();
+      if (schema.format === 'email') return `someone-${randomBytes(3).toString('hex')}@lab.test`;
+      if (schema.format === 'date-time') return new Date(Date.now() + 3_600_000).toISOString();
+      if (schema.pattern === '^[0-9a-fA-F]{64}$') return '0'.repeat(64);
+      if (schema.pattern?.startsWith('^https?://')) return 'http://127.0.0.1:9/';
+      return 'a'.repeat(Math.max(schema.minLength ?? 1, 1));
+    default:
+      return {};
+  }
+}
+
+interface Operation {
+  method: string;
+  path: string;
+  spec: Schema;
+  /** The statuses the document declares. */
+  declared: string[];
+}
+
+/** Operations that end what the others use (a release, a reboot, a delete) run after them, the caller's own account last. */
+function rank(op: Operation): number {
+  if (op.method === 'delete' && op.path === '/api/v1/me') return 4;
+  if (op.method === 'delete') return 3;
+  if (/\/(end|release|reboot|cancel|complete)$/.test(op.path)) return 2;
+  return 1;
+}
+
+const upgradeOf = (op: Operation) => op.declared.includes('101');
+const streamsEvents = (op: Operation) =>
+  op.method === 'get' && Object.values<Schema>(op.spec.responses ?? {}).some((r) => r.content?.['text/event-stream']);
+
+/** A WebSocket upgrade: the status of the answer (101, or the refusal's), the connection then dropped. */
+function upgrade(url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        authorization: `Bearer ${token}`,
+      },
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`no answer to the upgrade of ${url} in 5 s`));
+    }, 5000);
+    req.on('upgrade', (res, socket) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(res.statusCode!);
+    });
+    req.on('response', (res) => {
+      clearTimeout(timer);
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.end();
+  });
+}
+
+describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'benchtop-bundle-'));
+  let adb: AdbServer | undefined;
+  let serve: ServeProcess | undefined;
+  let model: ScriptedModel | undefined;
+  let api = '';
+  let token = '';
+  const ids: Record<string, string> = {};
+  const apk = new Uint8Array(buildApk({ packageName: 'com.benchtop.bundle', label: 'Bundle', versionName: '2.0', versionCode: 20 }));
+  const fileBytes = new TextEncoder().encode('bytes the resumable upload sends\n');
+  let uploadQuery = new URLSearchParams();
+
+  const owner = (method: string, path: string, options: Parameters<typeof call>[3] = {}) => call(api, method, path, { token, ...options });
+  async function created(method: string, path: string, body: unknown): Promise<any> {
+    const r = await owner(method, path, { body });
+    if (r.status !== 201 && r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+  const upload = (path: string, form: FormData) => fetch(api + path, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+
+  beforeAll(async () => {
+    // The build npm run serve would make (nothing, when the last one is newer than every source): out of the
+    // serve process's start timeout.
+    await buildServe();
+    adb = await startAdbServer();
+    model = await startScriptedModel('openai', () => ({ text: ['Done.'] }));
+    serve = await startServeProcess({
+      ...(adb.env as Record<string, string>),
+      BENCHTOP_DATA_DIR: dataDir,
+      BENCHTOP_OWNER_EMAIL: 'owner@bundle.test',
+      BENCHTOP_ADB: 'on',
+      BENCHTOP_ADB_PORT: String(adb.port),
+      BENCHTOP_LAN_PORT: '0',
+      BENCHTOP_DEMO_PHONES: '1',
+      // No system usbmuxd: a lab without iPhones.
+      BENCHTOP_USBMUXD_ADDRESS: `UNIX:${join(dataDir, 'no-usbmuxd')}`,
+    });
+    api = serve.api;
+    // The first start prints the owner's password once: signed in with it, as a newcomer does.
+    const password = /password, shown only this once: (\S+)/.exec(serve.output())![1];
+    token = (await call(api, 'POST', '/auth/login', { body: { email: 'owner@bundle.test', password } })).body.token;
+    expect(token).toBeTruthy();
+
+    ids.userId = (await owner('GET', '/me')).body.id;
+    ids.organization = (await created('POST', '/organizations', { name: 'Bundle org' })).id;
+    ids.invitationId = (await created('POST', `/organizations/${ids.organization}/invitations`, { email: 'guest@bundle.test', role: 'readonly' })).id;
+    ids.key = (await created('POST', '/keys', { name: 'bundle' })).id;
+    ids.adbKey = (await created('POST', '/adb-keys', { publicKey: newAdbPublicKey() })).id;
+    const hour = 3_600_000;
+    ids.reservation = (await created('POST', '/reservations', {
+      filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }],
+      startsAt: new Date(Date.now() + 24 * hour).toISOString(),
+      endsAt: new Date(Date.now() + 25 * hour).toISOString(),
+    })).id;
+    ids.testResultId = (await created('POST', '/test-results', { name: 'bundle' })).id;
+    const asset = new FormData();
+    asset.append('name', 'trace.txt');
+    asset.append('file', new Blob(['a trace']), 'trace.txt');
+    ids.assetId = ((await (await upload(`/test-results/${ids.testResultId}/assets`, asset)).json()) as { id: string }).id;
+    // Its content is sent by the operation under test (PUT /files/{fileId}/content), to its signed URL.
+    const file = await created('POST', '/files', { filename: 'notes.txt', filesize: fileBytes.length, sha256: sha256(Buffer.from(fileBytes)) });
+    ids.fileId = file.id;
+    uploadQuery = new URL(file.upload.url).searchParams;
+
+    const session = await created('POST', '/sessions', {});
+    ids.sessionId = session.id;
+    await waitFor('the demo phone', async () => (await owner('GET', '/fleet/devices')).body.data.some((p: { state: string }) => p.state === 'device'), 20_000);
+    const allocation = (await created('POST', `/sessions/${ids.sessionId}/devices`, { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] })).id;
+    const inUse = await waitFor('the phone in use', async () => {
+      const row = (await owner('GET', `/sessions/${ids.sessionId}/devices/${allocation}`)).body;
+      return row.status === 'in_use' && row;
+    }, 20_000);
+    // A phone is driven by its serial (the allocation's info.serial), as the API's own examples do.
+    ids.deviceId = inUse.info.serial;
+  }, 120_000);
+
+  afterAll(async () => {
+    serve?.child.kill('SIGKILL');
+    await serve?.exited;
+    await adb?.stop();
+    await model?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('gives every dynamic import in its sources the names the code takes (a package in a chunk of its own may have only a default export)', async () => {
+    const meta = JSON.parse(readFileSync(metafile, 'utf8')) as Metafile;
+    const chunkOf = new Map(Object.values(meta.outputs).filter((o) => o.entryPoint).map((o) => [o.entryPoint!, o]));
+    const imports = Object.entries(meta.inputs)
+      .filter(([input, { imports }]) => input.startsWith('src/') && imports.some((i) => i.kind === 'dynamic-import'))
+      .map(([input]) => input)
+      .flatMap((input) => dynamicImportsOf(input).map((found) => ({ ...found, target: meta.inputs[input]!.imports.find((i) => i.kind === 'dynamic-import' && (i.original ?? i.path) === found.specifier) })));
+    // The packages left out of the bundle are Node's to load, from where the bundle is: listed by a Node of their own.
+    const external = [...new Set(imports.filter((i) => i.target?.external).map((i) => i.specifier))];
+    const listed = spawnSync(process.execPath, ['--input-type=module', '-e',
+      `const out = {}; for (const name of ${JSON.stringify(external)}) out[name] = Object.keys(await import(name)); console.log(JSON.stringify(out));`], { cwd: dirname(bundle), encoding: 'utf8' });
+    expect(listed.stderr).toBe('');
+    const externalExports = JSON.parse(listed.stdout) as Record<string, string[]>;
+
+    const problems: string[] = [];
+    let checked = 0;
+    for (const i of imports) {
+      if (!i.target) {
+        problems.push(`${i.where}: import('${i.specifier}') is not in the bundle's metafile`);
+        continue;
+      }
+      const exports = i.target.external ? externalExports[i.specifier] : chunkOf.get(i.target.path)?.exports;
+      if (!exports) {
+        problems.push(`${i.where}: no chunk of the bundle is import('${i.specifier}')`);
+        continue;
+      }
+      if (i.names === null) {
+        // A module of ours is an ES module, whose chunk keeps its exports: only a package's can lose them.
+        if (!i.target.path.startsWith('src/')) problems.push(`${i.where}: which names the code takes from import('${i.specifier}') is not traced here`);
+        continue;
+      }
+      checked++;
+      const missing = i.names.filter((name) => !exports.includes(name));
+      if (missing.length) problems.push(`${i.where}: import('${i.specifier}') in the bundle has no ${missing.join(', ')} (it exports ${exports.join(', ') || 'nothing'})`);
+    }
+    console.log(`bundle: ${imports.length} dynamic imports in its sources, ${checked} with the names they take checked against the bundle`);
+    expect(problems).toEqual([]);
+    expect(imports.some((i) => i.specifier === 'prom-client')).toBe(true);
+  });
+
+  /** An uploaded file once the engine has read it (the upload answers while it is still processing). */
+  const read = (id: string) =>
+    waitFor(`file ${id} read`, async () => {
+      const file = (await owner('GET', `/files/${id}`)).body;
+      return file.status === 'processing' ? undefined : file;
+    });
+
+  it('reads an uploaded APK and IPA (yauzl, adbkit-apkreader, bplist-parser, plist), makes LAN sharing\'s certificate (selfsigned) and asks a model (undici)', async () => {
+    const apkForm = new FormData();
+    apkForm.append('file', new Blob([apk]), 'bundle.apk');
+    const apkFile = await read(((await (await upload('/files/upload', apkForm)).json()) as { id: string }).id);
+    expect(apkFile).toMatchObject({ status: 'ready', platform: 'android', bundleId: 'com.benchtop.bundle' });
+    ids.apkFileId = apkFile.id;
+    ids.appId = apkFile.appId;
+    const ipaForm = new FormData();
+    ipaForm.append('file', new Blob([new Uint8Array(buildIpa({ bundleId: 'com.benchtop.ipa', shortVersion: '1.2', binary: true }))]), 'bundle.ipa');
+    const ipaFile = await read(((await (await upload('/files/upload', ipaForm)).json()) as { id: string }).id);
+    expect(ipaFile).toMatchObject({ status: 'ready', platform: 'ios', bundleId: 'com.benchtop.ipa' });
+
+    const lan = await owner('PATCH', '/lab/settings', { body: { lanSharing: true } });
+    expect(lan.status).toBe(200);
+    expect(lan.body.lanSharing).toMatchObject({ enabled: true, certificateSha256: expect.stringMatching(/^[0-9A-F:]+$/) });
+
+    expect((await owner('PUT', '/lab/assistant', { body: { provider: 'openai', endpoint: model!.endpoint, model: 'scripted' } })).status).toBe(200);
+    ids.chatId = (await created('POST', `/sessions/${ids.sessionId}/chats`, { title: 'bundle' })).id;
+    const message = await owner('POST', `/sessions/${ids.sessionId}/chats/${ids.chatId}/messages`, { body: { text: 'hello', mode: 'sync' } });
+    expect(message.status).toBe(201);
+    expect(model!.requests).toHaveLength(1);
+    ids.messageId = message.body.id;
+  });
+
+  it('answers every operation of its OpenAPI document, as the lab owner, with a status the document declares and never a 500', async () => {
+    const document = (await call(api, 'GET', '/openapi.json')).body;
+    const operations: Operation[] = Object.entries<Record<string, Schema>>(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, spec]) => ({ method, path, spec, declared: Object.keys(spec.responses ?? {}) })),
+    );
+    const ordered = operations.map((op, index) => ({ op, index })).sort((a, b) => rank(a.op) - rank(b.op) || a.index - b.index).map(({ op }) => op);
+
+    const origin = new URL(api).origin;
+    const idFor = (path: string, name: string): string => {
+      if (name === 'id') {
+        const collection = /\/api\/v1\/([^/]+)\/\{id\}/.exec(path)?.[1];
+        const byCollection: Record<string, string | undefined> = { organizations: ids.organization, keys: ids.key, 'adb-keys': ids.adbKey, reservations: ids.reservation };
+        return byCollection[collection ?? ''] ?? randomUUID();
+      }
+      return ids[name] ?? randomUUID();
+    };
+    const bodies: Record<string, unknown> = {
+      'post /api/v1/auth/login': { email: 'owner@bundle.test', password: 'not-the-password' },
+      'patch /api/v1/lab/settings': { lanSharing: true },
+      'put /api/v1/lab/assistant': { provider: 'openai', endpoint: model!.endpoint, model: 'scripted' },
+      'patch /api/v1/lab/assistant': { model: 'scripted' },
+      'post /api/v1/sessions/{sessionId}/devices/{deviceId}/install': { file: ids.apkFileId },
+      'post /api/v1/sessions/{sessionId}/chats/{chatId}/messages': { text: 'again', mode: 'sync' },
+      'post /api/v1/sessions/{sessionId}/devices': { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] },
+      'post /api/v1/adb-keys': { publicKey: newAdbPublicKey() },
+      'post /api/v1/reservations': {
+        filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }],
+        startsAt: new Date(Date.now() + 48 * 3_600_000).toISOString(),
+        endsAt: new Date(Date.now() + 49 * 3_600_000).toISOString(),
+      },
+      'put /api/v1/billing/plan': { plan: 'pro' },
+    };
+    const queries: Record<string, string> = { path: '/sdcard/Download/bundle.txt' };
+
+    const answers: string[] = [];
+    const wrong: string[] = [];
+    let streamed = 0;
+    for (const op of ordered) {
+      const key = `${op.method} ${op.path}`;
+      const path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => idFor(op.path, name));
+      const query = new URLSearchParams();
+      for (const p of op.spec.parameters ?? []) {
+        if (p.in === 'query' && p.required) query.set(p.name, uploadQuery.get(p.name) ?? queries[p.name] ?? String(sample(p.schema)));
+      }
+      const url = `${origin}${path}${query.size ? `?${query}` : ''}`;
+      let status: number;
+      if (upgradeOf(op)) {
+        status = await upgrade(url, token);
+        streamed++;
+      } else if (streamsEvents(op)) {
+        // An event stream runs until the client goes: its status, then a short abort.
+        const abort = new AbortController();
+        const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: abort.signal });
+        status = res.status;
+        await new Promise((r) => setTimeout(r, 50));
+        abort.abort();
+        await res.body?.cancel().catch(() => undefined);
+        streamed++;
+      } else {
+        const content = op.spec.requestBody?.content ?? {};
+        const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+        let body: BodyInit | undefined;
+        if (content['application/json']) {
+          headers['content-type'] = 'application/json';
+          body = JSON.stringify(key in bodies ? bodies[key] : sample(content['application/json'].schema));
+        } else if (content['multipart/form-data']) {
+          const form = new FormData();
+          const schema = content['multipart/form-data'].schema;
+          for (const name of schema.required ?? []) {
+            if (schema.properties[name].format === 'binary') form.append(name, new Blob([apk]), 'bundle.apk');
+            else form.append(name, 'bundle.apk');
+          }
+          body = form;
+        } else if (content['application/octet-stream']) {
+          headers['content-type'] = 'application/octet-stream';
+          body = fileBytes;
+        }
+        const res = await fetch(url, { method: op.method.toUpperCase(), headers, body });
+        status = res.status;
+        const text = await res.text();
+        if (status >= 500) wrong.push(`${key}: ${status} ${text.slice(0, 300)}`);
+      }
+      answers.push(`${key} ${status}`);
+      if (status >= 500 || !op.declared.includes(String(status))) wrong.push(`${key} answered ${status}, the document declares ${op.declared.join(', ')}`);
+    }
+    const byStatus = new Map<number, number>();
+    for (const a of answers) byStatus.set(Number(a.split(' ').pop()), (byStatus.get(Number(a.split(' ').pop())) ?? 0) + 1);
+    console.log(`bundle: called ${answers.length} of the document's ${operations.length} operations (${streamed} streaming, ended after their status): ${[...byStatus].sort(([a], [b]) => a - b).map(([s, n]) => `${n}x ${s}`).join(', ')}`);
+    expect(wrong).toEqual([]);
+    expect(answers).toHaveLength(operations.length);
+  });
+
+  it('serves /metrics as Prometheus text (promtool accepts it)', async () => {
+    const res = await fetch(`${api}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(text).toMatch(/^# HELP benchtop_phones /m);
+    expect(text).toMatch(/^benchtop_phones\{host="local",platform="android",state="device"\} 1$/m);
+    const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    if (promtool.error) {
+      if (process.env.CI === 'true') throw new Error('promtool is missing: install the Debian package `prometheus` (apt-get install -y prometheus).');
+      console.warn('NOT CHECKED with promtool: it is not installed (apt-get install -y prometheus).');
+      return;
+    }
+    expect(promtool.stdout + promtool.stderr).toBe('');
+    expect(promtool.status).toBe(0);
+  });
+});
