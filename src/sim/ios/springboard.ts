@@ -22,6 +22,12 @@ export interface AxNode {
   name?: string;
   label?: string;
   value?: string;
+  /** What an empty text input shows greyed out. */
+  placeholder?: string;
+  /** Absent means enabled, not selected, without keyboard focus. */
+  enabled?: boolean;
+  selected?: boolean;
+  focused?: boolean;
   x: number;
   y: number;
   width: number;
@@ -349,7 +355,7 @@ export class Springboard {
 
   private safari(width: number, height: number): AxNode[] {
     const field = node('XCUIElementTypeTextField', 12, STATUS_BAR + 6, width - 24, 32, {
-      name: 'URL', label: 'Address', value: this.focused === 'url' ? this.addressText : this.safariUrl || 'Search or enter website name',
+      name: 'URL', label: 'Address', value: this.focused === 'url' ? this.addressText : this.safariUrl || 'Search or enter website name', focused: this.focused === 'url',
       onTap: () => ((this.focused = 'url'), (this.addressText = this.safariUrl), this.changed()),
     });
     const title = this.safariUrl ? this.safariUrl.replace(/^[a-z]+:\/\//i, '').split('/')[0]! : 'Start Page';
@@ -361,7 +367,7 @@ export class Springboard {
 
   private notes(width: number, height: number): AxNode[] {
     const body = node('XCUIElementTypeTextView', 16, STATUS_BAR + NAV_BAR + 8, width - 32, height - STATUS_BAR - NAV_BAR - 40, {
-      name: 'note', label: 'Note', value: this.notesText, onTap: () => ((this.focused = 'note'), this.changed()),
+      name: 'note', label: 'Note', value: this.notesText, focused: this.focused === 'note', onTap: () => ((this.focused = 'note'), this.changed()),
     });
     return [this.navBar(width, 'Notes'), body];
   }
@@ -483,27 +489,4 @@ function hit(root: AxNode, x: number, y: number, kind: 'tap' | 'long'): AxNode |
     if (found) return found;
   }
   return (kind === 'tap' ? root.onTap : root.onLongPress) ? root : undefined;
-}
-
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\n/g, '&#10;');
-
-/** The tree as WDA's GET /source serializes it (XCUIElementType elements with their attributes). */
-export function sourceXml(root: AxNode): string {
-  const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  const walk = (n: AxNode, index: number, depth: number) => {
-    const attrs = [`type="${n.type}"`];
-    if (n.name !== undefined) attrs.push(`name="${escape(n.name)}"`);
-    if (n.label !== undefined) attrs.push(`label="${escape(n.label)}"`);
-    if (n.value !== undefined) attrs.push(`value="${escape(n.value)}"`);
-    const accessible = n.type !== 'XCUIElementTypeApplication' && n.type !== 'XCUIElementTypeWindow' && n.type !== 'XCUIElementTypeOther';
-    attrs.push('enabled="true"', 'visible="true"', `accessible="${accessible}"`);
-    attrs.push(`x="${Math.round(n.x)}"`, `y="${Math.round(n.y)}"`, `width="${Math.round(n.width)}"`, `height="${Math.round(n.height)}"`, `index="${index}"`);
-    const pad = '  '.repeat(depth);
-    if (!n.children.length) return void out.push(`${pad}<${n.type} ${attrs.join(' ')}/>`);
-    out.push(`${pad}<${n.type} ${attrs.join(' ')}>`);
-    n.children.forEach((child, i) => walk(child, i, depth + 1));
-    out.push(`${pad}</${n.type}>`);
-  };
-  walk(root, 0, 0);
-  return out.join('\n');
 }

@@ -1,21 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { sourceXml, type Orientation, type Springboard } from './springboard.js';
+import { APP_STATE, type Orientation, type Springboard } from './springboard.js';
+import { invalidArgument, invalidElementState, WdaError } from './wda/errors.js';
+import { findElements } from './wda/find.js';
+import { attributeGetter, descendants, jsonTree, snapshot, toXml, wd, type Snap } from './wda/snapshot.js';
 
 export const WDA_PORT = 8100;
 export const MJPEG_PORT = 9100;
 export const WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunner';
 
-class WdaError extends Error {
-  constructor(
-    readonly status: number,
-    readonly error: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+const SPRINGBOARD = 'com.apple.springboard';
 
 interface PointerAction {
   type: string;
@@ -26,10 +21,62 @@ interface PointerAction {
   button?: number;
 }
 
-/** WDA's settings that shape its MJPEG stream (appium/settings). */
-export interface MjpegSettings {
+/** WDA's settings (appium/settings): those that shape its MJPEG stream, and the rest with FBConfiguration's defaults. */
+export interface WdaSettings {
   mjpegServerFramerate: number;
   mjpegServerScreenshotQuality: number;
+  mjpegScalingFactor: number;
+  shouldUseCompactResponses: boolean;
+  elementResponseAttributes: string;
+  [name: string]: unknown;
+}
+
+/** FBConfiguration's resetSessionSettings, as a new session finds them. */
+function defaultSettings(): WdaSettings {
+  return {
+    mjpegServerFramerate: 10,
+    mjpegServerScreenshotQuality: 25,
+    mjpegScalingFactor: 100,
+    mjpegFixOrientation: false,
+    shouldUseCompactResponses: true,
+    elementResponseAttributes: 'type,label',
+    screenshotQuality: 3,
+    keyboardAutocorrection: false,
+    keyboardPrediction: false,
+    snapshotMaxDepth: 50,
+    snapshotMaxChildren: 2147483647,
+    useFirstMatch: false,
+    waitForIdleTimeout: 10,
+    animationCoolOffTimeout: 2,
+    accessibilityDeadline: 0,
+    boundElementsByIndex: false,
+    reduceMotion: false,
+    defaultActiveApplication: 'auto',
+    activeAppDetectionPoint: '64.00,64.00',
+    acceptAlertButtonSelector: '',
+    dismissAlertButtonSelector: '',
+    autoClickAlertSelector: '',
+    defaultAlertAction: '',
+    maxTypingFrequency: 60,
+    respectSystemAlerts: false,
+    useClearTextShortcut: true,
+    includeHittableInPageSource: false,
+    includeNativeFrameInPageSource: false,
+    includeNativeAccessibilityElementInPageSource: false,
+    includeMinMaxValueInPageSource: false,
+    includeCustomActionsInPageSource: false,
+    enforceCustomSnapshots: false,
+    limitXPathContextScope: true,
+    screenshotOrientation: 'auto',
+  };
+}
+
+/** A WDA session: the app it launched (terminated when it ends) and the elements it has handed out (FBElementCache). */
+interface WdaSession {
+  id: string;
+  bundleId: string | undefined;
+  terminateApp: boolean;
+  elements: Set<string>;
 }
 
 /**
@@ -39,8 +86,10 @@ export interface MjpegSettings {
  */
 export class WebDriverAgent {
   readonly http: Server;
-  sessionId: string | undefined;
-  readonly settings: MjpegSettings = { mjpegServerFramerate: 10, mjpegServerScreenshotQuality: 25 };
+  readonly settings: WdaSettings = defaultSettings();
+  private session: WdaSession | undefined;
+  /** The screen's snapshot per accessibility tree (the board builds a new tree when the screen changes). */
+  private readonly snapshots = new WeakMap<object, Snap>();
   /** Every request served, newest last: what a test inspects to see which commands the engine sent. */
   readonly requests: string[] = [];
   private readonly streams = new Set<Socket>();
@@ -52,6 +101,15 @@ export class WebDriverAgent {
   ) {
     this.http = createServer((req, res) => void this.route(req, res));
     this.http.keepAliveTimeout = 60_000;
+  }
+
+  get sessionId(): string | undefined {
+    return this.session?.id;
+  }
+
+  /** Forgets the session, as a WDA that died and started again has none. */
+  set sessionId(id: undefined) {
+    this.session = id;
   }
 
   accept(socket: Socket): void {
@@ -125,14 +183,14 @@ export class WebDriverAgent {
           throw new WdaError(400, 'invalid argument', 'The request body is not JSON');
         }
       }
-      reply(200, await this.handle(req.method ?? 'GET', url.pathname, body));
+      reply(200, (await this.handle(req.method ?? 'GET', url.pathname, body, url.searchParams)) ?? null);
     } catch (error) {
       if (error instanceof WdaError) return reply(error.status, { error: error.error, message: error.message, traceback: '' });
       reply(500, { error: 'unknown error', message: (error as Error).message, traceback: '' });
     }
   }
 
-  private async handle(method: string, path: string, body: Record<string, unknown>): Promise<unknown> {
+  private async handle(method: string, path: string, body: Record<string, unknown>, query: URLSearchParams): Promise<unknown> {
     const b = this.board;
     // Session-scoped routes: /session/<id>/<rest>; WDA also serves many of them without the session prefix.
     let rest = path;
@@ -141,10 +199,13 @@ export class WebDriverAgent {
       if (m[1] !== this.sessionId) throw new WdaError(404, 'invalid session id', `Session does not exist: ${m[1]}`);
       rest = m[2] ?? '';
       if (!rest && method === 'DELETE') {
-        this.sessionId = undefined;
+        this.deleteSession();
         return null;
       }
-      if (!rest && method === 'GET') return this.capabilities();
+      if (!rest && method === 'GET') return { sessionId: this.sessionId, capabilities: this.capabilities() };
+      // Element commands exist only within a session (FBRoute without .withoutSession).
+      const element = this.elementCommand(method, rest, body);
+      if (element) return element.value;
     }
     const route = `${method} ${rest}`;
     switch (route) {
@@ -158,17 +219,14 @@ export class WebDriverAgent {
           device: 'iphone',
           build: { time: 'Jan 1 2025 00:00:00', productBundleIdentifier: 'com.facebook.WebDriverAgentRunner' },
         };
-      case 'POST /session': {
-        this.sessionId = randomUUID().toUpperCase();
-        const caps = ((body.capabilities as { alwaysMatch?: Record<string, unknown> })?.alwaysMatch ?? {}) as Record<string, unknown>;
-        if (typeof caps.bundleId === 'string') b.launch(caps.bundleId);
-        return { sessionId: this.sessionId, capabilities: this.capabilities() };
-      }
+      case 'POST /session':
+        return this.createSession(body);
       case 'GET /source':
-        return sourceXml(b.tree());
+        return this.source(query);
       case 'GET /screenshot':
         return b.png().toString('base64');
       case 'GET /window/size':
+        return b.window();
       case 'GET /window/rect':
         return { x: 0, y: 0, ...b.window() };
       case 'GET /wda/screen':
@@ -204,11 +262,7 @@ export class WebDriverAgent {
         return null;
       case 'POST /wda/keys': {
         const value = Array.isArray(body.value) ? body.value.map(String).join('') : String(body.value ?? '');
-        try {
-          b.type(value);
-        } catch (error) {
-          throw new WdaError(400, 'invalid element state', (error as Error).message);
-        }
+        this.type(value);
         return null;
       }
       case 'POST /wda/pressButton':
@@ -241,24 +295,242 @@ export class WebDriverAgent {
         return b.terminate(String(body.bundleId ?? ''));
       case 'POST /wda/apps/state':
         return b.state(String(body.bundleId ?? ''));
+      case 'GET /wda/apps/list':
+        // XCUIApplication.fb_activeAppsInfo: the apps on screen, the foreground one (or SpringBoard).
+        return [{ pid: this.pid(b.foreground ?? SPRINGBOARD), bundleId: b.foreground ?? SPRINGBOARD }];
       case 'GET /wda/activeAppInfo': {
-        const id = b.foreground ?? 'com.apple.springboard';
-        return { bundleId: id, name: b.foreground ? b.apps.get(id)?.name ?? '' : '', pid: 1000, processArguments: {} };
+        const id = b.foreground ?? SPRINGBOARD;
+        return { bundleId: id, name: b.foreground ? b.apps.get(id)?.name ?? '' : '', pid: this.pid(id), processArguments: {} };
       }
       case 'GET /appium/settings':
         return { ...this.settings };
       case 'POST /appium/settings': {
-        const s = (body.settings ?? {}) as Partial<MjpegSettings>;
-        if (typeof s.mjpegServerFramerate === 'number') this.settings.mjpegServerFramerate = Math.min(60, Math.max(1, s.mjpegServerFramerate));
-        if (typeof s.mjpegServerScreenshotQuality === 'number') this.settings.mjpegServerScreenshotQuality = Math.min(100, Math.max(1, s.mjpegServerScreenshotQuality));
+        if (body.settings !== undefined && (typeof body.settings !== 'object' || body.settings === null || Array.isArray(body.settings))) {
+          throw invalidArgument('settings must be a dictionary');
+        }
+        this.applySettings((body.settings ?? {}) as Record<string, unknown>);
         return { ...this.settings };
       }
     }
     throw new WdaError(404, 'unknown command', `Unhandled endpoint: ${path} -- http://localhost:${WDA_PORT}/ with parameters {\n    wildcards =     (\n        "${path}"\n    );\n}`);
   }
 
+  /** FBSessionCommands' handleCreateSession: capabilities from alwaysMatch and the first firstMatch, the app launched. */
+  private createSession(body: Record<string, unknown>) {
+    const requested = body.capabilities as { alwaysMatch?: Record<string, unknown>; firstMatch?: Array<Record<string, unknown>> } | undefined;
+    if (!requested || typeof requested !== 'object') throw new WdaError(500, 'session not created', "'capabilities' is mandatory to create a new session");
+    const caps = { ...(requested.alwaysMatch ?? {}), ...(requested.firstMatch?.[0] ?? {}) };
+    this.resetSessionSettings();
+    this.applySettings(Object.fromEntries(['shouldUseCompactResponses', 'elementResponseAttributes', 'maxTypingFrequency'].map((key) => [key, caps[key]])));
+    const bundleId = typeof caps.bundleId === 'string' ? caps.bundleId : undefined;
+    if (bundleId) {
+      const running = this.board.state(bundleId) !== APP_STATE.NOT_RUNNING;
+      if (!running || caps.forceAppLaunch !== false) {
+        try {
+          if (running) this.board.terminate(bundleId);
+          this.board.launch(bundleId);
+        } catch (error) {
+          throw new WdaError(500, 'session not created', (error as Error).message);
+        }
+      } else this.board.launch(bundleId);
+    }
+    this.session = { id: randomUUID().toUpperCase(), bundleId, terminateApp: caps.shouldTerminateApp !== false, elements: new Set() };
+    return { sessionId: this.session.id, capabilities: this.capabilities() };
+  }
+
+  /** FBSession kill: the app the session launched is terminated when it ends (shouldTerminateApp). */
+  private deleteSession(): void {
+    const session = this.session;
+    this.session = undefined;
+    if (session?.bundleId && session.terminateApp && this.board.state(session.bundleId) !== APP_STATE.NOT_RUNNING) this.board.terminate(session.bundleId);
+  }
+
   private capabilities() {
-    return { device: 'iphone', browserName: ' ', sdkVersion: this.device.version, CFBundleIdentifier: this.board.foreground ?? 'com.apple.springboard', udid: this.device.udid };
+    return { device: 'iphone', sdkVersion: this.device.version };
+  }
+
+  private resetSessionSettings(): void {
+    const { mjpegServerFramerate, mjpegServerScreenshotQuality, mjpegScalingFactor } = this.settings;
+    Object.assign(this.settings, defaultSettings(), { mjpegServerFramerate, mjpegServerScreenshotQuality, mjpegScalingFactor });
+  }
+
+  /** FBSettingsHandler: known settings are applied (MJPEG ones clamped as its setters do); unknown ones ignored. */
+  private applySettings(settings: Record<string, unknown>): void {
+    for (const [key, value] of Object.entries(settings)) {
+      if (!Object.hasOwn(this.settings, key) || value === null || value === undefined) continue;
+      if (key === 'mjpegServerFramerate' && typeof value === 'number') this.settings.mjpegServerFramerate = Math.min(60, Math.max(1, value));
+      else if (key === 'mjpegServerScreenshotQuality' && typeof value === 'number') this.settings.mjpegServerScreenshotQuality = Math.min(100, Math.max(1, value));
+      else if (typeof value === typeof this.settings[key]) this.settings[key] = value;
+    }
+  }
+
+  /** GET /source: the active application as XML (with Appium's scope element), JSON (fb_tree) or a description. */
+  private source(query: URLSearchParams): unknown {
+    const format = (query.get('format') ?? 'xml').toLowerCase();
+    const root = this.root();
+    if (format === 'xml') {
+      const bundleId = this.board.foreground ?? SPRINGBOARD;
+      return toXml(root, {
+        scope: query.get('scope') ?? undefined,
+        excluded: query.get('excluded_attributes')?.split(','),
+        app: { pid: this.pid(bundleId), bundleId },
+      });
+    }
+    if (format === 'json') return jsonTree(root, new Set(query.get('excluded_attributes')?.split(',') ?? []));
+    if (format === 'description') return descendants(root).map((s) => `${' '.repeat(2 * (s.path.split(',').length - 1))}${s.node.type}, {{${s.node.x}, ${s.node.y}}, {${s.node.width}, ${s.node.height}}}${wd.name(s) ? `, identifier: '${wd.name(s)}'` : ''}`).join('\n');
+    throw invalidArgument(`Unknown source format '${format}'. Only (xml, json, description) source formats are supported.`);
+  }
+
+  /** The snapshot of the active application, one per screen state. */
+  private root(): Snap {
+    const tree = this.board.tree();
+    let snap = this.snapshots.get(tree);
+    if (!snap) {
+      snap = snapshot(tree);
+      this.snapshots.set(tree, snap);
+    }
+    return snap;
+  }
+
+  /** An element of the session's cache on the current screen; gone from the screen, it is stale. */
+  private element(uuid: string): Snap {
+    const stale = () => new WdaError(404, 'stale element reference', `The element identified by "${uuid}" is either not present or it has expired from the internal cache. Try to find it again`);
+    if (!this.session?.elements.has(uuid)) throw stale();
+    const found = descendants(this.root()).find((s) => wd.uid(s) === uuid);
+    if (!found) throw stale();
+    return found;
+  }
+
+  /** FBDictionaryResponseWithElement: the element reference in both keys, with more fields unless responses are compact. */
+  private reference(s: Snap): Record<string, unknown> {
+    const uid = wd.uid(s);
+    this.session?.elements.add(uid);
+    const ref: Record<string, unknown> = { ELEMENT: uid, 'element-6066-11e4-a52e-4f735466cecf': uid };
+    if (this.settings.shouldUseCompactResponses) return ref;
+    for (const field of String(this.settings.elementResponseAttributes).split(',').map((f) => f.trim()).filter(Boolean)) {
+      if (field === 'name' || field === 'type') ref[field] = wd.type(s);
+      else if (field === 'text') ref[field] = wd.value(s) ?? wd.label(s) ?? null;
+      else {
+        const name = field.startsWith('attribute/') ? field.slice('attribute/'.length) : field;
+        try {
+          ref[field] = attributeGetter(name)(s) ?? null;
+        } catch {
+          ref[field] = null;
+        }
+      }
+    }
+    return ref;
+  }
+
+  private find(root: Snap, body: Record<string, unknown>, many: boolean): unknown {
+    const using = String(body.using ?? '');
+    const value = String(body.value ?? '');
+    const found = findElements(root, using, value, !many);
+    if (many) return found.map((s) => this.reference(s));
+    if (!found.length) throw new WdaError(404, 'no such element', `unable to find an element using '${using}', value '${value}'`);
+    return this.reference(found[0]!);
+  }
+
+  /** The routes of FBFindElementCommands and FBElementCommands that take an element (or find one); undefined for others. */
+  private elementCommand(method: string, rest: string, body: Record<string, unknown>): { value: unknown } | undefined {
+    if (method === 'POST' && (rest === '/element' || rest === '/elements')) return { value: this.find(this.root(), body, rest === '/elements') };
+    if (method === 'GET' && rest === '/element/active') {
+      const focused = descendants(this.root()).find((s) => s.node.focused);
+      if (!focused) throw new WdaError(404, 'no such element', 'unable to find an element using \'(null)\', value \'(null)\'');
+      return { value: this.reference(focused) };
+    }
+    const e = /^\/(?:wda\/)?element\/([^/]+)\/(.+)$/.exec(rest);
+    if (!e) return undefined;
+    const [, uuid, command] = e as unknown as [string, string, string];
+    const wdaPrefixed = rest.startsWith('/wda/');
+    const route = `${method} ${wdaPrefixed ? 'wda/' : ''}${command}`;
+    const center = (s: Snap) => ({ x: s.node.x + s.node.width / 2, y: s.node.y + s.node.height / 2 });
+    switch (route) {
+      case 'POST element':
+      case 'POST elements':
+        return { value: this.find(this.element(uuid), body, command === 'elements') };
+      case 'GET enabled':
+        return { value: wd.enabled(this.element(uuid)) };
+      case 'GET rect':
+        return { value: wd.rect(this.element(uuid)) };
+      case 'GET text': {
+        const s = this.element(uuid);
+        return { value: wd.value(s) ?? wd.label(s) ?? '' };
+      }
+      case 'GET displayed':
+        return { value: wd.visible(this.element(uuid)) };
+      case 'GET selected':
+        return { value: wd.selected(this.element(uuid)) };
+      case 'GET name':
+        return { value: wd.type(this.element(uuid)) };
+      case 'GET attribute/focused':
+        return { value: wd.focused(this.element(uuid)) };
+      case 'GET wda/accessible':
+        return { value: wd.accessible(this.element(uuid)) };
+      case 'GET wda/accessibilityContainer':
+        return { value: wd.accessibilityContainer(this.element(uuid)) };
+      case 'POST click': {
+        // XCUIElement tap: a touch at the element's hit point, whatever the screen has there.
+        const { x, y } = center(this.element(uuid));
+        this.board.tap(x, y);
+        return { value: null };
+      }
+      case 'POST wda/tap':
+      case 'POST wda/touchAndHold':
+      case 'POST wda/doubleTap': {
+        const s = this.element(uuid);
+        const hasPoint = body.x !== undefined || body.y !== undefined;
+        if (hasPoint && (body.x === undefined || body.y === undefined)) throw invalidArgument('Both x and y coordinates must be provided');
+        const { x, y } = hasPoint ? { x: s.node.x + Number(body.x), y: s.node.y + Number(body.y) } : center(s);
+        if (command === 'touchAndHold') this.board.longPress(x, y, Number(body.duration ?? 1) * 1000);
+        else {
+          this.board.tap(x, y);
+          if (command === 'doubleTap') this.board.tap(x, y);
+        }
+        return { value: null };
+      }
+      case 'POST value': {
+        const s = this.element(uuid);
+        const value = body.value ?? body.text;
+        if (value === undefined || value === null) throw invalidArgument("Neither 'value' nor 'text' parameter is provided");
+        const text = Array.isArray(value) ? value.map(String).join('') : String(value);
+        // fb_typeText: an element without keyboard focus is tapped first.
+        if (!s.node.focused) this.board.tap(center(s).x, center(s).y);
+        this.type(text);
+        return { value: null };
+      }
+      case 'POST clear': {
+        let s = this.element(uuid);
+        if (!s.node.focused) {
+          this.board.tap(center(s).x, center(s).y);
+          s = descendants(this.root()).find((d) => d.path === s.path) ?? s;
+        }
+        if (!s.node.focused) throw invalidElementState(`Failed to clear the text of ${s.node.type}: it has no keyboard focus`);
+        this.type('\b'.repeat([...(s.node.value ?? '')].length));
+        return { value: null };
+      }
+    }
+    if (command.startsWith('attribute/') && method === 'GET') {
+      const value = attributeGetter(decodeURIComponent(command.slice('attribute/'.length)))(this.element(uuid));
+      return { value: value ?? null };
+    }
+    return undefined;
+  }
+
+  private type(text: string): void {
+    try {
+      this.board.type(text);
+    } catch (error) {
+      throw invalidElementState((error as Error).message);
+    }
+  }
+
+  /** A process id per app, stable for the phone's life, as the page source's application element shows it. */
+  private pid(bundleId: string): number {
+    if (bundleId === SPRINGBOARD) return 58;
+    let h = 0;
+    for (const ch of bundleId) h = (h * 31 + ch.charCodeAt(0)) % 2000;
+    return 300 + h;
   }
 
   /** W3C pointer actions: each finger's down–move–pause–up sequence becomes a tap, a long press or a swipe. */
