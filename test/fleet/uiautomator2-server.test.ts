@@ -274,6 +274,13 @@ describe('UiAutomator2 server of the simulated phone', () => {
     const image = PNG.sync.read(png);
     expect([image.width, image.height]).toEqual([720, 1280]);
     expect(png.equals(screen.png())).toBe(true);
+
+    const field = await find('id', 'note_text');
+    const rect = await ok('GET', `/element/${field}/rect`);
+    const crop = PNG.sync.read(Buffer.from(await ok('GET', `/element/${field}/screenshot`), 'base64'));
+    expect([crop.width, crop.height]).toEqual([rect.width, rect.height]);
+    const at = (img: PNG, x: number, y: number) => [...img.data.subarray((y * img.width + x) * 4, (y * img.width + x) * 4 + 3)];
+    expect(at(crop, 20, rect.height - 20)).toEqual(at(image, rect.x + 20, rect.y + rect.height - 20));
   });
 
   it('performs W3C actions: a tap opens an app, a swipe scrolls the Settings list, as input tap and swipe do', async () => {
@@ -310,6 +317,18 @@ describe('UiAutomator2 server of the simulated phone', () => {
     const wifi = await find('-android uiautomator', 'new UiScrollable(new UiSelector().scrollable(true)).scrollIntoView(new UiSelector().text("Wi-Fi"))');
     expect(await ok('GET', `/element/${wifi}/text`)).toBe('Wi-Fi');
     expect(await source()).not.toContain('text="System"');
+
+    // mobile: scrollGesture and clickGesture, as the driver sends them.
+    const list = await find('class name', 'androidx.recyclerview.widget.RecyclerView');
+    const origin = { [W3C]: list, ELEMENT: list };
+    expect(await ok('POST', '/appium/gestures/scroll', { origin, direction: 'down', percent: 0.8 })).toBe(true);
+    expect(await source()).toContain('text="System"');
+    expect(await ok('POST', '/appium/gestures/scroll', { origin, direction: 'down', percent: 0.8 })).toBe(false);
+    expect(await ok('POST', '/appium/gestures/scroll', { origin, direction: 'up', percent: 1 })).toBe(true);
+    const about = await ok('GET', `/element/${await find('-android uiautomator', 'new UiSelector().text("About phone")')}/rect`);
+    await ok('POST', '/appium/gestures/click', { offset: { x: about.x + 5, y: about.y + 5 } });
+    expect(device.settingsPage).toBe('about');
+    device.back();
 
     const bad = await call('POST', s('/actions'), { actions: [{ type: 'pointer', actions: [{ type: 'wiggle' }] }] });
     expect(bad).toMatchObject({ status: 400, body: { value: { error: 'invalid argument' } } });

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PNG } from 'pngjs';
 import type { Device } from '../device.js';
 import type { Screen } from '../screen.js';
 import type { UiNode } from '../ui.js';
@@ -270,6 +272,80 @@ function setText(host: ServerHost, n: UiNode, body: unknown): void {
   if (pressEnter) host.device.keyevent(66);
 }
 
+/** GetElementScreenshot: the screen cropped to the element's bounds, base64 PNG. */
+function elementScreenshot(host: ServerHost, n: UiNode): string {
+  const canvas = host.screen.canvas();
+  const left = Math.max(0, n.bounds.left);
+  const top = Math.max(0, n.bounds.top);
+  const width = Math.min(canvas.width, n.bounds.right) - left;
+  const height = Math.min(canvas.height, n.bounds.bottom) - top;
+  if (width <= 0 || height <= 0) throw new ServerError('unknown error', 500, 'Cannot crop the screenshot: the element is off the screen', `${EXCEPTIONS}.CropScreenshotException`);
+  const png = new PNG({ width, height });
+  for (let row = 0; row < height; row++) {
+    const from = ((top + row) * canvas.width + left) * 4;
+    canvas.data.copy(png.data, row * width * 4, from, from + width * 4);
+  }
+  return PNG.sync.write(png, { colorType: 2, inputHasAlpha: true }).toString('base64');
+}
+
+function originElement(host: ServerHost, ctx: RouteContext): UiNode | undefined {
+  const origin = bodyField(ctx.body, 'origin');
+  if (!origin || typeof origin !== 'object') return undefined;
+  const id = (origin as Record<string, unknown>)[W3C_ELEMENT_KEY] ?? (origin as Record<string, unknown>)[JWP_ELEMENT_KEY];
+  if (typeof id !== 'string') throw invalidArgument("'origin' must be an element reference");
+  return element(host, ctx.session, id).node;
+}
+
+/** The point of a click gesture: the origin's centre, an offset within it, or an absolute offset. */
+function gesturePoint(host: ServerHost, ctx: RouteContext): { x: number; y: number } {
+  const origin = originElement(host, ctx);
+  const offset = bodyField(ctx.body, 'offset') as { x?: unknown; y?: unknown } | undefined;
+  if (offset && typeof offset.x === 'number' && typeof offset.y === 'number') {
+    return { x: Math.round((origin?.bounds.left ?? 0) + offset.x), y: Math.round((origin?.bounds.top ?? 0) + offset.y) };
+  }
+  if (!origin) throw invalidArgument('Either the element origin or the offset must be provided');
+  return center(origin);
+}
+
+/**
+ * The swipe and scroll gestures (mobile: swipeGesture, scrollGesture): a finger across `percent` of the element's or
+ * area's size at `speed` pixels a second. A swipe moves the finger in `direction`; a scroll moves the content there,
+ * so the finger goes the other way. Answers whether anything under the finger moved.
+ */
+async function swipeGesture(host: ServerHost, ctx: RouteContext, scroll: boolean): Promise<boolean> {
+  const direction = bodyField(ctx.body, 'direction');
+  if (direction !== 'up' && direction !== 'down' && direction !== 'left' && direction !== 'right') {
+    throw invalidArgument("'direction' must be one of up, down, left or right");
+  }
+  const origin = originElement(host, ctx);
+  const area = bodyField(ctx.body, 'area') as Record<string, unknown> | undefined;
+  let box = origin?.bounds;
+  if (!box && area && ['left', 'top', 'width', 'height'].every((k) => typeof area[k] === 'number')) {
+    const [left, top, width, height] = [area.left, area.top, area.width, area.height] as number[];
+    box = { left: left!, top: top!, right: left! + width!, bottom: top! + height! };
+  }
+  if (!box) throw invalidArgument('The gesture area coordinates must be provided if element is not set');
+  const percent = bodyField(ctx.body, 'percent');
+  if (typeof percent !== 'number' || percent <= 0 || percent > 1) throw invalidArgument("'percent' must be a number in (0, 1]");
+  const dp = host.device.options.density / 160;
+  const speedArg = bodyField(ctx.body, 'speed');
+  const speed = typeof speedArg === 'number' && speedArg > 0 ? speedArg : 5000 * dp;
+  const cx = (box.left + box.right) / 2;
+  const cy = (box.top + box.bottom) / 2;
+  const half = { x: ((box.right - box.left) * percent) / 2, y: ((box.bottom - box.top) * percent) / 2 };
+  const fingerUp = direction === (scroll ? 'down' : 'up');
+  const fingerLeft = direction === (scroll ? 'right' : 'left');
+  const vertical = direction === 'up' || direction === 'down';
+  const from = vertical ? { x: cx, y: fingerUp ? cy + half.y : cy - half.y } : { x: fingerLeft ? cx + half.x : cx - half.x, y: cy };
+  const to = vertical ? { x: cx, y: fingerUp ? cy - half.y : cy + half.y } : { x: fingerLeft ? cx - half.x : cx + half.x, y: cy };
+  const durationMs = Math.round((Math.hypot(to.x - from.x, to.y - from.y) / speed) * 1000);
+  await delay(Math.min(durationMs, 10_000));
+  const before = host.device.rev;
+  host.screen.swipe(Math.round(from.x), Math.round(from.y), Math.round(to.x), Math.round(to.y), durationMs);
+  // The swipe itself counts one change; anything more is the content moving.
+  return host.device.rev > before + 1;
+}
+
 function focused(host: ServerHost): Located {
   const root = host.screen.tree();
   const hit = root && flatten(root).find((l) => l.node.focused);
@@ -454,6 +530,16 @@ export const ROUTES: Route[] = [
   { method: 'GET', path: '/session/:sessionId/screenshot', handle: (host) => host.screen.png().toString('base64') },
   {
     method: 'GET',
+    path: '/session/:sessionId/element/:id/screenshot',
+    handle: (host, ctx) => elementScreenshot(host, element(host, ctx.session, ctx.params.id!).node),
+  },
+  {
+    method: 'GET',
+    path: '/session/:sessionId/screenshot/:id',
+    handle: (host, ctx) => elementScreenshot(host, element(host, ctx.session, ctx.params.id!).node),
+  },
+  {
+    method: 'GET',
     path: '/session/:sessionId/window/:windowHandle/size',
     handle: (host) => {
       const { width, height } = host.device.logicalSize;
@@ -512,6 +598,33 @@ export const ROUTES: Route[] = [
       return null;
     },
   },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/appium/gestures/click',
+    handle: (host, ctx) => {
+      const { x, y } = gesturePoint(host, ctx);
+      host.screen.tap(x, y);
+      return null;
+    },
+  },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/appium/gestures/long_click',
+    handle: (host, ctx) => {
+      const { x, y } = gesturePoint(host, ctx);
+      host.screen.longPress(x, y);
+      return null;
+    },
+  },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/appium/gestures/swipe',
+    handle: async (host, ctx) => {
+      await swipeGesture(host, ctx, false);
+      return null;
+    },
+  },
+  { method: 'POST', path: '/session/:sessionId/appium/gestures/scroll', handle: (host, ctx) => swipeGesture(host, ctx, true) },
   { method: 'GET', path: '/session/:sessionId/appium/settings', handle: (host) => host.settings },
   {
     method: 'POST',

@@ -58,6 +58,8 @@ export class Uiautomator2Server {
     this.http = createServer((req, res) => void this.serve(req, res));
     // A request may take as long as its actions do; Netty has no request timeout either.
     this.http.requestTimeout = 0;
+    // Netty closes no idle connection either: Appium's client keeps one open between commands.
+    this.http.keepAliveTimeout = 0;
   }
 
   /** The active session's id, if a client has one. */
