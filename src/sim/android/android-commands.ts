@@ -11,8 +11,10 @@ import {
   type InstalledApp,
   type SettingsPage,
 } from './device.js';
+import { listInstrumentation } from './instrumentation.js';
 import { logcat, type LogPriority } from './logcat.js';
 import { FsError } from './mem-fs.js';
+import type { NativeProcess, ProcessTable } from './processes.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
 import { shortActivity } from './ui.js';
@@ -211,9 +213,49 @@ function resolveBrief(pkg: string, cls: string, isDefault: boolean): string {
 
 // ---------------------------------------------------------------------------------------------------------
 
-export function androidCommands(device: Device, screen: Screen): Map<string, CommandFn> {
+/** The Appium Settings app: its main activity starts its foreground service and finishes at once. */
+const APPIUM_SETTINGS = 'io.appium.settings';
+const APPIUM_SETTINGS_ACTIVITY = `${APPIUM_SETTINGS}.Settings`;
+const APPIUM_SETTINGS_SERVICE = `${APPIUM_SETTINGS}.ForegroundService`;
+
+interface RunningService {
+  pkg: string;
+  cls: string;
+  foreground: boolean;
+  process: NativeProcess;
+  startedAt: number;
+}
+
+/** What the phone runs besides its shell tools: app processes, and `am instrument`. */
+export interface CommandHost {
+  processes: ProcessTable;
+  instrument: CommandFn;
+}
+
+export function androidCommands(device: Device, screen: Screen, host: CommandHost): Map<string, CommandFn> {
   const commands = new Map<string, CommandFn>();
   const o = device.options;
+
+  // ---- app processes and their services ----
+
+  const appProcess = (app: InstalledApp): NativeProcess => {
+    const running = host.processes.byName(app.packageName).find((p) => !p.signal.aborted);
+    if (running) return running;
+    const user = app.uid >= 10000 ? `u0_a${app.uid - 10000}` : 'system';
+    const proc = host.processes.spawn(app.packageName, new AbortController().signal, { user, packages: [app.packageName] });
+    proc.signal.addEventListener('abort', () => proc.exit(), { once: true });
+    return proc;
+  };
+  const services = new Map<string, RunningService>();
+  const startService = (app: InstalledApp, cls: string, foreground: boolean) => {
+    const key = `${app.packageName}/${cls}`;
+    const running = services.get(key);
+    if (running && !running.process.signal.aborted) {
+      running.foreground ||= foreground;
+      return;
+    }
+    services.set(key, { pkg: app.packageName, cls, foreground, process: appProcess(app), startedAt: Date.now() });
+  };
 
   // ---- properties ----
 
@@ -462,6 +504,12 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
         return 1;
       }
       if (stopFirst) device.forceStop(pkg);
+      if (pkg === APPIUM_SETTINGS && cls === APPIUM_SETTINGS_ACTIVITY) {
+        // Settings.onCreate starts ForegroundService and calls finish(): what was in front stays there.
+        if (app.services?.includes(APPIUM_SETTINGS_SERVICE)) startService(app, APPIUM_SETTINGS_SERVICE, true);
+        await report(pkg, cls, 'started');
+        return 0;
+      }
       const result = device.launch(pkg, cls);
       if (result === 'not-found') return unresolved();
       await report(pkg, cls, result);
@@ -572,8 +620,16 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
           return 1;
         }
         await print(ctx, `Starting service: ${describeIntent(intent)}\n`);
+        const app = intent.component && appOf(intent.component.pkg);
+        if (!app || !intent.component || !app.services?.includes(intent.component.cls)) {
+          await complain(ctx, 'Error: Not found; no service started.');
+          return 1;
+        }
+        startService(app, intent.component.cls, sub === 'start-foreground-service');
         return 0;
       }
+      case 'instrument':
+        return host.instrument({ ...ctx, args: rest });
       case 'get-current-user':
         await print(ctx, '0\n');
         return 0;
@@ -631,7 +687,11 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
       await print(ctx, 'Users:\n\tUserInfo{0:Owner:c13} running\n');
       return 0;
     }
-    if (what === 'instrumentation' || what === 'permission-groups') return 0;
+    if (what === 'instrumentation') {
+      await print(ctx, listInstrumentation(device, args.slice(1).find((a) => !a.startsWith('-'))));
+      return 0;
+    }
+    if (what === 'permission-groups') return 0;
     if (what !== 'packages') {
       await complain(ctx, `Error: unknown list type '${what ?? ''}'`);
       return 1;
@@ -875,6 +935,59 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
     },
   };
 
+  /** Packages exempt from Doze, as `dumpsys deviceidle whitelist +PKG` adds them (the system's own come first). */
+  const idleWhitelist = new Set<string>();
+  const deviceIdleWhitelist = async (ctx: CommandContext, args: string[]): Promise<number> => {
+    if (args.length === 0) {
+      const system = ['com.android.providers.downloads', 'com.android.shell'];
+      await print(ctx, [...system.map((p) => `system-excidle,${p},${appOf(p)?.uid ?? 1000}`), ...[...idleWhitelist].map((p) => `user,${p},${appOf(p)?.uid ?? 0}`)].join('\n') + '\n');
+      return 0;
+    }
+    for (const arg of args) {
+      const pkg = arg.slice(1);
+      if (arg.startsWith('+')) {
+        if (!appOf(pkg)) await print(ctx, `Unknown package: ${pkg}\n`);
+        else {
+          idleWhitelist.add(pkg);
+          await print(ctx, `Added: ${pkg}\n`);
+        }
+      } else if (arg.startsWith('-')) {
+        await print(ctx, idleWhitelist.delete(pkg) ? `Removed: ${pkg}\n` : `Package not in whitelist: ${pkg}\n`);
+      } else {
+        await print(ctx, `Package must be prefixed with +, -, or =: ${arg}\n`);
+        return 255;
+      }
+    }
+    return 0;
+  };
+
+  /** `dumpsys activity services [package | component]`: the running services' ServiceRecords. */
+  const servicesDump = (spec?: string): string => {
+    const wanted = spec && parseComponent(spec);
+    const records: string[] = [];
+    for (const [key, s] of services) {
+      if (s.process.signal.aborted) {
+        services.delete(key);
+        continue;
+      }
+      if (wanted ? wanted.pkg !== s.pkg || wanted.cls !== s.cls : spec !== undefined && spec !== s.pkg) continue;
+      const app = appOf(s.pkg);
+      const short = flatten(s.pkg, s.cls);
+      const uid = app?.uid ?? 1000;
+      const ago = Math.max(0, Date.now() - s.startedAt);
+      records.push(
+        `  * ServiceRecord{${hashCode(key)} u0 ${short}}\n` +
+          `    intent={cmp=${short}}\n    packageName=${s.pkg}\n    processName=${s.pkg}\n` +
+          `    baseDir=${app?.apkPath ?? ''}\n    dataDir=/data/user/0/${s.pkg}\n` +
+          `    app=ProcessRecord{${hashCode(s.pkg)} ${s.process.pid}:${s.pkg}/u0a${uid % 10000}}\n` +
+          (s.foreground ? `    isForeground=true foregroundId=1 foregroundNoti=Notification(channel=${s.pkg} shortcut=null contentView=null vibrate=null sound=null defaults=0x0 flags=0x62 color=0x00000000 vis=PRIVATE)\n` : '') +
+          `    createTime=-${ago}ms startingBgTimeout=--\n    lastActivity=-${ago}ms restartTime=-${ago}ms createdFromFg=true\n` +
+          '    startRequested=true delayedStop=false stopIfKilled=false callStart=true lastStartId=1\n',
+      );
+    }
+    return 'ACTIVITY MANAGER SERVICES (dumpsys activity services)\n' + (records.length ? `  User 0 active services:\n${records.join('\n')}` : '  (nothing)\n');
+  };
+
   const windowDump = (section?: string): string => {
     const { width, height } = device.logicalSize;
     const lock = device.locked;
@@ -930,6 +1043,11 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
       await print(ctx, windowDump(rest[0]));
       return 0;
     }
+    if (service === 'deviceidle' && rest[0] === 'whitelist') return deviceIdleWhitelist(ctx, rest.slice(1));
+    if (service === 'activity' && rest[0] === 'services') {
+      await print(ctx, servicesDump(rest[1]));
+      return 0;
+    }
     const section = dumpsysSections[service];
     if (!section) {
       await complain(ctx, `Can't find service: ${service}`);
@@ -939,11 +1057,43 @@ export function androidCommands(device: Device, screen: Screen): Map<string, Com
     return 0;
   });
 
+  // ---- notification listeners, app ops ----
+
+  const notification: CommandFn = async (ctx) => {
+    const [sub, component] = ctx.args;
+    if ((sub === 'allow_listener' || sub === 'disallow_listener') && component) return 0;
+    if (sub === 'allow_listener' || sub === 'disallow_listener') {
+      await complain(ctx, `usage: cmd notification ${sub} COMPONENT [user_id (current user if not specified)]`);
+      return 1;
+    }
+    await complain(ctx, `Unknown command: ${sub ?? ''}`);
+    return 255;
+  };
+
+  const appops: CommandFn = async (ctx) => {
+    const args = ctx.args.filter((a, i) => !a.startsWith('--') && ctx.args[i - 1] !== '--user' && ctx.args[i - 1] !== '--uid');
+    const [sub, pkg, op, mode] = args;
+    if (sub === 'set' && pkg && op && mode) {
+      if (!appOf(pkg)) {
+        await complain(ctx, `Error: Unknown package: ${pkg}`);
+        return 255;
+      }
+      return 0;
+    }
+    if (sub === 'get' && pkg) {
+      await print(ctx, 'No operations.\n');
+      return 0;
+    }
+    await complain(ctx, 'AppOps service (appops) commands:\n  set [--user <USER_ID>] <PACKAGE | UID> <OP> <MODE>\n  get [--user <USER_ID>] <PACKAGE | UID> [<OP>]');
+    return 1;
+  };
+  commands.set('appops', appops);
+
   // ---- cmd ----
 
   commands.set('cmd', async (ctx) => {
     const [service, ...rest] = ctx.args;
-    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings };
+    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings, notification, appops };
     if (service === '-l') {
       await print(ctx, `Currently running services:\n${Object.keys(delegate).map((s) => `  ${s}\n`).join('')}`);
       return 0;

@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { androidCommands } from './android-commands.js';
 import { contentCommand } from './content.js';
 import { Device, type DeviceOptions } from './device.js';
+import { amInstrument, type PortListener } from './instrumentation.js';
 import { appProcess, executableLoader, type AbstractListener, type MinicapHost } from './minicap.js';
 import { ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
@@ -128,6 +129,8 @@ export class SimulatedPhone {
   private systemLog: NodeJS.Timeout | undefined;
   /** Listening sockets in the abstract namespace, reached through `localabstract:<name>`. */
   private readonly abstractSockets = new Map<string, AbstractListener>();
+  /** Listening TCP ports, reached through `tcp:<port>` (what `adb forward tcp:N tcp:<port>` opens). */
+  private readonly tcpPorts = new Map<number, PortListener>();
 
   constructor(options: SimulatedPhoneOptions = {}) {
     this.processes = new ProcessTable(options.keepsProcessesOnHangup ?? false);
@@ -156,7 +159,10 @@ export class SimulatedPhone {
     this.device = new Device(opts);
     this.screen = new Screen(this.device);
     const commands = toolbox(() => commands.keys());
-    for (const [name, fn] of androidCommands(this.device, this.screen)) commands.set(name, fn);
+    const instrument = amInstrument({ device: this.device, screen: this.screen, processes: this.processes, ports: this.tcpPorts });
+    for (const [name, fn] of androidCommands(this.device, this.screen, { processes: this.processes, instrument })) commands.set(name, fn);
+    // A force-stop kills every process the package has loaded in, with what runs there.
+    this.device.stopListeners.add((packageName) => this.processes.killPackage(packageName));
     commands.set('content', contentCommand(this.device));
     commands.set('reboot', () => {
       this.reboot();
@@ -356,6 +362,9 @@ export class SimulatedPhone {
       case 'localabstract':
         // Nothing listening: adbd fails the open, and the host sees its stream closed.
         return this.abstractSockets.get(arg)?.(io);
+      case 'tcp':
+        // `tcp:<port>` or `tcp:<port>:<host>`; a refused connection fails the open, as above.
+        return /^\d+(:localhost|:127\.0\.0\.1)?$/.test(arg) ? this.tcpPorts.get(Number(arg.split(':')[0]))?.(io) : undefined;
       case 'root':
         return say('adbd cannot run as root in production builds\n');
       case 'unroot':
@@ -378,6 +387,7 @@ export class SimulatedPhone {
       // Let the reboot command's own stream finish first.
       await delay(20);
       await this.drop();
+      for (const p of this.processes.list()) this.processes.kill(p.pid);
       this.device.tasks = [];
       this.device.screen = 'home';
       this.device.locked = true;
@@ -448,6 +458,16 @@ export class SimulatedPhone {
   }
 }
 
+/** toybox's `ps --help`, which appium-adb reads to learn whether `-A` lists every user's processes. */
+const PS_HELP =
+  'usage: ps [-AadefLlnwZ] [-gG GROUP,] [-k FIELD,] [-o FIELD,] [-p PID,] [-t TTY,] [-uU USER,]\n\nList processes.\n\n' +
+  'Which processes to show (-gGuUpPt selections may be comma separated lists):\n\n' +
+  '-A\tAll\t\t\t\t\t-a\tHas terminal not session leader\n-d\tAll but session leaders\t\t\t-e\tSynonym for -A\n' +
+  '-g\tIn GROUPs\t\t\t\t-G\tIn real GROUPs (before sgid)\n-p\tPIDs (--pid)\t\t\t\t-P\tParent PIDs (--ppid)\n' +
+  '-s\tIn session IDs\t\t\t\t-t\tAttached to selected TTYs\n-T\tShow threads also\t\t\t-u\tOwned by selected USERs\n' +
+  '-U\tReal USERs (before suid)\n\nOutput modifiers:\n\n-k\tSort FIELDs (-FIELD to reverse)\t\t-M\tMeasure/pad future field widths\n' +
+  '-n\tShow numeric USER and GROUP\t\t-w\tWide output (don\'t truncate fields)\n';
+
 /** `ps`, `pidof` and `kill` over the apps' processes and the native ones (minicap) started from the shell. */
 function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, appPids: Map<string, number>): void {
   const appPidof = commands.get('pidof');
@@ -459,9 +479,13 @@ function processCommands(commands: Map<string, CommandFn>, processes: ProcessTab
     return 0;
   });
   commands.set('ps', async (ctx) => {
+    if (ctx.args.includes('--help')) {
+      await ctx.stdout.write(PS_HELP);
+      return 0;
+    }
     const rows = [
       ...[...appPids].map(([name, pid]) => ({ user: 'u0_a100', pid, name })),
-      ...processes.list().map((p) => ({ user: 'shell', pid: p.pid, name: p.name })),
+      ...processes.list().map((p) => ({ user: p.user, pid: p.pid, name: p.name })),
     ];
     const line = (user: string, pid: string, name: string) => `${user.padEnd(10)} ${pid.padStart(5)}   ${'1'.padStart(5)} 0 0 0 0 S ${name}\n`;
     await ctx.stdout.write(`USER         PID  PPID VSZ RSS WCHAN ADDR S NAME\n` + rows.map((r) => line(r.user, String(r.pid), r.name)).join(''));
