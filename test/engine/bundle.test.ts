@@ -417,6 +417,12 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     expect(answers).toHaveLength(operations.length);
   });
 
+  it('serves the built GUI at / (out/renderer, found from the bundle\'s own place in out/serve)', async () => {
+    const page = await fetch(`${new URL(api).origin}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe(readFileSync(join(ROOT, 'out/renderer/index.html'), 'utf8'));
+  });
+
   it('serves /metrics as Prometheus text (promtool accepts it)', async () => {
     const res = await fetch(`${api}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     const text = await res.text();
