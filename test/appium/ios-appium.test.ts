@@ -281,6 +281,14 @@ describe("the simulated WDA's locators, over its own HTTP API", () => {
     expect(typed.status).toBe(400);
     expect(typed.value.error).toBe('invalid element state');
 
+    // W3C actions from an element's centre: a touch there is a tap on it.
+    await call('POST', s('/wda/homescreen'));
+    const [notesIcon] = await find('accessibility id', 'Notes');
+    const origin = { [W3C_ELEMENT]: notesIcon!.ELEMENT };
+    const pointer = [{ type: 'pointerMove', duration: 0, x: 0, y: 0, origin }, { type: 'pointerDown', button: 0 }, { type: 'pause', duration: 50 }, { type: 'pointerUp', button: 0 }];
+    expect((await call('POST', s('/actions'), { actions: [{ type: 'pointer', id: 'finger1', parameters: { pointerType: 'touch' }, actions: pointer }] })).status).toBe(200);
+    expect(phone.board.foreground).toBe(NOTES);
+
     expect((await call('DELETE', s(''))).status).toBe(200);
     expect((await call('GET', '/status')).sessionId).toBeNull();
   });

@@ -11,6 +11,7 @@ export const MJPEG_PORT = 9100;
 export const WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunner';
 
 const SPRINGBOARD = 'com.apple.springboard';
+const W3C_ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
 
 interface PointerAction {
   type: string;
@@ -545,9 +546,12 @@ export class WebDriverAgent {
       for (const a of source.actions ?? []) {
         const duration = Number(a.duration ?? 0);
         if (a.type === 'pointerMove') {
-          const relative = a.origin === 'pointer';
-          x = relative ? x + Number(a.x ?? 0) : Number(a.x ?? 0);
-          y = relative ? y + Number(a.y ?? 0) : Number(a.y ?? 0);
+          // The origin is the viewport, the pointer, or an element, whose centre the offset is from.
+          const ref = a.origin && typeof a.origin === 'object' ? (a.origin as Record<string, unknown>)[W3C_ELEMENT] ?? (a.origin as Record<string, unknown>).ELEMENT : undefined;
+          const base = ref !== undefined ? this.element(String(ref)).node : undefined;
+          const [ox, oy] = base ? [base.x + base.width / 2, base.y + base.height / 2] : a.origin === 'pointer' ? [x, y] : [0, 0];
+          x = ox + Number(a.x ?? 0);
+          y = oy + Number(a.y ?? 0);
           elapsed += duration;
         } else if (a.type === 'pause') {
           elapsed += duration;
