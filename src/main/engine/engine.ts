@@ -30,6 +30,7 @@ import { adbAddressOf, isLanSharingOn, isRemoteConnectOnLan, LabSettingsService 
 import { labSummary, type LabSummary } from './services/lab-summary.js';
 import { MacHosts } from './services/mac-hosts.js';
 import { Backups } from './services/backups.js';
+import { Heartbeat } from './services/heartbeat.js';
 import { Metrics } from './services/metrics.js';
 import { Providers } from './services/providers.js';
 import { Organizations } from './services/organizations.js';
@@ -155,7 +156,7 @@ function wire(
   });
   const assistant = new AssistantSettings(stores, secrets);
   const organizations = new Organizations(stores, now);
-  const services: ApiServices & { lanSharing: LanServer } = {
+  const services: ApiServices & { lanSharing: LanServer; heartbeat: Heartbeat } = {
     config,
     auth,
     labOwner,
@@ -173,11 +174,12 @@ function wire(
     reservations,
     idleRelease,
     usage: new UsageReport(stores, now),
+    heartbeat: new Heartbeat(stores, now, log),
     remote,
     instances,
     providers,
     metrics: new Metrics(stores, fleet, providers),
-    backups: new Backups(db, now, { dir: config.backupDir ?? join(config.dataDir, 'backups'), intervalMs: config.backupIntervalSeconds * 1000, keep: config.backupKeep, log }),
+    backups: new Backups(db, blobs, now, { dir: config.backupDir ?? join(config.dataDir, 'backups'), intervalMs: config.backupIntervalSeconds * 1000, keep: config.backupKeep, log }),
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
     testResults: new TestResults(stores, blobs, now),
@@ -240,6 +242,8 @@ export function createEngine(
         log,
       });
       running = { services, stores };
+      // First: the time the lab was down is cut out of every interval held across it, before anything meters.
+      services.heartbeat.start();
       services.chats.recover();
       // A first start hashes the owner's password (scrypt, about 30 ms on libuv's thread pool) while the routes are
       // built on the main thread: neither waits for the other.
@@ -291,6 +295,7 @@ export function createEngine(
         await fleet?.stop();
         await services?.lanSharing.disable();
         await app?.close();
+        services?.heartbeat.stop();
         db?.close();
       })();
       return stopping;

@@ -62,8 +62,9 @@ export const Provider = Type.Object({
 export type Provider = Static<typeof Provider>;
 
 export const BackupResult = Type.Object({
-  path: Type.String({ description: 'The backup file, a complete SQLite database a standby can start from.' }),
-  bytes: Type.Integer(),
+  dir: Type.String({ description: 'The backup: a 0700 folder laid out as a data dir (benchtop.db and blobs/) that a standby starts from (docs/providers.md). It holds no token_secret: a standby mints its own, and everyone signs in again there.' }),
+  path: Type.String({ description: 'Its database (dir/benchtop.db), a complete SQLite file.' }),
+  bytes: Type.Integer({ description: 'The database\'s and the blobs\' bytes.' }),
   createdAt: DateTime,
 });
 export type BackupResult = Static<typeof BackupResult>;

@@ -28,6 +28,7 @@ import type { TestResults } from '../services/test-results.js';
 import type { IdleRelease } from '../services/idle-release.js';
 import type { Reservations } from '../services/reservations.js';
 import type { UsageReport } from '../services/usage.js';
+import { allowedMethods } from './allowed-methods.js';
 import type { MultipartUploads } from './multipart-upload.js';
 import { invalid } from '../domain/errors.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../domain/json-depth.js';
@@ -174,9 +175,19 @@ export async function buildServer(services: ApiServices, version: string, option
   routerErrors.attach(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler((error, request, reply) => sendError(request, reply, error as Error));
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: { code: 'route_not_found', message: `No route ${request.method} ${request.url.split('?')[0]}.` } }),
-  );
+  const allowed = allowedMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const methods = allowed(path);
+    // A route that exists under this very method and still did not take the request (a parameter over the router's
+    // length) is not found, not refused.
+    if (methods.length > 0 && !methods.includes(request.method)) {
+      return reply.code(405).header('allow', methods.join(', ')).send({
+        error: { code: 'method_not_allowed', message: `${path} answers ${methods.join(', ')}, not ${request.method}.` },
+      });
+    }
+    return reply.code(404).send({ error: { code: 'route_not_found', message: `No route ${request.method} ${path}.` } });
+  });
 
   // Operations without a body ignore whatever was sent, and an empty body is no body at all.
   const parseJson = app.getDefaultJsonParser('error', 'remove');

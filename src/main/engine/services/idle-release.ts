@@ -32,8 +32,9 @@ type Warning = { reason: 'idle_timeout' | 'reserved'; releaseAt: number };
 /**
  * Idle release, and the warnings of every release the lab decides on its own. An allocation in_use with no activity
  * for deviceIdleSeconds is released as idle_timeout, with cleanup, like any release. Activity lives in memory (a tap
- * costs a Map write); a check every few hundred milliseconds applies deadlines, and writes activity at most every
- * flushMs and at once when a warning changes, so that a SIGKILL loses at most flushMs of it and no due warning.
+ * costs a Map write); a check every few hundred milliseconds applies deadlines. Activity is written flushMs after the
+ * first touch that SQLite does not have yet (a timer of its own, not the next check after that), and at once when
+ * a warning changes, so that a SIGKILL loses at most flushMs of it and no due warning.
  * The one warning an allocation carries is the earliest release ahead: its idle deadline, or a reservation of
  * another organization's that starts on its phone.
  */
@@ -44,8 +45,9 @@ export class IdleRelease implements Activity {
   private readonly dirty = new Set<string>();
   /** Viewers and streams holding each allocation. */
   private readonly holds = new Map<string, number>();
-  private lastFlush = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Armed by the first activity SQLite does not have, it writes that activity and any since. */
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly stores: Pick<Stores, 'devices'>,
@@ -58,11 +60,14 @@ export class IdleRelease implements Activity {
   start(): void {
     this.timer ??= setInterval(() => this.check(), this.options.checkMs);
     this.timer.unref();
+    if (this.dirty.size > 0) this.flushSoon();
   }
 
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     // What is held in memory is written on a graceful stop (no release is decided then): only a crash loses up to
     // flushMs of it.
     const idleMs = this.options.idleSeconds() * 1000;
@@ -77,7 +82,22 @@ export class IdleRelease implements Activity {
 
   touch(allocationId: string): void {
     this.last.set(allocationId, this.now());
+    this.markDirty(allocationId);
+  }
+
+  private markDirty(allocationId: string): void {
     this.dirty.add(allocationId);
+    this.flushSoon();
+  }
+
+  /** Stopped, nothing is written by a timer: stop() writes what is held. */
+  private flushSoon(): void {
+    if (this.flushTimer || !this.timer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.check(true);
+    }, this.options.flushMs);
+    this.flushTimer.unref();
   }
 
   hold(allocationId: string): () => void {
@@ -121,7 +141,6 @@ export class IdleRelease implements Activity {
     const now = this.now();
     const idleMs = this.options.idleSeconds() * 1000;
     const soon = this.reservations.startingSoon(this.options.reservationWarningMs);
-    const flushDue = flush || now - this.lastFlush >= this.options.flushMs;
     const writes: Array<{ id: string; lastActivityAt: number; idleDeadlineAt: number | null }> = [];
     const active = new Set<string>();
     for (const row of this.stores.devices.active()) {
@@ -130,7 +149,7 @@ export class IdleRelease implements Activity {
       if (!this.last.has(row.id)) {
         // First seen in_use (or first since a restart): the stored activity, else now, when it was handed over.
         this.last.set(row.id, row.lastActivityAt ?? now);
-        if (row.lastActivityAt === null) this.dirty.add(row.id);
+        if (row.lastActivityAt === null) this.markDirty(row.id);
       }
       // An unplugged phone cannot be used: its idle time waits, and the device grace period decides.
       if (row.status === 'offline' || this.holds.has(row.id)) this.touch(row.id);
@@ -145,13 +164,12 @@ export class IdleRelease implements Activity {
       if (warningChanged) this.stores.devices.setWarning(row.id, warning);
       // A changed setting moves every deadline shown; a changed warning writes the activity it was decided on.
       const stale = row.idleDeadlineAt !== (idleMs > 0 && row.lastActivityAt !== null ? row.lastActivityAt + idleMs : null);
-      if (stale || (this.dirty.has(row.id) && (flushDue || warningChanged))) {
+      if (stale || (this.dirty.has(row.id) && (flush || warningChanged))) {
         writes.push({ id: row.id, lastActivityAt: last, idleDeadlineAt: deadline });
         this.dirty.delete(row.id);
       }
     }
     if (writes.length > 0) this.stores.devices.setActivity(writes);
-    if (flushDue) this.lastFlush = now;
     // Released allocations are forgotten; a held one keeps its holds until its viewers leave.
     for (const id of this.last.keys()) {
       if (!active.has(id)) {

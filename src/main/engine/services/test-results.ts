@@ -3,7 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { CreateTestResultBody, UpdateTestResultBody } from '../../../shared/api/test-results.js';
 import type { BlobStore, StagedBlob } from '../blobs/blob-store.js';
 import { contentTypeOf } from '../domain/content-types.js';
-import { invalid, notFound } from '../domain/errors.js';
+import { invalid, notFound, ServiceError } from '../domain/errors.js';
 import type { AssetRow, JsonObject, TestResultFields, TestResultRow } from '../store/test-results.js';
 import type { Stores } from '../store/index.js';
 import type { Clock, Scope } from './scope.js';
@@ -148,6 +148,13 @@ export class TestResults {
     this.getTestResult(scope, testResultId);
     const asset = this.stores.testResults.asset(assetId, testResultId);
     if (!asset) throw notFound('asset');
-    return { asset, content: await this.blobs.open(asset.sha256) };
+    try {
+      return { asset, content: await this.blobs.open(asset.sha256) };
+    } catch (error) {
+      // The row outlived its content (a data dir restored without its blobs, a disk that lost them): the asset is
+      // listed but cannot be served, which is not the server's fault at this moment.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      throw new ServiceError('not_found', 'asset_content_missing', 'The asset is recorded but its content is not on this lab\'s disk (was the lab restored without its blobs?).');
+    }
   }
 }

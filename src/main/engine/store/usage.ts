@@ -46,7 +46,21 @@ export function usageStore(db: Db) {
        SELECT COALESCE(l.serial, d.serial, '') AS key, ${clipped} AS ms, d.id AS allocation ${ofOrg}
      ) m LEFT JOIN fleet_devices f ON f.serial = m.key GROUP BY m.key ORDER BY ms DESC, key`,
   );
+  const openIntervals = db.prepare<[], { id: number; organizationId: string; resource: MeteredResource; subjectId: string; serial: string | null }>(
+    `SELECT id, organization_id AS organizationId, resource, subject_id AS subjectId, serial FROM usage_ledger WHERE ended_at IS NULL`,
+  );
+  const endAt = db.prepare('UPDATE usage_ledger SET ended_at = MAX(started_at, ?) WHERE id = ?');
+  /** Ends each open interval at downAt and opens it again at upAt, in one commit: the time between is not metered. */
+  const resumeAfterDowntime = db.transaction((downAt: number, upAt: number): number => {
+    const rows = openIntervals.all();
+    for (const row of rows) {
+      endAt.run(downAt, row.id);
+      open.run(row.organizationId, row.resource, row.subjectId, upAt, row.serial);
+    }
+    return rows.length;
+  });
   return {
+    resumeAfterDowntime: (downAt: number, upAt: number): number => resumeAfterDowntime(downAt, upAt),
     start: (organizationId: string, resource: MeteredResource, subjectId: string, at: number, serial: string | null = null) =>
       void open.run(organizationId, resource, subjectId, at, serial),
     /** Device time held in the window, per member who allocated or per phone: who used what. */

@@ -8,6 +8,7 @@ import { openSse } from '../../events/sse.js';
 import type { Subscriber } from '../../events/event-log.js';
 import type { Chats } from '../../services/chats.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
+import { eventStream, served } from '../media.js';
 import { list, page } from '../presenters/common.js';
 
 const SessionParams = Type.Object({ sessionId: Uuid });
@@ -16,34 +17,13 @@ const MessageParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uu
 const ToolCallParams = Type.Object({ sessionId: Uuid, chatId: Uuid, messageId: Uuid, toolCallId: Uuid });
 /** A browser's EventSource and <img> cannot send Authorization: the bearer may come as ?token= instead. */
 const BrowserQuery = Type.Object(SOCKET_QUERY);
-/**
- * One Server-Sent Event of an execution, modelled as the OpenAPI media type registry models text/event-stream: an
- * object of the event's fields. Its `event:` names the kind, and its `data:` is that kind's JSON.
- */
-const ExecutionSseEvent = {
-  oneOf: Object.entries(ExecutionEventData).map(([kind, data]) => ({
-    type: 'object',
-    title: kind,
-    required: ['id', 'event', 'data'],
-    properties: {
-      id: { type: 'string', pattern: '^[0-9]+$', description: 'The event\'s sequence number in its execution: send it back as Last-Event-ID to resume after it.' },
-      event: { enum: [kind] },
-      data: { type: 'string', contentMediaType: 'application/json', contentSchema: data },
-    },
-  })),
-};
-/**
- * Served as text/event-stream, and documented so: the whole stream is the sequence of its events (in OpenAPI 3.1,
- * whose media types have no itemSchema, an array of them), not the JSON string a plain schema would declare.
- */
-const EventStream = Type.Unsafe<string>({
-  description: 'Server-Sent Events: frames of id: <seq>, event: <kind>, data: <json>, one per item below, in order; a comment heartbeat every 15 s.',
-  content: { 'text/event-stream': { schema: { type: 'array', items: ExecutionSseEvent } } },
-});
-const Png = Type.Unsafe<Buffer>({
-  description: 'The PNG the tool call took.',
-  content: { 'image/png': { schema: { type: 'string', format: 'binary' } } },
-});
+/** Served as text/event-stream, and documented so: the whole stream is the sequence of its events. */
+const EventStream = eventStream(
+  'Server-Sent Events: frames of id: <seq>, event: <kind>, data: <json>, one per item below, in order; a comment heartbeat every 15 s.',
+  ExecutionEventData,
+  { type: 'string', pattern: '^[0-9]+$', description: 'The event\'s sequence number in its execution: send it back as Last-Event-ID to resume after it.' },
+);
+const Png = served(['image/png'], 'The PNG the tool call took.');
 
 const EVENTS_DESCRIPTION =
   'Server-Sent Events of the message\'s execution, in this order: execution.started {executionId, messageId}, ' +
@@ -70,8 +50,9 @@ export function chatRoutes(app: App, chats: Chats): void {
   app.post('/sessions/:sessionId/chats', {
     schema: { tags, operationId: 'createChat', summary: 'Create a chat; metadata.deviceId binds a device of the session by serial', description: 'The body is optional.', security: BEARER, headers: OrganizationHeader, params: SessionParams, body: CreateChatBody, response: responses({ 201: Chat }, [400, 401, 403, 404]) },
     // The spec makes the body optional: no body is an empty one.
+    // A JSON null is a body, and not an object: only a missing one is taken as empty.
     preValidation: async (req) => {
-      req.body ??= {};
+      if (req.body === undefined) req.body = {};
     },
   }, (req, reply) => reply.code(201).send(chats.createChat(scopeOf(req), req.params.sessionId, req.body)));
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import type { WebSocket } from 'ws';
 import { ErrorBody, List } from '../../../../shared/api/common.js';
 import { ActionResult, DeviceActionBody, DeviceInfo, LogLine, UiElement } from '../../../../shared/api/devices.js';
@@ -8,6 +8,7 @@ import type { DeviceControl } from '../../services/device-control.js';
 import { HEARTBEAT_MS } from '../../events/sse.js';
 import { DEFAULT_MAX_SIZE, type FeedEnd, type Frame, type Viewer } from '../../services/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
+import { eventStream, served } from '../media.js';
 import { list } from '../presenters/common.js';
 import { DeviceParams } from './devices.js';
 
@@ -85,7 +86,7 @@ export function deviceControlRoutes(app: App, control: DeviceControl, options: {
   const errors = [401, 403, 404, 409] as const;
 
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot', {
-    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG, or as the live screen\'s latest JPEG while one runs', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'image/png; image/jpeg (the live screen\'s latest frame, no capture needed) while someone watches the live screen' }) }, errors) },
+    schema: { tags, operationId: 'deviceScreenshot', summary: 'The device\'s screen as PNG, or as the live screen\'s latest JPEG while one runs', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: served(['image/png', 'image/jpeg'], 'PNG; JPEG (the live screen\'s latest frame, no capture needed) while someone watches the live screen') }, errors) },
   }, async (req, reply) => {
     const frame = await control.screenshot(scopeOf(req), { sessionId: req.params.sessionId, serial: req.params.deviceId });
     return reply.type(`image/${frame.format}`).header('cache-control', 'no-store').send(frame.data);
@@ -151,11 +152,13 @@ export function deviceControlRoutes(app: App, control: DeviceControl, options: {
   });
 
   const LogsQuery = Type.Object(SOCKET_QUERY);
-  const LogStream = {
-    description: 'text/event-stream: one `log` event per line, its data a LogLine; a comment heartbeat every 15 s; an `end` event ' +
-      '{"reason":"device_released"|"device_offline"|"device_error"|"shutdown"} before the stream closes.',
-    content: { 'text/event-stream': { schema: LogLine } },
-  } as unknown as TSchema;
+  const LogStream = eventStream(
+    'Server-Sent Events: one `log` event per line, its data a LogLine; a comment heartbeat every 15 s; one `end` event before the stream closes.',
+    {
+      log: LogLine,
+      end: Type.Object({ reason: Type.Union([Type.Literal('device_released'), Type.Literal('device_offline'), Type.Literal('device_error'), Type.Literal('shutdown')]) }),
+    },
+  );
   /** Open log streams: the server's close waits for every response, so shutdown ends them first. */
   const logStreams = new Set<(why: string) => void>();
   app.addHook('preClose', async () => {

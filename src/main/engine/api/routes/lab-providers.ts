@@ -6,6 +6,7 @@ import type { LabOwner } from '../../services/lab-owner.js';
 import type { Metrics } from '../../services/metrics.js';
 import type { Providers } from '../../services/providers.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
+import { served } from '../media.js';
 import { list } from '../presenters/common.js';
 import { presentProvider } from '../presenters/providers.js';
 import { iso } from '../../domain/time.js';
@@ -38,7 +39,7 @@ export function labProviderRoutes(app: App, providers: Providers, metrics: Metri
   });
 
   app.get('/metrics', {
-    schema: { tags, operationId: 'getMetrics', summary: 'The lab in Prometheus text format (lab owner)', security: BEARER, response: responses({ 200: Type.Unsafe<string>({ type: 'string', description: 'text/plain; version=0.0.4 (Prometheus\' text exposition format)' }) }, [401, 403]) },
+    schema: { tags, operationId: 'getMetrics', summary: 'The lab in Prometheus text format (lab owner)', security: BEARER, response: responses({ 200: served<string>(['text/plain'], 'Prometheus\' text exposition format (text/plain; version=0.0.4).', { type: 'string' }) }, [401, 403]) },
   }, async (req, reply) => {
     labOwner.require(callerOf(req));
     const { contentType, text } = await metrics.scrape();
@@ -46,10 +47,10 @@ export function labProviderRoutes(app: App, providers: Providers, metrics: Metri
   });
 
   app.post('/lab/backup', {
-    schema: { tags, operationId: 'backupLab', summary: 'An online backup of the lab\'s database now (lab owner), as the schedule takes them', security: BEARER, response: responses({ 201: BackupResult }, [401, 403]) },
+    schema: { tags, operationId: 'backupLab', summary: 'An online backup of the lab\'s database and blobs now (lab owner), as the schedule takes them', security: BEARER, response: responses({ 201: BackupResult }, [401, 403]) },
   }, async (req, reply) => {
     labOwner.require(callerOf(req));
     const backup = await backups.take();
-    return reply.code(201).send({ path: backup.path, bytes: backup.bytes, createdAt: iso(backup.createdAt) });
+    return reply.code(201).send({ dir: backup.dir, path: backup.path, bytes: backup.bytes, createdAt: iso(backup.createdAt) });
   });
 }

@@ -6,13 +6,13 @@ import type { DeviceControl, DeviceTarget } from '../../services/device-control.
 import type { FeedEnd } from '../../services/live-screen.js';
 import { MAX_TERMINAL_SIDE } from '../../services/terminals.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
+import { served } from '../media.js';
 import { list } from '../presenters/common.js';
 import { DeviceParams } from './devices.js';
 import { drain } from './files.js';
 import { MAX_CONTROL_BACKLOG, resizeOf } from './instances.js';
 
 const target = (req: { params: { sessionId: string; deviceId: string } }): DeviceTarget => ({ sessionId: req.params.sessionId, serial: req.params.deviceId });
-const Binary = (description: string) => Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description });
 
 /** How a phone's shell closes, so that a client can tell an exit from a released phone without parsing text. */
 const SHELL_CLOSE: Record<FeedEnd | 'exited' | 'lost', [code: number, reason: string]> = {
@@ -36,7 +36,7 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
   const errors = [401, 403, 404, 409] as const;
 
   app.get('/sessions/:sessionId/devices/:deviceId/screenshot.png', {
-    schema: { tags, operationId: 'deviceScreenshotPng', summary: 'A lossless PNG of the device\'s screen, captured now', description: 'Unlike .../screenshot, never the live screen\'s JPEG: what a person saves as a screenshot.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Binary('image/png') }, errors) },
+    schema: { tags, operationId: 'deviceScreenshotPng', summary: 'A lossless PNG of the device\'s screen, captured now', description: 'Unlike .../screenshot, never the live screen\'s JPEG: what a person saves as a screenshot.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: served(['image/png'], 'The bytes, as image/png.') }, errors) },
   }, async (req, reply) => reply.type('image/png').header('cache-control', 'no-store').send(await control.capture(scopeOf(req), target(req))));
 
   app.get('/sessions/:sessionId/devices/:deviceId/apps', {
@@ -56,7 +56,7 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
   }, async (req) => list((await control.listFiles(scopeOf(req), target(req), req.query.path, req.query.app)).map((e) => ({ name: e.name, path: e.path, type: e.type, size: e.size, modifiedAt: e.modifiedAt.toISOString() }))));
 
   app.get('/sessions/:sessionId/devices/:deviceId/files/content', {
-    schema: { tags, operationId: 'downloadDeviceFile', summary: 'A file\'s bytes, as adb pull (or AFC on an iPhone) reads them', description: byApp, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: Binary('application/octet-stream') }, [400, ...errors]) },
+    schema: { tags, operationId: 'downloadDeviceFile', summary: 'A file\'s bytes, as adb pull (or AFC on an iPhone) reads them', description: byApp, security: BEARER, headers: OrganizationHeader, params: DeviceParams, querystring: PhonePathQuery, response: responses({ 200: served(['application/octet-stream'], 'The bytes, as application/octet-stream.') }, [400, ...errors]) },
   }, async (req, reply) => {
     const content = await control.readFile(scopeOf(req), target(req), req.query.path, req.query.app);
     const name = req.query.path.split('/').pop() || 'file';
@@ -95,7 +95,7 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
   });
 
   app.post('/sessions/:sessionId/devices/:deviceId/recording/stop', {
-    schema: { tags, operationId: 'stopDeviceRecording', summary: 'Stop the recording and download it as an MP4', description: '409 not_recording when none runs.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: Binary('video/mp4') }, errors) },
+    schema: { tags, operationId: 'stopDeviceRecording', summary: 'Stop the recording and download it as an MP4', description: '409 not_recording when none runs.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: served(['video/mp4'], 'The bytes, as video/mp4.') }, errors) },
   }, async (req, reply) => reply.type('video/mp4').header('content-disposition', 'attachment; filename="recording.mp4"').send(await control.stopRecording(scopeOf(req), target(req))));
 
   const shells = new WeakMap<FastifyRequest, ReturnType<DeviceControl['shell']>>();

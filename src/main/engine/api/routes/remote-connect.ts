@@ -6,6 +6,7 @@ import { AdbKey, CreateAdbKeyBody, RemoteConnect, RemoteConnectBody } from '../.
 import { notFound } from '../../domain/errors.js';
 import type { RemoteConnect as RemoteConnectService } from '../../services/remote-connect.js';
 import { BEARER, callerOf, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
+import { served } from '../media.js';
 import { list } from '../presenters/common.js';
 import { presentAdbKey, presentRemoteConnect } from '../presenters/remote-connect.js';
 import { TUNNEL_CLIENT_SOURCE } from '../remote-tunnel-client.js';
@@ -40,7 +41,7 @@ export function remoteConnectRoutes(app: App, remote: RemoteConnectService): voi
     schema: { tags, operationId: 'openRemoteConnect', summary: 'Open the held phone to your own tools: `adb connect` (Android) or a private usbmuxd (iPhone); 200 when already open', security: BEARER, headers: OrganizationHeader, params: DeviceParams, description: 'The body is optional.', body: RemoteConnectBody, response: responses({ 200: RemoteConnect, 201: RemoteConnect }, [400, 401, 403, 404, 409]) },
     // No body is an empty one: most callers have registered their key and send nothing.
     preValidation: async (req) => {
-      req.body ??= {};
+      if (req.body === undefined) req.body = {};
     },
   }, async (req, reply) => {
     const { created, view } = await remote.open(scopeOf(req), target(req.params), req.body);
@@ -62,7 +63,7 @@ export function remoteConnectRoutes(app: App, remote: RemoteConnectService): voi
   // per-checkout secret in its path, which only the holder was shown, and which dies with the checkout.
   app.get('/remote-connect/client.cjs', {
     config: { public: true },
-    schema: { tags, operationId: 'remoteConnectClient', summary: 'The tunnel client a teammate runs with Node (see lanCommand)', response: { 200: Type.String() } },
+    schema: { tags, operationId: 'remoteConnectClient', summary: 'The tunnel client a teammate runs with Node (see lanCommand)', response: { 200: served<string>(['application/javascript'], 'The script, CommonJS for Node.', { type: 'string' }) } },
   }, async (_req, reply) => {
     reply.type('application/javascript; charset=utf-8');
     return TUNNEL_CLIENT_SOURCE;
