@@ -342,6 +342,18 @@ describe('UiAutomator2 server of the simulated phone', () => {
     expect(device.notes.text).toBe('ab');
     await ok('POST', '/appium/device/press_keycode', { keycode: 3 });
     expect(device.foreground).toBeUndefined();
+
+    // The clipboard the phone's Paste key reads.
+    await ok('POST', '/appium/device/set_clipboard', { content: Buffer.from('copied').toString('base64'), contentType: 'plaintext' });
+    expect(device.clipboard).toBe('copied');
+    expect(Buffer.from(await ok('POST', '/appium/device/get_clipboard', {}), 'base64').toString()).toBe('copied');
+    expect((await call('GET', s('/alert/text'))).body.value.error).toBe('no such alert');
+
+    expect(await ok('POST', '/orientation', { orientation: 'LANDSCAPE' })).toBe('LANDSCAPE');
+    expect(await ok('GET', '/window/current/size')).toEqual({ width: 1280, height: 720 });
+    expect(await source()).toContain('rotation="1" width="1280" height="720"');
+    await ok('POST', '/orientation', { orientation: 'PORTRAIT' });
+    expect(await ok('GET', '/orientation')).toBe('PORTRAIT');
   });
 
   it('deletes the session, then stops itself; close() ends open connections', async () => {

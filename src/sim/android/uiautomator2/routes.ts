@@ -353,6 +353,10 @@ function focused(host: ServerHost): Located {
   return hit;
 }
 
+function noAlert(): never {
+  throw new ServerError('no such alert', 404, 'No alert is present on the screen', `${EXCEPTIONS}.NoAlertOpenException`);
+}
+
 function deviceInfo(device: Device) {
   const o = device.options;
   return {
@@ -552,6 +556,42 @@ export const ROUTES: Route[] = [
     handle: (host) => (host.device.rotation % 2 === 1 ? 'LANDSCAPE' : 'PORTRAIT'),
   },
   { method: 'GET', path: '/session/:sessionId/rotation', handle: (host) => ({ x: 0, y: 0, z: host.device.rotation * 90 }) },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/orientation',
+    handle: (host, ctx) => {
+      const orientation = String(bodyField(ctx.body, 'orientation') ?? '').toUpperCase();
+      if (orientation !== 'PORTRAIT' && orientation !== 'LANDSCAPE') throw invalidArgument("'orientation' must be PORTRAIT or LANDSCAPE");
+      // UiDevice.setOrientation*: auto-rotate off, the user rotation set.
+      host.device.settings.system.set('accelerometer_rotation', '0');
+      host.device.settings.system.set('user_rotation', orientation === 'LANDSCAPE' ? '1' : '0');
+      host.device.changed();
+      return orientation;
+    },
+  },
+  // No simulated app raises a dialog, so there is never an alert to read, accept or dismiss.
+  { method: 'GET', path: '/session/:sessionId/alert/text', handle: noAlert },
+  { method: 'POST', path: '/session/:sessionId/alert/accept', handle: noAlert },
+  { method: 'POST', path: '/session/:sessionId/alert/dismiss', handle: noAlert },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/appium/device/get_clipboard',
+    handle: (host, ctx) => {
+      const type = bodyField(ctx.body, 'contentType');
+      if (type !== undefined && String(type).toUpperCase() !== 'PLAINTEXT') throw invalidArgument(`Only '[PLAINTEXT]' content types are supported. '${String(type)}' is given instead`);
+      return Buffer.from(host.device.clipboard, 'utf8').toString('base64');
+    },
+  },
+  {
+    method: 'POST',
+    path: '/session/:sessionId/appium/device/set_clipboard',
+    handle: (host, ctx) => {
+      const type = bodyField(ctx.body, 'contentType');
+      if (type !== undefined && String(type).toUpperCase() !== 'PLAINTEXT') throw invalidArgument(`Only '[PLAINTEXT]' content types are supported. '${String(type)}' is given instead`);
+      host.device.clipboard = Buffer.from(requiredString(ctx.body, 'content'), 'base64').toString('utf8');
+      return null;
+    },
+  },
   {
     method: 'POST',
     path: '/session/:sessionId/back',
