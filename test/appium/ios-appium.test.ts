@@ -62,7 +62,7 @@ describe('Appium XCUITest driver against a simulated iPhone through appium:webDr
     await bus?.stop();
   });
 
-  const session = () =>
+  const session = (more: Record<string, unknown> = {}) =>
     remote({
       hostname: '127.0.0.1',
       port: appium.port,
@@ -77,6 +77,7 @@ describe('Appium XCUITest driver against a simulated iPhone through appium:webDr
         'appium:platformVersion': VERSION,
         'appium:webDriverAgentUrl': wda.url,
         'appium:newCommandTimeout': 60,
+        ...more,
       } as WebdriverIO.Capabilities,
     });
 
@@ -126,6 +127,20 @@ describe('Appium XCUITest driver against a simulated iPhone through appium:webDr
     }
     expect(phone.wda.sessionId).toBeUndefined();
   }, 90_000);
+
+  it('a session with appium:bundleId launches the app, and deleting it terminates the app', async () => {
+    const driver = await session({ 'appium:bundleId': SETTINGS });
+    try {
+      expect(phone.board.foreground).toBe(SETTINGS);
+      expect(await driver.getWindowSize()).toEqual(phone.board.size);
+      await (await driver.$('-ios predicate string:type == "XCUIElementTypeCell" AND label == "General"')).click();
+      expect(phone.board.settingsPage).toBe('general');
+      expect(await driver.execute('mobile: queryAppState', { bundleId: SETTINGS })).toBe(4);
+    } finally {
+      await driver.deleteSession();
+    }
+    expect(phone.board.state(SETTINGS)).toBe(1);
+  }, 60_000);
 });
 
 describe("the simulated WDA's locators, over its own HTTP API", () => {
