@@ -16,6 +16,11 @@ export const A_STLS = 0x534c5453;
 export const A_VERSION_MIN = 0x01000000;
 /** From this version on both peers skip the checksum (adb 1.0.41 offers it). */
 export const A_VERSION_SKIP_CHECKSUM = 0x01000001;
+/**
+ * The original protocol's largest payload, and all a host needs before it is online: adb's CNXN banner and its AUTH
+ * packets (a 256-byte signature, a public key of about 720 bytes that adb refuses to send from this size on) fit.
+ */
+export const MAX_PAYLOAD_V1 = 4 * 1024;
 
 const HEADER_SIZE = 24;
 const KNOWN_COMMANDS = new Set([A_SYNC, A_CNXN, A_AUTH, A_OPEN, A_OKAY, A_CLSE, A_WRTE, A_STLS]);
@@ -57,14 +62,17 @@ export function encodeMessage(msg: AdbMessage, withChecksum: boolean): Buffer {
 
 export class ProtocolError extends Error {}
 
-/** Cuts a TCP byte stream into messages; a bad header is fatal, as adbd drops such a connection. */
+/**
+ * Cuts a TCP byte stream into messages; a bad header is fatal, as adbd drops such a connection. The largest payload
+ * and whether a command's checksum counts may change as the connection goes on (a host that signs in may send more).
+ */
 export class MessageReader {
   private chunks: Buffer[] = [];
   private buffered = 0;
 
   constructor(
-    private readonly maxPayload: number,
-    private readonly verifyChecksum: () => boolean,
+    private readonly maxPayload: number | (() => number),
+    private readonly verifyChecksum: (command: number) => boolean,
   ) {}
 
   push(chunk: Buffer): AdbMessage[] {
@@ -78,11 +86,12 @@ export class MessageReader {
       const length = head.readUInt32LE(12);
       if (!KNOWN_COMMANDS.has(command)) throw new ProtocolError(`unknown command 0x${command.toString(16)}`);
       if (head.readUInt32LE(20) !== (command ^ 0xffffffff) >>> 0) throw new ProtocolError('bad magic');
-      if (length > this.maxPayload) throw new ProtocolError(`payload of ${length} bytes exceeds ${this.maxPayload}`);
+      const max = typeof this.maxPayload === 'number' ? this.maxPayload : this.maxPayload();
+      if (length > max) throw new ProtocolError(`payload of ${length} bytes exceeds ${max}`);
       if (this.buffered < HEADER_SIZE + length) break;
       const whole = this.take(HEADER_SIZE + length);
       const data = whole.subarray(HEADER_SIZE);
-      if (this.verifyChecksum() && command !== A_CNXN && payloadChecksum(data) !== head.readUInt32LE(16)) {
+      if (this.verifyChecksum(command) && payloadChecksum(data) !== head.readUInt32LE(16)) {
         throw new ProtocolError('bad payload checksum');
       }
       messages.push({ command, arg0: head.readUInt32LE(4), arg1: head.readUInt32LE(8), data });

@@ -10,6 +10,7 @@ import {
   A_WRTE,
   encodeHeader,
   encodeMessage,
+  MAX_PAYLOAD_V1,
   MessageReader,
   type AdbMessage,
 } from './protocol.js';
@@ -21,6 +22,13 @@ const MAX_SIGNATURES = 16;
 
 /** What adbd on Android 9+ offers; the host sends at most this much per WRTE to us. */
 export const DEVICE_MAX_PAYLOAD = 1024 * 1024;
+/**
+ * Bytes queued for a host that is not reading before this device stops reading from it (and stops sending WRTEs) until
+ * they drain. Before the host is online it has only tokens and a banner to read, so a little is already too much; both
+ * are at least a socket's default high-water mark (16 KiB), so that the socket tells when they drain.
+ */
+const ONLINE_BACKLOG = 2 * DEVICE_MAX_PAYLOAD;
+const OFFLINE_BACKLOG = 16 * 1024;
 
 /** The device end of one stream (one OPEN from the host). */
 export interface StreamIo {
@@ -144,6 +152,7 @@ class Stream implements StreamIo {
   /** Sends the next packet, as much of the queue as the host accepts in one, once the previous one is acknowledged. */
   private pump(): void {
     if (this.finished || !this.acknowledged || this.awaitingOkay) return;
+    if (this.conn.congested()) return this.conn.afterDrain(this);
     if (this.queue.length === 0) {
       if (this.ending) {
         this.conn.send({ command: A_CLSE, arg0: this.localId, arg1: this.remoteId, data: Buffer.alloc(0) });
@@ -194,12 +203,20 @@ export interface DeviceConnectionOptions {
   log?: (line: string) => void;
   /** Present: the host must sign a token with a trusted key before the device answers CNXN. */
   auth?: DeviceAuth;
+  /** Streams open (or opening) at once on this connection; an OPEN past it is answered CLSE without opening anything. */
+  maxStreams?: number;
 }
 
 /** The device side of one ADB transport over TCP, as adbd runs it after `adb connect`. */
 export class DeviceConnection {
   private readonly streams = new Map<number, Stream>();
   private readonly reader: MessageReader;
+  /** Messages read but not yet handled while the host is not reading what this device sends. */
+  private backlog: AdbMessage[] = [];
+  /** Reading is paused here for the backlog (and not by someone else's throttle, which resumes on its own). */
+  private held = false;
+  /** Streams with a packet to send once the socket drains. */
+  private readonly drainWaiters = new Set<Stream>();
   private nextLocalId = 1;
   private version = 0;
   private hostMaxPayload = 4096;
@@ -211,9 +228,13 @@ export class DeviceConnection {
     private readonly socket: Socket,
     private readonly options: DeviceConnectionOptions,
   ) {
-    this.reader = new MessageReader(DEVICE_MAX_PAYLOAD, () => this.online && this.version < A_VERSION_SKIP_CHECKSUM);
+    this.reader = new MessageReader(
+      () => (this.online ? DEVICE_MAX_PAYLOAD : MAX_PAYLOAD_V1),
+      (command) => this.checksummed(command),
+    );
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
+    socket.on('drain', () => this.onDrain());
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.dropAll());
   }
@@ -240,18 +261,66 @@ export class DeviceConnection {
 
   forget(stream: Stream): void {
     this.streams.delete(stream.localId);
+    this.drainWaiters.delete(stream);
+  }
+
+  /** Whether the host has left so much unread that this device should wait before reading or sending more. */
+  congested(): boolean {
+    return this.socket.writableLength > (this.online ? ONLINE_BACKLOG : OFFLINE_BACKLOG);
+  }
+
+  afterDrain(stream: Stream): void {
+    this.drainWaiters.add(stream);
+  }
+
+  /**
+   * A host's packets carry a checksum while its side runs the original protocol version: until it has this device's
+   * CNXN (adb sends its CNXN and AUTH checksummed), then if either side is older than A_VERSION_SKIP_CHECKSUM. Before
+   * sign-in everything is checked, CNXN too; once online a CNXN is the host restarting, whose version is not known yet.
+   */
+  private checksummed(command: number): boolean {
+    if (!this.online) return this.options.auth !== undefined;
+    return command !== A_CNXN && this.version < A_VERSION_SKIP_CHECKSUM;
   }
 
   private onBytes(chunk: Buffer): void {
-    let messages: AdbMessage[];
     try {
-      messages = this.reader.push(chunk);
+      for (const msg of this.reader.push(chunk)) this.backlog.push(msg);
     } catch (err) {
       this.options.log?.(`dropping connection: ${(err as Error).message}`);
       this.close();
       return;
     }
-    for (const msg of messages) this.handle(msg);
+    this.work();
+  }
+
+  /**
+   * Handles what was read while the host keeps up with what it is sent. A host that sends and never reads (a flood of
+   * CNXNs, each answered with a token) is read no further until its socket drains, so that nothing piles up here.
+   */
+  private work(): void {
+    let next = 0;
+    while (next < this.backlog.length && !this.socket.destroyed) {
+      if (this.congested()) break;
+      this.handle(this.backlog[next++]!);
+    }
+    this.backlog = next === this.backlog.length ? [] : this.backlog.slice(next);
+    if (this.backlog.length > 0 && !this.socket.destroyed) {
+      this.held = true;
+      this.socket.pause();
+    }
+  }
+
+  private onDrain(): void {
+    this.work();
+    if (this.held && this.backlog.length === 0) {
+      this.held = false;
+      this.socket.resume();
+    }
+    for (const stream of [...this.drainWaiters]) {
+      this.drainWaiters.delete(stream);
+      stream.schedulePump();
+    }
   }
 
   private handle(msg: AdbMessage): void {
@@ -319,6 +388,9 @@ export class DeviceConnection {
   private onOpen(msg: AdbMessage): void {
     if (!this.online) return;
     const remoteId = msg.arg0;
+    if (this.streams.size >= (this.options.maxStreams ?? Infinity)) {
+      return this.send({ command: A_CLSE, arg0: 0, arg1: remoteId, data: Buffer.alloc(0) });
+    }
     const nul = msg.data.indexOf(0);
     const service = msg.data.subarray(0, nul < 0 ? msg.data.length : nul).toString('utf8');
     const stream = new Stream(this.nextLocalId++, remoteId, this);

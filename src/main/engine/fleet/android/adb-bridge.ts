@@ -14,6 +14,14 @@ export function refusedService(service: string): boolean {
   return REFUSED.test(service);
 }
 
+interface Connection {
+  /** The peer's IP address: what its pool of connections not signed in is kept by. */
+  address: string;
+  peer: string;
+  fingerprint?: string;
+  since: number;
+}
+
 export interface BridgeConnection {
   /** host:port the connection comes from. */
   peer: string;
@@ -37,10 +45,21 @@ export interface AdbBridgeOptions {
   log: (message: string) => void;
 }
 
+export const ADB_BRIDGE_LIMITS = {
+  /** adb servers signed in at once: one user has one, CI a few. Only a signed-in key takes one of these. */
+  signedIn: 8,
+  /**
+   * Connections not signed in yet, from one address and from all: a newcomer past either evicts the oldest (of its own
+   * address, or of the address holding the most), so that strangers holding sockets open cannot keep the holder out.
+   */
+  pendingPerPeer: 16,
+  pending: 64,
+  /** Streams open at once on one signed-in connection: each is a socket here and one in the lab's adb server. */
+  streamsPerConnection: 64,
+} as const;
+
 /** Bytes a stream may hold in the bridge in either direction before it waits: a few of adb's 1 MiB packets. */
 const RELAY_WINDOW = 4 * 1024 * 1024;
-/** At most this many adb servers on one bridge at once: one user has one, CI a few. */
-const MAX_CONNECTIONS = 8;
 /** A refused stranger is logged once per this long, not once per redial. */
 const REFUSAL_LOG_MS = 60_000;
 
@@ -52,9 +71,11 @@ const REFUSAL_LOG_MS = 60_000;
  */
 export class AdbBridge {
   private server: Server | undefined;
-  private readonly live = new Map<DeviceConnection, { socket: Socket; peer: string; fingerprint?: string; since: number }>();
+  /** Every connection, oldest first (a Map keeps insertion order). */
+  private readonly live = new Map<DeviceConnection, Connection>();
   private banner = '';
   private lastRefusalLog = 0;
+  private lastFullLog = 0;
   private closed = false;
 
   constructor(private readonly options: AdbBridgeOptions) {}
@@ -96,17 +117,26 @@ export class AdbBridge {
   }
 
   private accept(socket: Socket): void {
-    if (this.closed || this.live.size >= MAX_CONNECTIONS) return void socket.destroy();
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    const entry: { socket: Socket; peer: string; fingerprint?: string; since: number } = { socket, peer, since: Date.now() };
+    if (this.closed) return void socket.destroy();
+    const address = socket.remoteAddress ?? '';
+    this.makeRoom(address);
+    const peer = `${address}:${socket.remotePort}`;
+    const entry: Connection = { address, peer, since: Date.now() };
     const conn = new DeviceConnection(socket, {
       banner: () => this.banner,
       openService: (service, io) => this.open(service, io),
+      maxStreams: ADB_BRIDGE_LIMITS.streamsPerConnection,
       auth: {
         verify: (token, signature) => {
           const key = this.options.keys().find((k) => verifyAdbSignature(k.key, token, signature));
-          if (key) entry.fingerprint = key.fingerprint;
-          return key !== undefined;
+          if (!key) return false;
+          if (this.connections().length >= ADB_BRIDGE_LIMITS.signedIn) {
+            this.full();
+            conn.close();
+            return false;
+          }
+          entry.fingerprint = key.fingerprint;
+          return true;
         },
         onPublicKey: () => this.refused(peer),
       },
@@ -124,6 +154,33 @@ export class AdbBridge {
       clearTimeout(timer);
       this.live.delete(conn);
     });
+  }
+
+  /**
+   * Keeps the connections not signed in within their pools before a newcomer joins them: past its address's pool the
+   * oldest of that address goes, past the whole pool the oldest of the address holding the most. A stranger's sockets,
+   * however many and however fast reopened, then only push out each other, and the holder's adb (which signs in within
+   * a few round trips of connecting) is not the oldest of anything for long.
+   */
+  private makeRoom(address: string): void {
+    const pending = [...this.live].filter(([, c]) => c.fingerprint === undefined);
+    const perPeer = new Map<string, number>();
+    for (const [, c] of pending) perPeer.set(c.address, (perPeer.get(c.address) ?? 0) + 1);
+    let from: string | undefined;
+    if ((perPeer.get(address) ?? 0) >= ADB_BRIDGE_LIMITS.pendingPerPeer) from = address;
+    else if (pending.length >= ADB_BRIDGE_LIMITS.pending) from = [...perPeer].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+    if (from === undefined) return;
+    const oldest = pending.find(([, c]) => c.address === from)!;
+    oldest[0].close();
+    this.live.delete(oldest[0]);
+  }
+
+  /** A ninth signed-in adb server is refused, logged once a minute like a refused key. */
+  private full(): void {
+    const now = Date.now();
+    if (now - this.lastFullLog < REFUSAL_LOG_MS) return;
+    this.lastFullLog = now;
+    this.options.log(`adb bridge for ${this.options.serial}: refused a connection past ${ADB_BRIDGE_LIMITS.signedIn} signed in`);
   }
 
   /** adb offers its public key only once every key it has was refused: worth one line, not one per redial. */
