@@ -74,12 +74,11 @@ export function amInstrument(host: InstrumentationHost): CommandFn {
     const found = findInstrumentation(host.device, component);
     const target = found && host.device.apps.get(found.target);
     if (!found || !target) {
-      const slash = component.indexOf('/');
-      await ctx.stdout.write(
-        'INSTRUMENTATION_STATUS: id=ActivityManagerService\n' +
-          `INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ComponentInfo{${component.slice(0, slash)}/${component.slice(slash + 1)}}\n` +
-          'INSTRUMENTATION_STATUS_CODE: -1\n',
-      );
+      // ActivityManagerService.startInstrumentation's two refusals, reported through the watcher.
+      const error = found
+        ? `Unable to find instrumentation target package: ${found.target}`
+        : `Unable to find instrumentation info for: ComponentInfo{${component}}`;
+      await ctx.stdout.write(`INSTRUMENTATION_STATUS: id=ActivityManagerService\nINSTRUMENTATION_STATUS: Error=${error}\nINSTRUMENTATION_STATUS_CODE: -1\n`);
       await ctx.stderr.write(
         `android.util.AndroidException: INSTRUMENTATION_FAILED: ${component}\n` +
           '\tat com.android.commands.am.Instrument.run(Instrument.java:519)\n' +
