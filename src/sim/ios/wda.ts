@@ -325,15 +325,13 @@ export class WebDriverAgent {
     this.applySettings(Object.fromEntries(['shouldUseCompactResponses', 'elementResponseAttributes', 'maxTypingFrequency'].map((key) => [key, caps[key]])));
     const bundleId = typeof caps.bundleId === 'string' ? caps.bundleId : undefined;
     if (bundleId) {
-      const running = this.board.state(bundleId) !== APP_STATE.NOT_RUNNING;
-      if (!running || caps.forceAppLaunch !== false) {
-        try {
-          if (running) this.board.terminate(bundleId);
-          this.board.launch(bundleId);
-        } catch (error) {
-          throw new WdaError(500, 'session not created', (error as Error).message);
-        }
-      } else this.board.launch(bundleId);
+      try {
+        // forceAppLaunch (the default) starts a running app afresh; without it, the running app comes to the front.
+        if (caps.forceAppLaunch !== false && this.board.state(bundleId) !== APP_STATE.NOT_RUNNING) this.board.terminate(bundleId);
+        this.board.launch(bundleId);
+      } catch (error) {
+        throw new WdaError(500, 'session not created', (error as Error).message);
+      }
     }
     this.session = { id: randomUUID().toUpperCase(), bundleId, terminateApp: caps.shouldTerminateApp !== false, elements: new Set() };
     return { sessionId: this.session.id, capabilities: this.capabilities() };
@@ -406,7 +404,7 @@ export class WebDriverAgent {
   private reference(s: Snap): Record<string, unknown> {
     const uid = wd.uid(s);
     this.session?.elements.add(uid);
-    const ref: Record<string, unknown> = { ELEMENT: uid, 'element-6066-11e4-a52e-4f735466cecf': uid };
+    const ref: Record<string, unknown> = { ELEMENT: uid, [W3C_ELEMENT]: uid };
     if (this.settings.shouldUseCompactResponses) return ref;
     for (const field of String(this.settings.elementResponseAttributes).split(',').map((f) => f.trim()).filter(Boolean)) {
       if (field === 'name' || field === 'type') ref[field] = wd.type(s);
