@@ -59,10 +59,11 @@ class RawHost {
     this.socket.write(encodeMessage(msg, checksum));
   }
 
-  /** Resolves once `done` holds, or rejects with `what` after the timeout. */
+  /** Resolves once `done` holds; rejects naming `what` after the timeout, or at once if the bridge closed the connection. */
   async until(what: string, done: () => boolean, timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!done()) {
+      if (this.closed) throw new Error(`closed while waiting for ${what}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what} (received ${this.received.length}, closed ${this.closed})`);
       await new Promise<void>((resolve) => {
@@ -319,6 +320,24 @@ describe.skipIf(!hasAdb)('remote connect: the adb bridge against strangers and a
     expect((await mine.run(['connect', address], { timeoutMs: 20_000 })).stdout.toString()).toContain(`connected to ${address}`);
     await mine.run(['disconnect', address]);
   }, 60_000);
+
+  it('only signed-in keys take the 8 slots: a ninth is dropped at sign-in, and a slot given back is taken again', async () => {
+    const hosts = Array.from({ length: ADB_BRIDGE_LIMITS.signedIn }, () => new RawHost(port));
+    try {
+      await Promise.all(hosts.map((h) => h.signIn(myKey)));
+      const ninth = new RawHost(port);
+      await expect(ninth.signIn(myKey)).rejects.toThrow(/closed while waiting for the CNXN of a signed-in host/);
+      hosts.pop()!.destroy();
+      await waitFor('a slot to be given back', async () => {
+        const tryIn = new RawHost(port);
+        const ok = await tryIn.signIn(myKey).then(() => true, () => false);
+        tryIn.destroy();
+        return ok;
+      });
+    } finally {
+      for (const host of hosts) host.destroy();
+    }
+  }, 30_000);
 
   it('a signed-in holder\'s 2,000 OPENs on one connection: refused past the cap, the lab\'s adb server untouched by the rest', async () => {
     const cap = ADB_BRIDGE_LIMITS.streamsPerConnection;
