@@ -204,8 +204,7 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
       BENCHTOP_ADB_PORT: String(adb.port),
       BENCHTOP_LAN_PORT: '0',
       BENCHTOP_DEMO_PHONES: '1',
-      // No system usbmuxd: a lab without iPhones.
-      BENCHTOP_USBMUXD_ADDRESS: `UNIX:${join(dataDir, 'no-usbmuxd')}`,
+      BENCHTOP_DEMO_IPHONES: '1',
     });
     api = serve.api;
     // The first start prints the owner's password once: signed in with it, as a newcomer does.
@@ -323,6 +322,25 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     expect(message.status).toBe(201);
     expect(model!.requests).toHaveLength(1);
     ids.messageId = message.body.id;
+  }, 60_000);
+
+  it('drives a demo iPhone (appium-ios-device required from out/serve, WebDriverAgent through undici\'s Pool) and opens it for remote connect (the pairing chunks)', async () => {
+    const session = (await created('POST', '/sessions', {})).id;
+    const allocation = (await created('POST', `/sessions/${session}/devices`, { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] })).id;
+    const iphone = await waitFor('the iPhone in use', async () => {
+      const row = (await owner('GET', `/sessions/${session}/devices/${allocation}`)).body;
+      return row.status === 'in_use' && row;
+    }, 20_000);
+    const device = `/sessions/${session}/devices/${iphone.info.serial}`;
+    const screenshot = await fetch(`${api}${device}/screenshot`, { headers: { authorization: `Bearer ${token}` } });
+    expect(screenshot.status).toBe(200);
+    expect(screenshot.headers.get('content-type')).toBe('image/png');
+    expect((await owner('GET', `${device}/elements`)).status).toBe(200);
+    expect((await owner('POST', `${device}/actions`, { body: { type: 'tap', x: 10, y: 10 } })).status).toBe(200);
+    const remote = await owner('POST', `${device}/remote-connect`, { body: {} });
+    expect(remote.status, JSON.stringify(remote.body)).toBeOneOf([200, 201]);
+    expect((await owner('DELETE', `${device}/remote-connect`)).status).toBe(204);
+    expect((await owner('POST', `/sessions/${session}/end`)).status).toBe(202);
   }, 60_000);
 
   it('answers every operation of its OpenAPI document, as the lab owner, with a status the document declares and never a 500', async () => {
