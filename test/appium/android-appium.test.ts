@@ -152,6 +152,9 @@ describe.runIf(sdkAdbOrSkip())('Appium UiAutomator2 driver against a simulated p
     await note.setValue('hello from appium');
     expect(await note.getText()).toBe('hello from appium');
     expect(phone.state.notesText).toBe('hello from appium');
+    // Copied on the phone, read back through the Appium Settings app's clipboard receiver (in its IME's context).
+    await phone.shell('input keycombination KEYCODE_CTRL_LEFT KEYCODE_A && input keycombination KEYCODE_CTRL_LEFT KEYCODE_C');
+    expect(Buffer.from(await driver.getClipboard(), 'base64').toString('utf8')).toBe('hello from appium');
 
     const png = Buffer.from(await driver.takeScreenshot(), 'base64');
     expect(pngSize(png)).toEqual({ width: 720, height: 1280 });

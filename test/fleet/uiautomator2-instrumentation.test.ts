@@ -110,4 +110,17 @@ describe.runIf(adbOrSkip())('UiAutomator2 instrumentation on the simulated phone
     await sh('am force-stop io.appium.settings');
     expect(await sh('dumpsys activity services io.appium.settings')).toContain('(nothing)');
   });
+
+  it("offers the Appium Settings app's input methods, and its clipboard receiver answers with the clipboard", async () => {
+    expect(await sh('ime list -a -s')).toContain('io.appium.settings/.AppiumIME\n');
+    expect(await sh('ime list -s')).not.toContain('io.appium.settings/.AppiumIME');
+    expect(await sh('ime enable io.appium.settings/.AppiumIME')).toBe('Input method io.appium.settings/.AppiumIME: now enabled for user #0\n');
+    expect(await sh('ime set io.appium.settings/.AppiumIME')).toBe('Input method io.appium.settings/.AppiumIME selected for user #0\n');
+    expect(await sh('settings get secure default_input_method')).toBe('io.appium.settings/.AppiumIME\n');
+    await sh('monkey -p com.example.notes 1');
+    await sh('input keyevent WAKEUP && wm dismiss-keyguard && input text copied && input keycombination KEYCODE_CTRL_LEFT KEYCODE_A && input keycombination KEYCODE_CTRL_LEFT KEYCODE_C');
+    expect(phone.state.clipboard).toBe('copied');
+    const answer = await sh('am broadcast -n io.appium.settings/.receivers.ClipboardReceiver -a io.appium.settings.clipboard.get');
+    expect(answer).toContain(`Broadcast completed: result=-1, data="${Buffer.from('copied').toString('base64')}"\n`);
+  });
 });

@@ -581,6 +581,17 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
     }
   };
 
+  /**
+   * The Appium Settings app's receivers answer RESULT_OK (-1); the clipboard one with the clipboard's text in base64
+   * as the result data. Undefined when the broadcast is not for one of them.
+   */
+  const appiumSettingsReceiver = (intent: Intent): string | undefined => {
+    const to = intent.component;
+    if (to?.pkg !== APPIUM_SETTINGS || !to.cls.startsWith(`${APPIUM_SETTINGS}.receivers.`) || !appOf(APPIUM_SETTINGS)) return undefined;
+    if (intent.action === `${APPIUM_SETTINGS}.clipboard.get`) return `result=-1, data="${Buffer.from(device.clipboard, 'utf8').toString('base64')}"`;
+    return 'result=-1';
+  };
+
   const am: CommandFn = async (ctx) => {
     const [sub, ...rest] = ctx.args;
     switch (sub) {
@@ -606,7 +617,7 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
         }
         await print(ctx, `Broadcasting: ${describeIntent(intent, '0x400000')}\n`);
         adbKeyboard(intent);
-        await print(ctx, 'Broadcast completed: result=0\n');
+        await print(ctx, `Broadcast completed: ${appiumSettingsReceiver(intent) ?? 'result=0'}\n`);
         return 0;
       }
       case 'startservice':
@@ -1178,11 +1189,18 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
   commands.set('ime', async (ctx) => {
     const [sub, ...rest] = ctx.args;
     const enabled = (device.settings.secure.get('enabled_input_methods') ?? '').split(':').filter(Boolean);
+    const available = [ADB_KEYBOARD_IME, LATIN_IME, ...[...device.apps.values()].flatMap((a) => (a.inputMethods ?? []).map((cls) => flatten(a.packageName, cls)))];
     const id = rest.find((a) => !a.startsWith('-'));
+    const enable = (ids: string[]) => {
+      device.settings.secure.set('enabled_input_methods', ids.join(':'));
+      device.changed();
+    };
     switch (sub) {
-      case 'list':
-        await print(ctx, enabled.map((e) => (rest.includes('-s') ? `${e}\n` : `${e}:\n  mId=${e}\n`)).join(''));
+      case 'list': {
+        const listed = rest.includes('-a') ? available : enabled.filter((e) => available.includes(e));
+        await print(ctx, listed.map((e) => (rest.includes('-s') ? `${e}\n` : `${e}:\n  mId=${e}\n`)).join(''));
         return 0;
+      }
       case 'set':
         if (!id || !enabled.includes(id)) {
           await complain(ctx, `Unknown input method ${id ?? ''} cannot be selected for user #0`);
@@ -1192,14 +1210,23 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
         await print(ctx, `Input method ${id} selected for user #0\n`);
         return 0;
       case 'enable':
-        await print(ctx, `Input method ${id ?? ''}: already enabled for user #0\n`);
+      case 'disable': {
+        if (!id || !available.includes(id)) {
+          await complain(ctx, `Unknown input method ${id ?? ''} cannot be ${sub}d for user #0`);
+          return 255;
+        }
+        const on = sub === 'enable';
+        const already = enabled.includes(id) === on;
+        if (!already) enable(on ? [...enabled, id] : enabled.filter((e) => e !== id));
+        await print(ctx, `Input method ${id}: ${already ? 'already' : 'now'} ${sub}d for user #0\n`);
         return 0;
+      }
       case 'reset':
         device.settings.secure.set('default_input_method', ADB_KEYBOARD_IME);
         await print(ctx, `Reset current and enabled IMEs for user #0\n  Selected: ${ADB_KEYBOARD_IME}\n`);
         return 0;
       default:
-        await complain(ctx, 'ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n  reset');
+        await complain(ctx, 'ime <command>:\n  list [-a] [-s]\n  enable [--user <USER_ID>] <ID>\n  disable [--user <USER_ID>] <ID>\n  set [--user <USER_ID>] <ID>\n  reset');
         return 1;
     }
   });

@@ -356,6 +356,8 @@ export interface ApkInfo {
   activities: ApkActivity[];
   /** Fully qualified class names of the `<service>` elements. */
   services: string[];
+  /** The services that are input methods (bound with BIND_INPUT_METHOD): what `ime list -a` offers. */
+  inputMethods: string[];
   /** The `<instrumentation>` elements: the test runners `am instrument` can start in another package's process. */
   instrumentations: ApkInstrumentation[];
 }
@@ -476,6 +478,10 @@ export function readApkInfo(apk: Buffer): ApkInfo {
     const name = el.name === 'service' ? el.attrs.get('name') : undefined;
     return typeof name === 'string' ? [qualify(pkg, name)] : [];
   });
+  const inputMethods = (app?.children ?? []).flatMap((el) => {
+    const name = el.name === 'service' && el.attrs.get('permission') === 'android.permission.BIND_INPUT_METHOD' ? el.attrs.get('name') : undefined;
+    return typeof name === 'string' ? [qualify(pkg, name)] : [];
+  });
   const instrumentations = manifest.children.flatMap((el) => {
     const name = el.name === 'instrumentation' ? el.attrs.get('name') : undefined;
     const target = el.attrs.get('targetPackage');
@@ -488,6 +494,7 @@ export function readApkInfo(apk: Buffer): ApkInfo {
     label: typeof label === 'string' ? label : typeof label === 'object' ? labelFromResources(apk, label.ref) : undefined,
     activities,
     services,
+    inputMethods,
     instrumentations,
   };
 }

@@ -50,6 +50,8 @@ export interface InstalledApp {
   uid: number;
   /** Fully qualified service classes, from an installed APK's manifest. */
   services?: string[];
+  /** Those of its services that are input methods. */
+  inputMethods?: string[];
   /** Test runners from an installed APK's manifest, as `pm list instrumentation` lists them. */
   instrumentations?: ApkInstrumentation[];
 }
@@ -710,6 +712,7 @@ export class Device {
       color: colorFor(info.packageName),
       uid: existing?.uid ?? this.nextUid++,
       services: info.services,
+      inputMethods: info.inputMethods,
       instrumentations: info.instrumentations,
     });
     this.changed();
