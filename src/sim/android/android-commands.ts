@@ -14,7 +14,7 @@ import {
 import { listInstrumentation } from './instrumentation.js';
 import { logcat, type LogPriority } from './logcat.js';
 import { FsError } from './mem-fs.js';
-import type { NativeProcess, ProcessTable } from './processes.js';
+import { appUser, type NativeProcess, type ProcessTable } from './processes.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
 import { shortActivity } from './ui.js';
@@ -241,8 +241,7 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
   const appProcess = (app: InstalledApp): NativeProcess => {
     const running = host.processes.byName(app.packageName).find((p) => !p.signal.aborted);
     if (running) return running;
-    const user = app.uid >= 10000 ? `u0_a${app.uid - 10000}` : 'system';
-    const proc = host.processes.spawn(app.packageName, new AbortController().signal, { user, packages: [app.packageName] });
+    const proc = host.processes.spawn(app.packageName, new AbortController().signal, { user: appUser(app.uid), packages: [app.packageName] });
     proc.signal.addEventListener('abort', () => proc.exit(), { once: true });
     return proc;
   };

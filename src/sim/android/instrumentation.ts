@@ -1,6 +1,6 @@
 import { Duplex } from 'node:stream';
 import type { Device, InstalledApp } from './device.js';
-import type { ProcessTable } from './processes.js';
+import { appUser, type ProcessTable } from './processes.js';
 import type { Screen } from './screen.js';
 import type { CommandContext, CommandFn } from './shell.js';
 import { Uiautomator2Server } from './uiautomator2/server.js';
@@ -24,11 +24,6 @@ export interface InstrumentationHost {
   screen: Screen;
   processes: ProcessTable;
   ports: Map<number, PortListener>;
-}
-
-/** Android's shared-app-id user name for a uid (u0_a150 for 10150), as `ps` shows app processes. */
-function userName(uid: number): string {
-  return uid >= 10000 ? `u0_a${uid - 10000}` : 'system';
 }
 
 function findInstrumentation(device: Device, component: string): { app: InstalledApp; runner: string; target: string } | undefined {
@@ -121,8 +116,8 @@ function start(
   parent: AbortSignal,
 ): { testClass?: string; ended: Promise<'finished' | 'crashed'> } {
   const { device, processes, ports } = host;
-  const proc = processes.spawn(target.packageName, parent, { user: userName(target.uid), packages: [target.packageName, testApp.packageName] });
-  device.log.append('I', 'ActivityManager', `Start proc ${proc.pid}:${target.packageName}/${userName(target.uid).replace('_', '')} for added application ${target.packageName}`);
+  const proc = processes.spawn(target.packageName, parent, { user: appUser(target.uid), packages: [target.packageName, testApp.packageName] });
+  device.log.append('I', 'ActivityManager', `Start proc ${proc.pid}:${target.packageName}/${appUser(target.uid).replace('_', '')} for added application ${target.packageName}`);
   if (target.packageName !== UIAUTOMATOR2_SERVER_PACKAGE) {
     proc.exit();
     return { ended: Promise.resolve('finished') };

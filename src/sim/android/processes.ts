@@ -14,6 +14,11 @@ export interface NativeProcess {
   packages: string[];
 }
 
+/** Who runs an app's process, as `ps` names it: u0_a150 for uid 10150 (user 0's app ids start at 10000). */
+export function appUser(uid: number): string {
+  return uid >= 10000 ? `u0_a${uid - 10000}` : 'system';
+}
+
 export class ProcessTable {
   private readonly running = new Map<number, NativeProcess & { controller: AbortController }>();
   private nextPid = 8000;

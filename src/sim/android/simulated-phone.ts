@@ -6,7 +6,7 @@ import { contentCommand } from './content.js';
 import { Device, type DeviceOptions } from './device.js';
 import { amInstrument, type PortListener } from './instrumentation.js';
 import { appProcess, executableLoader, type AbstractListener, type MinicapHost } from './minicap.js';
-import { ProcessTable } from './processes.js';
+import { appUser, ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
 import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openShellV2 } from './shell-v2.js';
@@ -171,7 +171,7 @@ export class SimulatedPhone {
     const host: MinicapHost = { device: this.device, screen: this.screen, processes: this.processes, sockets: this.abstractSockets };
     commands.set('app_process', appProcess(host));
     commands.set('screenrecord', screenrecord(host));
-    processCommands(commands, this.processes, this.device.pids);
+    processCommands(commands, this.processes, this.device);
     this.shellInterpreter = new Shell(this.device.fs, commands, {
       PATH: '/product/bin:/apex/com.android.runtime/bin:/apex/com.android.art/bin:/system_ext/bin:/system/bin:/system/xbin:/odm/bin:/vendor/bin:/vendor/xbin',
       HOME: '/',
@@ -469,7 +469,7 @@ const PS_HELP =
   '-n\tShow numeric USER and GROUP\t\t-w\tWide output (don\'t truncate fields)\n';
 
 /** `ps`, `pidof` and `kill` over the apps' processes and the native ones (minicap) started from the shell. */
-function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, appPids: Map<string, number>): void {
+function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, device: Device): void {
   const appPidof = commands.get('pidof');
   commands.set('pidof', async (ctx) => {
     const native = ctx.args.flatMap((name) => processes.byName(name).map((p) => p.pid));
@@ -484,7 +484,7 @@ function processCommands(commands: Map<string, CommandFn>, processes: ProcessTab
       return 0;
     }
     const rows = [
-      ...[...appPids].map(([name, pid]) => ({ user: 'u0_a100', pid, name })),
+      ...[...device.pids].map(([name, pid]) => ({ user: appUser(device.apps.get(name)?.uid ?? 10000), pid, name })),
       ...processes.list().map((p) => ({ user: p.user, pid: p.pid, name: p.name })),
     ];
     const line = (user: string, pid: string, name: string) => `${user.padEnd(10)} ${pid.padStart(5)}   ${'1'.padStart(5)} 0 0 0 0 S ${name}\n`;
