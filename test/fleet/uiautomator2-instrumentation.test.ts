@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectToAdb, readApkInfo, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
+import { connectToAdb, findAdb, readApkInfo, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { adbOrSkip } from '../support/lab.js';
 
 /*
@@ -76,6 +77,15 @@ describe.runIf(adbOrSkip())('UiAutomator2 instrumentation on the simulated phone
     // Nothing listens on 6790 now: the forward's connection is hung up without an answer.
     await expect(fetch(`http://127.0.0.1:${port}/status`)).rejects.toThrow();
     await adb.run(['-s', serial, 'forward', '--remove', `tcp:${port}`]);
+  });
+
+  it('ends the server when the am instrument -w stream hangs up (the driver kills its adb shell)', async () => {
+    const client = spawn(findAdb()!, ['-P', String(adb.port), '-s', serial, 'shell', 'am', 'instrument', '-w', RUNNER], { env: adb.env, stdio: 'ignore' });
+    await until(async () => (await serverPid()) !== undefined);
+    expect(await serverPid()).toMatch(/^\d+$/);
+    client.kill('SIGTERM');
+    await until(async () => (await serverPid()) === undefined);
+    expect(await serverPid()).toBeUndefined();
   });
 
   it('finishes the instrumentation when the server deletes its session, and refuses it once the target is gone', async () => {

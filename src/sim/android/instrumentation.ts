@@ -140,19 +140,18 @@ function start(
   };
   ports.set(UIAUTOMATOR2_SERVER_PORT, listener);
   const ended = new Promise<'finished' | 'crashed'>((resolve) => {
-    proc.signal.addEventListener(
-      'abort',
-      () => {
-        if (ports.get(UIAUTOMATOR2_SERVER_PORT) === listener) ports.delete(UIAUTOMATOR2_SERVER_PORT);
-        server.close();
-        // The process's sockets go with it: every forwarded connection is closed.
-        for (const io of streams) void io.end();
-        proc.exit();
-        device.log.append('I', 'ActivityManager', finished ? `Force stopping ${target.packageName} appid=${target.uid} user=0: finished inst` : `Process ${target.packageName} (pid ${proc.pid}) has died: fg  TOP`);
-        resolve(finished ? 'finished' : 'crashed');
-      },
-      { once: true },
-    );
+    const exit = () => {
+      if (ports.get(UIAUTOMATOR2_SERVER_PORT) === listener) ports.delete(UIAUTOMATOR2_SERVER_PORT);
+      server.close();
+      // The process's sockets go with it: every forwarded connection is closed.
+      for (const io of streams) void io.end();
+      proc.exit();
+      device.log.append('I', 'ActivityManager', finished ? `Force stopping ${target.packageName} appid=${target.uid} user=0: finished inst` : `Process ${target.packageName} (pid ${proc.pid}) has died: fg  TOP`);
+      resolve(finished ? 'finished' : 'crashed');
+    };
+    // A stream already hung up when am started: the process is gone before it served anything.
+    if (proc.signal.aborted) exit();
+    else proc.signal.addEventListener('abort', exit, { once: true });
   });
   return { testClass: UIAUTOMATOR2_TEST_CLASS, ended };
 }
