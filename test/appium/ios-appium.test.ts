@@ -1,13 +1,11 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import { PNG } from 'pngjs';
 import { remote } from 'webdriverio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
-import { tunnel } from '../../src/main/engine/fleet/ios/wda-client.js';
 import { NOTES, SETTINGS } from '../../src/sim/ios/springboard.js';
 import type { SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { startAppium, type AppiumServer } from '../support/appium-server.js';
-import { startIosBus, type IosBus } from '../support/ios-lab.js';
+import { forwardPhonePort, startIosBus, type IosBus } from '../support/ios-lab.js';
 
 /**
  * Real Appium 3 with its XCUITest driver, unchanged, against a simulated iPhone's WebDriverAgent, driven by
@@ -19,27 +17,6 @@ import { startIosBus, type IosBus } from '../support/ios-lab.js';
 const W3C_ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
 const VERSION = '17.5.1';
 
-/** A loopback port whose connections are usbmuxd tunnels to the phone's `port` (what iproxy does). */
-async function forward(bus: IosBus, udid: string, port: number): Promise<{ url: string; server: Server }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    sockets.add(client);
-    client.once('close', () => sockets.delete(client));
-    client.on('error', () => undefined);
-    tunnel(parseUsbmuxdAddress(bus.address), udid, port).then(
-      (phone) => {
-        phone.on('error', () => client.destroy());
-        client.once('close', () => phone.destroy());
-        client.pipe(phone).pipe(client);
-      },
-      () => client.destroy(),
-    );
-  });
-  server.on('close', () => sockets.forEach((s) => s.destroy()));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
-}
-
 describe('Appium XCUITest driver against a simulated iPhone through appium:webDriverAgentUrl', () => {
   let bus: IosBus;
   let phone: SimulatedIPhone;
@@ -49,7 +26,7 @@ describe('Appium XCUITest driver against a simulated iPhone through appium:webDr
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Appium iPhone', version: VERSION }]);
     phone = bus.phones[0]!;
-    wda = await forward(bus, phone.udid, 8100);
+    wda = await forwardPhonePort(bus, phone.udid, 8100);
     // The first tunnel pays for loading the usbmuxd client; the session start measured below should not.
     expect((await fetch(`${wda.url}/status`)).status).toBe(200);
     // USBMUXD_SOCKET_ADDRESS: the driver looks for usbmuxd at start (and warns without one).
@@ -152,7 +129,7 @@ describe("the simulated WDA's locators, over its own HTTP API", () => {
   beforeAll(async () => {
     bus = await startIosBus([{ name: 'Locators', version: VERSION }]);
     phone = bus.phones[0]!;
-    wda = await forward(bus, phone.udid, 8100);
+    wda = await forwardPhonePort(bus, phone.udid, 8100);
   }, 30_000);
 
   afterAll(async () => {

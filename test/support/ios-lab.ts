@@ -3,6 +3,9 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServer, type Server, type Socket } from 'node:net';
+import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
+import { tunnel } from '../../src/main/engine/fleet/ios/wda-client.js';
 import { SimulatedIPhone, SimulatedUsbmuxd, startCoreDevice, type SimulatedIPhoneOptions } from '../../src/sim/ios/index.js';
 
 const XCRUN_SCRIPT = fileURLToPath(new URL('./ios-host/xcrun.mjs', import.meta.url));
@@ -104,4 +107,25 @@ export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promis
   };
   for (const options of phones) await bus.plug(options);
   return bus;
+}
+
+/** A loopback port whose connections are usbmuxd tunnels to the phone's `port` (what iproxy does). */
+export async function forwardPhonePort(bus: IosBus, udid: string, port: number): Promise<{ url: string; server: Server }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    sockets.add(client);
+    client.once('close', () => sockets.delete(client));
+    client.on('error', () => undefined);
+    tunnel(parseUsbmuxdAddress(bus.address), udid, port).then(
+      (phone) => {
+        phone.on('error', () => client.destroy());
+        client.once('close', () => phone.destroy());
+        client.pipe(phone).pipe(client);
+      },
+      () => client.destroy(),
+    );
+  });
+  server.on('close', () => sockets.forEach((s) => s.destroy()));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
