@@ -33,7 +33,7 @@ export function encodeMuxMessage(tag: number, payload: PlistDict): Buffer {
 }
 
 export function sendMux(socket: Socket, tag: number, payload: PlistDict): void {
-  if (!socket.destroyed) socket.write(encodeMuxMessage(tag, payload));
+  if (socket.writable) socket.write(encodeMuxMessage(tag, payload));
 }
 
 /** A usbmuxd's side of one client connection. */
@@ -47,37 +47,80 @@ export interface MuxServerHandler {
   connect(request: PlistDict, reply: (payload: PlistDict) => void, handOver: () => void): Promise<boolean> | boolean;
 }
 
-/** Serves one client connection: frames, decodes, and hands each request to `handler`, in order. */
-export function serveMuxClient(socket: Socket, handler: MuxServerHandler): void {
+/** How a usbmuxd guards itself against a client that is not one. */
+export interface MuxServeLimits {
+  /**
+   * A connection that has not sent a whole request this long after it opened, or that has held part of one this long,
+   * is closed (a half-sent header). One that has sent its requests may wait for more, or for events, as long as it likes.
+   */
+  idleMs?: number;
+  /** Requests awaiting their reply at once; beyond, the connection is not read until one is answered. */
+  inFlight?: number;
+}
+
+/** Far more than any client has in flight: libusbmuxd waits for each reply, appium-ios-device for a few. */
+const IN_FLIGHT = 16;
+
+/**
+ * Serves one client connection: frames, decodes, and hands each request to `handler`, in order. A frame over 1 MB or
+ * a plist over its limits is answered BADCOMMAND where it can be and the connection closed.
+ */
+export function serveMuxClient(socket: Socket, handler: MuxServerHandler, limits: MuxServeLimits = {}): void {
+  const maxInFlight = limits.inFlight ?? IN_FLIGHT;
   let pending: Buffer = Buffer.alloc(0);
   let busy = false;
+  let inFlight = 0;
+  let handedOver = false;
+  let deadline: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (deadline || limits.idleMs === undefined) return;
+    deadline = setTimeout(() => socket.destroy(), limits.idleMs);
+    deadline.unref();
+  };
+  const disarm = () => {
+    clearTimeout(deadline);
+    deadline = undefined;
+  };
   const pump = async () => {
     if (busy) return;
     busy = true;
     try {
-      while (pending.length >= MUX_HEADER) {
+      while (!handedOver && !socket.destroyed) {
+        if (inFlight >= maxInFlight) return void socket.pause();
+        if (pending.length < MUX_HEADER) break;
         const length = pending.readUInt32LE(0);
         if (length < MUX_HEADER || length > MAX_MESSAGE) return void socket.destroy();
-        if (pending.length < length) return;
+        if (pending.length < length) break;
+        disarm();
         const version = pending.readUInt32LE(4);
         const type = pending.readUInt32LE(8);
         const tag = pending.readUInt32LE(12);
         const body = pending.subarray(MUX_HEADER, length);
         pending = pending.subarray(length);
-        const reply = (payload: PlistDict) => sendMux(socket, tag, payload);
         if (version !== MUX_VERSION_PLIST || type !== MUX_TYPE_PLIST) {
-          reply(muxResult(MUX_RESULT.BADVERSION));
+          sendMux(socket, tag, muxResult(MUX_RESULT.BADVERSION));
           continue;
         }
         let request: PlistDict;
         try {
           request = decodePlist(body);
         } catch {
-          reply(muxResult(MUX_RESULT.BADCOMMAND));
-          continue;
+          socket.end(encodeMuxMessage(tag, muxResult(MUX_RESULT.BADCOMMAND)), () => socket.destroy());
+          return;
         }
+        let answered = false;
+        inFlight++;
+        const reply = (payload: PlistDict) => {
+          sendMux(socket, tag, payload);
+          if (answered) return;
+          answered = true;
+          if (inFlight-- < maxInFlight) return;
+          socket.resume();
+          void pump();
+        };
         if (request.MessageType === 'Connect') {
           const handOver = () => {
+            handedOver = true;
             socket.off('data', onData);
             // Bytes the client sent after Connect already belong to the tunnel.
             if (pending.length) socket.unshift(pending);
@@ -88,6 +131,7 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler): void 
         }
         handler.request(request, reply);
       }
+      if (pending.length) arm();
     } finally {
       busy = false;
     }
@@ -96,10 +140,15 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler): void 
     pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
     void pump();
   };
+  arm();
+  socket.once('close', disarm);
   socket.on('data', onData);
 }
 
-/** Reads usbmuxd messages from a daemon (a client's side): each whole message's tag and plist, in order. */
+/**
+ * Reads usbmuxd messages from a daemon (a client's side): each whole message's tag and plist, in order. A message over
+ * 1 MB, or a plist over its limits, throws: the connection is not usbmuxd's.
+ */
 export class MuxReader {
   private pending: Buffer = Buffer.alloc(0);
 
@@ -108,7 +157,7 @@ export class MuxReader {
     const out: Array<{ tag: number; message: PlistDict }> = [];
     while (this.pending.length >= MUX_HEADER) {
       const length = this.pending.readUInt32LE(0);
-      if (length < MUX_HEADER || length > 64 * MAX_MESSAGE) throw new Error(`usbmuxd sent a ${length}-byte message`);
+      if (length < MUX_HEADER || length > MAX_MESSAGE) throw new Error(`usbmuxd sent a ${length}-byte message`);
       if (this.pending.length < length) break;
       out.push({ tag: this.pending.readUInt32LE(12), message: decodePlist(this.pending.subarray(MUX_HEADER, length)) });
       this.pending = this.pending.subarray(length);

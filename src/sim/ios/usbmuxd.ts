@@ -39,6 +39,8 @@ export class SimulatedUsbmuxd extends EventEmitter {
   private nextId = 1;
   readonly buid = randomUUID().toUpperCase();
   address = '';
+  /** Client connections accepted since it started: how many a client (the engine) opens, as a test counts them. */
+  accepted = 0;
 
   /** Listens on 127.0.0.1 and returns `host:port`. */
   async start(port = 0): Promise<string> {
@@ -92,6 +94,7 @@ export class SimulatedUsbmuxd extends EventEmitter {
   }
 
   private serve(socket: Socket): void {
+    this.accepted++;
     this.clients.add(socket);
     socket.on('close', () => {
       this.clients.delete(socket);

@@ -215,6 +215,8 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       checkoutRecord: pairRecordOf(checkout),
       onTraffic: () => this.traffic(opened.allocationId),
       log: this.options.log,
+      // A usbmuxd client with a request half sent is a stranger's silent socket, as an adb host not signed in is.
+      limits: { idleMs: this.options.authTimeoutMs },
     });
     return { start: ([mux, wda]) => usbmuxd.start(mux!, wda!), connections: () => usbmuxd.connections(), close: () => usbmuxd.close() };
   }

@@ -2,13 +2,17 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, TLSSocket } from 'node:tls';
 import type { Pairing } from '../../../../protocols/apple/pairing.js';
 import { decodePlist, PlistChannel, type PlistDict } from '../../../../protocols/apple/plist-wire.js';
-import { encodeMuxMessage, MUX_RESULT, muxResult, MuxReader, serveMuxClient, swap16 } from '../../../../protocols/apple/usbmuxd-wire.js';
+import { encodeMuxMessage, MUX_RESULT, muxResult, MuxReader, sendMux, serveMuxClient, swap16 } from '../../../../protocols/apple/usbmuxd-wire.js';
 import type { UsbmuxdAddress } from './usbmux.js';
 
 const LOCKDOWN_PORT = 62078;
 const WDA_PORT = 8100;
 /** ENOENT, as usbmuxd answers a pair record it does not have. */
 const NO_RECORD = 2;
+/** The lab's usbmuxd answers a query in milliseconds; one that has not answered in this long is not going to. */
+const QUERY_TIMEOUT_MS = 10_000;
+/** The shared query connection is closed when no query has come for this long, and opened again with the next. */
+const QUERY_IDLE_MS = 5_000;
 
 /** The lab's pairing with the phone, as the system usbmuxd keeps it: what the engine's side of each TLS session uses. */
 export interface LabPairRecord {
@@ -62,6 +66,7 @@ async function upstreamRequest(address: UsbmuxdAddress, request: PlistDict): Pro
   });
 }
 
+/** A query on a connection of its own, for a one-off before any private usbmuxd exists. */
 async function upstreamQuery(address: UsbmuxdAddress, request: PlistDict): Promise<PlistDict> {
   const { reply, socket } = await upstreamRequest(address, request);
   socket.destroy();
@@ -77,6 +82,90 @@ export async function readLabPairRecord(address: UsbmuxdAddress, udid: string): 
   return { hostId: text(record.HostID), systemBuid: text(record.SystemBUID), hostCertificate: text(record.HostCertificate), hostPrivateKey: text(record.HostPrivateKey) };
 }
 
+/**
+ * The queries of every client of one checkout (ListDevices, ReadBUID) on one connection to the lab's usbmuxd, one at
+ * a time, and a query already waiting its turn answers the same query asked again: however many clients ask, and
+ * however fast, the lab's usbmuxd sees one connection and a query or two at a time. It closes when idle and opens
+ * again with the next query.
+ */
+class SharedQueries {
+  private socket: Socket | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly waiting = new Map<string, Promise<PlistDict>>();
+  private tag = 0;
+  private answer: ((message: PlistDict | Error) => void) | undefined;
+  private idle: NodeJS.Timeout | undefined;
+
+  constructor(private readonly address: UsbmuxdAddress, private readonly adopt: (socket: Socket) => Socket) {}
+
+  query(request: PlistDict): Promise<PlistDict> {
+    // Asked again before the first asking went out: one answer serves both.
+    const key = JSON.stringify(request);
+    const waiting = this.waiting.get(key);
+    if (waiting) return waiting;
+    const result = this.queue.then(() => {
+      this.waiting.delete(key);
+      return this.send(request);
+    });
+    this.waiting.set(key, result);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async send(request: PlistDict): Promise<PlistDict> {
+    clearTimeout(this.idle);
+    if (!this.socket || this.socket.destroyed) this.socket = await this.open();
+    const socket = this.socket;
+    if (socket.destroyed) throw new Error('the lab\'s usbmuxd hung up');
+    const tag = ++this.tag;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.answer?.(new Error('the lab\'s usbmuxd did not answer'));
+        socket.destroy();
+      }, QUERY_TIMEOUT_MS);
+      this.answer = (message) => {
+        clearTimeout(timer);
+        this.answer = undefined;
+        this.idle = setTimeout(() => socket.destroy(), QUERY_IDLE_MS).unref();
+        if (message instanceof Error) reject(message);
+        else resolve(message);
+      };
+      socket.write(encodeMuxMessage(tag, { ClientVersionString: 'benchtop', ProgName: 'benchtop', ...request }));
+    });
+  }
+
+  private async open(): Promise<Socket> {
+    const socket = this.adopt(await connectUpstream(this.address));
+    const reader = new MuxReader();
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        for (const { tag, message } of reader.push(chunk)) if (tag === this.tag) this.answer?.(message);
+      } catch {
+        socket.destroy();
+      }
+    });
+    socket.once('close', () => {
+      if (this.socket === socket) this.socket = undefined;
+      clearTimeout(this.idle);
+      this.answer?.(new Error('the lab\'s usbmuxd hung up'));
+    });
+    return socket;
+  }
+}
+
+/** What one checkout's private usbmuxd lets in. */
+export interface PrivateUsbmuxdLimits {
+  /** Client connections at once, on its two ports together. */
+  connections: number;
+  /** Client connections at once from one address: fewer than `connections`, so that no one peer takes them all. */
+  connectionsPerPeer: number;
+  /** A usbmuxd client that has not sent a whole request within this long of opening, or of starting one, is closed. */
+  idleMs: number;
+}
+
+/** libimobiledevice's tools use one to three connections each, Appium about ten (tunnels and WebDriverAgent). */
+export const PRIVATE_USBMUXD_LIMITS: PrivateUsbmuxdLimits = { connections: 64, connectionsPerPeer: 32, idleMs: 10_000 };
+
 export interface PrivateUsbmuxdOptions {
   upstream: UsbmuxdAddress;
   udid: string;
@@ -87,10 +176,12 @@ export interface PrivateUsbmuxdOptions {
   checkoutRecord: Buffer;
   onTraffic?: () => void;
   log: (message: string) => void;
+  limits?: Partial<PrivateUsbmuxdLimits>;
 }
 
 interface Client {
   socket: Socket;
+  address: string;
   peer: string;
   since: number;
 }
@@ -102,16 +193,29 @@ interface Client {
  * never leave the box and the checkout's open nothing once the listener is gone. Services that ask for TLS
  * (EnableServiceSSL) are carried the same way; the others are plain tunnels. A second port of its own relays
  * WebDriverAgent (8100 on the phone), for Appium's webDriverAgentUrl.
+ *
+ * Nothing on either port needs a key, so what a stranger can make it do is bounded: connections per checkout and per
+ * peer (past them a connection is closed at once), a deadline for a request begun (serveMuxClient), plists decoded
+ * within their limits, and upstream connections to the lab's usbmuxd: one shared by every query, and at most one per
+ * client connection besides (its Listen, or its tunnel once it has connected), so never more than the client
+ * connections plus one.
  */
 export class PrivateUsbmuxd {
   private servers: Server[] = [];
   private readonly clients = new Set<Client>();
   private readonly upstreams = new Set<Socket>();
+  /** Client connections that asked to Listen, with their upstream Listen once it is open. */
+  private readonly listens = new Map<Socket, Socket | undefined>();
+  private readonly limits: PrivateUsbmuxdLimits;
+  private readonly queries: SharedQueries;
   /** Phone ports that lockdown started with EnableServiceSSL during this checkout. */
   private readonly sslPorts = new Set<number>();
   private closed = false;
 
-  constructor(private readonly options: PrivateUsbmuxdOptions) {}
+  constructor(private readonly options: PrivateUsbmuxdOptions) {
+    this.limits = { ...PRIVATE_USBMUXD_LIMITS, ...options.limits };
+    this.queries = new SharedQueries(options.upstream, (socket) => this.upstream(socket));
+  }
 
   /** Listens on both ports, or on neither: a port another program holds leaves this end ready to start again. */
   async start(muxPort: number, wdaPort: number): Promise<void> {
@@ -139,8 +243,8 @@ export class PrivateUsbmuxd {
 
   private listen(port: number, accept: (socket: Socket) => void): Promise<void> {
     const server = createServer((socket) => {
-      if (this.closed) return void socket.destroy();
       socket.on('error', () => undefined);
+      if (this.closed || !this.admit(socket)) return void socket.destroy();
       accept(socket);
     });
     return new Promise((resolve, reject) => {
@@ -154,10 +258,15 @@ export class PrivateUsbmuxd {
     });
   }
 
-  private track(socket: Socket): void {
-    const client: Client = { socket, peer: `${socket.remoteAddress}:${socket.remotePort}`, since: Date.now() };
+  /** Takes the connection in as a client, unless the checkout or its peer already has as many as it may. */
+  private admit(socket: Socket): boolean {
+    const address = socket.remoteAddress ?? '';
+    if (this.clients.size >= this.limits.connections) return false;
+    if ([...this.clients].filter((c) => c.address === address).length >= this.limits.connectionsPerPeer) return false;
+    const client: Client = { socket, address, peer: `${address}:${socket.remotePort}`, since: Date.now() };
     this.clients.add(client);
     socket.on('close', () => this.clients.delete(client));
+    return true;
   }
 
   private upstream(socket: Socket): Socket {
@@ -170,14 +279,14 @@ export class PrivateUsbmuxd {
 
   /** The held phone's entry in the system usbmuxd's list, or undefined while it is not attached. */
   private async held(): Promise<PlistDict | undefined> {
-    const reply = await upstreamQuery(this.options.upstream, { MessageType: 'ListDevices' });
+    const reply = await this.queries.query({ MessageType: 'ListDevices' });
     const list = Array.isArray(reply.DeviceList) ? (reply.DeviceList as PlistDict[]) : [];
     return list.find((d) => (d.Properties as PlistDict | undefined)?.SerialNumber === this.options.udid);
   }
 
   private serve(socket: Socket): void {
-    this.track(socket);
-    const { udid, upstream } = this.options;
+    const { udid } = this.options;
+    socket.once('close', () => this.listens.delete(socket));
     serveMuxClient(socket, {
       request: (request, reply) => {
         const fail = (error: Error) => {
@@ -190,7 +299,7 @@ export class PrivateUsbmuxd {
           case 'Listen':
             return void this.watch(socket, reply).catch(fail);
           case 'ReadBUID':
-            return void upstreamQuery(upstream, { MessageType: 'ReadBUID' }).then(reply, fail);
+            return void this.queries.query({ MessageType: 'ReadBUID' }).then(reply, fail);
           case 'ReadPairRecord':
             return reply(request.PairRecordID === udid ? { PairRecordData: this.options.checkoutRecord } : muxResult(NO_RECORD));
           // The lab's own records are not the user's to change: accepted and dropped, as if saved.
@@ -204,14 +313,20 @@ export class PrivateUsbmuxd {
         }
       },
       connect: (request, reply, handOver) => this.connect(socket, request, reply, handOver),
-    });
+    }, { idleMs: this.limits.idleMs });
   }
 
-  /** Listen: the system usbmuxd's events about the held phone only. */
+  /** Listen: the system usbmuxd's events about the held phone only, on one upstream Listen however often it is asked. */
   private async watch(socket: Socket, reply: (payload: PlistDict) => void): Promise<void> {
+    if (this.listens.has(socket)) return reply(muxResult(MUX_RESULT.OK));
+    this.listens.set(socket, undefined);
     const up = this.upstream(await connectUpstream(this.options.upstream));
+    // Closed, or turned into a tunnel, while the upstream was opening.
+    if (!this.listens.has(socket)) return void up.destroy();
+    this.listens.set(socket, up);
     socket.once('close', () => up.destroy());
-    up.once('close', () => socket.destroy());
+    // Unless the connection became a tunnel, which ended the Listen itself.
+    up.once('close', () => this.listens.get(socket) === up && socket.destroy());
     const reader = new MuxReader();
     let heldId: unknown;
     let answered = false;
@@ -231,9 +346,9 @@ export class PrivateUsbmuxd {
         }
         if (message.MessageType === 'Attached' && (message.Properties as PlistDict | undefined)?.SerialNumber === this.options.udid) {
           heldId = message.DeviceID;
-          socket.write(encodeMuxMessage(0, message));
+          sendMux(socket, 0, message);
         } else if (message.MessageType === 'Detached' && message.DeviceID === heldId) {
-          socket.write(encodeMuxMessage(0, message));
+          sendMux(socket, 0, message);
         }
       }
     });
@@ -259,8 +374,16 @@ export class PrivateUsbmuxd {
       reply(muxResult(MUX_RESULT.CONNREFUSED));
       return false;
     }
+    if (socket.destroyed) {
+      tunnel.destroy();
+      return true;
+    }
     reply(muxResult(MUX_RESULT.OK));
     handOver();
+    // A tunnel carries the phone's bytes alone: the connection's Listen, if it asked for one, ends here.
+    const listen = this.listens.get(socket);
+    this.listens.delete(socket);
+    listen?.destroy();
     const port = swap16(Number(request.PortNumber));
     if (port === LOCKDOWN_PORT) this.lockdown(socket, tunnel);
     else if (this.sslPorts.has(port)) this.pipe(this.clientTls(socket), this.phoneTls(tunnel));
@@ -343,7 +466,6 @@ export class PrivateUsbmuxd {
 
   /** webDriverAgentUrl's port: each connection is a tunnel to WDA on the phone. */
   private async relayWda(socket: Socket): Promise<void> {
-    this.track(socket);
     socket.pause();
     try {
       const held = await this.held();
