@@ -7,6 +7,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,7 @@ import { startServeProcess, type ServeProcess } from '../support/serve-process.j
 import { assignedVariables, shellBlocks, type ShellBlock } from './doc-blocks.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const APPIUM = createRequire(import.meta.url).resolve('appium/index.js');
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 const BLOCKS = new Map(PAGES.map((page) => [page, shellBlocks(join(ROOT, page), page)]));
 const PASSWORD = 'docs-owner-password';
@@ -235,6 +237,25 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(usage.data[0].seconds).toBeGreaterThan(0);
     expect(readFileSync(join(r.dir, 'usage.csv'), 'utf8').split(/\r?\n/)[0]).toBe('serial,name,seconds,allocations');
   },
+  'appium-take': (r) => {
+    expect(r.vars.SERIAL).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(r.stdout).toMatch(new RegExp(`connected to ${r.vars.ADDRESS}`));
+  },
+  'appium-server': (r) => {
+    expect(Number(r.vars.APPIUM_PID)).toBeGreaterThan(0);
+    expect(readFileSync(join(r.dir, 'appium.log'), 'utf8')).toMatch(/uiautomator2@\d+\.\d+\.\d+ \(automationName 'UiAutomator2'\)/);
+  },
+  'appium-android-session': (r) => {
+    expect(r.vars.WD).toMatch(UUID);
+    expect(r.vars.WIFI).toMatch(/^[\w-]+$/);
+    // The click reached the lab phone: its Wi-Fi page is in the source Appium read back from it.
+    expect(r.stdout).toContain('text="Use Wi-Fi"');
+    expect(readFileSync(join(r.dir, 'appium.log'), 'utf8')).toContain('io.appium.uiautomator2.server');
+  },
+  'appium-release': (r) => {
+    const [released] = r.json;
+    expect(['releasing', 'released']).toContain(released.status);
+  },
   openapi: (r) => {
     const summary = JSON.parse(r.stdout);
     expect(summary.openapi).toMatch(/^3\.1\./);
@@ -361,6 +382,10 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     mkdirSync(bin);
     writeFileSync(join(bin, 'mobilecli'), `#!/bin/sh\nexec '${process.execPath}' '${MOBILECLI}' "$@"\n`);
     chmodSync(join(bin, 'mobilecli'), 0o755);
+    // `appium` on PATH is the project's Appium 3 with its drivers, as `npm i -g appium` plus `appium driver install`
+    // gives a reader; its pid is kept so that a failed page still stops it.
+    writeFileSync(join(bin, 'appium'), `#!/bin/sh\necho $$ > '${join(work, 'appium.pid')}'\nAPPIUM_HOME='${ROOT}' exec '${process.execPath}' '${APPIUM}' "$@"\n`);
+    chmodSync(join(bin, 'appium'), 0o755);
     // The files the docs' commands read, in the directory they run in.
     writeFileSync(join(work, 'app-debug.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.0' }));
     writeFileSync(join(work, 'app-release.apk'), buildApk({ packageName: APP, label: 'Docs Demo', versionName: '1.0.1' }));
@@ -379,6 +404,13 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
   });
   afterAll(async () => {
     await home.close();
+    if (existsSync(join(work, 'appium.pid'))) {
+      try {
+        process.kill(Number(readFileSync(join(work, 'appium.pid'), 'utf8')), 'SIGKILL');
+      } catch {
+        // It ended with its page.
+      }
+    }
     if (userAdbPort) await runAdb(['kill-server'], { serverPort: userAdbPort, env: { ...process.env, HOME: home.home } }).catch(() => undefined);
     serve?.child.kill('SIGTERM');
     await serve?.exited;
