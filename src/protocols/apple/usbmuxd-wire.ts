@@ -54,7 +54,10 @@ export interface MuxServeLimits {
    * is closed (a half-sent header). One that has sent its requests may wait for more, or for events, as long as it likes.
    */
   idleMs?: number;
-  /** Requests awaiting their reply at once; beyond, the connection is not read until one is answered. */
+  /**
+   * Requests awaiting their reply at once; beyond, the connection is not read until one is answered. Nor is it while
+   * the client leaves its replies unread.
+   */
   inFlight?: number;
 }
 
@@ -71,6 +74,7 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler, limits
   let busy = false;
   let inFlight = 0;
   let handedOver = false;
+  let draining = false;
   let deadline: NodeJS.Timeout | undefined;
   const arm = () => {
     if (deadline || limits.idleMs === undefined) return;
@@ -87,6 +91,15 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler, limits
     try {
       while (!handedOver && !socket.destroyed) {
         if (inFlight >= maxInFlight) return void socket.pause();
+        // A client that does not read its answers is not read either: nothing piles up for it here.
+        if (socket.writableNeedDrain) {
+          socket.pause();
+          if (!draining) {
+            draining = true;
+            socket.once('drain', () => ((draining = false), proceed()));
+          }
+          return;
+        }
         if (pending.length < MUX_HEADER) break;
         const length = pending.readUInt32LE(0);
         if (length < MUX_HEADER || length > MAX_MESSAGE) return void socket.destroy();
@@ -111,12 +124,12 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler, limits
         let answered = false;
         inFlight++;
         const reply = (payload: PlistDict) => {
+          // Once tunnelled, the socket carries the phone's bytes only: a late answer to an earlier request is dropped.
+          if (handedOver) return;
           sendMux(socket, tag, payload);
           if (answered) return;
           answered = true;
-          if (inFlight-- < maxInFlight) return;
-          socket.resume();
-          void pump();
+          if (inFlight-- === maxInFlight) proceed();
         };
         if (request.MessageType === 'Connect') {
           const handOver = () => {
@@ -135,6 +148,11 @@ export function serveMuxClient(socket: Socket, handler: MuxServerHandler, limits
     } finally {
       busy = false;
     }
+  };
+  const proceed = () => {
+    if (handedOver) return;
+    socket.resume();
+    void pump();
   };
   const onData = (chunk: Buffer) => {
     pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
