@@ -276,7 +276,7 @@ function runBlock(block: ShellBlock, env: Record<string, string>, dir: string, s
     ...names.map((n) => `declare -p ${n} >> '${stateFile}'; printf '\\n@@var ${n}=%s\\n' "$${n}"`),
   ].join('\n');
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', script], { cwd: dir, env, timeout: 20_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile('bash', ['-c', script], { cwd: dir, env, timeout: 75_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error) {
         reject(new Error(`${block.where} failed (${error.code ?? error.signal}):\n${block.code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`));
         return;
@@ -443,7 +443,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
           const run = await runBlock(block, env, work, stateFile);
           run.vars = Object.assign(pageVars, run.vars);
           CHECKS[name]!(run);
-        });
+        }, 90_000);
       }
     });
   }
