@@ -38,6 +38,13 @@ export class SimulatedUsbmuxd extends EventEmitter {
   private readonly pairRecords = new Map<string, Buffer>();
   private nextId = 1;
   readonly buid = randomUUID().toUpperCase();
+
+  constructor() {
+    super();
+    // Every open tunnel listens for its phone's detach: a client with a pool of connections (Appium's WDA proxy, a
+    // browser) holds more than ten at once, which is use, not a leak.
+    this.setMaxListeners(0);
+  }
   address = '';
   /** Client connections accepted since it started: how many a client (the engine) opens, as a test counts them. */
   accepted = 0;
