@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './remote.js';
 
 /** The project's root: Appium finds the drivers listed in the package.json of the project that depends on it. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -16,17 +16,6 @@ export interface AppiumServer {
   /** Everything Appium printed so far, without colours: what a failing test shows. */
   log(): string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

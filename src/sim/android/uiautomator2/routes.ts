@@ -197,6 +197,14 @@ function bodyField(body: unknown, name: string): unknown {
   return body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
 }
 
+/** KeyCodeHandler: `{keycode, metastate?, flags?}`. */
+function pressKeycode(host: ServerHost, ctx: RouteContext): null {
+  const code = bodyField(ctx.body, 'keycode');
+  if (typeof code !== 'number' || !Number.isInteger(code)) throw invalidArgument("'keycode' is mandatory and must be an integer");
+  host.device.keyevent(code);
+  return null;
+}
+
 function requiredString(body: unknown, name: string): string {
   const v = bodyField(body, name);
   if (typeof v !== 'string') throw invalidArgument(`'${name}' is mandatory and must be a string`);
@@ -603,22 +611,13 @@ export const ROUTES: Route[] = [
   {
     method: 'POST',
     path: '/session/:sessionId/appium/device/press_keycode',
-    handle: (host, ctx) => {
-      const code = bodyField(ctx.body, 'keycode');
-      if (typeof code !== 'number' || !Number.isInteger(code)) throw invalidArgument("'keycode' is mandatory and must be an integer");
-      host.device.keyevent(code);
-      return null;
-    },
+    handle: pressKeycode,
   },
   {
     method: 'POST',
+    // The simulated phone has no key-hold timing: a long press is the same key event.
     path: '/session/:sessionId/appium/device/long_press_keycode',
-    handle: (host, ctx) => {
-      const code = bodyField(ctx.body, 'keycode');
-      if (typeof code !== 'number' || !Number.isInteger(code)) throw invalidArgument("'keycode' is mandatory and must be an integer");
-      host.device.keyevent(code);
-      return null;
-    },
+    handle: pressKeycode,
   },
   {
     method: 'POST',
