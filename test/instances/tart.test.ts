@@ -152,9 +152,10 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
       // Released, but its VM is still to be deleted: forgetting the host now would leave the VM on the Mac.
       refused = await removeHost();
       expect([refused.status, errorCode(refused)]).toEqual([409, 'teardown_pending']);
+      // Past the end of the clone that was under way (its half-built VM renamed into place): had it been abandoned, its
+      // VM would be there for good. Waiting for the clone itself, not a fixed time, holds on a loaded machine too.
+      await waitFor('the clone under way to land', () => !mac.vms().some((vm) => vm.name === `.benchtop-${instance.id}.partial`));
       await tornDown(instance.id);
-      // Past the end of the clone that was under way: had it been abandoned, its VM would be there by now.
-      await new Promise((r) => setTimeout(r, 2000));
       expect(vmOf(instance.id)).toBeUndefined();
     } finally {
       mac.slowClone(null);
