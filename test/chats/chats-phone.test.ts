@@ -1,3 +1,5 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, errorCode } from '../support/engine.js';
@@ -135,6 +137,10 @@ describe.skipIf(!hasAdb)('the assistant on a simulated phone', () => {
       const stranger = await c.signup('image-stranger@chats.test');
       const refused = await fetch(lab.engine.api.replace('/api/v1', '') + image.url, { headers: { authorization: `Bearer ${stranger.token}` } });
       expect(refused.status).toBe(404);
+      // A data dir restored without its blobs: the image is gone, a 404 with the error body rather than a 500.
+      rmSync(join(lab.engine.dataDir, 'blobs', image.sha256.slice(0, 2), image.sha256));
+      const lost = await fetch(lab.engine.api.replace('/api/v1', '') + image.url, { headers: { authorization: `Bearer ${owner}` } });
+      expect([lost.status, ((await lost.json()) as { error: { code: string } }).error.code]).toEqual([404, 'image_not_found']);
     });
 
     it('says plainly what it cannot do, and what is not on screen', async () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Chat, CreateChatBody, Message, ToolCall } from '../../../shared/api/chats.js';
 import { ExecutionError, runAgent } from '../assistant/agent.js';
@@ -75,7 +76,7 @@ export class Chats {
     private readonly sessions: Pick<Sessions, 'getSession'>,
     private readonly control: Pick<DeviceControl, 'holding' | 'screenshot' | 'elements' | 'act'>,
     private readonly assistant: Pick<AssistantSettings, 'provider'>,
-    private readonly blobs: Pick<BlobStore, 'stage' | 'pathOf'>,
+    private readonly blobs: Pick<BlobStore, 'stage' | 'open'>,
     /** Events and answers carry messages and tool calls in the API's shapes. */
     private readonly present: ChatPresenter,
     private readonly now: Clock,
@@ -297,12 +298,19 @@ export class Chats {
   }
 
   /** The file of a screenshot a tool call took, and its type. */
-  toolCallImage(scope: Scope, sessionId: string, chatId: string, messageId: string, toolCallId: string): { path: string; contentType: string } {
+  /** The image and an open handle on its content, opened before anything is sent so that a lost blob is still a 404. */
+  async openToolCallImage(scope: Scope, sessionId: string, chatId: string, messageId: string, toolCallId: string): Promise<{ content: FileHandle; contentType: string }> {
     const { message } = this.findMessage(scope, sessionId, chatId, messageId);
     const call = this.stores.chats.toolCall(toolCallId);
     const image = (call?.result as { image?: { sha256?: string; contentType?: string } } | null)?.image;
     if (!call || call.messageId !== message.id || !image?.sha256) throw notFound('image');
-    return { path: this.blobs.pathOf(image.sha256), contentType: image.contentType ?? 'image/png' };
+    try {
+      return { content: await this.blobs.open(image.sha256), contentType: image.contentType ?? 'image/png' };
+    } catch (error) {
+      // The row outlived its content (a data dir restored without its blobs): gone for the caller, not a fault of ours.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      throw notFound('image');
+    }
   }
 
   /** A message as it is now, in the API's shape: the answer to a post once the execution has started or ended. */

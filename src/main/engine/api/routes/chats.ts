@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
@@ -118,9 +117,9 @@ export function chatRoutes(app: App, chats: Chats): void {
   app.get('/sessions/:sessionId/chats/:chatId/messages/:messageId/tool-calls/:toolCallId/image', {
     config: { tokenInQuery: true },
     schema: { tags: ['Extensions'], operationId: 'toolCallImage', summary: 'The PNG a screenshot tool call took', security: BEARER, headers: OrganizationHeader, querystring: BrowserQuery, params: ToolCallParams, response: responses({ 200: Png }, [401, 404]) },
-  }, (req, reply) => {
-    const image = chats.toolCallImage(scopeOf(req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
-    return reply.type(image.contentType).header('cache-control', 'private, max-age=31536000, immutable').send(createReadStream(image.path));
+  }, async (req, reply) => {
+    const image = await chats.openToolCallImage(scopeOf(req, req.query.org), req.params.sessionId, req.params.chatId, req.params.messageId, req.params.toolCallId);
+    return reply.type(image.contentType).header('cache-control', 'private, max-age=31536000, immutable').send(image.content.createReadStream());
   });
 
   app.post('/sessions/:sessionId/chats/:chatId/messages/:messageId/cancel', {
