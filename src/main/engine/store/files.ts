@@ -97,7 +97,8 @@ export function fileStore(db: Db) {
   );
   const blobsInUse = db.prepare<[], { sha256: string }>(
     `SELECT uploaded_sha256 AS sha256 FROM files WHERE uploaded_sha256 IS NOT NULL
-     UNION SELECT sha256 FROM test_result_assets`,
+     UNION SELECT sha256 FROM test_result_assets
+     UNION SELECT json_extract(result, '$.image.sha256') FROM chat_tool_calls WHERE json_extract(result, '$.image.sha256') IS NOT NULL`,
   );
 
   const appById = db.prepare<[string, string], AppRow>(`SELECT ${APP_COLUMNS} FROM apps WHERE id = ? AND organization_id = ?`);
