@@ -145,6 +145,9 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
       const session = await lab.newSession();
       const instance = await lab.create(session);
       await waitFor('tart clone to start', () => mac.calls().some((c) => c.startsWith('clone ') && c.includes(instance.id)));
+      // Its half-built VM, renamed into place when the clone lands.
+      const cloning = () => mac.vms().some((vm) => vm.name === `.benchtop-${instance.id}.partial`);
+      await waitFor('the clone to begin its VM', cloning);
       const removeHost = () => lab.c.call('DELETE', `/lab/hosts/${lab.hostIds[0]}`, { token: lab.owner });
       let refused = await removeHost();
       expect([refused.status, errorCode(refused)]).toEqual([409, 'host_in_use']);
@@ -154,7 +157,7 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
       expect([refused.status, errorCode(refused)]).toEqual([409, 'teardown_pending']);
       // Past the end of the clone that was under way (its half-built VM renamed into place): had it been abandoned, its
       // VM would be there for good. Waiting for the clone itself, not a fixed time, holds on a loaded machine too.
-      await waitFor('the clone under way to land', () => !mac.vms().some((vm) => vm.name === `.benchtop-${instance.id}.partial`));
+      await waitFor('the clone under way to land', () => !cloning());
       await tornDown(instance.id);
       expect(vmOf(instance.id)).toBeUndefined();
     } finally {
