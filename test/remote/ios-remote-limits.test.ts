@@ -6,7 +6,7 @@ import { PRIVATE_USBMUXD_LIMITS } from '../../src/main/engine/fleet/ios/private-
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { buildBinary } from 'plist';
 import { decodePlist, type PlistDict } from '../../src/protocols/apple/plist-wire.js';
-import { encodeMuxMessage, MUX_HEADER, MUX_TYPE_PLIST, MUX_VERSION_PLIST, swap16 } from '../../src/protocols/apple/usbmuxd-wire.js';
+import { encodeMuxMessage, MUX_HEADER, muxFrame, swap16 } from '../../src/protocols/apple/usbmuxd-wire.js';
 import { sharedReferencePlist } from '../support/bplist.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { ideviceToolsOrSkip, startIosBus, type IosBus } from '../support/ios-lab.js';
@@ -55,16 +55,6 @@ function muxClient(port: number, localAddress = '127.0.0.1'): Promise<MuxClient>
 /** The distinct messages among many replies, each decoded once. */
 const distinct = (bodies: Buffer[]) => [...new Set(bodies.map((b) => b.toString('latin1')))].map((text) => decodePlist(Buffer.from(text, 'latin1')));
 
-/** A usbmuxd frame around any body: version 1, type 8 (plist). */
-function frame(tag: number, body: Buffer): Buffer {
-  const header = Buffer.alloc(MUX_HEADER);
-  header.writeUInt32LE(MUX_HEADER + body.length, 0);
-  header.writeUInt32LE(MUX_VERSION_PLIST, 4);
-  header.writeUInt32LE(MUX_TYPE_PLIST, 8);
-  header.writeUInt32LE(tag, 12);
-  return Buffer.concat([header, body]);
-}
-
 const request = (tag: number, message: PlistDict) => encodeMuxMessage(tag, { ClientVersionString: 'test', ProgName: 'test', ...message });
 
 describe.runIf(tools)('remote connect: a held iPhone\'s private usbmuxd keeps its limits whatever a stranger sends', () => {
@@ -111,7 +101,7 @@ describe.runIf(tools)('remote connect: a held iPhone\'s private usbmuxd keeps it
     const senders: MuxClient[] = [];
     for (let i = 0; i < 3; i++) {
       const sender = await muxClient(port);
-      sender.socket.write(frame(1, bomb));
+      sender.socket.write(muxFrame(1, bomb));
       times.push(await healthMs());
       senders.push(sender);
     }
@@ -196,7 +186,7 @@ describe.runIf(tools)('remote connect: a held iPhone\'s private usbmuxd keeps it
     // Binary plists, as appium-ios-device sends them.
     const asked = [{ MessageType: 'ListDevices' }, { MessageType: 'ReadBUID' }].map((m) => Buffer.from(buildBinary({ ClientVersionString: 'test', ProgName: 'test', ...m })));
     const asker = await muxClient(port);
-    asker.socket.write(Buffer.concat(Array.from({ length: 5000 }, (_, i) => frame(i + 1, asked[i % 2]!))));
+    asker.socket.write(Buffer.concat(Array.from({ length: 5000 }, (_, i) => muxFrame(i + 1, asked[i % 2]!))));
     await waitFor('5,000 answers', () => asker.bodies.length === 5000, 20_000);
     const answers = distinct(asker.bodies);
     expect(answers).toHaveLength(2);

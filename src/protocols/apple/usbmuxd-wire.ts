@@ -23,7 +23,11 @@ export function muxResult(number: number): PlistDict {
 }
 
 export function encodeMuxMessage(tag: number, payload: PlistDict): Buffer {
-  const body = encodePlist(payload);
+  return muxFrame(tag, encodePlist(payload));
+}
+
+/** A usbmuxd frame (version 1, type 8: plist) around a body already encoded, or any bytes at all. */
+export function muxFrame(tag: number, body: Buffer): Buffer {
   const header = Buffer.alloc(MUX_HEADER);
   header.writeUInt32LE(MUX_HEADER + body.length, 0);
   header.writeUInt32LE(MUX_VERSION_PLIST, 4);
