@@ -17,6 +17,7 @@ import { testResultStore } from './test-results.js';
 import { usageStore } from './usage.js';
 import { userStore } from './users.js';
 import { Version } from './version.js';
+import { webDriverRunStore } from './webdriver-runs.js';
 
 /** Every aggregate's prepared statements over one database. */
 export function createStores(db: Db) {
@@ -45,6 +46,7 @@ export function createStores(db: Db) {
     files: fileStore(db),
     chats: chatStore(db),
     adbKeys: adbKeyStore(db),
+    webDriverRuns: webDriverRunStore(db),
   };
 }
 

@@ -388,4 +388,26 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE fleet_devices ADD COLUMN host TEXT;
   `,
+  // WebDriver runs: each /wd/hub session holds its phone through an allocation and reports into a test result. The row
+  // outlives the engine, so that a run the engine died with is ended (and its phone released) at the next start.
+  `
+  CREATE TABLE webdriver_runs (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+    allocation_id   TEXT NOT NULL,
+    test_result_id  TEXT,
+    created_by      TEXT REFERENCES users(id) ON DELETE SET NULL,
+    started_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    end_reason      TEXT
+  );
+  CREATE INDEX webdriver_runs_running ON webdriver_runs(ended_at) WHERE ended_at IS NULL;
+  CREATE INDEX webdriver_runs_by_allocation ON webdriver_runs(allocation_id);
+  `,
+  // An invitation's link carries a secret that lets its email sign up while sign-up is invitation-only. Only its
+  // hash is kept, as for API keys; invitations made before have none, and are accepted by signing in as before.
+  `
+  ALTER TABLE invitations ADD COLUMN secret_hash TEXT;
+  CREATE UNIQUE INDEX invitations_by_secret ON invitations(secret_hash);
+  `,
 ];
