@@ -477,6 +477,25 @@ export class Shell {
     return { vars: new Map(Object.entries(this.baseVars)), cwd: '/' };
   }
 
+  /**
+   * What Tab completes `word` to, as mksh does: a command name for the first word of a line (unless it is a path),
+   * else the names in the word's directory; a directory's name ends with '/'.
+   */
+  completions(word: string, session: ShellSession, firstWord: boolean): string[] {
+    if (firstWord && !word.includes('/')) return [...this.commands.keys()].filter((name) => name.startsWith(word)).sort();
+    const slash = word.lastIndexOf('/');
+    const dir = word.slice(0, slash + 1);
+    const prefix = word.slice(slash + 1);
+    try {
+      return this.fs.list(this.fs.resolve(dir || '.', session.cwd))
+        .filter((entry) => entry.name.startsWith(prefix) && (prefix.startsWith('.') || !entry.name.startsWith('.')))
+        .map((entry) => `${dir}${entry.name}${entry.kind === 'dir' ? '/' : ''}`);
+    } catch (err) {
+      if (err instanceof FsError) return [];
+      throw err;
+    }
+  }
+
   /** Runs a command line the way `adb shell` hands it to /system/bin/sh -c. Returns the exit status. */
   async run(
     script: string,

@@ -10,6 +10,7 @@ import { appUser, ProcessTable } from './processes.js';
 import { Screen } from './screen.js';
 import { BufferSink, Shell, type CommandFn, type Sink } from './shell.js';
 import { openShellV2 } from './shell-v2.js';
+import { ptyShell } from './pty-shell.js';
 import { screenrecord } from './screenrecord.js';
 import { openSyncService } from './sync-service.js';
 import { toolbox } from './toolbox.js';
@@ -347,7 +348,7 @@ export class SimulatedPhone {
           return openShellV2(io, arg, {
             run: (command, streams) => this.shellInterpreter.run(command, streams),
             interactive: (framed) => this.interactiveShell(framed),
-          });
+          }, flags.includes('pty'));
         }
         return arg === '' ? this.interactiveShell(io) : this.runCommand(arg, io);
       case 'exec':
@@ -413,38 +414,9 @@ export class SimulatedPhone {
     return {};
   }
 
-  /** `adb shell` with no command: a line-at-a-time shell behind a PTY, which echoes and uses CRLF. */
+  /** `adb shell` with no command: the interactive shell behind a PTY. */
   private interactiveShell(io: StreamIo): ServiceSession {
-    const session = this.shellInterpreter.session();
-    const prompt = () => `${this.device.options.deviceName}:${session.cwd} $ `;
-    const tty: Sink = { write: (data) => io.write(Buffer.from(data.toString().replace(/\r?\n/g, '\r\n'))) };
-    let line = '';
-    void io.write(prompt());
-    return {
-      onData: async (data) => {
-        for (const ch of data.toString('utf8')) {
-          if (ch === '\r' || ch === '\n') {
-            await io.write('\r\n');
-            const command = line;
-            line = '';
-            if (command.trim() === 'exit') return io.end();
-            await this.shellInterpreter.run(command, { stdout: tty, signal: io.signal, session });
-            await io.write(prompt());
-          } else if (ch === '\x7f' || ch === '\b') {
-            if (line) await io.write('\b \b');
-            line = [...line].slice(0, -1).join('');
-          } else if (ch === '\x03') {
-            line = '';
-            await io.write(`^C\r\n${prompt()}`);
-          } else if (ch === '\x04') {
-            if (line === '') return io.end();
-          } else {
-            line += ch;
-            await io.write(ch);
-          }
-        }
-      },
-    };
+    return ptyShell(io, this.shellInterpreter, this.device.options.deviceName);
   }
 
   /** The legacy `framebuffer:` service: a 52-byte fb_info header (version 1, RGBA 8888), then the pixels. */
