@@ -16,6 +16,8 @@ export interface MatchableDevice {
   type: string;
   name: string;
   osVersion: string;
+  /** What adb or usbmuxd calls it (WebDriver's appium:udid); a filter on it names exactly one phone. */
+  serial?: string;
 }
 
 /**
@@ -38,6 +40,8 @@ function matchesOne(device: MatchableDevice, f: DeviceFilter): boolean {
       return device.platform === f.value;
     case 'type':
       return device.type === f.value;
+    case 'serial':
+      return device.serial === f.value;
     case 'name': {
       // Names are matched without regard to case: "pixel" finds a "Pixel 8".
       const name = device.name.toLowerCase();

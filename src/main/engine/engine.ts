@@ -40,6 +40,10 @@ import type { Clock } from './services/scope.js';
 import { Sessions } from './services/sessions.js';
 import { TestResults } from './services/test-results.js';
 import { UsageReport } from './services/usage.js';
+import { WebDriverRuns } from './services/webdriver.js';
+import { AppiumServer } from './fleet/appium/appium-server.js';
+import { androidHomeFor, PrivateAdbServer } from './fleet/appium/private-adb.js';
+import { formatUsbmuxdAddress } from './fleet/ios/usbmux.js';
 import { openDb, type Db } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
 import { settingStore } from './store/settings.js';
@@ -135,8 +139,16 @@ function wire(
     },
     log,
   });
-  // Remote connections drop before a released phone's cleanup starts, so that nobody races it.
-  allocator.onRelease((row) => remote.onReleased(row));
+  const testResults = new TestResults(stores, blobs, now);
+  const sessions = new Sessions(stores, now);
+  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, now, log });
+  // A WebDriver session on the phone ends first (Appium cleans up through the remote connection), then remote
+  // connections drop, and only then does the released phone's cleanup start, so that nobody races it.
+  allocator.onRelease((row) => {
+    const ending = webdriver.onReleased(row);
+    if (ending) return ending.finally(() => remote.onReleased(row));
+    remote.onReleased(row);
+  });
   // Traffic on a remote connection is a person or a job using the phone: it keeps the phone from an idle release.
   remote.on('activity', (allocationId: string) => idleRelease.touch(allocationId));
   const hostSecrets = new HostSecretStore(secrets);
@@ -147,7 +159,6 @@ function wire(
     graceMs: config.hostGraceSeconds * 1000,
     log,
   });
-  const sessions = new Sessions(stores, now);
   const providers = new Providers(stores, new HostSecretStore(secrets, 'provider'), fleet, now, {
     requireLabOwner: (caller) => labOwner.require(caller),
     timing: { checkIntervalMs: config.providerCheckMs, probeTimeoutMs: config.providerProbeTimeoutMs, connectTimeoutMs: 5000, backoffMaxMs: config.providerBackoffMaxMs },
@@ -156,16 +167,17 @@ function wire(
   });
   const assistant = new AssistantSettings(stores, secrets);
   const organizations = new Organizations(stores, now);
-  const services: ApiServices & { lanSharing: LanServer; heartbeat: Heartbeat } = {
+  const invitations = new Invitations(stores, organizations, config, now, { tokenSecret, lanUrls: () => lanSharing.status().urls });
+  const services: ApiServices & { lanSharing: LanServer; heartbeat: Heartbeat; webdriver: WebDriverRuns } = {
     config,
     auth,
     labOwner,
     labSettings,
     lanSharing,
-    accounts: new Accounts(stores, labOwner, labSettings, config, now),
+    accounts: new Accounts(stores, labOwner, labSettings, invitations, config, now),
     keys: new Keys(stores, now),
     organizations,
-    invitations: new Invitations(stores, organizations, config, now),
+    invitations,
     billing: new Billing(stores, config, now),
     sessions,
     sessionLifecycle: new SessionLifecycle(stores, allocator, instances, now),
@@ -182,7 +194,8 @@ function wire(
     backups: new Backups(db, blobs, now, { dir: config.backupDir ?? join(config.dataDir, 'backups'), intervalMs: config.backupIntervalSeconds * 1000, keep: config.backupKeep, log }),
     macHosts: new MacHosts(stores, hostSecrets, instances, now, { requireLabOwner: (caller) => labOwner.require(caller) }),
     files,
-    testResults: new TestResults(stores, blobs, now),
+    testResults,
+    webdriver,
     assistant,
     chats: new Chats(stores, sessions, control, assistant, blobs, chatPresenter, now, {
       toolTimeoutMs: config.assistantToolTimeoutSeconds * 1000,
@@ -196,6 +209,28 @@ function wire(
     ...(config.throttleLogins ? { attempts: new AttemptThrottles(now) } : {}),
   };
   return services;
+}
+
+/**
+ * WebDriver for the whole lab: real Appium in a process of its own (started by the first session), reaching Android
+ * phones through a private adb server of its own and iPhones through their WebDriverAgent URL.
+ */
+function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; log: (message: string) => void }) {
+  const home = join(config.dataDir, 'appium');
+  const androidHome = config.adb ? androidHomeFor(home) : undefined;
+  const usbmuxd = config.usbmuxd && !('open' in config.usbmuxd) ? formatUsbmuxdAddress(config.usbmuxd) : undefined;
+  const appium = new AppiumServer({
+    home,
+    env: { ...(androidHome ? { ANDROID_HOME: androidHome } : {}), ...(usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}) },
+    startTimeoutMs: 60_000,
+    log: parts.log,
+  });
+  const { idleRelease, fleet, now, log, ...rest } = parts;
+  return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
+    privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb')) : undefined,
+    pollMs: 50,
+    log,
+  });
 }
 
 /**
@@ -269,6 +304,8 @@ export function createEngine(
       fleetReady = phones.start().then(() => {
         if (stopping) return;
         allocator.reconcile();
+        // Runs the engine died with end now that the allocator can release their phones.
+        services.webdriver.recover();
         // Providers join once the local fleet is reconciled: their phones arrive as they are read, like a phone plugged in.
         services.providers.start();
       });
@@ -282,6 +319,7 @@ export function createEngine(
       stopping ??= (async () => {
         await fleetReady;
         const services = running?.services;
+        await services?.webdriver.stop();
         services?.remote.stop();
         await services?.chats.stop();
         await options.beforeFleetStops?.();

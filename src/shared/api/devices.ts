@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 
 export const DeviceFilter = Type.Object(
   {
-    attribute: Type.String({ description: 'platform, type, name or version', maxLength: 50 }),
+    attribute: Type.String({ description: 'platform, type, name, version or serial', maxLength: 50 }),
     operator: Type.String({ description: 'EQUALS, STARTS_WITH, CONTAINS, GREATER_THAN, GREATER_THAN_OR_EQUALS, LESS_THAN, LESS_THAN_OR_EQUALS', maxLength: 50 }),
     value: Type.String({ maxLength: 200 }),
   },
@@ -45,6 +45,16 @@ export const FleetDevice = Type.Object({
         memberEmail: Type.Optional(Type.String({ description: 'The email of the member of your organization who allocated it (for an API key, the member who made the key).' })),
       },
       { description: 'Present only when your own organization holds it: another organization\'s hold shows as held alone.' },
+    ),
+  ),
+  booking: Type.Optional(
+    Type.Object(
+      {
+        startsAt: Type.String({ format: 'date-time' }),
+        endsAt: Type.String({ format: 'date-time' }),
+        own: Type.Boolean({ description: 'True when your own organization booked it (it may use the phone then); another organization\'s booking is only booked, never whose.' }),
+      },
+      { description: 'The reservation of this phone that is running now or starts within the hour, if any.' },
     ),
   ),
   lastSeenAt: Type.String({ format: 'date-time' }),

@@ -28,6 +28,8 @@ import type { TestResults } from '../services/test-results.js';
 import type { IdleRelease } from '../services/idle-release.js';
 import type { Reservations } from '../services/reservations.js';
 import type { UsageReport } from '../services/usage.js';
+import type { WebDriverRuns } from '../services/webdriver.js';
+import { webDriverRoutes } from './webdriver/route.js';
 import { allowedMethods } from './allowed-methods.js';
 import type { MultipartUploads } from './multipart-upload.js';
 import { invalid } from '../domain/errors.js';
@@ -142,6 +144,7 @@ export interface ApiServices {
   chats: Chats;
   uploads: MultipartUploads;
   sessionLifecycle: SessionLifecycle;
+  webdriver: WebDriverRuns;
   /** Failed logins, sign-ups and invitation acceptances, counted for both servers; absent when throttling is off. */
   attempts?: AttemptThrottles;
 }
@@ -296,7 +299,7 @@ export async function buildServer(services: ApiServices, version: string, option
     deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
     remoteConnectRoutes(a, s.remote);
     phoneToolboxRoutes(a, s.control);
-    fleetRoutes(a, s.allocator, s.macHosts, s.providers);
+    fleetRoutes(a, s.allocator, s.macHosts, s.providers, s.reservations);
     sharingRoutes(a, s);
     labHostRoutes(a, s.macHosts);
     labProviderRoutes(a, s.providers, s.metrics, s.backups, s.labOwner);
@@ -318,6 +321,9 @@ export async function buildServer(services: ApiServices, version: string, option
   // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
   const lab = createMcpLab(services, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
   await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
+
+  // W3C WebDriver for the whole lab, at the base path Selenium Grid and the clouds use; in its own plugin, for its body parser.
+  await app.register(async (wd) => webDriverRoutes(wd as unknown as App, services.webdriver, services.auth));
 
   await registerGui(app);
 

@@ -6,6 +6,7 @@ export { compareVersions, matches, type DeviceFilter, type MatchableDevice } fro
 const OPERATORS: Record<string, readonly string[]> = {
   platform: ['EQUALS'],
   type: ['EQUALS'],
+  serial: ['EQUALS'],
   name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
   version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
 };

@@ -63,7 +63,7 @@ export class DeviceAllocator {
   private readonly preparing = new Map<string, Promise<void>>();
   private stopped = false;
   /** Told of each release before its cleanup starts (remote connections close first, so nobody races the cleanup). */
-  private readonly releaseListeners: Array<(row: DeviceAllocationRow) => void> = [];
+  private readonly releaseListeners: Array<(row: DeviceAllocationRow) => void | Promise<void>> = [];
   /** Until the fleet has been read, an unseen phone is unknown, not gone: no allocation is touched for it. */
   private reconciled = false;
 
@@ -111,8 +111,11 @@ export class DeviceAllocator {
     this.serveQueue();
   }
 
-  /** Calls `listener` synchronously when an allocation is released (by its holder, session end or device_lost), before cleanup. */
-  onRelease(listener: (row: DeviceAllocationRow) => void): void {
+  /**
+   * Calls `listener` synchronously when an allocation is released (by its holder, session end or device_lost); the
+   * phone's cleanup waits for the promise it may return.
+   */
+  onRelease(listener: (row: DeviceAllocationRow) => void | Promise<void>): void {
     this.releaseListeners.push(listener);
   }
 
@@ -410,9 +413,12 @@ export class DeviceAllocator {
     if (!devices.release(row.id, at, reason)) return;
     usage.stop(row.id, at);
     const released = devices.get(row.id)!;
+    // What still works on the phone for the allocation (a WebDriver session ending) finishes before cleanup starts.
+    const ending: Array<Promise<void>> = [this.preparing.get(row.id) ?? Promise.resolve()];
     for (const listener of this.releaseListeners) {
       try {
-        listener(released);
+        const more = listener(released);
+        if (more) ending.push(withTimeout(more, this.options.prepareTimeoutMs, 'Ending what used the phone').catch((error: Error) => this.options.log(`after releasing ${row.id}: ${error.message}`)));
       } catch (error) {
         this.options.log(`after releasing ${row.id}: ${(error as Error).message}`);
       }
@@ -420,7 +426,7 @@ export class DeviceAllocator {
     // A release while installApps are still installing cleans up after the install in flight, or it would stay.
     // Not cleanPhone: the phone under this serial now is another one, whose apps are not this allocation's to remove.
     if (cleanPhone && released.serial && released.packagesBefore && this.attached(released.serial)) {
-      void (this.preparing.get(row.id) ?? Promise.resolve()).then(() => this.cleanup(released));
+      void Promise.all(ending).then(() => this.cleanup(released));
     } else if (!released.packagesBefore || !cleanPhone) devices.markCleaned(row.id, this.now());
     this.serveQueue();
   }

@@ -147,6 +147,13 @@ export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
 }
 
 /** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
+/**
+ * What Appium installs on a phone for its WebDriver sessions (the UiAutomator2 server, its instrumentation and
+ * Appium's settings app): the lab's own tools, kept across allocations, so that the next session skips the install
+ * (seconds on a real phone) when the installed version is the one its driver brings.
+ */
+export const LAB_KEPT_PACKAGES = new Set(['io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test', 'io.appium.settings']);
+
 export class AndroidDriver implements PhoneDriver {
   /** `bulk` carries pushes (installs): on a provider, a connection of their own, so that screens do not stall behind them. */
   constructor(
@@ -184,7 +191,7 @@ export class AndroidDriver implements PhoneDriver {
   async cleanup(packagesBefore: readonly string[]): Promise<void> {
     const before = new Set(packagesBefore);
     for (const pkg of await this.packages()) {
-      if (!before.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
+      if (!before.has(pkg) && !LAB_KEPT_PACKAGES.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
     }
     for (const pkg of await this.packages('-3')) await this.shell(`am force-stop ${quote(pkg)}`);
     await this.shell('input keyevent KEYCODE_HOME');

@@ -1,0 +1,173 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../domain/errors.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../../domain/json-depth.js';
+import type { Auth } from '../../services/auth.js';
+import type { Scope } from '../../services/scope.js';
+import { WebDriverError, type WebDriverRuns } from '../../services/webdriver.js';
+import type { App } from '../http.js';
+
+export const WEBDRIVER_PATH = '/wd/hub';
+
+/** W3C WebDriver's HTTP status for each error name (https://www.w3.org/TR/webdriver2/#errors), and ours for credentials. */
+const STATUS: Record<string, number> = {
+  'invalid argument': 400,
+  'invalid session id': 404,
+  'session not created': 500,
+  'unknown command': 404,
+  'unknown method': 405,
+  'unknown error': 500,
+  unauthorized: 401,
+};
+/** A new-session request comes from someone not yet known: its body is bounded as any unauthenticated one. */
+const NEW_SESSION_BODY_LIMIT = 1024 * 1024;
+/** A command of a running session may carry an app or a file (installApp, pushFile) as base64. */
+const COMMAND_BODY_LIMIT = 256 * 1024 * 1024;
+/** The WebDriver endpoint is not an operation of the API: the OpenAPI document leaves it out (docs/webdriver.md has it). */
+const HIDDEN = { hide: true };
+
+function w3c(reply: FastifyReply, error: string, message: string) {
+  return reply
+    .code(STATUS[error] ?? 500)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send({ value: { error, message, stacktrace: '' } });
+}
+
+/**
+ * The credentials of a request, as clouds take them: HTTP Basic with an API key as the password
+ * (`https://any:mob_...@lab/wd/hub`, what WebdriverIO and Selenium clients send from a URL), or a Bearer header.
+ */
+function authorizationOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header ?? '');
+  if (!basic) return header;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return `Bearer ${colon >= 0 ? decoded.slice(colon + 1) : decoded}`;
+}
+
+/**
+ * W3C WebDriver for the whole lab at /wd/hub, served by real Appium behind the lab. The new-session request carries an
+ * API key (or token); every later command is authorized by its session id, a secret. A command that also carries
+ * credentials must carry its own organization's, or the session is not found. Register it in a plugin of its own
+ * (its body parser is not the API's: bodies go on to Appium as they came).
+ */
+export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: COMMAND_BODY_LIMIT }, (_request, body, done) => done(null, body));
+
+  /** The caller's scope, or undefined without credentials; a reply is sent (and undefined answered) for bad ones. */
+  async function scopeOf(request: FastifyRequest, reply: FastifyReply, required: boolean): Promise<Scope | undefined | null> {
+    const authorization = authorizationOf(request);
+    if (!authorization) {
+      if (!required) return undefined;
+      reply.header('www-authenticate', 'Basic realm="Benchtop"');
+      w3c(reply, 'unauthorized', 'Send an API key: https://any:<mob_ key>@<lab>/wd/hub, or Authorization: Bearer <key>.');
+      return null;
+    }
+    try {
+      const caller = await auth.authenticate(authorization);
+      const header = request.headers['x-organization-id'];
+      return auth.resolveScope(caller, Array.isArray(header) ? header[0] : header);
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+      reply.header('www-authenticate', 'Basic realm="Benchtop"');
+      w3c(reply, 'unauthorized', error.message);
+      return null;
+    }
+  }
+
+  const failed = (reply: FastifyReply, error: unknown) => {
+    if (error instanceof WebDriverError) return w3c(reply, error.w3c, error.message);
+    throw error;
+  };
+
+  const route = { config: { public: true }, schema: HIDDEN };
+
+  app.get(`${WEBDRIVER_PATH}/status`, route, async (_request, reply) =>
+    reply.send({ value: { ready: true, message: 'Benchtop: W3C WebDriver for the lab\'s phones, served by Appium.', build: { version: 'benchtop' } } }),
+  );
+
+  app.post(`${WEBDRIVER_PATH}/session`, { ...route, bodyLimit: NEW_SESSION_BODY_LIMIT }, async (request, reply) => {
+    const scope = await scopeOf(request, reply, true);
+    if (!scope) return reply;
+    const text = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
+    if (jsonTooDeep(text)) return w3c(reply, 'invalid argument', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return w3c(reply, 'invalid argument', 'The body must be JSON: {"capabilities": {"alwaysMatch": {...}}}.');
+    }
+    // A client that gives up (closes its connection) while it waits in the queue leaves the queue.
+    const gone = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    try {
+      const value = await runs.start(scope, body, gone.signal);
+      return reply.header('content-type', 'application/json; charset=utf-8').send({ value });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  // Appium 3's session discovery, as Appium Inspector's "Attach to Session" reads it: the caller's organization's only.
+  app.get(`${WEBDRIVER_PATH}/appium/sessions`, route, async (request, reply) => {
+    const scope = await scopeOf(request, reply, true);
+    if (!scope) return reply;
+    try {
+      return reply.send({ value: runs.list(scope) });
+    } catch (error) {
+      if (error instanceof ServiceError) return w3c(reply, 'unauthorized', error.message);
+      throw error;
+    }
+  });
+
+  /** Before a command's body is read: an unknown session, or another organization's credentials, end it here. */
+  const known = {
+    ...route,
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      const { sessionId } = request.params as { sessionId: string };
+      if (!runs.exists(sessionId)) return w3c(reply, 'invalid session id', 'No running session of this lab has that id (it ended, or it never existed).');
+      const scope = await scopeOf(request, reply, false);
+      if (scope === null) return reply;
+      (request as { webDriverScope?: Scope }).webDriverScope = scope;
+    },
+  };
+  const scopeOfCommand = (request: FastifyRequest) => (request as { webDriverScope?: Scope }).webDriverScope;
+
+  // Exactly this: the session's own DELETE ends it (and frees its phone); a DELETE of anything under it is a command.
+  app.delete(`${WEBDRIVER_PATH}/session/:sessionId`, known, async (request, reply) => {
+    const { sessionId } = request.params as { sessionId: string };
+    try {
+      await runs.delete(sessionId, scopeOfCommand(request));
+      return reply.header('content-type', 'application/json; charset=utf-8').send({ value: null });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
+
+  app.route({
+    method: ['GET', 'POST', 'DELETE'],
+    url: `${WEBDRIVER_PATH}/session/:sessionId/*`,
+    ...known,
+    handler: async (request, reply) => {
+      const { sessionId } = request.params as { sessionId: string; '*': string };
+      const url = request.raw.url ?? '';
+      const rest = url.slice(url.indexOf(sessionId) + sessionId.length);
+      try {
+        const answer = await runs.command(sessionId, scopeOfCommand(request), request.method, rest, Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined);
+        return reply.code(answer.status).header('content-type', answer.contentType).send(answer.body);
+      } catch (error) {
+        return failed(reply, error);
+      }
+    },
+  });
+
+  app.route({
+    method: ['GET', 'POST', 'DELETE', 'PUT', 'PATCH'],
+    url: `${WEBDRIVER_PATH}/*`,
+    ...route,
+    handler: async (request, reply) => w3c(reply, 'unknown command', `${request.method} ${request.url.split('?')[0]} is no WebDriver command this lab knows.`),
+  });
+}

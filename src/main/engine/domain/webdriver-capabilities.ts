@@ -1,0 +1,210 @@
+import { checkFilters, compareVersions, matches, type DeviceFilter, type MatchableDevice } from './device-filters.js';
+import { ServiceError } from './errors.js';
+
+/*
+ * A WebDriver new-session request, read as the lab reads it: W3C capability processing (alwaysMatch merged with each
+ * firstMatch), then the capabilities that choose a phone turned into the allocation's own filter language, and those
+ * the lab must own (ports, the adb server, the WebDriverAgent URL) refused when a client sets them.
+ */
+
+/** The two W3C errors a new-session request can earn before Appium sees it. */
+export type WebDriverErrorName = 'invalid argument' | 'session not created';
+
+export class CapabilityError extends Error {
+  constructor(
+    readonly w3c: WebDriverErrorName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the client asked of the lab through `benchtop:options`. */
+export interface RunOptions {
+  /** The lab session to add the phone to; a new one otherwise. */
+  sessionId?: string;
+  /** How long the request may wait in the queue for a busy phone. */
+  queueTimeoutMs: number;
+  /** The test result's name and build. */
+  name?: string;
+  build?: string;
+}
+
+export interface NewSessionRequest {
+  platform: 'android' | 'ios';
+  /** The allocation's filters: platform, version range, name, serial and the client's own. */
+  filters: DeviceFilter[];
+  /** The capabilities for Appium, the lab's own still to be added; `benchtop:options` and the command timeout taken out. */
+  appium: Record<string, unknown>;
+  options: RunOptions;
+  /** The client's appium:newCommandTimeout: the lab enforces it (0: never). */
+  newCommandTimeoutMs: number;
+  /** What chose the phone, in the client's words: for the message when nothing matches. */
+  asked: Array<{ capability: string; value: string; filters: DeviceFilter[] }>;
+}
+
+/** Appium's own default, which clients rely on: a session without a command for 60 s ends. */
+export const DEFAULT_NEW_COMMAND_TIMEOUT_S = 60;
+export const DEFAULT_QUEUE_TIMEOUT_S = 300;
+const MAX_QUEUE_TIMEOUT_S = 3600;
+const MAX_TEXT = 200;
+
+/** W3C's own capabilities; any other name without a vendor prefix is Appium's, as Appium itself reads it. */
+const STANDARD = new Set([
+  'browserName', 'browserVersion', 'platformName', 'acceptInsecureCerts', 'pageLoadStrategy', 'proxy', 'setWindowRect',
+  'timeouts', 'strictFileInteractability', 'unhandledPromptBehavior', 'webSocketUrl', 'userAgent',
+]);
+
+/** Where Appium would reach the phone, or listen for it: the lab decides these for every session. */
+export const LAB_OWNED = [
+  'appium:adbPort', 'appium:remoteAdbHost', 'appium:systemPort', 'appium:mjpegServerPort', 'appium:chromedriverPort',
+  'appium:webDriverAgentUrl', 'appium:wdaLocalPort', 'appium:wdaBaseUrl', 'appium:mjpegServerUrl', 'appium:usePrebuiltWDA',
+  'appium:useNewWDA', 'appium:derivedDataPath', 'appium:suppressKillServer', 'appium:adbExecTimeout',
+] as const;
+
+const AUTOMATION: Record<'android' | 'ios', string> = { android: 'UiAutomator2', ios: 'XCUITest' };
+const DOTTED_NUMBER = /^\d+(\.\d+)*$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const bad = (message: string) => new CapabilityError('invalid argument', message);
+
+/** Unprefixed non-standard names become appium:'s, as Appium reads them. */
+function normalised(caps: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(caps)) {
+    out[!key.includes(':') && !STANDARD.has(key) ? `appium:${key}` : key] = value;
+  }
+  return out;
+}
+
+/**
+ * W3C's "process capabilities": alwaysMatch with each firstMatch (a name in both is an invalid argument), in order.
+ * The lab tries the merged sets in that order and takes the first that a phone of the lab could match.
+ */
+export function capabilitySets(body: unknown): Array<Record<string, unknown>> {
+  if (!isObject(body) || !isObject(body.capabilities)) {
+    throw bad('The body must be a JSON object with "capabilities": {"alwaysMatch": {...}, "firstMatch": [{...}]}.');
+  }
+  const { alwaysMatch = {}, firstMatch = [{}] } = body.capabilities;
+  if (!isObject(alwaysMatch)) throw bad('capabilities.alwaysMatch must be a JSON object.');
+  if (!Array.isArray(firstMatch) || firstMatch.length === 0 || !firstMatch.every(isObject)) {
+    throw bad('capabilities.firstMatch must be a non-empty list of JSON objects.');
+  }
+  const always = normalised(alwaysMatch);
+  return (firstMatch as Array<Record<string, unknown>>).map((first) => {
+    const extra = normalised(first);
+    const both = Object.keys(extra).find((key) => key in always);
+    if (both) throw bad(`"${both}" is in both alwaysMatch and firstMatch.`);
+    return { ...always, ...extra };
+  });
+}
+
+function text(caps: Record<string, unknown>, name: string): string | undefined {
+  const value = caps[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value !== 'string' || value.trim() === '') throw bad(`${name} must be a non-empty string.`);
+  if (value.length > MAX_TEXT) throw bad(`${name} is longer than ${MAX_TEXT} characters.`);
+  return value.trim();
+}
+
+/** "14" is 14.x, "14.1" is 14.1.x: from the version up to the next one at its last part. */
+export function versionRange(version: string): DeviceFilter[] {
+  const parts = version.split('.').map(Number);
+  const next = [...parts.slice(0, -1), parts[parts.length - 1]! + 1].join('.');
+  return [
+    { attribute: 'version', operator: 'GREATER_THAN_OR_EQUALS', value: version },
+    { attribute: 'version', operator: 'LESS_THAN', value: next },
+  ];
+}
+
+function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilter[] } {
+  if (value === undefined) return { options: { queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_S * 1000 }, filters: [] };
+  if (!isObject(value)) throw bad('benchtop:options must be a JSON object.');
+  const { filters = [], sessionId, queueTimeout = DEFAULT_QUEUE_TIMEOUT_S, name, build } = value;
+  if (!Array.isArray(filters) || !filters.every((f) => isObject(f) && ['attribute', 'operator', 'value'].every((k) => typeof f[k] === 'string'))) {
+    throw bad('benchtop:options.filters must be a list of {attribute, operator, value}, as the API\'s allocation takes them.');
+  }
+  if (sessionId !== undefined && (typeof sessionId !== 'string' || !UUID.test(sessionId))) throw bad('benchtop:options.sessionId must be a session id (a UUID).');
+  if (typeof queueTimeout !== 'number' || !(queueTimeout >= 0 && queueTimeout <= MAX_QUEUE_TIMEOUT_S)) {
+    throw bad(`benchtop:options.queueTimeout is seconds, from 0 to ${MAX_QUEUE_TIMEOUT_S}.`);
+  }
+  for (const [key, v] of [['name', name], ['build', build]] as const) {
+    if (v !== undefined && (typeof v !== 'string' || v.length > MAX_TEXT)) throw bad(`benchtop:options.${key} must be a string of at most ${MAX_TEXT} characters.`);
+  }
+  return {
+    filters: filters as DeviceFilter[],
+    options: {
+      queueTimeoutMs: queueTimeout * 1000,
+      ...(sessionId ? { sessionId } : {}),
+      ...(typeof name === 'string' ? { name } : {}),
+      ...(typeof build === 'string' ? { build } : {}),
+    },
+  };
+}
+
+/** One merged capability set, read: which phone it asks for, and what goes on to Appium. */
+export function readCapabilities(caps: Record<string, unknown>): NewSessionRequest {
+  const platformName = text(caps, 'platformName');
+  if (!platformName) throw bad('platformName is required: Android or iOS.');
+  const platform = platformName.toLowerCase();
+  if (platform !== 'android' && platform !== 'ios') {
+    throw new CapabilityError('session not created', `This lab has Android and iOS phones, not platformName "${platformName}".`);
+  }
+  const automationName = text(caps, 'appium:automationName');
+  if (automationName && automationName.toLowerCase() !== AUTOMATION[platform].toLowerCase()) {
+    throw new CapabilityError('session not created', `This lab drives ${platformName} with appium:automationName ${AUTOMATION[platform]}, not "${automationName}".`);
+  }
+  for (const name of LAB_OWNED) {
+    if (caps[name] !== undefined) throw bad(`The lab sets ${name} for each session: leave it out.`);
+  }
+  const asked: NewSessionRequest['asked'] = [{ capability: 'platformName', value: platformName, filters: [{ attribute: 'platform', operator: 'EQUALS', value: platform }] }];
+  const version = text(caps, 'appium:platformVersion');
+  if (version !== undefined) {
+    if (!DOTTED_NUMBER.test(version)) throw bad(`appium:platformVersion must be numbers separated by dots, like 14 or 17.4, not "${version}".`);
+    asked.push({ capability: 'appium:platformVersion', value: version, filters: versionRange(version) });
+  }
+  const deviceName = text(caps, 'appium:deviceName');
+  if (deviceName !== undefined) asked.push({ capability: 'appium:deviceName', value: deviceName, filters: [{ attribute: 'name', operator: 'EQUALS', value: deviceName }] });
+  const udid = text(caps, 'appium:udid');
+  if (udid !== undefined) asked.push({ capability: 'appium:udid', value: udid, filters: [{ attribute: 'serial', operator: 'EQUALS', value: udid }] });
+  const { options, filters: own } = runOptions(caps['benchtop:options']);
+  if (own.length > 0) asked.push({ capability: 'benchtop:options.filters', value: JSON.stringify(own), filters: own });
+  let filters: DeviceFilter[];
+  try {
+    filters = checkFilters(asked.flatMap((a) => a.filters));
+  } catch (error) {
+    if (error instanceof ServiceError) throw bad(error.message);
+    throw error;
+  }
+  const timeout = caps['appium:newCommandTimeout'] ?? DEFAULT_NEW_COMMAND_TIMEOUT_S;
+  if (typeof timeout !== 'number' || !(timeout >= 0)) throw bad('appium:newCommandTimeout is seconds, 0 or more.');
+  const appium = { ...caps };
+  delete appium['benchtop:options'];
+  delete appium['appium:newCommandTimeout'];
+  delete appium['appium:udid'];
+  appium['appium:automationName'] = AUTOMATION[platform];
+  return { platform, filters, appium, options, newCommandTimeoutMs: timeout * 1000, asked };
+}
+
+/**
+ * Why no phone of the lab could ever take this request, naming the first capability that left none, and what the
+ * lab has instead; undefined when some phone matches.
+ */
+export function whyNothingMatches(phones: readonly MatchableDevice[], request: Pick<NewSessionRequest, 'asked'>): string | undefined {
+  let left = [...phones];
+  for (const { capability, value, filters } of request.asked) {
+    const next = left.filter((phone) => matches(phone, filters));
+    if (next.length === 0) {
+      const have = (pick: (p: MatchableDevice) => string, sort?: (a: string, b: string) => number) =>
+        [...new Set(left.map(pick))].sort(sort).join(', ') || 'none';
+      const instead =
+        capability === 'appium:platformVersion' ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
+        capability === 'appium:deviceName' ? ` (names here: ${have((p) => p.name)})` : '';
+      return `No phone in this lab matches ${capability} ${value}${left === phones ? '' : ' among those matching the capabilities before it'}${instead}.`;
+    }
+    left = next;
+  }
+  return undefined;
+}

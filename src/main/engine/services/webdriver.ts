@@ -1,0 +1,597 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
+import type { BlobStore } from '../blobs/blob-store.js';
+import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
+import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
+import type { PhoneSource } from '../fleet/types.js';
+import type { DeviceAllocationRow } from '../store/devices.js';
+import type { Stores } from '../store/index.js';
+import { requireRole } from './auth.js';
+import type { DeviceControl, DeviceTarget } from './device-control.js';
+import type { DeviceAllocator } from './devices.js';
+import type { RemoteConnect } from './remote-connect.js';
+import type { Sessions } from './sessions.js';
+import type { TestResults } from './test-results.js';
+import type { Clock, Scope } from './scope.js';
+
+/** A W3C WebDriver error: its name (the `error` of the answer) says the HTTP status. */
+export class WebDriverError extends Error {
+  constructor(
+    readonly w3c: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const invalidSession = () => new WebDriverError('invalid session id', 'No running session of this lab has that id (it ended, or it never existed).');
+
+export interface WebDriverOptions {
+  /** Appium's private adb server; undefined when this machine has no adb (Android sessions are then refused). */
+  privateAdb: PrivateAdbServer | undefined;
+  /** How often a queued request looks at its allocation. */
+  pollMs: number;
+  log: (message: string) => void;
+}
+
+/** One command as the run's log keeps it: what was asked, how it went and how long it took. */
+export interface CommandEntry {
+  at: number;
+  method: string;
+  path: string;
+  status: number;
+  ms: number;
+  error?: string;
+}
+
+/** The most a run keeps in memory of each log: a week-long session must not grow the engine without end. */
+const MAX_COMMANDS = 20_000;
+const MAX_LOG_BYTES = 8 * 1024 * 1024;
+/** Ending a session touches the phone (a screenshot, the recording, Appium's own cleanup): bounded, as cleanup is. */
+const END_STEP_TIMEOUT_MS = 30_000;
+
+/** A bounded text log: the newest lines are the ones kept once it is full. */
+class TextLog {
+  private lines: string[] = [];
+  private bytes = 0;
+  dropped = 0;
+
+  add(line: string): void {
+    this.lines.push(line);
+    this.bytes += line.length + 1;
+    while (this.bytes > MAX_LOG_BYTES && this.lines.length > 1) {
+      this.bytes -= this.lines.shift()!.length + 1;
+      this.dropped++;
+    }
+  }
+
+  text(): string {
+    return (this.dropped > 0 ? `[${this.dropped} earlier lines dropped]\n` : '') + this.lines.join('\n') + '\n';
+  }
+}
+
+interface Run {
+  id: string;
+  /** The WebDriver session id: the client's secret, which authorizes every command after the first. */
+  secret: string;
+  appiumId: string;
+  scope: Scope;
+  target: Required<DeviceTarget>;
+  allocationId: string;
+  platform: 'android' | 'ios';
+  deviceName: string;
+  /** Where Appium's private adb reaches an Android phone (its bridge). */
+  adbAddress?: string;
+  /** Ports the lab gave Appium for this run. */
+  ports: number[];
+  testResultId: string;
+  capabilities: Record<string, unknown>;
+  startedAt: number;
+  newCommandTimeoutMs: number;
+  timer?: NodeJS.Timeout;
+  inFlight: number;
+  lastCommandAt: number;
+  commands: CommandEntry[];
+  appiumLog: TextLog;
+  phoneLog: TextLog;
+  stopPhoneLog: AbortController;
+  recording?: Promise<unknown>;
+  /** What the client said of its run (`benchtop: status`). */
+  verdict?: { status: 'passed' | 'failed'; reason?: string };
+  ending?: Promise<void>;
+}
+
+/** A running WebDriver session, as its organization sees it (never its id's secret in a list shown to others). */
+export interface WebDriverRunView {
+  id: string;
+  sessionId: string;
+  serial: string;
+  deviceName: string;
+  platform: 'android' | 'ios';
+  testResultId: string;
+  createdBy: string;
+  startedAt: number;
+  lastCommandAt: number;
+  newCommandTimeoutMs: number;
+  commands: CommandEntry[];
+}
+
+/** How each end of a run is told in the test result and to the allocation. */
+type EndReason = 'deleted' | 'new_command_timeout' | 'released' | 'appium_died' | 'appium_session_lost' | 'start_failed' | 'engine_stopped' | 'engine_restarted';
+
+/**
+ * WebDriver sessions of the whole lab (/wd/hub): each holds its phone through an ordinary allocation, is driven by
+ * real Appium behind the lab, and is kept as a test result of its organization with its command log, Appium's log,
+ * the phone's log, a video and a last screenshot. It ends only by DELETE of the session, the client's
+ * newCommandTimeout, a release of its phone (the holder, the lab owner, idle release, unplugging) or a failed start.
+ */
+export class WebDriverRuns {
+  private readonly runs = new Map<string, Run>();
+  private readonly byAllocation = new Map<string, Run>();
+  /** Lines Appium printed that name a session, kept by the short id Appium prints in its log prefixes. */
+  private readonly logPrefixes = new Map<string, Run>();
+  private stopped = false;
+
+  constructor(
+    private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults'>,
+    private readonly parts: {
+      sessions: Pick<Sessions, 'createSession' | 'getSession'>;
+      allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory'>;
+      remote: Pick<RemoteConnect, 'open'>;
+      control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'logs'>;
+      activity: { touch(allocationId: string): void };
+      testResults: Pick<TestResults, 'createTestResult' | 'updateTestResult' | 'addAsset'>;
+      blobs: Pick<BlobStore, 'stage'>;
+      phones: Pick<PhoneSource, 'get'>;
+      appium: AppiumServer;
+    },
+    private readonly now: Clock,
+    private readonly options: WebDriverOptions,
+  ) {
+    parts.appium.on('line', (line) => this.appiumLine(line));
+    parts.appium.on('died', () => this.appiumDied());
+  }
+
+  // ---- a new session ----
+
+  /**
+   * Chooses a phone from the capabilities, waits for it in the lab's queue (FIFO per phone, up to queueTimeout, or
+   * until `signal` says the client went away), connects Appium to it and starts Appium's session. Whatever fails after
+   * the phone was taken releases it.
+   */
+  async start(scope: Scope, body: unknown, signal: AbortSignal): Promise<{ sessionId: string; capabilities: Record<string, unknown> }> {
+    if (this.stopped) throw new WebDriverError('session not created', 'The lab is stopping.');
+    try {
+      requireRole(scope.role, 'readwrite');
+    } catch (error) {
+      throw new WebDriverError('session not created', (error as Error).message);
+    }
+    const request = this.choose(body);
+    if (request.platform === 'android' && !this.options.privateAdb) {
+      throw new WebDriverError('session not created', 'This machine has no adb for Appium: install Debian\'s adb package (or set ANDROID_HOME).');
+    }
+    // Appium loads its drivers (seconds) while the phone is allocated.
+    const appiumReady = this.parts.appium.ensure();
+    appiumReady.catch(() => undefined);
+    const labSessionId = this.labSession(scope, request);
+    let allocation: DeviceAllocationRow;
+    try {
+      allocation = this.parts.allocator.allocate(scope, labSessionId, { filters: request.filters });
+    } catch (error) {
+      throw new WebDriverError('session not created', (error as Error).message);
+    }
+    const held = await this.waitForPhone(allocation.id, request.options.queueTimeoutMs, signal);
+    const target = { sessionId: labSessionId, serial: held.serial! };
+    const phone = this.parts.phones.get(held.serial!);
+    const testResult = this.parts.testResults.createTestResult(scope, {
+      name: request.options.name ?? `WebDriver on ${phone?.name ?? held.serial}`,
+      status: 'running',
+      sessionId: labSessionId,
+      startedAt: new Date(this.now()).toISOString(),
+      tags: ['webdriver', request.platform, ...(request.options.build ? [`build:${request.options.build}`] : [])],
+      environment: { build: request.options.build ?? null, device: phone?.name ?? null, serial: held.serial, platformVersion: phone?.osVersion ?? null },
+      userAgent: 'Benchtop WebDriver',
+    });
+    const run: Run = {
+      id: randomUUID(),
+      // 192 bits: the id is the only credential later commands carry.
+      secret: randomBytes(24).toString('hex'),
+      appiumId: '',
+      scope,
+      target,
+      allocationId: held.id,
+      platform: request.platform,
+      deviceName: phone?.name ?? held.serial!,
+      ports: [],
+      testResultId: testResult.id,
+      capabilities: {},
+      startedAt: this.now(),
+      newCommandTimeoutMs: request.newCommandTimeoutMs,
+      inFlight: 0,
+      lastCommandAt: this.now(),
+      commands: [],
+      appiumLog: new TextLog(),
+      phoneLog: new TextLog(),
+      stopPhoneLog: new AbortController(),
+    };
+    this.stores.webDriverRuns.insert({ id: run.id, organizationId: scope.organization.id, allocationId: held.id, testResultId: testResult.id, createdBy: scope.caller.user.id, startedAt: run.startedAt });
+    this.byAllocation.set(held.id, run);
+    try {
+      const labCaps = await this.connect(scope, run, request, phone?.osVersion);
+      await appiumReady;
+      const started = performance.now();
+      const reply = await this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } });
+      const answer = parseJson(reply.body) as { value?: { sessionId?: string; capabilities?: Record<string, unknown>; error?: string; message?: string } };
+      if (reply.status !== 200 || !answer?.value?.sessionId) {
+        throw new WebDriverError('session not created', `Appium could not start the session on ${run.deviceName}: ${answer?.value?.message ?? reply.body.toString('utf8').slice(0, 500)}`);
+      }
+      run.appiumId = answer.value.sessionId;
+      this.logPrefixes.set(run.appiumId.slice(0, 8), run);
+      run.commands.push({ at: run.startedAt, method: 'POST', path: '/session', status: 200, ms: Math.round(performance.now() - started) });
+      run.capabilities = {
+        ...answer.value.capabilities,
+        // The phone as the lab knows it, not the bridge address Appium reached it by.
+        'appium:udid': held.serial,
+        'benchtop:session': labSessionId,
+        'benchtop:device': run.deviceName,
+        'benchtop:testResult': testResult.id,
+      };
+      if (signal.aborted) throw new WebDriverError('session not created', 'The client went away while its session started.');
+      this.runs.set(run.secret, run);
+      this.armTimeout(run);
+      this.record(run);
+      return { sessionId: run.secret, capabilities: run.capabilities };
+    } catch (error) {
+      const message = error instanceof WebDriverError ? error.message : `The session could not start on ${run.deviceName}: ${(error as Error).message}`;
+      run.commands.push({ at: this.now(), method: 'POST', path: '/session', status: 500, ms: this.now() - run.startedAt, error: message });
+      await this.end(run, 'start_failed');
+      throw error instanceof WebDriverError ? error : new WebDriverError('session not created', message);
+    }
+  }
+
+  /** The first capability set (W3C's firstMatch order) that a phone of the lab could take; else why none could. */
+  private choose(body: unknown): NewSessionRequest {
+    let reason: string | undefined;
+    try {
+      for (const caps of capabilitySets(body)) {
+        const request = readCapabilities(caps);
+        const nothing = whyNothingMatches(this.parts.allocator.inventory(), request);
+        if (!nothing) return request;
+        reason ??= nothing;
+      }
+    } catch (error) {
+      if (error instanceof CapabilityError) throw new WebDriverError(error.w3c, error.message);
+      throw error;
+    }
+    throw new WebDriverError('session not created', reason!);
+  }
+
+  private labSession(scope: Scope, request: NewSessionRequest): string {
+    const wanted = request.options.sessionId;
+    if (!wanted) return this.parts.sessions.createSession(scope).id;
+    try {
+      return this.parts.sessions.getSession(scope, wanted).id;
+    } catch {
+      throw new WebDriverError('invalid argument', `benchtop:options.sessionId ${wanted} is no session of your organization.`);
+    }
+  }
+
+  /** Until the allocation is in_use; a queue timeout, a disconnected client or a failed preparation releases it. */
+  private async waitForPhone(allocationId: string, timeoutMs: number, signal: AbortSignal): Promise<DeviceAllocationRow> {
+    const deadline = this.now() + timeoutMs;
+    for (;;) {
+      const row = this.stores.devices.get(allocationId)!;
+      if (row.releasedAt !== null) {
+        throw new WebDriverError('session not created', `The phone could not be prepared (${row.releaseReason ?? 'released'}).`);
+      }
+      if (row.status === 'in_use') return row;
+      const gone = signal.aborted ? 'The client went away while it waited for a phone.' : this.now() >= deadline || this.stopped ? `No matching phone was free within ${timeoutMs / 1000} s (benchtop:options.queueTimeout); every match is busy or reserved.` : undefined;
+      if (gone) {
+        this.parts.allocator.expire(allocationId, signal.aborted ? 'webdriver_client_gone' : 'webdriver_queue_timeout');
+        throw new WebDriverError('session not created', gone);
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));
+    }
+  }
+
+  /** Opens the phone's remote connection for Appium, and answers the capabilities through which Appium reaches it. */
+  private async connect(scope: Scope, run: Run, request: NewSessionRequest, osVersion: string | undefined): Promise<Record<string, unknown>> {
+    if (run.platform === 'android') {
+      const adb = this.options.privateAdb!;
+      const adbPort = await adb.ensure();
+      const { view } = await this.parts.remote.open(scope, run.target, { publicKey: adb.publicKey() });
+      await adb.connect(view.address);
+      run.adbAddress = view.address;
+      const [systemPort, mjpegServerPort] = await this.ports(run, 2);
+      return {
+        'appium:udid': view.address,
+        'appium:adbPort': adbPort,
+        'appium:systemPort': systemPort,
+        'appium:mjpegServerPort': mjpegServerPort,
+        'appium:suppressKillServer': true,
+        'appium:newCommandTimeout': 0,
+      };
+    }
+    const { view } = await this.parts.remote.open(scope, run.target, {});
+    return {
+      'appium:udid': run.target.serial,
+      'appium:webDriverAgentUrl': view.webDriverAgentUrl,
+      // The driver needs the version exactly; the client may have asked for a prefix ("17" for 17.5.1).
+      ...(osVersion ? { 'appium:platformVersion': osVersion } : {}),
+      'appium:newCommandTimeout': 0,
+    };
+  }
+
+  /**
+   * Ports of the run's own (the UiAutomator2 server's and the MJPEG stream's), so that parallel sessions never collide:
+   * free ones from the OS, none that another run holds.
+   */
+  private async ports(run: Run, count: number): Promise<number[]> {
+    const held = new Set([...this.byAllocation.values()].flatMap((r) => r.ports));
+    while (run.ports.length < count) {
+      const port = await freePort();
+      if (!held.has(port) && !run.ports.includes(port)) run.ports.push(port);
+    }
+    return run.ports;
+  }
+
+  // ---- commands ----
+
+  /** The running session with this id; credentials of another organization find nothing, as everywhere. */
+  private find(secret: string, scope: Scope | undefined): Run {
+    const run = this.runs.get(secret);
+    if (!run || run.ending || (scope && scope.organization.id !== run.scope.organization.id)) throw invalidSession();
+    return run;
+  }
+
+  /** Whether a session id names a running session: checked before a command's body is read. */
+  exists(secret: string): boolean {
+    const run = this.runs.get(secret);
+    return run !== undefined && !run.ending;
+  }
+
+  /** One command of a session, handed to Appium; `rest` is the path after /session/{id}, with its query. */
+  async command(secret: string, scope: Scope | undefined, method: string, rest: string, body: Buffer | undefined): Promise<AppiumReply> {
+    const run = this.find(secret, scope);
+    const lab = method === 'POST' && /^\/execute\/sync\/?$/.test(rest) ? this.labScript(run, body) : undefined;
+    if (lab) return lab;
+    run.inFlight++;
+    clearTimeout(run.timer);
+    this.parts.activity.touch(run.allocationId);
+    const at = this.now();
+    const started = performance.now();
+    let reply: AppiumReply;
+    try {
+      reply = await this.parts.appium.call(method, `/session/${run.appiumId}${rest}`, body);
+    } catch (error) {
+      run.inFlight--;
+      this.log(run, { at, method, path: rest, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message });
+      if (!this.parts.appium.running()) throw new WebDriverError('invalid session id', 'Appium stopped while it ran the command; the session has ended.');
+      throw new WebDriverError('unknown error', `Appium did not answer: ${(error as Error).message}`);
+    }
+    run.inFlight--;
+    run.lastCommandAt = this.now();
+    const error = reply.status >= 400 ? w3cErrorOf(reply.body) : undefined;
+    this.log(run, { at, method, path: rest, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}) });
+    if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
+    else this.armTimeout(run);
+    return reply;
+  }
+
+  /**
+   * `executeScript('benchtop: status', [{status: 'passed' | 'failed', reason}])`: how a run says how it went, as the
+   * clouds take it (BrowserStack's executor, Sauce's job-result); never sent on to Appium.
+   */
+  private labScript(run: Run, body: Buffer | undefined): AppiumReply | undefined {
+    const parsed = body && body.length < 64 * 1024 ? (parseJson(body) as { script?: unknown; args?: unknown[] } | undefined) : undefined;
+    if (typeof parsed?.script !== 'string' || !parsed.script.trim().startsWith('benchtop:')) return undefined;
+    const script = parsed.script.trim();
+    const arg = (Array.isArray(parsed.args) ? parsed.args[0] : undefined) as { status?: unknown; reason?: unknown } | undefined;
+    const answer = (status: number, value: unknown): AppiumReply => {
+      this.log(run, { at: this.now(), method: 'POST', path: `/execute/sync (${script})`, status, ms: 0, ...(status !== 200 ? { error: 'invalid argument' } : {}) });
+      return { status, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value })) };
+    };
+    if (script !== 'benchtop: status' || (arg?.status !== 'passed' && arg?.status !== 'failed')) {
+      return answer(400, { error: 'invalid argument', message: 'The lab knows one script: "benchtop: status" with [{"status": "passed" | "failed", "reason": "..."}].', stacktrace: '' });
+    }
+    run.verdict = { status: arg.status, ...(typeof arg.reason === 'string' ? { reason: arg.reason.slice(0, 1000) } : {}) };
+    this.armTimeout(run);
+    return answer(200, null);
+  }
+
+  /** DELETE /session/{id}: ends Appium's session and releases the phone, then answers. */
+  async delete(secret: string, scope: Scope | undefined): Promise<void> {
+    const run = this.find(secret, scope);
+    this.log(run, { at: this.now(), method: 'DELETE', path: '', status: 200, ms: 0 });
+    await this.end(run, 'deleted');
+  }
+
+  /** The organization's running sessions with their ids: what Appium Inspector lists to attach to one. */
+  list(scope: Scope): Array<{ id: string; capabilities: Record<string, unknown>; created: number }> {
+    requireRole(scope.role, 'readwrite');
+    return [...this.runs.values()]
+      .filter((run) => run.scope.organization.id === scope.organization.id && !run.ending)
+      .map((run) => ({ id: run.secret, capabilities: run.capabilities, created: run.startedAt }));
+  }
+
+  /** The runs on a lab session's phones, with their command logs so far: what its page shows while they run. */
+  runsOf(scope: Scope, sessionId: string): WebDriverRunView[] {
+    this.parts.sessions.getSession(scope, sessionId);
+    return [...this.runs.values()].filter((run) => run.scope.organization.id === scope.organization.id && run.target.sessionId === sessionId).map((run) => ({
+      id: run.id,
+      sessionId: run.target.sessionId,
+      serial: run.target.serial,
+      deviceName: run.deviceName,
+      platform: run.platform,
+      testResultId: run.testResultId,
+      createdBy: run.scope.caller.user.email,
+      startedAt: run.startedAt,
+      lastCommandAt: run.lastCommandAt,
+      newCommandTimeoutMs: run.newCommandTimeoutMs,
+      commands: run.commands.slice(-200),
+    }));
+  }
+
+  /** Whether an allocation is held by a running WebDriver session, and the member who started it. */
+  heldBy(allocationId: string): { by: string } | undefined {
+    const run = this.byAllocation.get(allocationId);
+    return run && !run.ending ? { by: run.scope.caller.user.email } : undefined;
+  }
+
+  // ---- the end of a run ----
+
+  /** The allocator's release hook: a run whose phone was released otherwise ends, before the phone's cleanup. */
+  onReleased(row: DeviceAllocationRow): Promise<void> | undefined {
+    const run = this.byAllocation.get(row.id);
+    if (!run) return undefined;
+    return this.end(run, 'released', row.releaseReason ?? 'released by a holder');
+  }
+
+  private armTimeout(run: Run): void {
+    clearTimeout(run.timer);
+    if (run.newCommandTimeoutMs === 0 || run.inFlight > 0 || run.ending) return;
+    run.timer = setTimeout(() => {
+      this.options.log(`WebDriver run ${run.id} on ${run.target.serial}: no command for ${run.newCommandTimeoutMs / 1000} s (appium:newCommandTimeout); it ends`);
+      void this.end(run, 'new_command_timeout');
+    }, run.newCommandTimeoutMs);
+    run.timer.unref();
+  }
+
+  /**
+   * Ends a run once, whatever asked: while the phone is still held, its last screenshot and the recording are kept
+   * and Appium's session is deleted; then the phone is released (unless its release is what ended the run) and the
+   * test result gets its status and assets.
+   */
+  private end(run: Run, reason: EndReason, detail?: string): Promise<void> {
+    run.ending ??= (async () => {
+      clearTimeout(run.timer);
+      this.runs.delete(run.secret);
+      // Stopping, the lab keeps nothing more from the phone: it releases it at once.
+      const held = reason !== 'released' && reason !== 'engine_stopped';
+      const assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }> = [];
+      if (held && run.appiumId) {
+        const shot = await bounded(this.parts.control.screenshot(run.scope, run.target)).catch(() => undefined);
+        if (shot) assets.push({ name: `screenshot.${shot.format}`, type: `image/${shot.format}`, data: async () => shot.data });
+      }
+      if (held && run.recording) {
+        const video = bounded(run.recording.then(() => this.parts.control.stopRecording(run.scope, run.target)));
+        video.catch(() => undefined);
+        assets.push({ name: 'video.mp4', type: 'video/mp4', data: () => video.catch(() => undefined) });
+      }
+      if (run.appiumId && this.parts.appium.running() && reason !== 'appium_session_lost' && reason !== 'engine_stopped') {
+        const deleted = await bounded(this.parts.appium.call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS)).catch((error: Error) => error);
+        if (deleted instanceof Error) this.options.log(`WebDriver run ${run.id}: deleting Appium's session failed: ${deleted.message}`);
+      }
+      run.stopPhoneLog.abort();
+      if (run.adbAddress) await this.options.privateAdb?.disconnect(run.adbAddress);
+      this.logPrefixes.delete(run.appiumId.slice(0, 8));
+      if (reason !== 'released') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`);
+      this.byAllocation.delete(run.allocationId);
+      this.stores.webDriverRuns.end(run.id, this.now(), reason);
+      await this.report(run, reason, detail, assets).catch((error: Error) => this.options.log(`WebDriver run ${run.id}: its test result was not completed: ${error.message}`));
+    })();
+    return run.ending;
+  }
+
+  /** The test result: passed or failed as the client said; a run the lab ended without a word is interrupted. */
+  private async report(run: Run, reason: EndReason, detail: string | undefined, assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }>): Promise<void> {
+    const status = run.verdict?.status ?? (reason === 'deleted' ? 'passed' : 'interrupted');
+    const why = reason === 'deleted' ? 'the client ended the session' : reason === 'released' ? `its phone was released (${detail})` : reason.replaceAll('_', ' ');
+    const text = (lines: string) => async () => Buffer.from(lines);
+    const commands = run.commands.map((c) => `${new Date(c.at).toISOString()} ${c.method} ${c.path || '/'} ${c.status} ${c.ms} ms${c.error ? ` ${c.error}` : ''}`).join('\n');
+    const all = [
+      { name: 'commands.log', type: 'text/plain', data: text(`${commands}\n\nEnded: ${why}.${run.verdict?.reason ? `\nReason given: ${run.verdict.reason}` : ''}\n`) },
+      { name: 'appium.log', type: 'text/plain', data: text(run.appiumLog.text()) },
+      { name: run.platform === 'android' ? 'logcat.txt' : 'syslog.txt', type: 'text/plain', data: text(run.phoneLog.text()) },
+      ...assets,
+    ];
+    for (const asset of all) {
+      const data = await asset.data();
+      if (!data) continue;
+      await this.parts.testResults.addAsset(run.scope, run.testResultId, { name: asset.name, declaredType: asset.type, content: await this.parts.blobs.stage(Readable.from([data])) });
+    }
+    this.parts.testResults.updateTestResult(run.scope, run.testResultId, {
+      status,
+      finishedAt: new Date(this.now()).toISOString(),
+      stats: { commands: run.commands.length, duration: this.now() - run.startedAt, ended: reason, ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}) },
+    });
+  }
+
+  // ---- what a run keeps: the phone's log, the video, Appium's log ----
+
+  private record(run: Run): void {
+    const { scope, target } = run;
+    void (async () => {
+      try {
+        for await (const line of this.parts.control.logs(scope, target).lines(run.stopPhoneLog.signal)) {
+          run.phoneLog.add(`${line.time} ${line.level.toUpperCase().padEnd(7)} ${line.tag}(${line.pid}): ${line.message}`);
+        }
+      } catch (error) {
+        if (!run.stopPhoneLog.signal.aborted) run.phoneLog.add(`[the phone's log stopped: ${(error as Error).message}]`);
+      }
+    })();
+    run.recording = this.parts.control.startRecording(scope, target);
+    run.recording.catch((error: Error) => run.appiumLog.add(`[benchtop] the screen recording did not start: ${error.message}`));
+  }
+
+  private log(run: Run, entry: CommandEntry): void {
+    run.commands.push(entry);
+    if (run.commands.length > MAX_COMMANDS) run.commands.splice(0, run.commands.length - MAX_COMMANDS);
+  }
+
+  /** Appium prefixes what a session does with the first 8 characters of its id: each line goes to its run. */
+  private appiumLine(line: string): void {
+    if (this.logPrefixes.size === 0) return;
+    for (const [prefix, run] of this.logPrefixes) {
+      if (line.includes(prefix)) return run.appiumLog.add(line);
+    }
+  }
+
+  private appiumDied(): void {
+    for (const run of [...this.byAllocation.values()]) void this.end(run, 'appium_died');
+  }
+
+  /** At start: runs the engine died with end, and their phones go back to the lab. */
+  recover(): void {
+    for (const row of this.stores.webDriverRuns.running()) {
+      this.stores.webDriverRuns.end(row.id, this.now(), 'engine_restarted');
+      this.parts.allocator.expire(row.allocationId, 'webdriver_engine_restarted');
+      const result = row.testResultId ? this.stores.testResults.get(row.testResultId, row.organizationId) : undefined;
+      if (result && (result.status === 'running' || result.status === 'queued')) {
+        this.stores.testResults.update({ ...result, status: 'interrupted', finishedAt: this.now(), updatedAt: Math.max(this.now(), result.updatedAt) });
+      }
+    }
+  }
+
+  /** Engine stop: every run ends (its client's next command is an invalid session id) and Appium stops. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.byAllocation.values()].map((run) => this.end(run, 'engine_stopped')));
+    await this.parts.appium.stop();
+    await this.options.privateAdb?.stop();
+  }
+}
+
+/** A step of the end that touches the phone or Appium may fail, never hang. */
+function bounded<T>(promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), END_STEP_TIMEOUT_MS))),
+  ]);
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function w3cErrorOf(body: Buffer): string | undefined {
+  const error = (parseJson(body) as { value?: { error?: unknown } } | undefined)?.value?.error;
+  return typeof error === 'string' ? error : undefined;
+}
+
