@@ -21,6 +21,7 @@ interface InvitationBody {
   invitedBy: string | null;
   createdAt: string;
   expiresAt: string;
+  link?: string;
 }
 
 let seq = 0;
@@ -102,6 +103,7 @@ describe('invitations', () => {
         invitedByEmail: admin.user.email,
         createdAt: expect.stringMatching(ISO_MS),
         expiresAt: expect.stringMatching(ISO_MS),
+        link: expect.stringMatching(new RegExp(`^${lab.c.api.replace(/\/api\/v1$/, '')}/join/[A-Za-z0-9_-]{43}$`)),
       });
       expect(Date.parse(r.body.expiresAt) - Date.parse(r.body.createdAt)).toBe(7 * DAY_MS);
       expect(await h.ofOrg(admin.token, orgId)).toEqual([r.body]);
@@ -306,7 +308,8 @@ describe('invitations', () => {
       expect(r.status).toBe(200);
       expect(r.body.object).toBe('list');
       expect(r.body).not.toHaveProperty('nextCursor');
-      expect(r.body.data).toEqual([fromA, fromB]);
+      // The invitee's own list carries no link: they hold it already, and it is the admin's to hand out.
+      expect(r.body.data).toEqual([fromA, fromB].map(({ link: _link, ...rest }) => rest));
       expect(r.body.data[0]).toMatchObject({ organizationId: a.orgId, organizationName: a.name, role: 'readonly', status: 'pending' });
       expect(r.body.data[1]).toMatchObject({ organizationId: b.orgId, organizationName: b.name, role: 'admin', status: 'pending' });
       expect((await h.mine(someoneElse.token)).map((i) => i.id)).toEqual([notMine.id]);
@@ -598,6 +601,57 @@ describe('invitations', () => {
       expect((await h.ofOrg(admin.token, orgId)).map((i) => i.id)).toEqual([inv.id]);
     });
   });
+
+  describe('the link: sign up with its secret', () => {
+    const secretOf = (inv: InvitationBody) => inv.link!.split('/').at(-1)!;
+    const signup = (email: string, invitation: string) => lab.c.call('POST', '/auth/signup', { body: { email, password: PASSWORD, invitation } });
+    const read = (secret: string) => lab.c.call('GET', `/auth/invitations/${secret}`);
+    const setSignupOpen = async (signupOpen: boolean) =>
+      expect((await lab.c.call('PATCH', '/lab/settings', { token: lab.owner, body: { signupOpen } })).status).toBe(200);
+
+    it('with sign-up invitation-only, the invited email signs up through the secret and is a member at once; the secret is then used up', async () => {
+      const { admin, orgId, name } = await h.newOrg();
+      const email = address('newcomer');
+      const inv = await h.invited(admin.token, orgId, email, 'readonly');
+      await setSignupOpen(false);
+      try {
+        // The link's page reads who invited whom, where, with which role, before anyone signs in.
+        const shown = await read(secretOf(inv));
+        expect(shown.status).toBe(200);
+        expect(shown.body).toMatchObject({ id: inv.id, organizationName: name, email, role: 'readonly', invitedByEmail: admin.user.email });
+        expect(shown.body).not.toHaveProperty('link');
+
+        expectError(await lab.c.call('POST', '/auth/signup', { body: { email: address('walk-in'), password: PASSWORD } }), 403, 'signup_closed');
+        expectError(await signup(address('stranger'), secretOf(inv)), 403, 'invitation_email_mismatch');
+        expectError(await lab.c.call('POST', '/auth/login', { body: { email: address('stranger'), password: PASSWORD } }), 401);
+
+        const r = await signup(email.toUpperCase(), secretOf(inv));
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+        expect(await h.roleIn(r.body.token, orgId)).toBe('readonly');
+        expect(await h.memberIds(admin.token, orgId)).toContain(r.body.user.id);
+        expect(await h.ofOrg(admin.token, orgId)).toEqual([]);
+
+        expectError(await read(secretOf(inv)), 404, 'invitation_used');
+        expectError(await signup(address('late'), secretOf(inv)), 404, 'invitation_used');
+      } finally {
+        await setSignupOpen(true);
+      }
+    });
+
+    it('a link that never was, was revoked, or is malformed is refused with a code that says so', async () => {
+      const { admin, orgId } = await h.newOrg();
+      const email = address('revoked');
+      const inv = await h.invited(admin.token, orgId, email);
+      // The admin's list shows the same link again (the secret is derived, not stored).
+      expect((await h.ofOrg(admin.token, orgId)).map((i) => i.link)).toEqual([inv.link]);
+      expect((await h.revoke(admin.token, orgId, inv.id)).status).toBe(204);
+      expectError(await read(secretOf(inv)), 404, 'invitation_revoked');
+      expectError(await signup(email, secretOf(inv)), 404, 'invitation_revoked');
+      expectError(await read('A'.repeat(43)), 404, 'invitation_not_found');
+      expectError(await signup(email, 'A'.repeat(43)), 404, 'invitation_not_found');
+      expectError(await read('too-short'), 404);
+    });
+  });
 });
 
 describe('invitation expiry', () => {
@@ -630,6 +684,7 @@ describe('invitation expiry', () => {
     expect(await h.mine(otherToken)).toEqual([]);
     expect(await h.ofOrg(adminToken, orgId)).toEqual([]);
     expectError(await h.accept(inviteeToken, inv.id), 404, 'invitation_not_found');
+    expectError(await lab.c.call('GET', `/auth/invitations/${inv.link!.split('/').at(-1)}`), 404, 'invitation_expired');
     expectError(await h.reject(otherToken, inv2.id), 404, 'invitation_not_found');
     expectError(await h.revoke(adminToken, orgId, inv.id), 404, 'invitation_not_found');
     expect(await h.roleIn(inviteeToken, orgId)).toBeUndefined();

@@ -589,3 +589,36 @@ describe('PATCH /organizations/{id}/members/{userId}', () => {
     expect(await roleOf(admin.token, orgId, member!.user.id)).toBe('readonly');
   });
 });
+
+describe('DELETE /organizations/{id}/members/{userId} (extension)', () => {
+  const memberPath = (orgId: string, userId: string) => `/organizations/${orgId}/members/${userId}`;
+  const remove = (token: string | undefined, orgId: string, userId: string) => lab.c.call('DELETE', memberPath(orgId, userId), { token });
+
+  it('204 removes the member: the organization is gone from their list, and their API key for it stops working', async () => {
+    const { admin, orgId, member } = await orgWith('readwrite');
+    const key = await lab.c.createKey(member!.token, orgId);
+    expect((await remove(admin.token, orgId, member!.user.id)).status).toBe(204);
+    expect((await orgsOf(member!.token)).some((o) => o.id === orgId)).toBe(false);
+    expectError(await lab.c.call('GET', '/sessions', { token: key }), 401);
+    expectError(await remove(admin.token, orgId, member!.user.id), 404, 'member_not_found');
+  });
+
+  it('409 last_admin for the only admin; an admin leaves once another admin stays', async () => {
+    const { admin, orgId, member } = await orgWith('readonly');
+    expectError(await remove(admin.token, orgId, admin.user.id), 409, 'last_admin');
+    expect((await lab.c.call('PATCH', memberPath(orgId, member!.user.id), { token: admin.token, body: { role: 'admin' } })).status).toBe(200);
+    expect((await remove(admin.token, orgId, admin.user.id)).status).toBe(204);
+    expect((await orgsOf(admin.token)).some((o) => o.id === orgId)).toBe(false);
+  });
+
+  it('403 for a non-admin, for the owner of a Personal organization; 404 for another organization; 401 without credentials', async () => {
+    const { admin, orgId, member } = await orgWith('readwrite');
+    expectError(await remove(member!.token, orgId, admin.user.id), 403, 'insufficient_role');
+    const personal = (await orgsOf(admin.token)).find((o) => o.personal)!.id;
+    expectError(await remove(admin.token, personal, admin.user.id), 403, 'personal_organization');
+    const outsider = await newAccount('outsider');
+    expectError(await remove(outsider.token, orgId, member!.user.id), 404, 'organization_not_found');
+    expectError(await remove(undefined, orgId, member!.user.id), 401);
+    expect((await orgsOf(member!.token)).some((o) => o.id === orgId)).toBe(true);
+  });
+});

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, Nullable, RoleName, Uuid } from './common.js';
+import { InvitationSecret } from './organizations.js';
 
 export const User = Type.Object({
   id: Uuid,
@@ -15,7 +16,15 @@ const Password = Type.String({ minLength: 8, maxLength: 1024 });
 
 export const LoginBody = Type.Object({ email: Email, password: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false });
 export const SignupBody = Type.Object(
-  { email: Email, password: Password, name: Type.Optional(Type.String({ maxLength: 100 })) },
+  {
+    email: Email,
+    password: Password,
+    name: Type.Optional(Type.String({ maxLength: 100 })),
+    invitation: Type.Optional({
+      ...InvitationSecret,
+      description: "The secret of an invitation's link (the last part of its path): signs up its email even while sign-up is invitation-only, and joins the organization at once.",
+    }),
+  },
   { additionalProperties: false },
 );
 export const AuthToken = Type.Object({ token: Type.String(), expiresAt: DateTime, user: User });

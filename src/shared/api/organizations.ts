@@ -37,6 +37,17 @@ export const Invitation = Type.Object({
   expiresAt: DateTime,
 });
 export type Invitation = Static<typeof Invitation>;
+/** The GUI's page for an invitation's link: JOIN_PATH/<secret>. */
+export const JOIN_PATH = '/join';
+/** An invitation as its organization's admins see it: with the link to hand to the invitee. */
+export const SentInvitation = Type.Object({
+  ...Invitation.properties,
+  link: Type.String({
+    description: `The invitation's page, ${JOIN_PATH}/<secret>, at an address the invitee can reach (LAN sharing's while it is on). The secret lets exactly this email sign up, even while sign-up is invitation-only.`,
+  }),
+});
+export type SentInvitation = Static<typeof SentInvitation>;
+export const InvitationSecret = Type.String({ minLength: 20, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' });
 export const InviteBody = Type.Object(
   { email: Type.String({ format: 'email', maxLength: 254 }), role: RoleName },
   { additionalProperties: false },

@@ -5,6 +5,7 @@ import { PERSONAL } from '../domain/organization-names.js';
 import type { Stores } from '../store/index.js';
 import type { UserRow } from '../store/users.js';
 import { generatePassword, hashPassword, verifyPassword } from './credentials.js';
+import type { Invitations } from './invitations.js';
 import type { LabOwner } from './lab-owner.js';
 import type { LabSettingsService } from './lab-settings.js';
 import type { Clock } from './scope.js';
@@ -18,16 +19,22 @@ export class Accounts {
     private readonly stores: Pick<Stores, 'db' | 'users' | 'organizations' | 'devices' | 'instances'>,
     private readonly labOwner: LabOwner,
     private readonly labSettings: Pick<LabSettingsService, 'isSignupOpen'>,
+    private readonly invitations: Pick<Invitations, 'forSignup' | 'admitNewAccount'>,
     private readonly config: Pick<EngineConfig, 'ownerEmail' | 'ownerPassword'>,
     private readonly now: Clock,
   ) {}
 
-  /** Creates an account with its Personal organization, where it is admin. */
+  /**
+   * Creates an account with its Personal organization, where it is admin. With an invitation's secret (for its
+   * email alone, even while sign-up is closed) the account also joins the inviting organization at once.
+   */
   async signup(
-    input: { email: string; password: string; name?: string },
+    input: { email: string; password: string; name?: string; invitation?: string },
     options: { asOwner?: boolean } = {},
   ): Promise<UserRow> {
-    if (!options.asOwner && !this.labSettings.isSignupOpen()) {
+    // Checked before the password hash, so that a wrong link is told at once; checked again in the transaction.
+    if (input.invitation !== undefined) this.invitations.forSignup(input.invitation, input.email);
+    else if (!options.asOwner && !this.labSettings.isSignupOpen()) {
       throw forbidden('signup_closed', 'Sign-up is closed on this lab. Ask the lab owner for an invitation.');
     }
     const email = input.email.trim();
@@ -41,6 +48,7 @@ export class Accounts {
       const orgId = randomUUID();
       organizations.insert({ id: orgId, name: PERSONAL, personalOf: user.id, plan: 'hobby', cancelAtPeriodEnd: false, createdAt: now });
       organizations.addMember(orgId, user.id, 'admin', now);
+      if (input.invitation !== undefined) this.invitations.admitNewAccount(input.invitation, user);
     }).immediate();
     return user;
   }

@@ -1,8 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { conflict, notFound } from '../domain/errors.js';
+import { createHmac, randomUUID } from 'node:crypto';
+import { JOIN_PATH } from '../../../shared/api/organizations.js';
+import { conflict, forbidden, notFound, ServiceError } from '../domain/errors.js';
+import { reachableOrigin } from '../domain/reachable-origin.js';
 import type { Role } from '../domain/roles.js';
 import type { InvitationRow } from '../store/invitations.js';
+import type { UserRow } from '../store/users.js';
 import { requireInteractive, requireRole } from './auth.js';
+import { hashApiKey } from './credentials.js';
 import type { Caller } from './scope.js';
 import type { Organizations } from './organizations.js';
 import type { EngineConfig } from '../config.js';
@@ -17,7 +21,52 @@ export class Invitations {
     private readonly organizations: Pick<Organizations, 'membershipOf'>,
     private readonly config: Pick<EngineConfig, 'invitationTtlDays'>,
     private readonly now: Clock,
+    private readonly links: {
+      /** The lab's HMAC key: a link's secret is derived from the invitation's id, so the admin's list can show it again. */
+      tokenSecret: Uint8Array;
+      /** LAN sharing's origins now; empty while it is off. */
+      lanUrls: () => readonly string[];
+    },
   ) {}
+
+  private secretOf(invitationId: string): string {
+    return createHmac('sha256', this.links.tokenSecret).update(`invitation:${invitationId}`).digest('base64url');
+  }
+
+  /** The invitation's link, at the origin its reader (the admin, then the invitee) can reach; see reachableOrigin. */
+  linkOf(invitation: InvitationRow, readerOrigin: string): string {
+    return `${reachableOrigin(readerOrigin, this.links.lanUrls())}${JOIN_PATH}/${this.secretOf(invitation.id)}`;
+  }
+
+  /**
+   * The pending invitation whose link carries this secret. One that no longer opens says why, so that the invitee
+   * knows to ask for a new link rather than retype it.
+   */
+  bySecret(secret: string): InvitationRow {
+    const inv = this.stores.invitations.getBySecretHash(hashApiKey(secret));
+    if (!inv) throw new ServiceError('not_found', 'invitation_not_found', 'This invitation link is not valid: ask for a new one.');
+    if (inv.status === 'revoked') throw new ServiceError('not_found', 'invitation_revoked', 'This invitation was revoked: ask for a new one.');
+    if (inv.status !== 'pending') throw new ServiceError('not_found', 'invitation_used', 'This invitation was already used: sign in instead.');
+    if (inv.expiresAt <= this.now()) throw new ServiceError('not_found', 'invitation_expired', 'This invitation has expired: ask for a new one.');
+    return inv;
+  }
+
+  /** bySecret, for signing up as `email`: only the invited email may use it. */
+  forSignup(secret: string, email: string): InvitationRow {
+    const inv = this.bySecret(secret);
+    if (inv.email.toLowerCase() !== email.trim().toLowerCase()) {
+      throw forbidden('invitation_email_mismatch', `This invitation is for ${inv.email}: sign up with that email.`);
+    }
+    return inv;
+  }
+
+  /** Makes a just-created account a member with the invited role; runs inside the sign-up's transaction. */
+  admitNewAccount(secret: string, user: UserRow): void {
+    const inv = this.forSignup(secret, user.email);
+    const now = this.now();
+    this.stores.organizations.addMember(inv.organizationId, user.id, inv.role, now);
+    this.stores.invitations.settle(inv.id, 'accepted', now);
+  }
 
   /** Pending, unexpired invitations addressed to the caller's email, across organizations. */
   listMyInvitations(caller: Caller): InvitationRow[] {
@@ -62,7 +111,10 @@ export class Invitations {
 
   listOrganizationInvitations(caller: Caller, organizationId: string): InvitationRow[] {
     const org = this.adminOf(caller, organizationId);
-    return this.stores.invitations.pendingOfOrganization(org.id, this.now());
+    const pending = this.stores.invitations.pendingOfOrganization(org.id, this.now());
+    // An invitation made before links carried a secret gets one now: a no-op for the others.
+    for (const inv of pending) this.stores.invitations.giveSecretHash(inv.id, hashApiKey(this.secretOf(inv.id)));
+    return pending;
   }
 
   inviteMember(caller: Caller, organizationId: string, email: string, role: Role): InvitationRow {
@@ -86,6 +138,7 @@ export class Invitations {
         invitedBy: caller.user.id,
         createdAt: now,
         expiresAt: now + this.config.invitationTtlDays * DAY_MS,
+        secretHash: hashApiKey(this.secretOf(id)),
       });
       return invitations.get(id)!;
     }).immediate();

@@ -107,4 +107,24 @@ export class Organizations {
       return { ...member, role };
     }).immediate();
   }
+
+  /**
+   * Admin only. An admin may remove anyone, themselves included (leaving), as long as another admin stays; the owner of
+   * a Personal organization stays in it. The member's API keys for it stop working on their next request.
+   */
+  removeMember(caller: Caller, organizationId: string, userId: string): void {
+    const { organizations, db } = this.stores;
+    db.transaction(() => {
+      const org = this.membershipOf(caller, organizationId);
+      requireRole(org.role, 'admin');
+      const members = organizations.members(org.id);
+      const member = members.find((m) => m.userId === userId);
+      if (!member) throw notFound('member');
+      if (org.personalOf === userId) throw forbidden('personal_organization', 'The owner of a Personal organization cannot be removed from it.');
+      if (member.role === 'admin' && !members.some((m) => m.role === 'admin' && m.userId !== userId)) {
+        throw conflict('last_admin', 'An organization keeps at least one admin: make someone else admin first.');
+      }
+      organizations.removeMember(org.id, userId);
+    }).immediate();
+  }
 }

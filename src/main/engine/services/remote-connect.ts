@@ -2,6 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../protocols/adb/keys.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
+import { reachableOrigin } from '../domain/reachable-origin.js';
 import { AdbBridge } from '../fleet/android/adb-bridge.js';
 import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
@@ -136,8 +137,11 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
 
   // ---- remote connections ----
 
-  /** Opens the phone's remote connection, or answers the open one (`created` false) with this caller let in too. */
-  async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }): Promise<{ created: boolean; view: RemoteConnectView }> {
+  /**
+   * Opens the phone's remote connection, or answers the open one (`created` false) with this caller let in too.
+   * `readerOrigin`: where the caller reached the lab, for lanCommand's origin.
+   */
+  async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }, readerOrigin?: string): Promise<{ created: boolean; view: RemoteConnectView }> {
     requireRole(scope.role, 'readwrite');
     const row = this.control.holding(scope, target);
     const checkoutKey = body.publicKey === undefined ? undefined : parseKey(body.publicKey);
@@ -146,7 +150,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     if (current) {
       current.userIds.add(userId);
       if (checkoutKey && !current.checkoutKeys.some((k) => k.fingerprint === checkoutKey.fingerprint)) current.checkoutKeys.push(checkoutKey);
-      return { created: false, view: this.view(current) };
+      return { created: false, view: this.view(current, readerOrigin) };
     }
     const platform = this.phones.get(row.serial!)?.platform ?? (row.platform as 'android' | 'ios');
     const opened: Opened = {
@@ -168,12 +172,12 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     if (again || !this.stillHeld(scope, target, row)) {
       opened.end.close();
       for (const port of ports) this.letGo(port);
-      if (again) return { created: false, view: this.view(again) };
+      if (again) return { created: false, view: this.view(again, readerOrigin) };
       throw conflict('device_not_in_use', 'The device was released while its remote connection opened.');
     }
     opened.ports = ports;
     this.opened.set(row.id, opened);
-    return { created: true, view: this.view(opened) };
+    return { created: true, view: this.view(opened, readerOrigin) };
   }
 
   private adbEnd(opened: Opened, userId: string): RemoteEnd {
@@ -221,11 +225,11 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     return { start: ([mux, wda]) => usbmuxd.start(mux!, wda!), connections: () => usbmuxd.connections(), close: () => usbmuxd.close() };
   }
 
-  get(scope: Scope, target: DeviceTarget): RemoteConnectView {
+  get(scope: Scope, target: DeviceTarget, readerOrigin?: string): RemoteConnectView {
     const row = this.control.holding(scope, target);
     const current = this.opened.get(row.id);
     if (!current) throw notFound('remote connection');
-    return this.view(current);
+    return this.view(current, readerOrigin);
   }
 
   close(scope: Scope, target: DeviceTarget): void {
@@ -353,11 +357,11 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     this.resting.set(port, this.now());
   }
 
-  private view(opened: Opened): RemoteConnectView {
+  private view(opened: Opened, readerOrigin?: string): RemoteConnectView {
     const host = opened.host;
     const address = `${host}:${opened.ports[0]}`;
     const connections = opened.end.connections().map((c) => ({ peer: c.peer, fingerprint: c.fingerprint ?? null, since: c.since }));
-    const lanCommand = this.lanCommand(opened);
+    const lanCommand = this.lanCommand(opened, readerOrigin);
     if (opened.platform === 'android') return { platform: 'android', address, command: `adb connect ${address}`, ...lanCommand, connections };
     return {
       platform: 'ios',
@@ -372,12 +376,14 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   /**
    * Over LAN sharing: one command a teammate runs with Node alone. It fetches the tunnel client from the lab, checks
    * the lab's certificate fingerprint before running it, and listens on the same port number on their own loopback,
-   * so that the address in `command` (and an iPhone's webDriverAgentUrl) works there unchanged.
+   * so that the address in `command` (and an iPhone's webDriverAgentUrl) works there unchanged. It names the origin
+   * the reader reached the lab at when that was over the LAN, else LAN sharing's first.
    */
-  private lanCommand(opened: Opened): { lanCommand?: string } {
+  private lanCommand(opened: Opened, readerOrigin?: string): { lanCommand?: string } {
     const lan = this.options.lan();
     if (!lan) return {};
-    const { origin, certificateSha256: fp } = lan;
+    const { certificateSha256: fp } = lan;
+    const origin = readerOrigin ? reachableOrigin(readerOrigin, [lan.origin]) : lan.origin;
     const fetchAndRun =
       `require('https').get('${origin}/api/v1/remote-connect/client.cjs',{rejectUnauthorized:false},r=>{` +
       `if(r.socket.getPeerCertificate().fingerprint256!=='${fp}'){console.error('not the lab: certificate mismatch');process.exit(1)}` +

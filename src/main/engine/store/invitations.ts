@@ -33,17 +33,24 @@ export function invitationStore(db: Db) {
   const pendingForOrgEmail = db.prepare<[string, string, number], InvitationRow>(
     `${SELECT} WHERE i.organization_id = ? AND i.email = ? AND i.status = 'pending' AND i.expires_at > ?`,
   );
+  const bySecretHash = db.prepare<[string], InvitationRow>(`${SELECT} WHERE i.secret_hash = ?`);
   const insert = db.prepare(
-    `INSERT INTO invitations (id, organization_id, email, role, status, invited_by, created_at, expires_at)
-     VALUES (@id, @organizationId, @email, @role, 'pending', @invitedBy, @createdAt, @expiresAt)`,
+    `INSERT INTO invitations (id, organization_id, email, role, status, invited_by, created_at, expires_at, secret_hash)
+     VALUES (@id, @organizationId, @email, @role, 'pending', @invitedBy, @createdAt, @expiresAt, @secretHash)`,
   );
+  const giveSecretHash = db.prepare('UPDATE invitations SET secret_hash = ? WHERE id = ? AND secret_hash IS NULL');
   const respond = db.prepare(`UPDATE invitations SET status = ?, responded_at = ? WHERE id = ? AND status = 'pending'`);
   return {
     get: (id: string) => byId.get(id),
+    /** The invitation whose link carries the secret of this hash, in whatever status. */
+    getBySecretHash: (secretHash: string) => bySecretHash.get(secretHash),
     pendingOfOrganization: (organizationId: string, now: number) => pendingOfOrg.all(organizationId, now),
     pendingForEmail: (email: string, now: number) => pendingForEmail.all(email, now),
     pendingFor: (organizationId: string, email: string, now: number) => pendingForOrgEmail.get(organizationId, email, now),
-    insert: (row: Omit<InvitationRow, 'status' | 'respondedAt' | 'organizationName' | 'invitedByEmail'>) => void insert.run(row),
+    insert: (row: Omit<InvitationRow, 'status' | 'respondedAt' | 'organizationName' | 'invitedByEmail'> & { secretHash: string }) =>
+      void insert.run(row),
+    /** Records the hash of the link's secret of an invitation made before links carried one. */
+    giveSecretHash: (id: string, secretHash: string) => void giveSecretHash.run(secretHash, id),
     /** Moves a pending invitation to its final status; false when it was no longer pending. */
     settle: (id: string, status: Exclude<InvitationStatus, 'pending'>, at: number) => respond.run(status, at, id).changes === 1,
   };

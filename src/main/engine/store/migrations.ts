@@ -405,7 +405,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX webdriver_runs_by_allocation ON webdriver_runs(allocation_id);
   `,
   // An invitation's link carries a secret that lets its email sign up while sign-up is invitation-only. Only its
-  // hash is kept, as for API keys; invitations made before have none, and are accepted by signing in as before.
+  // hash is kept, as for API keys; one made before gets it when its organization's admin next lists it.
   `
   ALTER TABLE invitations ADD COLUMN secret_hash TEXT;
   CREATE UNIQUE INDEX invitations_by_secret ON invitations(secret_hash);

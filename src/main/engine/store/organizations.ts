@@ -72,6 +72,7 @@ export function organizationStore(db: Db, authVersion: Version) {
     'INSERT INTO memberships (organization_id, user_id, role, created_at) VALUES (?, ?, ?, ?)',
   );
   const setRole = db.prepare('UPDATE memberships SET role = ? WHERE organization_id = ? AND user_id = ?');
+  const removeMember = db.prepare('DELETE FROM memberships WHERE organization_id = ? AND user_id = ?');
   const otherOrgCount = db.prepare<[string], { n: number }>(
     `SELECT count(*) AS n FROM memberships m JOIN organizations o ON o.id = m.organization_id
      WHERE m.user_id = ? AND o.personal_of IS NULL`,
@@ -101,6 +102,7 @@ export function organizationStore(db: Db, authVersion: Version) {
     addMember: (organizationId: string, userId: string, role: Role, createdAt: number) =>
       authVersion.bump(addMember.run(organizationId, userId, role, createdAt)),
     setRole: (organizationId: string, userId: string, role: Role) => authVersion.bump(setRole.run(role, organizationId, userId)),
+    removeMember: (organizationId: string, userId: string) => authVersion.bump(removeMember.run(organizationId, userId)),
     /** How many organizations other than Personal the user belongs to. */
     nonPersonalCount: (userId: string) => otherOrgCount.get(userId)!.n,
   };

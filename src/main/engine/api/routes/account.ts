@@ -50,9 +50,10 @@ export function accountRoutes(app: App, accounts: Accounts, auth: Auth, labOwner
     schema: {
       tags: ['Extensions'],
       operationId: 'signup',
-      summary: 'Create an account with its Personal organization (open unless the lab owner closed sign-up)',
+      summary: 'Create an account with its Personal organization (open unless the lab owner closed sign-up, or with an invitation\'s secret)',
+      description: 'With `invitation`, the secret of an invitation\'s link, the invited email signs up even while sign-up is invitation-only, and is a member of the inviting organization at once: 403 invitation_email_mismatch for another email, 404 invitation_not_found, invitation_used, invitation_revoked or invitation_expired for a link that no longer opens.',
       body: SignupBody,
-      response: responses({ 201: AuthToken }, [400, 403, 409, 429]),
+      response: responses({ 201: AuthToken }, [400, 403, 404, 409, 429]),
     },
   }, async (req, reply) => reply.code(201).send(await tokenFor(await accounts.signup(req.body))));
 }

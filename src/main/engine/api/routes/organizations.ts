@@ -41,4 +41,11 @@ export function organizationRoutes(app: App, organizations: Organizations): void
   app.patch('/organizations/:id/members/:userId', {
     schema: { tags: ['Members'], operationId: 'changeMemberRole', summary: 'Change another member\'s role (admin); applies on their next request', security: BEARER, params: Type.Object({ id: Uuid, userId: Uuid }), body: ChangeRoleBody, response: responses({ 200: Member }, [400, 401, 403, 404]) },
   }, (req) => presentMember(organizations.changeMemberRole(callerOf(req), req.params.id, req.params.userId, req.body.role)));
+
+  app.delete('/organizations/:id/members/:userId', {
+    schema: { tags: ['Extensions'], operationId: 'removeMember', summary: 'Remove a member (admin); yourself too, while another admin stays. 409 last_admin', security: BEARER, params: Type.Object({ id: Uuid, userId: Uuid }), response: responses({ 204: Type.Null() }, [401, 403, 404, 409]) },
+  }, (req, reply) => {
+    organizations.removeMember(callerOf(req), req.params.id, req.params.userId);
+    return reply.code(204).send();
+  });
 }

@@ -8,6 +8,7 @@ import type { RemoteConnect as RemoteConnectService } from '../../services/remot
 import { BEARER, callerOf, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { served } from '../media.js';
 import { list } from '../presenters/common.js';
+import { readerOrigin } from '../reader-origin.js';
 import { presentAdbKey, presentRemoteConnect } from '../presenters/remote-connect.js';
 import { TUNNEL_CLIENT_SOURCE } from '../remote-tunnel-client.js';
 import { DeviceParams } from './devices.js';
@@ -44,13 +45,13 @@ export function remoteConnectRoutes(app: App, remote: RemoteConnectService): voi
       if (req.body === undefined) req.body = {};
     },
   }, async (req, reply) => {
-    const { created, view } = await remote.open(scopeOf(req), target(req.params), req.body);
+    const { created, view } = await remote.open(scopeOf(req), target(req.params), req.body, readerOrigin(req));
     return reply.code(created ? 201 : 200).send(presentRemoteConnect(view, false));
   });
 
   app.get(path, {
     schema: { tags, operationId: 'getRemoteConnect', summary: 'The phone\'s open remote connection and who is connected', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 200: RemoteConnect }, [401, 403, 404, 409]) },
-  }, (req) => presentRemoteConnect(remote.get(scopeOf(req), target(req.params)), true));
+  }, (req) => presentRemoteConnect(remote.get(scopeOf(req), target(req.params), readerOrigin(req)), true));
 
   app.delete(path, {
     schema: { tags, operationId: 'closeRemoteConnect', summary: 'Close the remote connection: connected tools see the phone go offline', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 204: Type.Null() }, [401, 403, 404, 409]) },
