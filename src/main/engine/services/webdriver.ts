@@ -48,6 +48,8 @@ export interface CommandEntry {
 /** The most a run keeps in memory of each log: a week-long session must not grow the engine without end. */
 const MAX_COMMANDS = 20_000;
 const MAX_LOG_BYTES = 8 * 1024 * 1024;
+/** Appium prints a few hundred lines while it creates a session: this many cover several created at once. */
+const MAX_STARTING_LINES = 20_000;
 /** Ending a session touches the phone (a screenshot, the recording, Appium's own cleanup): bounded, as cleanup is. */
 const END_STEP_TIMEOUT_MS = 30_000;
 
@@ -132,6 +134,9 @@ export class WebDriverRuns {
   /** Lines Appium printed that name a session, kept by the short id Appium prints in its log prefixes. */
   private readonly logPrefixes = new Map<string, Run>();
   private stopped = false;
+  /** Sessions being created, and Appium's lines meanwhile: a session's first lines come before its id is known. */
+  private starting = 0;
+  private recentLines: string[] = [];
 
   constructor(
     private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults'>,
@@ -221,13 +226,21 @@ export class WebDriverRuns {
       const labCaps = await this.connect(scope, run, request, phone?.osVersion);
       await appiumReady;
       const started = performance.now();
-      const reply = await this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } });
+      this.starting++;
+      const reply = await this.parts.appium
+        .call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } })
+        .finally(() => {
+          if (--this.starting === 0) setImmediate(() => this.starting === 0 && (this.recentLines = []));
+        });
       const answer = parseJson(reply.body) as { value?: { sessionId?: string; capabilities?: Record<string, unknown>; error?: string; message?: string } };
       if (reply.status !== 200 || !answer?.value?.sessionId) {
         throw new WebDriverError('session not created', `Appium could not start the session on ${run.deviceName}: ${answer?.value?.message ?? reply.body.toString('utf8').slice(0, 500)}`);
       }
       run.appiumId = answer.value.sessionId;
-      this.logPrefixes.set(run.appiumId.slice(0, 8), run);
+      // What Appium printed while it created the session came before the lab knew its id.
+      const prefix = run.appiumId.slice(0, 8);
+      for (const line of this.recentLines) if (line.includes(prefix)) run.appiumLog.add(line);
+      this.logPrefixes.set(prefix, run);
       run.commands.push({ at: run.startedAt, method: 'POST', path: '/session', status: 200, ms: Math.round(performance.now() - started) });
       run.capabilities = {
         ...answer.value.capabilities,
@@ -439,6 +452,12 @@ export class WebDriverRuns {
     return run && !run.ending ? { by: run.scope.caller.user.email } : undefined;
   }
 
+  /** Appium's process (started by the first session) and the sessions running: for the desktop shell and tests. */
+  status(): { appium: { running: boolean; pid?: number }; sessions: number } {
+    const pid = this.parts.appium.pid();
+    return { appium: { running: this.parts.appium.running(), ...(pid ? { pid } : {}) }, sessions: this.runs.size };
+  }
+
   // ---- the end of a run ----
 
   /** The allocator's release hook: a run whose phone was released otherwise ends, before the phone's cleanup. */
@@ -542,6 +561,10 @@ export class WebDriverRuns {
 
   /** Appium prefixes what a session does with the first 8 characters of its id: each line goes to its run. */
   private appiumLine(line: string): void {
+    if (this.starting > 0) {
+      this.recentLines.push(line);
+      if (this.recentLines.length > MAX_STARTING_LINES) this.recentLines.splice(0, this.recentLines.length - MAX_STARTING_LINES);
+    }
     if (this.logPrefixes.size === 0) return;
     for (const [prefix, run] of this.logPrefixes) {
       if (line.includes(prefix)) return run.appiumLog.add(line);

@@ -97,6 +97,11 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
     return this.url !== undefined;
   }
 
+  /** The process Appium runs in (its guard's: a kill of its group reaches both), while it runs. */
+  pid(): number | undefined {
+    return this.url ? this.child?.pid : undefined;
+  }
+
   private async start(): Promise<string> {
     if (this.stopping) throw new Error('The lab is stopping.');
     const { main, home: appiumHome } = appiumPaths();
@@ -179,11 +184,6 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       contentType: String(reply.headers['content-type'] ?? 'application/json; charset=utf-8'),
       body: Buffer.from(await reply.body.arrayBuffer()),
     };
-  }
-
-  /** Kills Appium (its sessions die with it), as if it had crashed: for the lab's own test of a crash. */
-  kill(): void {
-    if (this.child) killGroup(this.child, 'SIGKILL');
   }
 
   async stop(): Promise<void> {
