@@ -45,9 +45,17 @@ export interface ChatViewProps {
   inputLabel?: string;
   /** Why nothing can be sent now (the phone was released, say), as a sentence; the box is then disabled. */
   blocked?: string;
+  /**
+   * Whether the chat is in sight: it is then read again now and every few seconds, so that messages sent from another
+   * pane (the phone page's Assistant tab, a teammate, an MCP client) show without a reload.
+   */
+  active?: boolean;
 }
 
-export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assistant', blocked }: ChatViewProps) {
+/** How often a chat in sight is read again for messages sent elsewhere. */
+const CHAT_POLL_MS = 4000;
+
+export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assistant', blocked, active = false }: ChatViewProps) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [error, setError] = useState<string>();
   const [text, setText] = useState('');
@@ -79,7 +87,12 @@ export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assis
   const load = async () => {
     try {
       const page = await api.messages(sessionId, chatId, { limit: 100 });
-      setMessages(page.data);
+      // A message being followed keeps what its stream has shown (the stored copy lags it); an unchanged list is kept
+      // as it is, so that a poll neither draws it again nor scrolls the reader to the end.
+      setMessages((old) => {
+        const next = page.data.map((m) => (following.current.has(m.id) ? old.find((o) => o.id === m.id) ?? m : m));
+        return JSON.stringify(next) === JSON.stringify(old) ? old : next;
+      });
       page.data.filter((m) => m.role === 'assistant' && m.status === 'running').forEach(follow);
     } catch (e) {
       setError((e as Error).message);
@@ -91,6 +104,13 @@ export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assis
     const streams = following.current;
     return () => streams.forEach((a) => a.abort());
   }, [sessionId, chatId]);
+
+  useEffect(() => {
+    if (!active) return;
+    void load();
+    const timer = setInterval(() => void load(), CHAT_POLL_MS);
+    return () => clearInterval(timer);
+  }, [active, sessionId, chatId]);
 
   useEffect(() => {
     list.current?.lastElementChild?.scrollIntoView({ block: 'end' });
@@ -119,7 +139,7 @@ export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assis
   return (
     <div className="chat">
       {messages.length === 0 ? <Empty>Ask the assistant to do something on the phone, e.g. “tap Settings”.</Empty> : (
-        <ol ref={list} className="messages" aria-label="Messages" aria-live="polite">{messages.map((m) => (
+        <ol ref={list} className="messages" aria-label="Messages" aria-live="polite" tabIndex={0}>{messages.map((m) => (
           <MessageItem key={m.id} message={m} onCancel={m.role === 'assistant' && m.status === 'running' ? () => cancel(m.id) : undefined} />
         ))}</ol>
       )}
@@ -175,7 +195,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
         <form onSubmit={(e) => void start(e)} className="stack">
           <label>
             Phone
-            <select aria-label="Phone for the new chat" value={deviceId} onChange={(e) => setDeviceId(e.target.value)}>
+            <select aria-label="Phone for the new chat" value={deviceId || (inUse[0]?.info.serial ?? '')} onChange={(e) => setDeviceId(e.target.value)}>
               {inUse.length === 0 && <option value="">No phone in use</option>}
               {inUse.map((d) => <option key={d.id} value={d.info.serial}>{d.info.name} ({d.info.serial})</option>)}
             </select>
@@ -193,7 +213,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
           ))}
         </ul>
       </aside>
-      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} blocked={blockedReason(all.find((c) => c.id === selected)?.metadata.deviceId, devices.data?.data ?? [])} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
+      {selected ? <ChatView key={selected} sessionId={sessionId} chatId={selected} active={active} blocked={blockedReason(all.find((c) => c.id === selected)?.metadata.deviceId, devices.data?.data ?? [])} /> : <Empty>{inUse.length === 0 ? 'Allocate a phone under Devices, then start a chat: the assistant drives that phone.' : 'Start a chat bound to a phone of this session.'}</Empty>}
     </div>
   );
 }

@@ -45,6 +45,47 @@ function DeviceCard({ sessionId, device, onChange }: { sessionId: string; device
 }
 
 const FLEET_POLL_MS = 5000;
+/** Releases listed in full; older ones of a long session fold under them. */
+const RELEASES_SHOWN = 5;
+
+/** Why a phone left the session, as a sentence: the lab's reasons, or a person's (or a client's) release. */
+export function releaseWhy(reason: string | undefined): string {
+  switch (reason) {
+    case undefined: return 'released by a member of your organization (here, through the API or by a test run).';
+    case 'idle_timeout': return 'nobody used it for the lab\'s idle time, so the lab gave it back to the pool (idle timeout).';
+    case 'reserved': return 'another team\'s booking of it started, so the lab handed it to them (reserved by another team).';
+    case 'device_lost': return 'it was unplugged and did not come back within the grace period (device lost).';
+    case 'install_failed': return 'an app it was to install could not be installed.';
+    case 'provisioning_failed': return 'it could not be woken, unlocked and sent home to start.';
+    default: return `the lab released it (${reason.replace(/_/g, ' ')}).`;
+  }
+}
+
+function Release({ device: d }: { device: Device }) {
+  return (
+    <li className={d.releaseReason ? 'by-lab' : undefined}>
+      <strong>{d.info.name}</strong>{d.info.serial && <> (<code>{d.info.serial}</code>)</>} was released at {fmtTime(d.releasedAt)}: {releaseWhy(d.releaseReason)}
+    </li>
+  );
+}
+
+/** The session's released phones, newest first, each with when and why: a phone taken by the lab does not just vanish. */
+function Releases({ released }: { released: Device[] }) {
+  const newest = [...released].sort((a, b) => (b.releasedAt ?? '').localeCompare(a.releasedAt ?? ''));
+  const earlier = newest.slice(RELEASES_SHOWN);
+  return (
+    <section className="releases" aria-label="Released phones">
+      <h3>Released from this session</h3>
+      <ul>{newest.slice(0, RELEASES_SHOWN).map((d) => <Release key={d.id} device={d} />)}</ul>
+      {earlier.length > 0 && (
+        <details>
+          <summary>{earlier.length} earlier</summary>
+          <ul>{earlier.map((d) => <Release key={d.id} device={d} />)}</ul>
+        </details>
+      )}
+    </section>
+  );
+}
 
 /** How many of the lab's phones the filters match, and how many are free: what allocating would get now. */
 function MatchPreview({ filters }: { filters: Filter[] }) {
@@ -100,7 +141,9 @@ export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; 
       </div>
       <ErrorBanner error={devices.error} />
       {devices.loading && !devices.data && <Spinner label="Loading phones" />}
-      {devices.data && active.length === 0 && <Empty>{ended ? 'This session has ended: it holds no phones.' : 'No phone in this session yet.'}</Empty>}
+      {devices.data && active.length === 0 && <Empty>{ended ? 'This session has ended: it holds no phones.' : released.length > 0 ? 'No phone in this session now.' : 'No phone in this session yet.'}</Empty>}
+      {/* With no phone left, what happened to the last one comes first, above the form that takes another. */}
+      {active.length === 0 && released.length > 0 && <Releases released={released} />}
       {/* One form throughout (its filters survive a release), open while the session holds no phone. */}
       {!ended && (
         <details className="another-phone" open={active.length === 0 || undefined}>
@@ -108,14 +151,7 @@ export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; 
           <AllocateForm sessionId={sessionId} onAllocated={reload} />
         </details>
       )}
-      {released.length > 0 && (
-        <details>
-          <summary>{released.length} released</summary>
-          <ul>
-            {released.map((d) => <li key={d.id}>{d.info.name} ({d.info.serial}) released {fmtTime(d.releasedAt)}{d.releaseReason && ` · ${d.releaseReason.replace(/_/g, ' ')}`}</li>)}
-          </ul>
-        </details>
-      )}
+      {active.length > 0 && released.length > 0 && <Releases released={released} />}
     </div>
   );
 }

@@ -1,4 +1,4 @@
-import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useEffect, useLayoutEffect, useRef, useState, type RefObject } from 'react';
 import { followDeviceLogs, levelOf, LOG_LEVELS, logMatches, type LogLevel, type LogLine } from '../../shared/client/device-logs.js';
 import { api } from '../app-context.js';
 import { ErrorBanner } from '../ui.js';
@@ -14,6 +14,40 @@ const MAX_SHOWN = 500;
 const RECONNECT_MS = [500, 1000, 2000, 5000];
 /** A scroll within this long of the reader's wheel, key or pointer is theirs; any other is the page following the log. */
 const USER_SCROLL_MS = 800;
+
+/** The log is never shorter than this: on a short window the page scrolls to it rather than show three lines. */
+const MIN_LOG_HEIGHT = 200;
+/** Room left below the log, so that its last line is clear of the window's edge. */
+const LOG_BOTTOM_MARGIN = 16;
+
+/**
+ * A height that takes an element from where it starts down to the window's bottom edge: the log's newest line, where
+ * it follows, is then in sight, whatever stands above it (the session's header, a release warning, the toolbar).
+ * Measured again when the window or the element's surroundings change size, and when its tab is shown.
+ */
+function useHeightToWindowBottom(ref: RefObject<HTMLElement | null>): number | undefined {
+  const [height, setHeight] = useState<number>();
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const fit = () => {
+      const rect = el.getBoundingClientRect();
+      // A hidden tab has no box: it is measured when shown.
+      if (rect.width === 0) return;
+      setHeight(Math.max(MIN_LOG_HEIGHT, Math.floor(window.innerHeight - (rect.top + window.scrollY) - LOG_BOTTOM_MARGIN)));
+    };
+    fit();
+    const observer = new ResizeObserver(fit);
+    observer.observe(el);
+    if (el.parentElement?.parentElement) observer.observe(el.parentElement.parentElement);
+    window.addEventListener('resize', fit);
+    return () => {
+      observer.disconnect();
+      window.removeEventListener('resize', fit);
+    };
+  }, [ref]);
+  return height;
+}
 
 const LEVEL_NAMES: Record<LogLevel, string> = { V: 'Verbose', D: 'Debug', I: 'Info', W: 'Warning', E: 'Error', F: 'Fatal' };
 
@@ -47,6 +81,7 @@ export function LogcatPane({ sessionId, serial, name, generation = 0 }: { sessio
   /** What was shown last, so that a reconnect's replay of the backlog is not shown twice. */
   const last = useRef<{ time: string; keys: Set<string> }>({ time: '', keys: new Set() });
   const userScrollAt = useRef(0);
+  const height = useHeightToWindowBottom(list);
 
   const append = (batch: LogLine[], gap?: string) => {
     const rows: Row[] = [];
@@ -153,6 +188,7 @@ export function LogcatPane({ sessionId, serial, name, generation = 0 }: { sessio
           className="log-lines"
           aria-label={`Log of ${name}`}
           tabIndex={0}
+          style={height ? { height } : undefined}
           onWheel={markUserScroll}
           onPointerDown={markUserScroll}
           onKeyDown={markUserScroll}

@@ -3,12 +3,15 @@ import type { FleetDevice } from '../../shared/api/devices.js';
 import type { CalendarSlot } from '../../shared/api/sharing.js';
 import { api, useAuth } from '../app-context.js';
 import { DeviceFilters, type Filter } from '../components/device-filters.js';
-import { Empty, ErrorBanner, Page, Spinner, useAction, useLoad } from '../ui.js';
+import { Empty, ErrorBanner, Page, Spinner, useAction, useLoad, useNow } from '../ui.js';
+import { hhmm, takePhone } from './fleet.js';
 
 const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;
 const HOURS = Array.from({ length: 24 }, (_, h) => h);
 const CALENDAR_POLL_MS = 10_000;
+/** A time typed into the form: the 24-hour clock the grid is labelled in, whatever the browser's locale. */
+const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 
 const startOfDay = (ms: number) => {
   const d = new Date(ms);
@@ -16,16 +19,12 @@ const startOfDay = (ms: number) => {
   return d.getTime();
 };
 const hh = (h: number) => `${String(h).padStart(2, '0')}:00`;
-/** 24-hour local time, as the columns are labelled, whatever the browser's locale. */
-const clock = (iso: string) => {
-  const d = new Date(iso);
-  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+/** A date input's value, in local time. */
+const localDate = (ms: number) => {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 };
-/** A datetime-local input's value, in local time. */
-const localInput = (ms: number) => {
-  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
-  return d.toISOString().slice(0, 16);
-};
+const running = (slot: CalendarSlot, now: number) => Date.parse(slot.startsAt) <= now && now < Date.parse(slot.endsAt);
 
 /** The filters that name one phone: what a drag on its row books (the engine picks a phone that matches and is free). */
 const filtersFor = (phone: FleetDevice): Filter[] => [
@@ -40,14 +39,21 @@ interface Draft {
   endsAt: number;
 }
 
+/** The form books by filters, in the grid's words and clock: a day, and From and To on the 24-hour clock. */
 function BookingForm({ draft, onDone, onCancel }: { draft: Draft; onDone(): void; onCancel(): void }) {
   const [filters, setFilters] = useState(draft.filters);
-  const [startsAt, setStartsAt] = useState(localInput(draft.startsAt));
-  const [endsAt, setEndsAt] = useState(localInput(draft.endsAt));
+  const [day, setDay] = useState(localDate(draft.startsAt));
+  const [from, setFrom] = useState(hhmm(new Date(draft.startsAt).toISOString()));
+  const [to, setTo] = useState(hhmm(new Date(draft.endsAt).toISOString()));
   const [title, setTitle] = useState('');
   const book = useAction();
   const submit = async (event: FormEvent) => {
     event.preventDefault();
+    if (!TIME.test(from) || !TIME.test(to)) return book.setError('From and To are times on the 24-hour clock, such as 09:00 or 14:30.');
+    const startsAt = new Date(`${day}T${from}`).getTime();
+    let endsAt = new Date(`${day}T${to}`).getTime();
+    // A To at or before From is the next day's: 22:00 to 02:00 is a night.
+    if (endsAt <= startsAt) endsAt += DAY_MS;
     const body = {
       filters: filters.filter((f, i) => i === 0 || f.value.trim() !== '').map((f) => ({ ...f, value: f.value.trim() })),
       startsAt: new Date(startsAt).toISOString(),
@@ -56,14 +62,17 @@ function BookingForm({ draft, onDone, onCancel }: { draft: Draft; onDone(): void
     };
     if ((await book.run(() => api.reserve(body))) !== undefined) onDone();
   };
+  const time = { inputMode: 'numeric' as const, pattern: TIME.source.slice(1, -1), placeholder: 'HH:MM', size: 5, maxLength: 5, required: true, 'aria-describedby': 'booking-clock' };
   return (
     <form className="card booking" aria-label="Book a phone" onSubmit={(e) => void submit(e)}>
       <DeviceFilters filters={filters} onChange={setFilters} />
       <div className="button-row">
-        <label>From <input type="datetime-local" aria-label="Starts at" value={startsAt} required onChange={(e) => setStartsAt(e.target.value)} /></label>
-        <label>To <input type="datetime-local" aria-label="Ends at" value={endsAt} required onChange={(e) => setEndsAt(e.target.value)} /></label>
-        <label>Title <input aria-label="Title" value={title} maxLength={200} placeholder="e.g. release candidate run" onChange={(e) => setTitle(e.target.value)} /></label>
+        <label>Day <input type="date" value={day} required onChange={(e) => setDay(e.target.value)} /></label>
+        <label>From <input {...time} value={from} onChange={(e) => setFrom(e.target.value)} /></label>
+        <label>To <input {...time} value={to} onChange={(e) => setTo(e.target.value)} /></label>
+        <label>Title <input value={title} maxLength={200} placeholder="e.g. release candidate run" onChange={(e) => setTitle(e.target.value)} /></label>
       </div>
+      <p id="booking-clock" className="muted">Times are on the 24-hour clock, as in the calendar; a To before From ends the next day.</p>
       <div className="button-row">
         <button type="submit" className="primary" disabled={book.pending}>Book</button>
         <button type="button" onClick={onCancel}>Cancel</button>
@@ -73,25 +82,65 @@ function BookingForm({ draft, onDone, onCancel }: { draft: Draft; onDone(): void
   );
 }
 
-function Slot({ slot, day, onCancelled }: { slot: CalendarSlot; day: number; onCancelled(): void }) {
+/**
+ * A booking, drawn inside the grid cell of the hour it starts in and as wide as its hours (so that the grid's rows
+ * hold only cells). The caller's own booking names itself; while it runs, it offers the phone; its creator can cancel it.
+ */
+function Slot({ slot, day, phone, onCancelled }: { slot: CalendarSlot; day: number; phone: FleetDevice; onCancelled(): void }) {
   const cancel = useAction();
+  const use = useAction();
   const me = useAuth((s) => s.user?.id);
+  // Drawn again every half minute, and read afresh each time: a booking made a moment ago may run already.
+  useNow(30_000);
+  const now = Date.now();
   const from = Math.max(Date.parse(slot.startsAt), day);
   const to = Math.min(Date.parse(slot.endsAt), day + DAY_MS);
-  const style = { left: `${((from - day) / DAY_MS) * 100}%`, width: `${((to - from) / DAY_MS) * 100}%` };
-  const when = `${clock(slot.startsAt)}–${clock(slot.endsAt)}`;
-  if (!slot.own) return <div className="slot busy" style={style} aria-label={`Busy ${when}`} title={`Reserved by another team, ${when}`}>busy</div>;
+  const offset = (from - day) % HOUR_MS;
+  // 1 px short of its hours, so that the hour line after it shows.
+  const style = { left: `${(offset / HOUR_MS) * 100}%`, width: `calc(${((to - from) / HOUR_MS) * 100}% - 1px)` };
+  const when = `${hhmm(slot.startsAt)}–${hhmm(slot.endsAt)}`;
+  const stop = (e: React.PointerEvent) => e.stopPropagation();
+  if (!slot.own) return <span className="slot busy" style={style} title={`Reserved by another team, ${when}`} onPointerDown={stop}>busy</span>;
+  const name = slot.title ?? 'Booked';
   return (
-    <div className="slot own" style={style} aria-label={`${slot.title ?? 'Booked'} ${when}`} title={`${slot.title ?? 'Booked'}, ${when}`}>
-      <span>{slot.title ?? 'booked'}</span>
+    <span className="slot own" style={style} title={`${name}, ${when}`} onPointerDown={stop}>
+      {running(slot, now) ? (
+        <button type="button" className="link slot-use" aria-label={`Use ${phone.name} now (booked ${when})`} disabled={use.pending} onClick={() => void use.run(() => takePhone(phone))}>Use now</button>
+      ) : <span className="slot-title">{name}</span>}
       {slot.createdBy === me && (
-        <button type="button" className="link" aria-label={`Cancel ${slot.title ?? 'booking'} ${when}`} disabled={cancel.pending}
+        <button type="button" className="link slot-cancel" aria-label={`Cancel ${slot.title ?? 'booking'} ${when}`} disabled={cancel.pending}
           onClick={() => void cancel.run(async () => {
             await api.cancelReservation(slot.id!);
             onCancelled();
           })}>×</button>
       )}
-    </div>
+      {(use.error ?? cancel.error) && <span role="alert" className="visually-hidden">{use.error ?? cancel.error}</span>}
+    </span>
+  );
+}
+
+/** The caller's bookings that run now, each with the phone a click away: a booking is there to be used. */
+function RunningNow({ slots, phones }: { slots: CalendarSlot[]; phones: FleetDevice[] }) {
+  useNow(30_000);
+  const now = Date.now();
+  const use = useAction();
+  const mine = slots.filter((s) => s.own && running(s, now));
+  if (mine.length === 0) return null;
+  return (
+    <section className="card running-bookings" aria-label="Booked for you now">
+      <ul>
+        {mine.map((s) => {
+          const phone = phones.find((p) => p.serial === s.serial);
+          return (
+            <li key={s.id ?? s.startsAt}>
+              <strong>{s.name}</strong> is booked for you now, {hhmm(s.startsAt)}–{hhmm(s.endsAt)}{s.title && <> · {s.title}</>}{' '}
+              {phone && <button type="button" className="primary" disabled={use.pending} onClick={() => void use.run(() => takePhone(phone))}>Use it now</button>}
+            </li>
+          );
+        })}
+      </ul>
+      <ErrorBanner error={use.error} onDismiss={() => use.setError(undefined)} />
+    </section>
   );
 }
 
@@ -106,6 +155,7 @@ export function CalendarScreen() {
   const fleet = useLoad(() => api.fleetDevices(), [], CALENDAR_POLL_MS);
   const slots = useLoad(() => api.reservations({ from: new Date(day).toISOString(), to: new Date(day + DAY_MS).toISOString() }), [day], CALENDAR_POLL_MS);
   const phones = fleet.data?.data ?? [];
+  const all = slots.data?.data ?? [];
 
   const endDrag = (phone: FleetDevice) => {
     if (!drag || drag.serial !== phone.serial) return;
@@ -119,11 +169,17 @@ export function CalendarScreen() {
     setDraft(undefined);
     void slots.reload();
   };
+  /** The booking drawn in a phone's hour: the one that starts in it, or that runs into the day from before it. */
+  const startingIn = (serial: string, h: number) =>
+    all.find((s) => s.serial === serial && Math.floor((Math.max(Date.parse(s.startsAt), day) - day) / HOUR_MS) === h);
+  // The next full hour, on the day shown.
+  const nextHour = Math.ceil(Date.now() / HOUR_MS) * HOUR_MS;
+  const firstHour = day + (nextHour - startOfDay(nextHour));
 
   return (
     <Page
       title="Calendar"
-      actions={<button type="button" className="primary" onClick={() => setDraft({ filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }], startsAt: Date.now() + HOUR_MS, endsAt: Date.now() + 2 * HOUR_MS })}>Book a phone</button>}
+      actions={<button type="button" className="primary" onClick={() => setDraft({ filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }], startsAt: firstHour, endsAt: firstHour + HOUR_MS })}>Book a phone</button>}
     >
       <div className="button-row calendar-nav">
         <button type="button" onClick={() => setDay(startOfDay(day - DAY_MS / 2))}>Previous day</button>
@@ -132,38 +188,43 @@ export function CalendarScreen() {
         <strong aria-live="polite">{new Date(day).toLocaleDateString([], { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' })}</strong>
       </div>
       {draft && <BookingForm key={`${draft.startsAt}-${draft.filters.map((f) => f.value).join()}`} draft={draft} onDone={booked} onCancel={() => setDraft(undefined)} />}
+      <RunningNow slots={all} phones={phones} />
       <ErrorBanner error={fleet.error ?? slots.error} />
       {fleet.loading && !fleet.data && <Spinner label="Loading the calendar" />}
       {fleet.data && phones.length === 0 ? <Empty>No phones in the lab yet.</Empty> : (
-        <div className="calendar" role="grid" aria-label="Reservations" onPointerLeave={() => setDrag(undefined)}>
-          <div className="calendar-row calendar-head" role="row">
-            <div className="calendar-phone" role="columnheader">Phone</div>
-            <div className="calendar-hours">{HOURS.map((h) => <div key={h} role="columnheader" className="calendar-hour">{hh(h)}</div>)}</div>
-          </div>
-          {phones.map((phone) => (
-            <div key={phone.serial} className="calendar-row" role="row" aria-label={phone.name}>
-              <div className="calendar-phone" role="rowheader">{phone.name} <span className="muted">{phone.osVersion}</span></div>
-              <div className="calendar-hours" onPointerUp={() => endDrag(phone)}>
-                {HOURS.map((h) => (
-                  <div
-                    key={h}
-                    role="gridcell"
-                    aria-label={`${phone.name} at ${hh(h)}`}
-                    aria-selected={selected(phone.serial, h)}
-                    className="calendar-hour"
-                    onPointerDown={(e) => {
-                      e.preventDefault();
-                      setDrag({ serial: phone.serial, from: h, to: h });
-                    }}
-                    onPointerEnter={() => drag?.serial === phone.serial && setDrag({ ...drag, to: h })}
-                  />
-                ))}
-                {(slots.data?.data ?? []).filter((s) => s.serial === phone.serial).map((s) => (
-                  <Slot key={`${s.startsAt}-${s.id ?? ''}`} slot={s} day={day} onCancelled={() => void slots.reload()} />
-                ))}
-              </div>
+        // The day is wider than a laptop's window: it scrolls sideways, the phone names staying in view.
+        <div className="calendar-scroll" role="region" aria-label="Reservations, from 00:00 to 24:00" tabIndex={0}>
+          <div className="calendar" role="grid" aria-label="Reservations" onPointerLeave={() => setDrag(undefined)}>
+            <div className="calendar-row calendar-head" role="row">
+              <div className="calendar-phone" role="columnheader">Phone</div>
+              {HOURS.map((h) => <div key={h} role="columnheader" className="calendar-hour">{hh(h)}</div>)}
             </div>
-          ))}
+            {phones.map((phone) => (
+              <div key={phone.serial} className="calendar-row" role="row" aria-label={phone.name} onPointerUp={() => endDrag(phone)}>
+                <div className="calendar-phone" role="rowheader">{phone.name} <span className="muted">{phone.osVersion}</span></div>
+                {HOURS.map((h) => {
+                  const slot = startingIn(phone.serial, h);
+                  const what = slot ? `, ${slot.own ? slot.title ?? 'booked' : 'busy'} ${hhmm(slot.startsAt)}–${hhmm(slot.endsAt)}` : '';
+                  return (
+                    <div
+                      key={h}
+                      role="gridcell"
+                      aria-label={`${phone.name} at ${hh(h)}${what}`}
+                      aria-selected={selected(phone.serial, h)}
+                      className="calendar-hour"
+                      onPointerDown={(e) => {
+                        e.preventDefault();
+                        setDrag({ serial: phone.serial, from: h, to: h });
+                      }}
+                      onPointerEnter={() => drag?.serial === phone.serial && setDrag({ ...drag, to: h })}
+                    >
+                      {slot && <Slot slot={slot} day={day} phone={phone} onCancelled={() => void slots.reload()} />}
+                    </div>
+                  );
+                })}
+              </div>
+            ))}
+          </div>
         </div>
       )}
     </Page>

@@ -42,8 +42,18 @@ export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
 /** Who holds a phone of the caller's organization: "you", a teammate's email, or an API key's session. */
 const holderName = (email: string | undefined, me: string | undefined) => (!email ? 'an API key' : email === me ? 'you' : email);
 
+/** 24-hour local time, as the Calendar labels its hours, whatever the browser's locale. */
+export const hhmm = (iso: string) => {
+  const d = new Date(iso);
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+};
+
+/** A phone's booking as the Fleet says it: whose (never which other team), from when to when. */
+export const bookingNote = (b: NonNullable<FleetDevice['booking']>) =>
+  b.own ? `Booked for you from ${hhmm(b.startsAt)} to ${hhmm(b.endsAt)}` : `Booked from ${hhmm(b.startsAt)} to ${hhmm(b.endsAt)} by another team`;
+
 /** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
-async function takePhone(device: FleetDevice): Promise<void> {
+export async function takePhone(device: Pick<FleetDevice, 'platform' | 'name' | 'osVersion'>): Promise<void> {
   const session = await api.createSession();
   await api.allocateDevice(session.id, {
     filters: [
@@ -54,6 +64,9 @@ async function takePhone(device: FleetDevice): Promise<void> {
   });
   navigate(`/sessions/${session.id}`);
 }
+
+/** A provider's host name, which may break after its dots and dashes when its column is narrow, not mid-word. */
+const HostName = ({ name }: { name: string }) => <>{name.split(/(?<=[.-])/).map((part, i) => <span key={i}>{i > 0 && <wbr />}{part}</span>)}</>;
 
 /**
  * The phone being taken, and what went wrong taking it: one state for the whole table rather than three hooks in each
@@ -98,7 +111,7 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onU
       <td role="cell" title={d.model}>{d.model ? modelName(d.model) : <span className="muted">—</span>}</td>
       <td role="cell">{d.osVersion}</td>
       <td role="cell"><code>{d.serial}</code></td>
-      {hostColumn && <td role="cell">{d.host ?? <span className="muted">this workstation</span>}</td>}
+      {hostColumn && <td role="cell">{d.host ? <HostName name={d.host} /> : <span className="muted">this workstation</span>}</td>}
       <td role="cell">
         <Status value={stateOf(d)} />
         {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
@@ -113,7 +126,8 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onU
             </a>
             <IdleCountdown at={d.heldBy.idleReleaseAt} />
           </>
-        ) : d.held ? <span className="muted">another organization</span> : <span className="muted">free</span>}
+        ) : d.held ? <span className="muted">another organization</span> : !d.booking && <span className="muted">free</span>}
+        {d.booking && <span className={d.booking.own ? 'booking-note own' : 'booking-note'}>{bookingNote(d.booking)}</span>}
       </td>
       <td role="cell">{isFree(d) && <UseThisPhone device={d} taking={taking} onUse={onUse} />}</td>
     </tr>
@@ -130,6 +144,14 @@ export const FleetScreen = memo(function FleetScreen() {
   const [taking, setTaking] = useState<Taking>();
   // The same function from render to render, so that the rows' memo holds.
   const onUse = useCallback((device: FleetDevice) => {
+    // Another team's booking takes the phone back when it starts: whoever takes it now is told first.
+    const b = device.booking;
+    if (b && !b.own) {
+      const question = Date.parse(b.startsAt) > Date.now()
+        ? `${device.name} is booked from ${hhmm(b.startsAt)} by another team: the lab takes it back for them then. Use it anyway?`
+        : `${device.name} is booked by another team until ${hhmm(b.endsAt)}: you would wait in line until then. Use it anyway?`;
+      if (!window.confirm(question)) return;
+    }
     setTaking({ serial: device.serial, pending: true });
     takePhone(device).then(
       () => setTaking(undefined),

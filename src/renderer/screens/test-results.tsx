@@ -10,6 +10,8 @@ const statsOf = (r: TestResult) => (r.stats ?? {}) as Record<string, unknown>;
 
 /** How often the list is read while a run is unfinished. */
 const RUNNING_POLL_MS = 3000;
+/** How often the list looks for new runs while none it shows is running. */
+const LIST_POLL_MS = 5000;
 const STATUSES: Array<Static<typeof TestResultStatus>> = ['queued', 'running', 'passed', 'failed', 'skipped', 'interrupted'];
 
 export function TestResultsScreen() {
@@ -17,7 +19,8 @@ export function TestResultsScreen() {
   const [text, setText] = useState('');
   const [pages, setPages] = useState<TestResult[]>([]);
   const [cursor, setCursor] = useState<string>();
-  const first = useLoad(() => api.testResults({ limit: 50, status: status || undefined }), [status]);
+  // Polled, so that a run a CI job or a teammate starts shows up without a reload.
+  const first = useLoad(() => api.testResults({ limit: 50, status: status || undefined }), [status], LIST_POLL_MS);
   const [more, setMore] = useState<{ loading: boolean; error?: string }>({ loading: false });
 
   // A poll refreshes the first page in place: the pages loaded below it stay, and a new filter starts afresh.

@@ -125,6 +125,19 @@ export class Reservations {
     this.enforcedUpTo = now;
   }
 
+  /**
+   * Each phone's reservation that runs now or starts within `aheadMs` (the earliest), and whether it is the caller's
+   * organization's: what the Fleet screen shows, so that nobody takes a phone about to be taken back.
+   */
+  bookedSoon(scope: Scope, aheadMs: number): Map<string, { startsAt: number; endsAt: number; own: boolean }> {
+    const now = this.now();
+    const booked = new Map<string, { startsAt: number; endsAt: number; own: boolean }>();
+    for (const row of this.stores.reservations.overlapping(now, now + aheadMs)) {
+      if (!booked.has(row.serial)) booked.set(row.serial, { startsAt: row.startsAt, endsAt: row.endsAt, own: row.organizationId === scope.organization.id });
+    }
+    return booked;
+  }
+
   /** Reservations starting within `leadMs`, by phone (the earliest one of each): their holders are warned. */
   startingSoon(leadMs: number): Map<string, ReservationRow> {
     const now = this.now();

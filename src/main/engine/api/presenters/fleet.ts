@@ -8,7 +8,11 @@ import type { HostHealth } from '../../services/instances.js';
 
 /** The lab's inventory: phones and Mac hosts, free or held; who holds them only for the caller's own organization. */
 
-export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?: string }, holder: ReturnType<DeviceAllocator['holder']>): FleetDevice => ({
+export const presentFleetDevice = (
+  d: FleetDeviceRow & { model?: string; steps?: string },
+  holder: ReturnType<DeviceAllocator['holder']>,
+  booking?: { startsAt: number; endsAt: number; own: boolean },
+): FleetDevice => ({
   platform: d.platform,
   type: d.type,
   name: d.name,
@@ -31,6 +35,7 @@ export const presentFleetDevice = (d: FleetDeviceRow & { model?: string; steps?:
         },
       }
     : {}),
+  ...(booking ? { booking: { startsAt: iso(booking.startsAt), endsAt: iso(booking.endsAt), own: booking.own } } : {}),
   lastSeenAt: iso(d.lastSeenAt),
 });
 

@@ -5,19 +5,27 @@ import type { DeviceAllocator } from '../../services/devices.js';
 import { INSTANCE_ARCH } from '../../services/instances.js';
 import type { MacHosts } from '../../services/mac-hosts.js';
 import type { Providers } from '../../services/providers.js';
+import type { Reservations } from '../../services/reservations.js';
 import { FleetProvider } from '../../../../shared/api/providers.js';
 import { presentFleetProvider } from '../presenters/providers.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
 import { list } from '../presenters/common.js';
 import { presentFleetDevice, presentFleetHost } from '../presenters/fleet.js';
 
+/**
+ * How far ahead the Fleet screen shows a phone's booking: longer than the holder's warning (minutes), so that whoever
+ * takes a phone for a test run learns it is booked before they start, not when it is taken back.
+ */
+const BOOKED_AHEAD_MS = 3600_000;
+
 /** The lab's inventory, to every signed-in caller; who holds a phone or an instance shows only for the caller's organization. */
-export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts, providers: Providers): void {
+export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts, providers: Providers, reservations: Reservations): void {
   app.get('/fleet/devices', {
     schema: { tags: ['Extensions'], operationId: 'listFleetDevices', summary: 'Every phone of the lab: state, battery, and whether it is free', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(FleetDevice) }, [401, 403]) },
   }, (req) => {
-    const { organization } = scopeOf(req);
-    return list(allocator.inventory().map((d) => presentFleetDevice(d, allocator.holder(d.serial, organization.id))));
+    const scope = scopeOf(req);
+    const booked = reservations.bookedSoon(scope, BOOKED_AHEAD_MS);
+    return list(allocator.inventory().map((d) => presentFleetDevice(d, allocator.holder(d.serial, scope.organization.id), booked.get(d.serial))));
   });
 
   app.get('/fleet/hosts', {
