@@ -186,7 +186,9 @@ export class WebDriverRuns {
     } catch (error) {
       throw new WebDriverError('session not created', (error as Error).message);
     }
+    const asked = performance.now();
     const held = await this.waitForPhone(allocation.id, request.options.queueTimeoutMs, signal);
+    const phoneMs = performance.now() - asked;
     const target = { sessionId: labSessionId, serial: held.serial! };
     const phone = this.parts.phones.get(held.serial!);
     const testResult = this.parts.testResults.createTestResult(scope, {
@@ -223,7 +225,9 @@ export class WebDriverRuns {
     this.stores.webDriverRuns.insert({ id: run.id, organizationId: scope.organization.id, allocationId: held.id, testResultId: testResult.id, createdBy: scope.caller.user.id, startedAt: run.startedAt });
     this.byAllocation.set(held.id, run);
     try {
+      const connecting = performance.now();
       const labCaps = await this.connect(scope, run, request, phone?.osVersion);
+      const connectMs = performance.now() - connecting;
       await appiumReady;
       const started = performance.now();
       this.starting++;
@@ -241,7 +245,8 @@ export class WebDriverRuns {
       const prefix = run.appiumId.slice(0, 8);
       for (const line of this.recentLines) if (line.includes(prefix)) run.appiumLog.add(line);
       this.logPrefixes.set(prefix, run);
-      run.commands.push({ at: run.startedAt, method: 'POST', path: '/session', status: 200, ms: Math.round(performance.now() - started) });
+      // Where a session start's time went: the queue and the phone's preparation, Appium's connection, Appium's session.
+      run.commands.push({ at: run.startedAt, method: 'POST', path: `/session (phone ${Math.round(phoneMs)} ms, connect ${Math.round(connectMs)} ms, Appium ${Math.round(performance.now() - started)} ms)`, status: 200, ms: Math.round(performance.now() - asked) });
       run.capabilities = {
         ...answer.value.capabilities,
         // The phone as the lab knows it, not the bridge address Appium reached it by.
