@@ -1,10 +1,12 @@
 import { lazy, Suspense, useEffect, useRef, useState, type ReactNode } from 'react';
+import { JOIN_PATH } from '../shared/api/join-path.js';
 import { authStore, useAuth } from './app-context.js';
 import { desktopBridge } from './desktop-bridge.js';
 import { linkTo, match, navigate, usePath } from './router.js';
 import { CalendarScreen } from './screens/calendar.js';
 import { ReleaseWarnings } from './components/release-warnings.js';
 import { FleetScreen } from './screens/fleet.js';
+import { JoinInvitation } from './screens/join.js';
 import { LoginScreen } from './screens/login.js';
 import { Spinner } from './ui.js';
 
@@ -34,6 +36,7 @@ function route(path: string): ReactNode {
   let p: Record<string, string> | undefined;
   if ((p = match('/sessions/:id', path))) return <SessionScreen key={p.id} sessionId={p.id!} />;
   if ((p = match('/test-results/:id', path))) return <TestResultScreen key={p.id} id={p.id!} />;
+  if ((p = match(`${JOIN_PATH}/:secret`, path))) return <section className="page"><JoinInvitation secret={p.secret!} /></section>;
   switch (path.replace(/\/$/, '') || '/fleet') {
     case '/fleet': return <FleetScreen />;
     case '/sessions': return <SessionsScreen />;

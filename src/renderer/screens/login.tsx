@@ -1,9 +1,24 @@
 import { useState, type FormEvent } from 'react';
+import { JOIN_PATH } from '../../shared/api/join-path.js';
 import { authStore, useAuth } from '../app-context.js';
+import { match, usePath } from '../router.js';
 import { ErrorBanner, Spinner, useTitle } from '../ui.js';
+import { JoinInvitation } from './join.js';
 
-/** For browsers and LAN teammates; the desktop window signs its owner in by itself. */
+/** For browsers and LAN teammates; the desktop window signs its owner in by itself. An invitation's link shows the invitation. */
 export function LoginScreen() {
+  const invitation = match(`${JOIN_PATH}/:secret`, usePath());
+  if (invitation) {
+    return (
+      <main className="centered">
+        <JoinInvitation secret={invitation.secret!} />
+      </main>
+    );
+  }
+  return <SignIn />;
+}
+
+function SignIn() {
   const busy = useAuth((s) => s.busy);
   const error = useAuth((s) => s.error);
   const [mode, setMode] = useState<'login' | 'signup'>('login');

@@ -48,7 +48,7 @@ function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: stri
       <h2 id="members-title">Members</h2>
       <ErrorBanner error={members.error ?? change.error} />
       <table className="table" aria-label="Members">
-        <thead><tr><th>Member</th><th>Role</th><th>Joined</th></tr></thead>
+        <thead><tr><th>Member</th><th>Role</th><th>Joined</th>{admin && <th><span className="visually-hidden">Actions</span></th>}</tr></thead>
         <tbody>
           {members.data?.data.map((m) => (
             <tr key={m.userId}>
@@ -64,6 +64,19 @@ function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: stri
                 ) : m.role}
               </td>
               <td>{fmtTime(m.joinedAt)}</td>
+              {admin && (
+                <td>
+                  {m.userId !== me && (
+                    <button type="button" className="danger" aria-label={`Remove ${m.email}`} disabled={change.pending} onClick={() => {
+                      if (!window.confirm(`Remove ${m.email} from this organization? Their API keys for it stop working.`)) return;
+                      void change.run(async () => {
+                        await api.removeMember(orgId, m.userId);
+                        await members.reload();
+                      });
+                    }}>Remove</button>
+                  )}
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
@@ -71,9 +84,6 @@ function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: stri
     </section>
   );
 }
-
-/** Where an invitee accepts: the Organization screen lists the invitations addressed to whoever signs in. */
-const invitationLink = (id: string) => `${location.origin}/organization?invitation=${id}`;
 
 function SentInvitations({ orgId }: { orgId: string }) {
   const invitations = useLoad(() => api.organizationInvitations(orgId), [orgId]);
@@ -97,8 +107,9 @@ function SentInvitations({ orgId }: { orgId: string }) {
         <button type="submit" className="primary" disabled={act.pending}>Create invitation link</button>
       </form>
       <p className="muted">
-        A private lab sends no mail: give the person the link (chat, a ticket). They open it, sign in or sign up with that
-        email, and accept; only that email can.
+        A private lab sends no mail: give the person the link (chat, a ticket). It opens at an address they can reach (the
+        LAN's while LAN sharing is on), shows who invited them, and lets only that email sign up, even while sign-up is
+        invitation-only, or sign in and accept.
       </p>
       <ErrorBanner error={act.error ?? invitations.error} />
       {invitations.data?.data.length === 0 && <Empty>No pending invitations.</Empty>}
@@ -106,8 +117,8 @@ function SentInvitations({ orgId }: { orgId: string }) {
         {invitations.data?.data.map((i) => (
           <li key={i.id}>
             <span>{i.email} · {i.role} · expires {fmtTime(i.expiresAt)}</span>
-            <input readOnly className="invite-link" aria-label={`Invitation link for ${i.email}`} value={invitationLink(i.id)} onFocus={(e) => e.currentTarget.select()} />
-            <button type="button" aria-label={`Copy link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(invitationLink(i.id)).catch(() => undefined)}>Copy link</button>
+            <input readOnly className="invite-link" aria-label={`Invitation link for ${i.email}`} value={i.link} onFocus={(e) => e.currentTarget.select()} />
+            <button type="button" aria-label={`Copy link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(i.link).catch(() => undefined)}>Copy link</button>
             <button type="button" aria-label={`Revoke the invitation of ${i.email}`} onClick={() => void act.run(async () => {
               await api.revokeInvitation(orgId, i.id);
               await invitations.reload();

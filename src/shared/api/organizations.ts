@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, Nullable, RoleName, Uuid } from './common.js';
+import { JOIN_PATH } from './join-path.js';
 
 export const Organization = Type.Object({
   id: Uuid,
@@ -37,8 +38,6 @@ export const Invitation = Type.Object({
   expiresAt: DateTime,
 });
 export type Invitation = Static<typeof Invitation>;
-/** The GUI's page for an invitation's link: JOIN_PATH/<secret>. */
-export const JOIN_PATH = '/join';
 /** An invitation as its organization's admins see it: with the link to hand to the invitee. */
 export const SentInvitation = Type.Object({
   ...Invitation.properties,

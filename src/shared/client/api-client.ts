@@ -11,7 +11,7 @@ import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
 import type { CreateProviderBody, FleetProvider, Provider, UpdateProviderBody } from '../api/providers.js';
-import type { Balance, Invitation, Member, Organization } from '../api/organizations.js';
+import type { Balance, Invitation, Member, Organization, SentInvitation } from '../api/organizations.js';
 import type { AdbKey, RemoteConnect } from '../api/remote-connect.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
@@ -134,7 +134,10 @@ export function createApiClient(options: ApiClientOptions) {
     browserUrl,
     health: () => json<Static<typeof Health>>('GET', '/health', { org: false }),
     login: (email: string, password: string) => json<AuthToken>('POST', '/auth/login', { body: { email, password }, org: false }),
-    signup: (email: string, password: string, name?: string) => json<AuthToken>('POST', '/auth/signup', { body: { email, password, name }, org: false }),
+    /** `invitation`: the secret of an invitation's link, which signs its email up even while sign-up is invitation-only. */
+    signup: (email: string, password: string, name?: string, invitation?: string) =>
+      json<AuthToken>('POST', '/auth/signup', { body: { email, password, name, invitation }, org: false }),
+    invitationBySecret: (secret: string) => json<Invitation>('GET', `/auth/invitations/${seg(secret)}`, { org: false }),
     me: () => json<User>('GET', '/me', { org: false }),
 
     organizations: () => json<List<Organization>>('GET', '/organizations', { org: false }),
@@ -142,9 +145,10 @@ export function createApiClient(options: ApiClientOptions) {
     members: (orgId: string) => json<List<Member>>('GET', `/organizations/${seg(orgId)}/members`),
     changeRole: (orgId: string, userId: string, role: Member['role']) =>
       json<unknown>('PATCH', `/organizations/${seg(orgId)}/members/${seg(userId)}`, { body: { role } }),
-    organizationInvitations: (orgId: string) => json<List<Invitation>>('GET', `/organizations/${seg(orgId)}/invitations`),
+    removeMember: (orgId: string, userId: string) => json<void>('DELETE', `/organizations/${seg(orgId)}/members/${seg(userId)}`),
+    organizationInvitations: (orgId: string) => json<List<SentInvitation>>('GET', `/organizations/${seg(orgId)}/invitations`),
     invite: (orgId: string, email: string, role: Member['role']) =>
-      json<Invitation>('POST', `/organizations/${seg(orgId)}/invitations`, { body: { email, role } }),
+      json<SentInvitation>('POST', `/organizations/${seg(orgId)}/invitations`, { body: { email, role } }),
     revokeInvitation: (orgId: string, invitationId: string) =>
       json<void>('DELETE', `/organizations/${seg(orgId)}/invitations/${seg(invitationId)}`),
     myInvitations: () => json<List<Invitation>>('GET', '/invitations', { org: false }),

@@ -1,5 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { JOIN_PATH } from '../../../shared/api/organizations.js';
+import { JOIN_PATH } from '../../../shared/api/join-path.js';
 import { conflict, forbidden, notFound, ServiceError } from '../domain/errors.js';
 import { reachableOrigin } from '../domain/reachable-origin.js';
 import type { Role } from '../domain/roles.js';
