@@ -1,0 +1,67 @@
+import { remote } from 'webdriverio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
+import { SETTINGS } from '../../src/sim/ios/springboard.js';
+import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { startIosBus, type IosBus } from '../support/ios-lab.js';
+import { remotePorts } from '../support/remote.js';
+import { waitFor } from '../support/lab.js';
+
+/**
+ * An iPhone through the lab's WebDriver endpoint: WebdriverIO, unchanged, with an API key; real Appium's XCUITest
+ * driver behind the lab reaches the held iPhone's WebDriverAgent through its remote connection's WDA URL.
+ */
+describe('WebDriver for the lab: an iPhone through XCUITest', () => {
+  let bus: IosBus;
+  let engine: TestEngine;
+  let c: ReturnType<typeof client>;
+  let owner: string;
+  let key: string;
+
+  beforeAll(async () => {
+    bus = await startIosBus([{ name: 'Lab iPhone', version: '17.5.1' }]);
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), adb: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 });
+    c = client(engine.api);
+    owner = await c.login();
+    key = await c.createKey(owner);
+    await waitFor('the iPhone in the fleet', async () => (await c.call('GET', '/fleet/devices', { token: owner })).body.data?.some((d: { state: string }) => d.state === 'device'), 20_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    await engine?.stop();
+    await bus?.stop();
+  });
+
+  it('finds and clicks by accessibility id, reads the page source, and keeps the run', async () => {
+    const phone = bus.phones[0]!;
+    const driver = await remote({
+      protocol: 'http',
+      hostname: '127.0.0.1',
+      port: Number(new URL(engine.api).port),
+      path: '/wd/hub',
+      user: 'ci',
+      key,
+      logLevel: 'silent',
+      connectionRetryCount: 0,
+      connectionRetryTimeout: 120_000,
+      // A version prefix, as a suite asks: the lab gives the driver the phone's exact one.
+      capabilities: { platformName: 'iOS', 'appium:platformVersion': '17', 'benchtop:options': { name: 'iphone run' } } as WebdriverIO.Capabilities,
+    });
+    const caps = driver.capabilities as Record<string, unknown>;
+    expect(caps['appium:udid']).toBe(phone.udid);
+    expect(caps['benchtop:device']).toBe('Lab iPhone');
+    await (await driver.$('~Settings')).click();
+    expect(phone.board.foreground).toBe(SETTINGS);
+    expect(await driver.getPageSource()).toContain('<XCUIElementTypeApplication type="XCUIElementTypeApplication" name="Settings"');
+    await driver.deleteSession();
+    expect(phone.wda.sessionId).toBeUndefined();
+
+    const result = await waitFor('the test result', async () => {
+      const r = ((await c.call('GET', '/test-results', { token: owner })).body.data as Array<{ id: string; name: string; status: string }>).find((x) => x.name === 'iphone run');
+      return r && r.status !== 'running' ? r : undefined;
+    }, 30_000);
+    expect(result.status).toBe('passed');
+    const assets = (await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data as Array<{ name: string }>;
+    expect(assets.map((a) => a.name).sort()).toEqual(['appium.log', 'commands.log', 'screenshot.png', 'syslog.txt', 'video.mp4']);
+  }, 120_000);
+});
