@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import { List, Uuid } from '../../../../shared/api/common.js';
 import { Invitation, InvitationSecret, InviteBody, SentInvitation } from '../../../../shared/api/organizations.js';
 import type { Invitations } from '../../services/invitations.js';
-import type { InvitationRow } from '../../store/invitations.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 import { list } from '../presenters/common.js';
 import { presentInvitation } from '../presenters/organizations.js';
@@ -12,7 +11,7 @@ export function invitationRoutes(app: App, invitations: Invitations): void {
   const tags = ['Invitations'];
   const InvitationParams = Type.Object({ invitationId: Uuid });
   const OrgParams = Type.Object({ id: Uuid });
-  const sent = (origin: string, row: InvitationRow) => ({ ...presentInvitation(row), link: invitations.linkOf(row, origin) });
+  const sent = (origin: string, row: Parameters<Invitations['linkOf']>[0]) => ({ ...presentInvitation(row), link: invitations.linkOf(row, origin) });
 
   // The invitation's page reads this before anyone signs in: the secret in its link is the credential.
   app.get('/auth/invitations/:secret', {
