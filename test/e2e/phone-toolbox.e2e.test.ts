@@ -238,14 +238,17 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await page.getByLabel('Email', { exact: true }).fill(mate);
     await page.getByRole('button', { name: 'Create invitation link' }).click();
     const link = await page.getByLabel(`Invitation link for ${mate}`, { exact: true }).inputValue();
-    expect(link).toMatch(new RegExp(`^${origin}/organization\\?invitation=[0-9a-f-]{36}$`));
+    expect(link).toMatch(new RegExp(`^${origin}/join/[A-Za-z0-9_-]{43}$`));
     await axe('organization');
 
-    // The teammate opens the link in their own browser: the invitation names who sent it.
+    // The teammate opens the link in their own browser: the invitation names who sent it; they have an account.
     const matePage = await (await browser.newContext({ viewport: { width: 1024, height: 768 } })).newPage();
-    await logIn(matePage, origin, mate, 'mia-password', new URL(link).pathname + new URL(link).search);
-    await matePage.getByText(`invited by ${OWNER_EMAIL}`).waitFor();
-    await matePage.getByRole('button', { name: 'Accept the invitation to Lab Team' }).click();
+    await matePage.goto(link);
+    await matePage.getByRole('region', { name: 'Join Lab Team' }).getByText(OWNER_EMAIL).waitFor();
+    await matePage.getByRole('button', { name: 'Have an account? Sign in' }).click();
+    await matePage.getByLabel('Password').fill('mia-password');
+    await matePage.getByRole('button', { name: 'Sign in and join' }).click();
+    await matePage.getByRole('heading', { name: 'Lab Team', exact: true }).waitFor();
     await matePage.context().close();
 
     const mateToken = await c().login(mate, 'mia-password');
