@@ -151,6 +151,9 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     expect(held.info.name).toBe('Galaxy S23');
     expect(held.info.serial).toBe(lab.serials[1]);
     await c.call('POST', `/sessions/${sessionId}/devices/${held.id}/release`, { token: owner });
+    // The sessions screen's list of your bookings offers it too.
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.getByRole('region', { name: 'Your bookings' }).getByRole('button', { name: 'Use it now' }).waitFor();
   });
 
   it('Fleet: a phone another team booked from soon says so and asks before it is taken; the team\'s own booking is "booked for you"', async () => {
