@@ -6,7 +6,7 @@
  * how to mark a block.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -252,6 +252,11 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(r.stdout).toContain('text="Use Wi-Fi"');
     expect(readFileSync(join(r.dir, 'appium.log'), 'utf8')).toContain('io.appium.uiautomator2.server');
   },
+  'webdriver-wdio': (r) => {
+    // WebdriverIO reached a demo phone through the lab's /wd/hub with the key, and the click landed on it.
+    expect(r.stdout).toMatch(/^phone 127\.0\.0\.1:\d+ (Pixel 8|Galaxy S23)$/m);
+    expect(r.stdout).toContain('on the Wi-Fi page');
+  },
   'appium-release': (r) => {
     const [released] = r.json;
     expect(['releasing', 'released']).toContain(released.status);
@@ -374,6 +379,9 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
       BENCHTOP_LAN_PORT: '0',
     });
     supplied.BENCHTOP = serve.api;
+    supplied.LAB = new URL(serve.api).host;
+    // A reader's script imports webdriverio from their own project: here, this one's.
+    symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'));
     const owner = await call(serve.api, 'POST', '/auth/login', { body: { email: 'owner@benchtop.local', password: PASSWORD } });
     supplied.TOKEN = owner.body.token;
     supplied.KEY = (await call(serve.api, 'POST', '/keys', { token: supplied.TOKEN, body: { name: 'docs' } })).body.apiKey;

@@ -30,6 +30,7 @@ import type { Reservations } from '../services/reservations.js';
 import type { UsageReport } from '../services/usage.js';
 import type { WebDriverRuns } from '../services/webdriver.js';
 import { webDriverRoutes } from './webdriver/route.js';
+import { webDriverRunRoutes } from './routes/webdriver-runs.js';
 import { allowedMethods } from './allowed-methods.js';
 import type { MultipartUploads } from './multipart-upload.js';
 import { invalid } from '../domain/errors.js';
@@ -286,7 +287,7 @@ export async function buildServer(services: ApiServices, version: string, option
   await app.register(async (api) => {
     const a = api as unknown as App;
     const s = services;
-    labRoutes(a, s.labSettings, s.labOwner, version);
+    labRoutes(a, s.labSettings, s.labOwner, s.usage, version);
     accountRoutes(a, s.accounts, s.auth, s.labOwner);
     keyRoutes(a, s.keys);
     invitationRoutes(a, s.invitations);
@@ -308,6 +309,7 @@ export async function buildServer(services: ApiServices, version: string, option
     appRoutes(a, s.files);
     chatRoutes(a, s.chats);
     labAssistantRoutes(a, s.assistant, s.labOwner);
+    webDriverRunRoutes(a, s.webdriver);
     a.get('/openapi.json', { config: { public: true }, schema: { tags: ['Extensions'], operationId: 'openapi', summary: 'This OpenAPI 3.1 document' } }, () => app.swagger());
   }, { prefix: API_PREFIX });
 

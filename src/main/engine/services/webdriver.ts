@@ -139,7 +139,7 @@ export class WebDriverRuns {
   private recentLines: string[] = [];
 
   constructor(
-    private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults'>,
+    private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults' | 'sessions'>,
     private readonly parts: {
       sessions: Pick<Sessions, 'createSession' | 'getSession'>;
       allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory'>;
@@ -287,7 +287,12 @@ export class WebDriverRuns {
 
   private labSession(scope: Scope, request: NewSessionRequest): string {
     const wanted = request.options.sessionId;
-    if (!wanted) return this.parts.sessions.createSession(scope).id;
+    if (!wanted) {
+      // Named after the run, so that the Sessions screen says what it is.
+      const { id } = this.parts.sessions.createSession(scope);
+      this.stores.sessions.rename(id, scope.organization.id, `WebDriver: ${request.options.name ?? request.asked.map((a) => `${a.capability}=${a.value}`).join(' ')}`.slice(0, 100));
+      return id;
+    }
     try {
       return this.parts.sessions.getSession(scope, wanted).id;
     } catch {

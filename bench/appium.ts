@@ -1,0 +1,127 @@
+/**
+ * WebDriver through the lab (/wd/hub, the engine's bundle as `npm run serve` runs it, real Appium behind it) against a
+ * user's own Appium started directly on the same phone with the same capabilities, in the same run: session start
+ * (the server installed, and the first session that installs it), find + click, a screenshot, four sessions at once,
+ * and the memory the engine and its Appium hold with four sessions running. A simulated phone answers in milliseconds
+ * where a real one takes seconds: each detail line adds the lab's own overhead to a real phone's published cost.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { remote } from 'webdriverio';
+import { connectToAdb } from '../src/sim/android/index.js';
+import { startAppium } from '../test/support/appium-server.js';
+import { startAndroidLab } from './support/android-lab.js';
+import { onCleanup } from './support/cleanup.js';
+import { descendants, rssMb, startChild } from './support/processes.js';
+import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
+import { ROOT } from './support/servers.js';
+
+const ANDROID_HOME = '/usr/lib/android-sdk';
+const ROUNDS = 4;
+const COMMANDS = 10;
+const PHONE_SCRIPT = fileURLToPath(new URL('./support/phone-process.ts', import.meta.url));
+/** Published: a UiAutomator2 session start of about 20 s on a Samsung S7 (appium/appium#11527), the server installed. */
+const REAL_SESSION_MS = 20_000;
+/** Published: installing the UiAutomator2 server's two APKs is most of a first session's 20-45 s (appium/appium#12167). */
+const REAL_FIRST_SESSION_MS = 45_000;
+
+type Driver = WebdriverIO.Browser;
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const start = performance.now();
+  const result = await work();
+  return [result, performance.now() - start];
+}
+
+function figure(name: string, value: number, baseline: number, baselineName: string, target: string, met: boolean, format = fmtMs): Figure {
+  return { benchmark: 'appium', figure: name, value: format(value), baseline: `${format(baseline)} (${baselineName})`, ratio: fmtRatio(value, baseline), target, met };
+}
+
+/** What a find by text + click and a screenshot cost in a session, medians of COMMANDS each. */
+async function commands(driver: Driver): Promise<{ click: number; screenshot: number }> {
+  await driver.activateApp('com.android.settings');
+  const clicks: number[] = [];
+  const shots: number[] = [];
+  for (let i = 0; i < COMMANDS; i++) {
+    clicks.push((await timed(async () => driver.$('android=new UiSelector().text("Wi-Fi")').click()))[1]);
+    await driver.back();
+    shots.push((await timed(() => driver.takeScreenshot()))[1]);
+  }
+  return { click: median(clicks), screenshot: median(shots) };
+}
+
+export const appium: Benchmark = {
+  name: 'appium',
+  title: 'WebDriver through the lab (/wd/hub, real Appium behind it) against a user\'s own Appium on the same phone, same capabilities',
+  async run(): Promise<Figure[]> {
+    const lab = await startAndroidLab('benchtop-bench-appium-', { model: 'Bench 1', width: 1080, height: 2400 });
+    // Three more phones for the four-at-once figure.
+    for (let i = 2; i <= 4; i++) {
+      const phone = startChild(process.execPath, ['--import', 'tsx', PHONE_SCRIPT], { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, width: 1080, height: 2400 }) } });
+      const [, port] = await phone.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, 30_000);
+      await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env });
+    }
+    const direct = await startAppium({ ANDROID_HOME });
+    onCleanup(() => direct.stop());
+    const url = new URL(lab.engine.api);
+    const viaLab = (caps: Record<string, unknown>) =>
+      remote({ protocol: 'http', hostname: url.hostname, port: Number(url.port), path: '/wd/hub', user: 'bench', key: lab.apiKey, logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, ...caps } as WebdriverIO.Capabilities });
+    // The same capabilities, with what a user's own Appium needs to find the phone: its serial and adb server.
+    const viaDirect = () =>
+      remote({ hostname: '127.0.0.1', port: direct.port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': lab.serial, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
+    const one = { 'appium:deviceName': 'Bench 1' };
+
+    // The first session through the lab starts Appium (not counted: the lab starts it once) and installs the server.
+    await fetch(`${lab.engine.api}/health`);
+    const [firstDriver, first] = await timed(() => viaLab(one));
+    await firstDriver.deleteSession();
+    const labStart: number[] = [];
+    const directStart: number[] = [];
+    let labCommands = { click: 0, screenshot: 0 };
+    let directCommands = { click: 0, screenshot: 0 };
+    // One warm-up of the direct Appium (it loads its driver's modules on its first session), then interleaved rounds.
+    await (await viaDirect()).deleteSession();
+    for (let round = 0; round < ROUNDS; round++) {
+      const [d1, ms1] = await timed(() => viaLab(one));
+      labStart.push(ms1);
+      if (round === 0) labCommands = await commands(d1);
+      await d1.deleteSession();
+      const [d2, ms2] = await timed(() => viaDirect());
+      directStart.push(ms2);
+      if (round === 0) directCommands = await commands(d2);
+      await d2.deleteSession();
+    }
+    const start = median(labStart);
+    const own = median(directStart);
+    detail(`first session through the lab ${fmtMs(first)} (Appium started by it, the server installed); later ones ${fmtMs(start)}`);
+    detail(`a real phone: the lab adds ${fmtMs(start - own)} to a session start of about ${fmtMs(REAL_SESSION_MS)} (appium/appium#11527): ${fmtRatio(REAL_SESSION_MS + start - own, REAL_SESSION_MS)}`);
+    detail(`a real phone: keeping the server installed saves most of a first session's ${fmtMs(REAL_FIRST_SESSION_MS)} (appium/appium#12167)`);
+
+    // Four sessions on four phones at once, against one alone: find + click each.
+    const four = await Promise.all([1, 2, 3, 4].map((i) => viaLab({ 'appium:deviceName': `Bench ${i}` })));
+    const engineRss = rssMb(lab.engine.child.pid!);
+    const appiumPids = descendants(lab.engine.child.pid!).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('appium');
+      } catch {
+        return false;
+      }
+    });
+    const appiumRss = appiumPids.reduce((sum, pid) => sum + rssMb(pid), 0);
+    const together = await Promise.all(four.map((d) => commands(d)));
+    await Promise.all(four.map((d) => d.deleteSession()));
+    const alone = labCommands.click;
+    const atOnce = median(together.map((t) => t.click));
+    detail(`with four sessions running: engine ${fmtMb(engineRss)}, Appium ${fmtMb(appiumRss)} (${appiumPids.length} processes)`);
+
+    return [
+      figure('session start through the lab (server installed)', start, own, "a user's own Appium", '<= 1.2x', start <= own * 1.2),
+      figure('first session through the lab (installs the server)', first, start, 'a later session', 'reported', true),
+      figure('find + click through the lab', labCommands.click, directCommands.click, "a user's own Appium", '<= 1.15x', labCommands.click <= directCommands.click * 1.15),
+      figure('screenshot through the lab', labCommands.screenshot, directCommands.screenshot, "a user's own Appium", '<= 1.15x', labCommands.screenshot <= directCommands.screenshot * 1.15),
+      // A rate: one alone over four at once, so that >= 0.9x means each of four keeps 90% of a lone session's pace.
+      { benchmark: 'appium', figure: 'four sessions at once: each one\'s find + click pace', value: fmtMs(atOnce), baseline: `${fmtMs(alone)} (one alone)`, ratio: fmtRatio(alone, atOnce), target: '>= 0.9x', met: alone / atOnce >= 0.9 },
+      figure('memory with four sessions: engine + Appium', engineRss + appiumRss, engineRss, 'the engine alone', 'reported', true, fmtMb),
+    ];
+  },
+};
