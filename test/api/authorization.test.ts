@@ -75,6 +75,7 @@ const MATRIX = {
   'DELETE /organizations/{id}': { interactive: [[409, 'not_sole_member'], LOW, LOW, ONF403], key: [IO, IO, IO, IO] },
   'GET /organizations/{id}/members': { interactive: [200, 200, 200, ONF], key: [200, 200, 200, ONF] },
   'PATCH /organizations/{id}/members/{userId}': { interactive: [200, LOW, LOW, ONF], key: [200, LOW, LOW, ONF] },
+  'DELETE /organizations/{id}/members/{userId}': { interactive: [204, LOW, LOW, ONF], key: [204, LOW, LOW, ONF] },
   // Billing
   'GET /billing/balance': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'PUT /billing/plan': { interactive: [200, LOW, LOW, NM], key: [200, LOW, LOW, WO] },
@@ -550,6 +551,18 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
 
   'GET /billing/balance': async (c) => {
     const reply = await as(c, 'GET', '/billing/balance', { scoped: true });
+  'DELETE /organizations/{id}/members/{userId}': async (c) => {
+    const reply = await as(c, 'DELETE', `/organizations/${matrix}/members/${target.user.id}`);
+    return {
+      reply,
+      ifAllowed: async () => {
+        expect((await owner('GET', `/organizations/${matrix}/members`)).body.data.map((m: { userId: string }) => m.userId)).not.toContain(target.user.id);
+        await lab.c.addMember(lab.owner, matrix, target.token, target.user.email, 'readonly');
+      },
+      ifRefused: async () => expect(await roleOfTarget()).toBe('readonly'),
+    };
+  },
+
     return {
       reply,
       ifAllowed: async () => {
