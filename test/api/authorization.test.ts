@@ -549,8 +549,6 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
     };
   },
 
-  'GET /billing/balance': async (c) => {
-    const reply = await as(c, 'GET', '/billing/balance', { scoped: true });
   'DELETE /organizations/{id}/members/{userId}': async (c) => {
     const reply = await as(c, 'DELETE', `/organizations/${matrix}/members/${target.user.id}`);
     return {
@@ -563,6 +561,8 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
     };
   },
 
+  'GET /billing/balance': async (c) => {
+    const reply = await as(c, 'GET', '/billing/balance', { scoped: true });
     return {
       reply,
       ifAllowed: async () => {
