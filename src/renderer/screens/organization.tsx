@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import type { Member } from '../../shared/api/organizations.js';
 import { api, authStore, useAuth } from '../app-context.js';
 import { Empty, ErrorBanner, fmtTime, Page, useAction, useLoad } from '../ui.js';
+import { ApiKeyUsage } from '../components/api-key-usage.js';
 
 const ROLES: Array<Member['role']> = ['admin', 'readwrite', 'readonly'];
 
@@ -194,6 +195,7 @@ function ApiKeys() {
             <button type="button" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
             <button type="button" className="link" onClick={() => setSecret(undefined)}>Done</button>
           </div>
+          <ApiKeyUsage apiKey={secret.apiKey} />
         </div>
       )}
       <ErrorBanner error={act.error ?? keys.error} />
