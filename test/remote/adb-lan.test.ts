@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
@@ -49,6 +50,20 @@ describe.skipIf(!hasAdb)('remote connect over LAN sharing: Debian adb through th
     const fingerprint = (await c.call('GET', '/lab/settings', { token: owner })).body.lanSharing.certificateSha256;
     const port = r.body.address.split(':')[1];
     expect(lanCommand).toMatch(new RegExp(`^node -e ".*" https://\\S+:${lanPort} [A-Za-z0-9_-]{32} ${fingerprint} ${port}$`));
+  });
+
+  it('a teammate who reached the lab by another of its LAN origins is shown that origin in lanCommand', async () => {
+    const byName: string = (await c.call('GET', '/lab/settings', { token: owner })).body.lanSharing.urls.at(-1);
+    const path = `/api/v1/sessions/${held.session}/devices/${held.serial}/remote-connect`;
+    const body = await new Promise<string>((resolve, reject) => {
+      const headers = { host: new URL(byName).host, authorization: `Bearer ${owner}` };
+      httpsGet({ host: '127.0.0.1', port: lanPort, path, headers, rejectUnauthorized: false, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString())).on('end', () => resolve(text));
+      }).on('error', reject);
+    });
+    const shownOnLoopback = lanCommand.split(' ').at(-4)!;
+    expect(JSON.parse(body).lanCommand).toBe(lanCommand.replaceAll(shownOnLoopback, byName));
   });
 
   it('a teammate\'s adb connects through the tunnel and works as on the phone', async () => {
