@@ -141,6 +141,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     const running = page.getByRole('region', { name: 'Booked for you now' });
     await running.getByText(/Galaxy S23 is booked for you now/).waitFor();
     await snap(page, SUITE, '03-calendar-running');
+    expect(await axeViolations(page)).toEqual([]);
     await running.getByRole('button', { name: 'Use it now' }).click();
     await page.getByRole('heading', { name: /^Session / }).waitFor();
     const sessionId = page.url().split('/').pop()!;

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { FleetDevice } from '../../shared/api/devices.js';
 import type { CalendarSlot } from '../../shared/api/sharing.js';
 import { api, useAuth } from '../app-context.js';
@@ -10,6 +10,8 @@ const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;
 const HOURS = Array.from({ length: 24 }, (_, h) => h);
 const CALENDAR_POLL_MS = 10_000;
+/** The phone names' column (styles.css, .calendar-row). */
+const PHONE_COLUMN_PX = 160;
 /** A time typed into the form: the 24-hour clock the grid is labelled in, whatever the browser's locale. */
 const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 
@@ -105,7 +107,10 @@ function Slot({ slot, day, phone, onCancelled }: { slot: CalendarSlot; day: numb
   return (
     <span className="slot own" style={style} title={`${name}, ${when}`} onPointerDown={stop}>
       {running(slot, now) ? (
-        <button type="button" className="link slot-use" aria-label={`Use ${phone.name} now (booked ${when})`} disabled={use.pending} onClick={() => void use.run(() => takePhone(phone))}>Use now</button>
+        // The booking's own name, marked as something to start: a one-hour block has no room for more words.
+        <button type="button" className="link slot-use" aria-label={`Use ${phone.name} now (booked ${when}): ${name}`} title={`Use ${phone.name} now`} disabled={use.pending} onClick={() => void use.run(() => takePhone(phone))}>
+          <span aria-hidden="true">▶ </span>{name}
+        </button>
       ) : <span className="slot-title">{name}</span>}
       {slot.createdBy === me && (
         <button type="button" className="link slot-cancel" aria-label={`Cancel ${slot.title ?? 'booking'} ${when}`} disabled={cancel.pending}
@@ -156,6 +161,15 @@ export function CalendarScreen() {
   const slots = useLoad(() => api.reservations({ from: new Date(day).toISOString(), to: new Date(day + DAY_MS).toISOString() }), [day], CALENDAR_POLL_MS);
   const phones = fleet.data?.data ?? [];
   const all = slots.data?.data ?? [];
+  // Today opens at the hour before now, where a narrow window would otherwise show the night: the day scrolls from there.
+  const scroller = useRef<HTMLDivElement>(null);
+  const shown = Boolean(fleet.data);
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el || day !== startOfDay(Date.now())) return;
+    const hourWidth = (el.scrollWidth - PHONE_COLUMN_PX) / 24;
+    el.scrollLeft = Math.max(0, new Date().getHours() - 1) * hourWidth;
+  }, [day, shown]);
 
   const endDrag = (phone: FleetDevice) => {
     if (!drag || drag.serial !== phone.serial) return;
@@ -193,7 +207,7 @@ export function CalendarScreen() {
       {fleet.loading && !fleet.data && <Spinner label="Loading the calendar" />}
       {fleet.data && phones.length === 0 ? <Empty>No phones in the lab yet.</Empty> : (
         // The day is wider than a laptop's window: it scrolls sideways, the phone names staying in view.
-        <div className="calendar-scroll" role="region" aria-label="Reservations, from 00:00 to 24:00" tabIndex={0}>
+        <div ref={scroller} className="calendar-scroll" role="region" aria-label="Reservations, from 00:00 to 24:00" tabIndex={0}>
           <div className="calendar" role="grid" aria-label="Reservations" onPointerLeave={() => setDrag(undefined)}>
             <div className="calendar-row calendar-head" role="row">
               <div className="calendar-phone" role="columnheader">Phone</div>
