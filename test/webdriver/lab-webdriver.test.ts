@@ -106,6 +106,14 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect(lab.phone(serialOf('Pixel 8')).state.foregroundPackage).toBe('com.android.settings');
     expect(await driver.getPageSource()).toContain('<hierarchy');
     expect(Buffer.from(await driver.takeScreenshot(), 'base64').subarray(1, 4).toString()).toBe('PNG');
+    // What the session's page and the Fleet show while it runs: its commands so far, and who holds the phone how.
+    const runs = (await c.call('GET', `/sessions/${labSession}/webdriver-runs`, { token: owner })).body.data;
+    expect(runs).toEqual([expect.objectContaining({ serial: serialOf('Pixel 8'), deviceName: 'Pixel 8', createdBy: 'owner@lab.test', newCommandTimeoutSeconds: 60 })]);
+    expect(runs[0].commands.map((c: { path: string }) => c.path)).toEqual(expect.arrayContaining(['/source', '/screenshot']));
+    expect(JSON.stringify(runs)).not.toContain(driver.sessionId);
+    const fleet = (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ serial: string; heldBy?: Record<string, unknown> }>;
+    expect(fleet.find((d) => d.serial === serialOf('Pixel 8'))!.heldBy).toMatchObject({ sessionId: labSession, memberEmail: 'owner@lab.test', webdriver: true });
+    expect((await c.call('GET', `/sessions/${labSession}`, { token: owner })).body.name).toBe('WebDriver: settings smoke');
     await driver.execute('benchtop: status', { status: 'failed', reason: 'the assertion on Wi-Fi failed' });
     await driver.deleteSession();
 

@@ -122,7 +122,7 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onU
         {d.heldBy ? (
           <>
             <a href={`/sessions/${d.heldBy.sessionId}`} onClick={linkTo(`/sessions/${d.heldBy.sessionId}`)}>
-              {holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
+              {d.heldBy.webdriver ? 'WebDriver run by ' : ''}{holderName(d.heldBy.memberEmail, me)} · session {d.heldBy.sessionId.slice(0, 8)}
             </a>
             <IdleCountdown at={d.heldBy.idleReleaseAt} />
           </>

@@ -43,6 +43,7 @@ export const FleetDevice = Type.Object({
           ),
         ),
         memberEmail: Type.Optional(Type.String({ description: 'The email of the member of your organization who allocated it (for an API key, the member who made the key).' })),
+        webdriver: Type.Optional(Type.Boolean({ description: 'True while a WebDriver session (/wd/hub) drives it: an Appium run holds it.' })),
       },
       { description: 'Present only when your own organization holds it: another organization\'s hold shows as held alone.' },
     ),

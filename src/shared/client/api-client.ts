@@ -10,12 +10,13 @@ import type { DeviceAction, FileApp, PhoneApp, PhoneFile, Recording } from '../a
 import type { ActionResult, AllocateDeviceBody, DeviceInfo, FleetDevice } from '../api/devices.js';
 import type { App, CreatedFile, InstallResult, StoredFile } from '../api/files.js';
 import type { CreateMacHostBody, FleetHost, MacHost, UpdateMacHostBody } from '../api/mac-hosts.js';
-import type { CreateProviderBody, FleetProvider, Provider, UpdateProviderBody } from '../api/providers.js';
+import type { CreateProviderBody, FleetProvider, Provider, ProviderHostKey, ProviderHostKeyBody, UpdateProviderBody } from '../api/providers.js';
 import type { Balance, Invitation, Member, Organization, SentInvitation } from '../api/organizations.js';
 import type { AdbKey, RemoteConnect } from '../api/remote-connect.js';
 import type { Device, Instance, Session } from '../api/sessions.js';
 import type { Asset, TestResult, TestResultStatus } from '../api/test-results.js';
-import type { CalendarSlot, Reservation, ReservationBody, Usage } from '../api/sharing.js';
+import type { CalendarSlot, LabUsage, Reservation, ReservationBody, Usage } from '../api/sharing.js';
+import type { WebDriverRun } from '../api/webdriver.js';
 
 export const API_PREFIX = '/api/v1';
 /** The subprotocol the server echoes, so that the one carrying the bearer is never repeated back. */
@@ -168,6 +169,7 @@ export function createApiClient(options: ApiClientOptions) {
     session: (sid: string) => json<Session>('GET', `/sessions/${seg(sid)}`),
     renameSession: (sid: string, name: string | null) => json<Session>('PATCH', `/sessions/${seg(sid)}`, { body: { name } }),
     endSession: (sid: string) => json<Session>('POST', `/sessions/${seg(sid)}/end`),
+    webDriverRuns: (sid: string) => json<List<WebDriverRun>>('GET', `/sessions/${seg(sid)}/webdriver-runs`),
 
     devices: (sid: string) => json<List<Device>>('GET', `/sessions/${seg(sid)}/devices`),
     allocateDevice: (sid: string, body: AllocateDeviceBody) => json<Device>('POST', `/sessions/${seg(sid)}/devices`, { body }),
@@ -250,12 +252,14 @@ export function createApiClient(options: ApiClientOptions) {
     setPlan: (plan: string) => json<Balance>('PUT', '/billing/plan', { body: { plan } }),
 
     labSettings: () => json<LabSettings>('GET', '/lab/settings', { org: false }),
+    labUsage: (query: { from?: string; to?: string } = {}) => json<LabUsage>('GET', '/lab/usage', { query, org: false }),
     updateLabSettings: (patch: LabSettingsPatch) => json<LabSettings>('PATCH', '/lab/settings', { body: patch, org: false }),
     labHosts: () => json<List<MacHost>>('GET', '/lab/hosts', { org: false }),
     addLabHost: (body: CreateMacHostBody) => json<MacHost>('POST', '/lab/hosts', { body, org: false }),
     updateLabHost: (id: string, body: UpdateMacHostBody) => json<MacHost>('PATCH', `/lab/hosts/${seg(id)}`, { body, org: false }),
     deleteLabHost: (id: string) => json<void>('DELETE', `/lab/hosts/${seg(id)}`, { org: false }),
     labProviders: () => json<List<Provider>>('GET', '/lab/providers', { org: false }),
+    readLabProviderHostKey: (body: ProviderHostKeyBody) => json<ProviderHostKey>('POST', '/lab/providers/host-key', { body, org: false }),
     addLabProvider: (body: CreateProviderBody) => json<Provider>('POST', '/lab/providers', { body, org: false }),
     updateLabProvider: (id: string, body: UpdateProviderBody) => json<Provider>('PATCH', `/lab/providers/${seg(id)}`, { body, org: false }),
     deleteLabProvider: (id: string) => json<void>('DELETE', `/lab/providers/${seg(id)}`, { org: false }),

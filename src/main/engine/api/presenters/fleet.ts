@@ -12,6 +12,7 @@ export const presentFleetDevice = (
   d: FleetDeviceRow & { model?: string; steps?: string },
   holder: ReturnType<DeviceAllocator['holder']>,
   booking?: { startsAt: number; endsAt: number; own: boolean },
+  viaWebDriver = false,
 ): FleetDevice => ({
   platform: d.platform,
   type: d.type,
@@ -30,6 +31,7 @@ export const presentFleetDevice = (
           sessionId: holder.sessionId,
           allocationId: holder.allocationId!,
           ...(holder.memberEmail ? { memberEmail: holder.memberEmail } : {}),
+          ...(viaWebDriver ? { webdriver: true } : {}),
           ...(holder.idleReleaseAt !== undefined ? { idleReleaseAt: isoOrNull(holder.idleReleaseAt) } : {}),
           ...(holder.warning ? { releaseWarning: { reason: holder.warning.reason, releaseAt: iso(holder.warning.releaseAt) } } : {}),
         },

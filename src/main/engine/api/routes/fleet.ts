@@ -6,6 +6,7 @@ import { INSTANCE_ARCH } from '../../services/instances.js';
 import type { MacHosts } from '../../services/mac-hosts.js';
 import type { Providers } from '../../services/providers.js';
 import type { Reservations } from '../../services/reservations.js';
+import type { WebDriverRuns } from '../../services/webdriver.js';
 import { FleetProvider } from '../../../../shared/api/providers.js';
 import { presentFleetProvider } from '../presenters/providers.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, type App } from '../http.js';
@@ -19,13 +20,16 @@ import { presentFleetDevice, presentFleetHost } from '../presenters/fleet.js';
 const BOOKED_AHEAD_MS = 3600_000;
 
 /** The lab's inventory, to every signed-in caller; who holds a phone or an instance shows only for the caller's organization. */
-export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts, providers: Providers, reservations: Reservations): void {
+export function fleetRoutes(app: App, allocator: DeviceAllocator, macHosts: MacHosts, providers: Providers, reservations: Reservations, webdriver: Pick<WebDriverRuns, 'heldBy'>): void {
   app.get('/fleet/devices', {
     schema: { tags: ['Extensions'], operationId: 'listFleetDevices', summary: 'Every phone of the lab: state, battery, and whether it is free', security: BEARER, headers: OrganizationHeader, response: responses({ 200: List(FleetDevice) }, [401, 403]) },
   }, (req) => {
     const scope = scopeOf(req);
     const booked = reservations.bookedSoon(scope, BOOKED_AHEAD_MS);
-    return list(allocator.inventory().map((d) => presentFleetDevice(d, allocator.holder(d.serial, scope.organization.id), booked.get(d.serial))));
+    return list(allocator.inventory().map((d) => {
+      const holder = allocator.holder(d.serial, scope.organization.id);
+      return presentFleetDevice(d, holder, booked.get(d.serial), holder.allocationId !== undefined && webdriver.heldBy(holder.allocationId) !== undefined);
+    }));
   });
 
   app.get('/fleet/hosts', {
