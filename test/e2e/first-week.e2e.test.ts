@@ -171,8 +171,12 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     await phones.getByRole('row', { name: /Galaxy S23/ }).getByText(/^Booked for you from \d\d:\d\d to \d\d:\d\d$/).waitFor();
     expect(await page.getByText('their secret').count()).toBe(0);
     expect(await page.getByText('other@team.test').count()).toBe(0);
-    await snap(page, SUITE, '04-fleet-booked');
     expect(await axeViolations(page)).toEqual([]);
+    for (const size of SIZES) {
+      await page.setViewportSize(size);
+      await snap(page, SUITE, `04-fleet-booked-${size.width}x${size.height}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 720 });
 
     // Taking it asks first; saying no takes nothing.
     const sessionsBefore = (await c.call('GET', '/sessions', { token: owner })).body.data.length;
@@ -247,13 +251,13 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     }
   });
 
-  it('the log fits the window at 1024x768 and 1280x720: its newest line is in sight while it follows', async () => {
+  it('the log fits the window at 1024x768, 1280x720 and 1440x900: its newest line is in sight while it follows', async () => {
     const { session } = await allocateInUse(c, owner, 'Galaxy S23');
     await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
     await page.getByRole('tab', { name: 'Logcat' }).click();
     const log = page.getByRole('list', { name: 'Log of Galaxy S23' });
     await log.locator('li').first().waitFor({ timeout: 15_000 });
-    for (const size of SIZES.slice(0, 2)) {
+    for (const size of SIZES) {
       await page.setViewportSize(size);
       await page.evaluate(() => window.scrollTo(0, 0));
       await expect.poll(async () => {
