@@ -174,6 +174,8 @@ const MATRIX = {
   'DELETE /lab/hosts/{hostId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'GET /lab/providers': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'POST /lab/providers': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'POST /lab/providers/host-key': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
+  'GET /lab/usage': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'GET /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'PATCH /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   'DELETE /lab/providers/{providerId}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
@@ -1090,6 +1092,8 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
     const reply = await as(c, 'POST', '/lab/providers', { body: { name: `provider-${++seq}`, address: '127.0.0.1', port: 9, username: 'lab', password: 'pw' } });
     return { reply, ifRefused: async () => expect(ids(await owner('GET', '/lab/providers'))).toEqual([]) };
   },
+  'POST /lab/providers/host-key': async (c) => ({ reply: await as(c, 'POST', '/lab/providers/host-key', { body: { address: '127.0.0.1', port: 9 } }) }),
+  'GET /lab/usage': async (c) => ({ reply: await as(c, 'GET', '/lab/usage') }),
   'GET /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'GET', `/lab/providers/${UNKNOWN}`) }),
   'PATCH /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'PATCH', `/lab/providers/${UNKNOWN}`, { body: { paused: true } }) }),
   'DELETE /lab/providers/{providerId}': async (c) => ({ reply: await as(c, 'DELETE', `/lab/providers/${UNKNOWN}`) }),

@@ -98,6 +98,8 @@ const EXTENSIONS: Array<[string, string]> = [
   ['get', '/api/v1/lab/providers'],
   ['get', '/api/v1/fleet/providers'],
   ['post', '/api/v1/lab/providers'],
+  ['post', '/api/v1/lab/providers/host-key'],
+  ['get', '/api/v1/lab/usage'],
   ['get', '/api/v1/lab/providers/{providerId}'],
   ['patch', '/api/v1/lab/providers/{providerId}'],
   ['delete', '/api/v1/lab/providers/{providerId}'],

@@ -46,7 +46,7 @@ describe.runIf(ready)('GUI: providers', () => {
     await provider?.stop();
   });
 
-  it('Settings: the lab owner adds a provider, which is checked at once and shown up', async () => {
+  it('Settings: the lab owner confirms the provider\'s host key, then adds it, checked at once and shown up', async () => {
     await logIn(page, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, '/settings');
     await page.getByRole('button', { name: 'Add a provider' }).click();
     const form = page.getByRole('form', { name: 'Add a provider' });
@@ -54,9 +54,20 @@ describe.runIf(ready)('GUI: providers', () => {
     await form.getByLabel('Address').fill(provider.address);
     await form.getByLabel('User').fill('root');
     await form.getByLabel('Private key').fill(provider.privateKey);
-    await form.getByRole('button', { name: 'Add provider' }).click();
+    // A pasted fingerprint that is not the box's: refused in words, nothing added.
+    await form.getByLabel('Expected host key (optional)').fill(`SHA256:${'A'.repeat(43)}`);
+    await form.getByRole('button', { name: 'Read the host key' }).click();
+    await form.getByRole('alert').getByText(/presents the host key SHA256:\S+, not the one you pasted/).waitFor();
+    expect(await page.getByRole('table', { name: 'Providers' }).count()).toBe(0);
+    await form.getByLabel('Expected host key (optional)').fill('');
+    await form.getByRole('button', { name: 'Read the host key' }).click();
+    const fingerprint = await form.getByLabel('Host key fingerprint').textContent();
+    expect(fingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
+    await snap(page, SUITE, '01-settings-provider-host-key');
+    await form.getByRole('button', { name: 'Trust this key and add' }).click();
     const table = page.getByRole('table', { name: 'Providers' });
     await table.getByRole('row', { name: /rack-2/ }).getByText('up').waitFor();
+    expect(await table.getByRole('row', { name: /rack-2/ }).textContent()).toContain(fingerprint);
     await snap(page, SUITE, '01-settings-providers');
   });
 

@@ -119,13 +119,17 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     expect(refused.status).toBe(201);
     expect(refused.body.health).toBe('down');
     expect(refused.body.healthMessage).toMatch(/refused the login/);
+    // A box whose host key is not the one confirmed, or that no sshd answers for, is refused and nothing is stored.
     const changed = await c.call('POST', '/lab/providers', { token: owner, body: p0.body({ name: 'wrong-host-key', hostKeySha256: `SHA256:${'A'.repeat(43)}` }) });
-    expect(changed.body.healthMessage).toMatch(/host key .* changed/);
+    expect(changed.status).toBe(409);
+    expect(changed.body.error.code).toBe('host_key_mismatch');
     const noAdb = await c.call('POST', '/lab/providers', { token: owner, body: p0.body({ name: 'no-adb', adbPort: 5099 }) });
     expect(noAdb.body.healthMessage).toMatch(/no adb server answering on the provider's 127\.0\.0\.1:5099/);
     const unreachable = await c.call('POST', '/lab/providers', { token: owner, body: p0.body({ name: 'no-sshd', port: 2299 }) });
-    expect(unreachable.body.healthMessage).toMatch(/sshd unreachable: connection refused/);
-    for (const r of [refused, changed, noAdb, unreachable]) expect((await c.call('DELETE', `/lab/providers/${r.body.id}`, { token: owner })).status).toBe(204);
+    expect(unreachable.status).toBe(400);
+    expect(unreachable.body.error).toMatchObject({ code: 'provider_unreachable', message: expect.stringMatching(/connection refused/) });
+    expect((await c.call('GET', '/lab/providers', { token: owner })).body.data.map((p: { name: string }) => p.name).sort()).toEqual(['no-adb', 'provider-0', 'provider-1', 'wrong-key']);
+    for (const r of [refused, noAdb]) expect((await c.call('DELETE', `/lab/providers/${r.body.id}`, { token: owner })).status).toBe(204);
     expect((await c.call('POST', '/lab/providers', { token: owner, body: p0.body({ name: 'provider-1' }) })).status).toBe(409);
     expect((await c.call('POST', '/lab/providers', { token: owner, body: { ...p0.body({ name: 'x' }), privateKey: undefined } })).status).toBe(400);
   });

@@ -3,25 +3,49 @@ import type { CreateProviderBody, Provider } from '../../shared/api/providers.js
 import { api } from '../app-context.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
 
-const EMPTY = { name: '', address: '', port: '22', username: '', privateKey: '', password: '', adbPort: '5037' };
+const EMPTY = { name: '', address: '', port: '22', username: '', privateKey: '', password: '', adbPort: '5037', hostKey: '' };
 
+/**
+ * Adding a provider takes two steps: the hub reads the host key its sshd presents and shows it, and only the key the
+ * owner confirms (or pasted beforehand, from `ssh-keygen -lf` on the box) is pinned. The add is refused if the box then
+ * presents another.
+ */
 function ProviderForm({ onDone }: { onDone(): void }) {
   const [f, setF] = useState(EMPTY);
+  const [seen, setSeen] = useState<{ address: string; port: number; hostKeySha256: string }>();
   const act = useAction();
-  const set = (k: keyof typeof EMPTY) => (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value });
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
+  const set = (k: keyof typeof EMPTY) => (e: { target: { value: string } }) => {
+    setF({ ...f, [k]: e.target.value });
+    // Another box: its key must be read again.
+    if (k === 'address' || k === 'port') setSeen(undefined);
+  };
+  const pasted = f.hostKey.trim();
+  const add = async (hostKeySha256: string) => {
     const body: CreateProviderBody = {
       name: f.name.trim(),
       address: f.address.trim(),
       port: Number(f.port),
       username: f.username.trim(),
       adbPort: Number(f.adbPort),
+      hostKeySha256,
       ...(f.privateKey ? { privateKey: f.privateKey } : {}),
       ...(f.password ? { password: f.password } : {}),
     };
     if (await act.run(() => api.addLabProvider(body))) onDone();
   };
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (seen) return add(seen.hostKeySha256);
+    const read = await act.run(() => api.readLabProviderHostKey({ address: f.address.trim(), port: Number(f.port) }));
+    if (!read) return;
+    if (pasted && pasted !== read.hostKeySha256) {
+      act.setError(`${read.address}:${read.port} presents the host key ${read.hostKeySha256}, not the one you pasted. Nothing was added: check which box answers at that address.`);
+      return;
+    }
+    if (pasted) return add(pasted);
+    setSeen(read);
+  };
+  const mismatch = seen && pasted && pasted !== seen.hostKeySha256;
   return (
     <form className="card stack" onSubmit={(e) => void submit(e)} aria-label="Add a provider">
       <div className="grid-2">
@@ -33,9 +57,21 @@ function ProviderForm({ onDone }: { onDone(): void }) {
         <label>Password <input type="password" autoComplete="off" value={f.password} onChange={set('password')} /></label>
       </div>
       <label>Private key <textarea rows={3} value={f.privateKey} onChange={set('privateKey')} placeholder="-----BEGIN OPENSSH PRIVATE KEY-----" /></label>
+      <label>Expected host key (optional)
+        <input value={f.hostKey} onChange={set('hostKey')} pattern="SHA256:[A-Za-z0-9+/]{43}" placeholder="SHA256:… as ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub prints it on the box" />
+      </label>
+      {seen && (
+        <div className={mismatch ? 'warning' : 'card'} role="group" aria-label="Host key">
+          <p>{seen.address}:{seen.port} presents the host key</p>
+          <p><code className="wrap" aria-label="Host key fingerprint">{seen.hostKeySha256}</code></p>
+          <p className="muted">Compare it with what the box shows (<code>ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub</code>): only this key will be trusted for this provider.</p>
+        </div>
+      )}
       <ErrorBanner error={act.error} />
       <div className="button-row">
-        <button type="submit" className="primary" disabled={act.pending}>{act.pending ? <Spinner label="Checking the provider" /> : 'Add provider'}</button>
+        <button type="submit" className="primary" disabled={act.pending || Boolean(mismatch)}>
+          {act.pending ? <Spinner label="Checking the provider" /> : seen ? 'Trust this key and add' : 'Read the host key'}
+        </button>
         <button type="button" onClick={onDone}>Cancel</button>
       </div>
     </form>
@@ -54,7 +90,7 @@ export function ProvidersSection() {
   const row = (p: Provider) => (
     <tr key={p.id}>
       <td>{p.name}{p.paused && <span className="muted"> (paused)</span>}</td>
-      <td><code>{p.username}@{p.address}:{p.port}</code></td>
+      <td><code>{p.username}@{p.address}:{p.port}</code>{p.hostKeySha256 && <div className="muted"><code className="wrap" title="The pinned host key">{p.hostKeySha256}</code></div>}</td>
       <td>
         <Status value={p.health} />
         {p.healthMessage && <span className="muted"> {p.healthMessage}</span>}

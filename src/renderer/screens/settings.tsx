@@ -13,6 +13,8 @@ function LabSection() {
   const [adbPort, setAdbPort] = useState('');
   const [devices, setDevices] = useState('');
   const [instances, setInstances] = useState('');
+  const [idleMinutes, setIdleMinutes] = useState('');
+  const [reservationHours, setReservationHours] = useState('');
   const [askSignup, setAskSignup] = useState(false);
   const s = settings.data;
   useEffect(() => {
@@ -21,6 +23,8 @@ function LabSection() {
     setAdbPort(String(s.adb.port));
     setDevices(String(s.quotas.devices));
     setInstances(String(s.quotas.instances));
+    setIdleMinutes(String(s.deviceIdleSeconds / 60));
+    setReservationHours(String(s.reservationMaxHours));
   }, [s]);
   const patch = (body: Parameters<typeof api.updateLabSettings>[0]) => void save.run(async () => {
     await api.updateLabSettings(body);
@@ -102,6 +106,25 @@ function LabSection() {
           <label>Instances per organization <input type="number" min={0} max={10000} required value={instances} onChange={(e) => setInstances(e.target.value)} /></label>
           <button type="submit">Save quotas</button>
         </form>
+      </section>
+      <section aria-labelledby="sharing-title" className="card">
+        <h2 id="sharing-title">Sharing the phones</h2>
+        <form className="inline-form" onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          patch({ deviceIdleSeconds: Math.round(Number(idleMinutes) * 60), reservationMaxHours: Number(reservationHours) });
+        }}>
+          <label>Release an idle phone after (minutes, 0: never)
+            <input type="number" min={0} max={7 * 24 * 60} step="any" required value={idleMinutes} onChange={(e) => setIdleMinutes(e.target.value)} />
+          </label>
+          <label>Longest reservation (hours)
+            <input type="number" min={1} max={24 * 31} required value={reservationHours} onChange={(e) => setReservationHours(e.target.value)} />
+          </label>
+          <button type="submit">Save sharing</button>
+        </form>
+        <p className="muted">
+          A held phone with no action, screenshot, install, logs or live screen for that long goes back to the pool (its holder is warned first).
+          A reservation books a phone for at most the longest reservation.
+        </p>
       </section>
     </>
   );

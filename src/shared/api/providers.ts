@@ -13,7 +13,7 @@ const providerFields = {
   passphrase: Type.Optional(Secret('The private key\'s passphrase.')),
   password: Type.Optional(Secret('The password, when no private key is given.')),
   hostKeySha256: Type.Optional(
-    Nullable(Type.String({ pattern: '^SHA256:[A-Za-z0-9+/]{43}$', description: 'The host key fingerprint to expect (as ssh-keygen -lf prints it); without it, the first key seen is pinned.' })),
+    Nullable(Type.String({ pattern: '^SHA256:[A-Za-z0-9+/]{43}$', description: 'The host key fingerprint to expect (as ssh-keygen -lf prints it, or as POST /lab/providers/host-key reads it): an add whose sshd presents another is refused (409 host_key_mismatch). Without it, the first key seen is pinned.' })),
   ),
   adbPort: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'The port of the adb server on the provider\'s own loopback; default 5037.' })),
   usbmuxdSocket: Type.Optional(UnixPath),
@@ -27,6 +27,16 @@ export const UpdateProviderBody = Type.Partial(
   { additionalProperties: false },
 );
 export type UpdateProviderBody = Static<typeof UpdateProviderBody>;
+
+export const ProviderHostKeyBody = Type.Object({ address: Address, port: Type.Optional(Port) }, { additionalProperties: false });
+export type ProviderHostKeyBody = Static<typeof ProviderHostKeyBody>;
+
+export const ProviderHostKey = Type.Object({
+  address: Type.String(),
+  port: Type.Integer(),
+  hostKeySha256: Type.String({ description: 'The fingerprint of the host key the sshd presents (as ssh-keygen -lf prints it). Nothing is trusted yet: give it back as hostKeySha256 when adding the provider once it matches what the box shows.' }),
+});
+export type ProviderHostKey = Static<typeof ProviderHostKey>;
 
 export const ProviderIdParams = Type.Object({ providerId: Uuid });
 

@@ -68,3 +68,18 @@ export const Usage = Type.Object({
   data: Type.Array(UsageRow),
 });
 export type Usage = Static<typeof Usage>;
+
+export const LabUsageQuery = Type.Object({ from: Type.Optional(DateTime), to: Type.Optional(DateTime) });
+
+export const LabUsageRow = Type.Object({
+  organizationId: Type.String(),
+  organization: Type.String({ description: "The organization's name." }),
+  serial: Type.String(),
+  name: Type.String({ description: "The phone's name." }),
+  seconds: Type.Number({ description: 'Device time the organization held on the phone in the window, to the millisecond.' }),
+  allocations: Type.Integer(),
+});
+export type LabUsageRow = Static<typeof LabUsageRow>;
+
+export const LabUsage = Type.Object({ from: DateTime, to: DateTime, data: Type.Array(LabUsageRow) });
+export type LabUsage = Static<typeof LabUsage>;

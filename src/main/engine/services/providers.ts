@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CreateProviderBody, UpdateProviderBody } from '../../../shared/api/providers.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import type { Fleet } from '../fleet/index.js';
+import { readHostKey } from '../fleet/macos/ssh.js';
 import type { Provider, ProviderHealth, ProviderSpec, ProviderTiming } from '../fleet/providers/provider.js';
 import type { Stores } from '../store/index.js';
 import type { ProviderFields, ProviderRow } from '../store/providers.js';
@@ -85,17 +86,48 @@ export class Providers {
       paused: false,
     };
     this.uniqueName(fields.name);
+    // Nothing is stored for a box whose key cannot be read, or is not the one the owner confirmed.
+    const seen = await this.readHostKey(fields.address, fields.port);
+    if (fields.hostKeySha256 && fields.hostKeySha256 !== seen) {
+      throw conflict('host_key_mismatch', `${fields.address}:${fields.port} presents the host key ${seen}, not the ${fields.hostKeySha256} given; nothing was added. Compare it with what the box itself shows (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub).`);
+    }
     const id = randomUUID();
     await this.secrets.write(id, login.secrets);
     try {
       this.uniqueName(fields.name);
       this.stores.providers.insert({ ...fields, id, now: this.now() });
+      await (await this.launch(this.stores.providers.get(id)!)).start();
     } catch (error) {
-      await this.secrets.remove(id);
+      // A failed add leaves nothing behind: no row, no secret, no provider on the fleet.
+      await this.discard(id);
       throw error;
     }
-    await (await this.launch(this.stores.providers.get(id)!)).start();
     return this.viewOf(this.stores.providers.get(id)!);
+  }
+
+  /** The host key a provider's sshd presents, for the owner to confirm before adding it; nothing is stored or trusted. */
+  async hostKey(caller: Caller, address: string, port = DEFAULTS.port): Promise<string> {
+    this.options.requireLabOwner(caller);
+    return this.readHostKey(address, port);
+  }
+
+  private async readHostKey(address: string, port: number): Promise<string> {
+    try {
+      return await readHostKey(address, port, this.options.timing.connectTimeoutMs);
+    } catch (error) {
+      throw invalid('provider_unreachable', `No sshd answered at ${address}:${port}: ${(error as Error).message}.`);
+    }
+  }
+
+  private async discard(id: string): Promise<void> {
+    const provider = this.running.get(id);
+    this.running.delete(id);
+    if (provider) {
+      this.fleet.detach(provider);
+      await provider.stop();
+    }
+    if (this.stores.providers.get(id)) this.stores.providers.remove(id);
+    await this.secrets.remove(id);
   }
 
   async update(caller: Caller, id: string, patch: UpdateProviderBody): Promise<ProviderView> {

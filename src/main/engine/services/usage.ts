@@ -1,6 +1,6 @@
 import { invalid } from '../domain/errors.js';
 import type { Stores } from '../store/index.js';
-import type { UsageGroup } from '../store/usage.js';
+import type { LabUsageRow, UsageGroup } from '../store/usage.js';
 import type { Clock, Scope } from './scope.js';
 
 /** The report's default window: the last 30 days. */
@@ -26,13 +26,24 @@ export class UsageReport {
   ) {}
 
   devices(scope: Scope, query: { from?: number; to?: number; groupBy?: 'member' | 'device' }): UsageReportRows {
+    const { from, to, now } = this.window(query);
+    const groupBy = query.groupBy ?? 'member';
+    const groups = this.stores.usage.devicesBy(groupBy, { organizationId: scope.organization.id, from, to, now });
+    return { groupBy, from, to, groups };
+  }
+
+  /** Every organization's device time on each phone: for the lab owner (the caller is checked by the route). */
+  lab(query: { from?: number; to?: number }): { from: number; to: number; rows: LabUsageRow[] } {
+    const { from, to, now } = this.window(query);
+    return { from, to, rows: this.stores.usage.labDevices({ from, to, now }) };
+  }
+
+  private window(query: { from?: number; to?: number }): { from: number; to: number; now: number } {
     const now = this.now();
     const to = query.to ?? now;
     const from = query.from ?? to - DEFAULT_WINDOW_MS;
     if (to <= from) throw invalid('window_inverted', 'to must be after from.');
     if (to - from > MAX_WINDOW_MS) throw invalid('window_too_long', 'Usage is read at most 366 days at a time.');
-    const groupBy = query.groupBy ?? 'member';
-    const groups = this.stores.usage.devicesBy(groupBy, { organizationId: scope.organization.id, from, to, now });
-    return { groupBy, from, to, groups };
+    return { from, to, now };
   }
 }

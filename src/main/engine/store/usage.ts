@@ -19,6 +19,16 @@ export interface UsageGroup {
   allocations: number;
 }
 
+/** One organization's device time on one phone, in milliseconds: the lab owner's lab-wide report. */
+export interface LabUsageRow {
+  organizationId: string;
+  organization: string;
+  serial: string;
+  name: string;
+  ms: number;
+  allocations: number;
+}
+
 /** The usage ledger that device and instance assignments write to; billing reads it. */
 export function usageStore(db: Db) {
   const open = db.prepare(
@@ -46,6 +56,15 @@ export function usageStore(db: Db) {
        SELECT COALESCE(l.serial, d.serial, '') AS key, ${clipped} AS ms, d.id AS allocation ${ofOrg}
      ) m LEFT JOIN fleet_devices f ON f.serial = m.key GROUP BY m.key ORDER BY ms DESC, key`,
   );
+  const byOrganizationAndDevice = db.prepare<[Omit<UsageWindow, 'organizationId'>], LabUsageRow>(
+    `SELECT m.org AS organizationId, COALESCE(o.name, '') AS organization, m.serial AS serial, COALESCE(f.name, '') AS name,
+            SUM(m.ms) AS ms, COUNT(DISTINCT m.allocation) AS allocations FROM (
+       SELECT l.organization_id AS org, COALESCE(l.serial, d.serial, '') AS serial, ${clipped} AS ms, d.id AS allocation
+       FROM usage_ledger l JOIN device_allocations d ON d.id = l.subject_id
+       WHERE l.resource = 'devices' AND l.started_at < @to AND (l.ended_at IS NULL OR l.ended_at > @from)
+     ) m LEFT JOIN organizations o ON o.id = m.org LEFT JOIN fleet_devices f ON f.serial = m.serial
+     GROUP BY m.org, m.serial ORDER BY organization, m.org, ms DESC, serial`,
+  );
   const openIntervals = db.prepare<[], { id: number; organizationId: string; resource: MeteredResource; subjectId: string; serial: string | null }>(
     `SELECT id, organization_id AS organizationId, resource, subject_id AS subjectId, serial FROM usage_ledger WHERE ended_at IS NULL`,
   );
@@ -65,6 +84,8 @@ export function usageStore(db: Db) {
       void open.run(organizationId, resource, subjectId, at, serial),
     /** Device time held in the window, per member who allocated or per phone: who used what. */
     devicesBy: (groupBy: 'member' | 'device', window: UsageWindow) => (groupBy === 'member' ? byMember : byDevice).all(window),
+    /** Every organization's device time on each phone in the window: the lab owner's view of the whole lab. */
+    labDevices: (window: Omit<UsageWindow, 'organizationId'>) => byOrganizationAndDevice.all(window),
     stop: (subjectId: string, at: number) => void close.run(at, subjectId),
     intervals: (organizationId: string, resource: MeteredResource, periodStart: number, periodEnd: number) =>
       inPeriod.all(organizationId, resource, periodEnd, periodStart),

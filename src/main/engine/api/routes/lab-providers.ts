@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { List } from '../../../../shared/api/common.js';
-import { BackupResult, CreateProviderBody, Provider, ProviderIdParams, UpdateProviderBody } from '../../../../shared/api/providers.js';
+import { BackupResult, CreateProviderBody, Provider, ProviderHostKey, ProviderHostKeyBody, ProviderIdParams, UpdateProviderBody } from '../../../../shared/api/providers.js';
 import type { Backups } from '../../services/backups.js';
 import type { LabOwner } from '../../services/lab-owner.js';
 import type { Metrics } from '../../services/metrics.js';
@@ -19,8 +19,15 @@ export function labProviderRoutes(app: App, providers: Providers, metrics: Metri
     schema: { tags, operationId: 'listLabProviders', summary: 'The lab\'s providers: other boxes whose phones join the fleet over SSH (lab owner)', security: BEARER, response: responses({ 200: List(Provider) }, [401, 403]) },
   }, (req) => list(providers.list(callerOf(req)).map(presentProvider)));
 
+  app.post('/lab/providers/host-key', {
+    schema: { tags, operationId: 'readLabProviderHostKey', summary: 'The host key a provider\'s sshd presents, to confirm before adding it (lab owner); nothing is stored or trusted. 400 provider_unreachable when no sshd answers', security: BEARER, body: ProviderHostKeyBody, response: responses({ 200: ProviderHostKey }, [400, 401, 403]) },
+  }, async (req) => {
+    const port = req.body.port ?? 22;
+    return { address: req.body.address, port, hostKeySha256: await providers.hostKey(callerOf(req), req.body.address, port) };
+  });
+
   app.post('/lab/providers', {
-    schema: { tags, operationId: 'addLabProvider', summary: 'Add a provider (lab owner); it is checked at once', security: BEARER, body: CreateProviderBody, response: responses({ 201: Provider }, [400, 401, 403, 409]) },
+    schema: { tags, operationId: 'addLabProvider', summary: 'Add a provider (lab owner); it is checked at once. 400 provider_unreachable when no sshd answers, 409 host_key_mismatch when its host key is not hostKeySha256: a refused add stores nothing', security: BEARER, body: CreateProviderBody, response: responses({ 201: Provider }, [400, 401, 403, 409]) },
   }, async (req, reply) => reply.code(201).send(presentProvider(await providers.create(callerOf(req), req.body))));
 
   app.get('/lab/providers/:providerId', {

@@ -2,10 +2,13 @@ import { LabSettings, LabSettingsPatch } from '../../../../shared/api/account.js
 import { Health } from '../../../../shared/api/common.js';
 import type { LabOwner } from '../../services/lab-owner.js';
 import type { LabSettingsService } from '../../services/lab-settings.js';
+import type { UsageReport } from '../../services/usage.js';
+import { LabUsage, LabUsageQuery } from '../../../../shared/api/sharing.js';
+import { iso } from '../../domain/time.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
 
 /** Lab administration: for the lab owner (the first account) with an interactive token. */
-export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabOwner, version: string): void {
+export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabOwner, usage: UsageReport, version: string): void {
   const tags = ['Extensions'];
 
   app.get('/health', {
@@ -25,5 +28,14 @@ export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabO
   }, (req) => {
     labOwner.require(callerOf(req));
     return settings.update(req.body);
+  });
+
+  app.get('/lab/usage', {
+    schema: { tags, operationId: 'getLabUsage', summary: 'Every organization\'s device time on each phone in a window (default: the last 30 days), lab-wide (lab owner)', security: BEARER, querystring: LabUsageQuery, response: responses({ 200: LabUsage }, [400, 401, 403]) },
+  }, (req) => {
+    labOwner.require(callerOf(req));
+    const time = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value));
+    const report = usage.lab({ from: time(req.query.from), to: time(req.query.to) });
+    return { from: iso(report.from), to: iso(report.to), data: report.rows.map(({ ms, ...row }) => ({ ...row, seconds: ms / 1000 })) };
   });
 }

@@ -70,6 +70,42 @@ export class SshError extends Error {
   override name = 'SshError';
 }
 
+/**
+ * The fingerprint of the host key an sshd presents, read from the key exchange alone: nothing is logged in to or
+ * trusted, so that a person can compare it with the one the box itself shows (`ssh-keygen -lf`) before pinning it.
+ */
+export function readHostKey(host: string, port: number, timeoutMs: number): Promise<string> {
+  const where = `${host}:${port}`;
+  return new Promise((resolve, reject) => {
+    const client = new (loadSsh2().Client)();
+    let seen: string | undefined;
+    const done = () => {
+      client.end();
+      if (seen) resolve(seen);
+    };
+    client.on('error', (error: Error & { level?: string; code?: string }) => {
+      done();
+      reject(new SshError(describeConnectError(error, where)));
+    });
+    client.once('close', () => {
+      done();
+      reject(new SshError(`${where} closed the connection during the handshake`));
+    });
+    client.connect({
+      host,
+      port,
+      username: 'benchtop-host-key',
+      readyTimeout: timeoutMs,
+      // Refused once seen: the handshake ends before any login is tried.
+      hostVerifier: (key: Buffer) => {
+        seen = fingerprintOf(key);
+        done();
+        return false;
+      },
+    });
+  });
+}
+
 export interface ConnectOptions {
   /** For the SSH handshake, login included. */
   timeoutMs: number;
