@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { remote } from 'webdriverio';
@@ -13,6 +15,15 @@ import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
  */
 
 const hasAdb = adbOrSkip();
+/** Debian's own Python, where apt puts python3-selenium (a python3 earlier on PATH may be another install). */
+const SYSTEM_PYTHON = '/usr/bin/python3';
+
+function seleniumOrSkip(): boolean {
+  if (spawnSync(SYSTEM_PYTHON, ['-c', 'import selenium']).status === 0) return true;
+  if (process.env.CI === 'true') throw new Error('Selenium for Python is missing: install the Debian package `python3-selenium` (apt-get install -y python3-selenium).');
+  console.warn('SKIPPING the Selenium client test: apt-get install -y python3-selenium.');
+  return false;
+}
 
 type Driver = WebdriverIO.Browser;
 interface ResultRow {
@@ -173,6 +184,30 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     await other.deleteSession();
     expect(await allocations()).toEqual([]);
   }, 180_000);
+
+  it.runIf(seleniumOrSkip())("Selenium's own Python client (Debian's python3-selenium, what Appium's Python client is built on) drives a phone through the lab", async () => {
+    const script = [
+      'import os',
+      'from selenium import webdriver',
+      'from selenium.webdriver.common.by import By',
+      'from selenium.webdriver.common.options import ArgOptions',
+      'options = ArgOptions()',
+      "options.set_capability('platformName', 'Android')",
+      "options.set_capability('appium:automationName', 'UiAutomator2')",
+      "options.set_capability('appium:deviceName', 'Pixel 7')",
+      // The key as the URL's password: Selenium sends it as HTTP Basic.
+      "driver = webdriver.Remote(command_executor=os.environ['LAB_URL'], options=options)",
+      "print('udid', driver.capabilities['appium:udid'])",
+      "driver.execute_script('mobile: activateApp', {'appId': 'com.android.settings'})",
+      "driver.find_element(By.XPATH, '//android.widget.TextView[@text=\"Wi-Fi\"]').click()",
+      "print('wifi page', 'Use Wi-Fi' in driver.page_source)",
+      'driver.quit()',
+    ].join('\n');
+    // Not spawnSync: the lab answering the client runs in this very process.
+    const run = await promisify(execFile)(SYSTEM_PYTHON, ['-c', script], { env: { ...process.env, LAB_URL: `http://ci:${key}@127.0.0.1:${port}/wd/hub` }, encoding: 'utf8', timeout: 90_000 });
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(`udid ${serialOf('Pixel 7')}\nwifi page True\n`);
+  }, 120_000);
 
   it('a client that vanishes loses its phone after its newCommandTimeout, and its next command is an invalid session id', async () => {
     const driver = await session({ 'appium:deviceName': 'Pixel 7', 'appium:newCommandTimeout': 2, 'benchtop:options': { name: 'vanished' } });
