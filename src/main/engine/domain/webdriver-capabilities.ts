@@ -194,7 +194,7 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
  */
 export function whyNothingMatches(phones: readonly MatchableDevice[], request: Pick<NewSessionRequest, 'asked'>): string | undefined {
   let left = [...phones];
-  for (const { capability, value, filters } of request.asked) {
+  for (const [i, { capability, value, filters }] of request.asked.entries()) {
     const next = left.filter((phone) => matches(phone, filters));
     if (next.length === 0) {
       const have = (pick: (p: MatchableDevice) => string, sort?: (a: string, b: string) => number) =>
@@ -202,7 +202,7 @@ export function whyNothingMatches(phones: readonly MatchableDevice[], request: P
       const instead =
         capability === 'appium:platformVersion' ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
         capability === 'appium:deviceName' ? ` (names here: ${have((p) => p.name)})` : '';
-      return `No phone in this lab matches ${capability} ${value}${left === phones ? '' : ' among those matching the capabilities before it'}${instead}.`;
+      return `No phone in this lab matches ${capability} ${value}${i === 0 ? '' : ' among those matching the capabilities before it'}${instead}.`;
     }
     left = next;
   }

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { capabilitySets, CapabilityError, readCapabilities, versionRange, whyNothingMatches } from './webdriver-capabilities.js';
+
+const phones = [
+  { platform: 'android', type: 'real', name: 'Pixel 8', osVersion: '14', serial: 'A1' },
+  { platform: 'android', type: 'real', name: 'Pixel 7', osVersion: '13.0.1', serial: 'A2' },
+  { platform: 'ios', type: 'real', name: 'iPhone 15', osVersion: '17.5.1', serial: '0000-IOS' },
+];
+
+const error = (work: () => unknown): CapabilityError => {
+  try {
+    work();
+  } catch (e) {
+    if (e instanceof CapabilityError) return e;
+    throw e;
+  }
+  throw new Error('no error');
+};
+
+describe('capabilitySets: W3C capability processing', () => {
+  it('merges alwaysMatch with each firstMatch, in order, and reads unprefixed names as Appium does', () => {
+    expect(capabilitySets({ capabilities: { alwaysMatch: { platformName: 'Android', deviceName: 'x' }, firstMatch: [{ 'appium:udid': 'A1' }, {}] } })).toEqual([
+      { platformName: 'Android', 'appium:deviceName': 'x', 'appium:udid': 'A1' },
+      { platformName: 'Android', 'appium:deviceName': 'x' },
+    ]);
+    expect(capabilitySets({ capabilities: {} })).toEqual([{}]);
+  });
+
+  it.each([
+    [null],
+    [{}],
+    [{ desiredCapabilities: { platformName: 'Android' } }],
+    [{ capabilities: [] }],
+    [{ capabilities: { alwaysMatch: [] } }],
+    [{ capabilities: { firstMatch: [] } }],
+    [{ capabilities: { firstMatch: [1] } }],
+    [{ capabilities: { alwaysMatch: { platformName: 'Android' }, firstMatch: [{ platformName: 'iOS' }] } }],
+  ])('refuses %j as an invalid argument', (body) => {
+    expect(error(() => capabilitySets(body)).w3c).toBe('invalid argument');
+  });
+});
+
+describe('readCapabilities: which phone, and what goes on to Appium', () => {
+  it('turns the phone-choosing capabilities into the allocation filter language', () => {
+    const request = readCapabilities({
+      platformName: 'Android',
+      'appium:platformVersion': '14',
+      'appium:deviceName': 'Pixel 8',
+      'appium:udid': 'A1',
+      'appium:noReset': true,
+      'benchtop:options': { filters: [{ attribute: 'name', operator: 'STARTS_WITH', value: 'Pix' }], queueTimeout: 30, name: 'run', build: '7' },
+    });
+    expect(request.platform).toBe('android');
+    expect(request.filters).toEqual([
+      { attribute: 'platform', operator: 'EQUALS', value: 'android' },
+      { attribute: 'version', operator: 'GREATER_THAN_OR_EQUALS', value: '14' },
+      { attribute: 'version', operator: 'LESS_THAN', value: '15' },
+      { attribute: 'name', operator: 'EQUALS', value: 'Pixel 8' },
+      { attribute: 'serial', operator: 'EQUALS', value: 'A1' },
+      { attribute: 'name', operator: 'STARTS_WITH', value: 'Pix' },
+    ]);
+    expect(request.options).toEqual({ queueTimeoutMs: 30_000, name: 'run', build: '7' });
+    expect(request.newCommandTimeoutMs).toBe(60_000);
+    // The lab's own options stay with the lab; udid is the lab's to give (the address Appium reaches the phone by).
+    expect(request.appium).toEqual({ platformName: 'Android', 'appium:platformVersion': '14', 'appium:deviceName': 'Pixel 8', 'appium:noReset': true, 'appium:automationName': 'UiAutomator2' });
+  });
+
+  it('a version is a prefix by its dotted parts', () => {
+    expect(versionRange('14')).toEqual([
+      { attribute: 'version', operator: 'GREATER_THAN_OR_EQUALS', value: '14' },
+      { attribute: 'version', operator: 'LESS_THAN', value: '15' },
+    ]);
+    expect(versionRange('17.4')[1]!.value).toBe('17.5');
+    const matching = (version: string) => phones.filter((p) => !whyNothingMatches([p], readCapabilities({ platformName: p.platform, 'appium:platformVersion': version }))).map((p) => p.serial);
+    expect(matching('13')).toEqual(['A2']);
+    expect(matching('13.0')).toEqual(['A2']);
+    expect(matching('1')).toEqual([]);
+    expect(matching('17.5')).toEqual(['0000-IOS']);
+  });
+
+  it.each([
+    [{}, 'invalid argument', 'platformName is required'],
+    [{ platformName: 'Windows' }, 'session not created', 'Android and iOS'],
+    [{ platformName: 'iOS', 'appium:automationName': 'Espresso' }, 'session not created', 'XCUITest'],
+    [{ platformName: 'Android', 'appium:systemPort': 8201 }, 'invalid argument', 'appium:systemPort'],
+    [{ platformName: 'iOS', 'appium:webDriverAgentUrl': 'http://10.0.0.9:8100' }, 'invalid argument', 'appium:webDriverAgentUrl'],
+    [{ platformName: 'Android', 'appium:platformVersion': 'fourteen' }, 'invalid argument', 'numbers separated by dots'],
+    [{ platformName: 'Android', 'appium:newCommandTimeout': -1 }, 'invalid argument', 'newCommandTimeout'],
+    [{ platformName: 'Android', 'benchtop:options': { queueTimeout: 99_999 } }, 'invalid argument', 'queueTimeout'],
+    [{ platformName: 'Android', 'benchtop:options': { filters: [{ attribute: 'colour', operator: 'EQUALS', value: 'red' }] } }, 'invalid argument', 'colour'],
+    [{ platformName: 'Android', 'benchtop:options': { sessionId: 'not-a-session' } }, 'invalid argument', 'sessionId'],
+  ])('%j is %s', (caps, w3c, message) => {
+    const e = error(() => readCapabilities(caps));
+    expect(e.w3c).toBe(w3c);
+    expect(e.message).toContain(message);
+  });
+});
+
+describe('whyNothingMatches', () => {
+  it('names the first capability that leaves no phone, and what the lab has instead', () => {
+    const why = (caps: Record<string, unknown>) => whyNothingMatches(phones, readCapabilities(caps));
+    expect(why({ platformName: 'Android', 'appium:platformVersion': '14' })).toBeUndefined();
+    expect(why({ platformName: 'Android', 'appium:platformVersion': '99' })).toBe('No phone in this lab matches appium:platformVersion 99 among those matching the capabilities before it (versions here: 13.0.1, 14).');
+    expect(why({ platformName: 'Android', 'appium:deviceName': 'Galaxy' })).toContain('(names here: Pixel 7, Pixel 8)');
+    expect(why({ platformName: 'Android', 'appium:udid': '0000-IOS' })).toContain('appium:udid 0000-IOS');
+    expect(whyNothingMatches([], readCapabilities({ platformName: 'iOS' }))).toBe('No phone in this lab matches platformName iOS.');
+  });
+});
