@@ -82,3 +82,39 @@ export function UsageReport() {
     </section>
   );
 }
+
+/** The lab owner's view of the whole lab: every organization's device time on each phone over the last days. */
+export function LabUsageReport() {
+  const [days, setDays] = useState(30);
+  const report = useLoad(() => api.labUsage({ from: new Date(Date.now() - days * DAY_MS).toISOString(), to: new Date().toISOString() }), [days], 30_000);
+  const rows = report.data?.data;
+  return (
+    <section className="usage-report" aria-labelledby="lab-usage-title">
+      <h2 id="lab-usage-title">The whole lab</h2>
+      <p className="muted">Every organization&apos;s time on each phone: what only the lab owner sees.</p>
+      <label>Over the last{' '}
+        <select aria-label="Days of lab usage" value={days} onChange={(e) => setDays(Number(e.target.value))}>
+          {[1, 7, 30, 90].map((d) => <option key={d} value={d}>{d} day{d === 1 ? '' : 's'}</option>)}
+        </select>
+      </label>
+      <ErrorBanner error={report.error} />
+      {!rows ? report.loading && <Spinner label="Loading the lab's usage" /> : rows.length === 0 ? <Empty>No phone was held in this period.</Empty> : (
+        <div className="table-wrap">
+          <table className="table" aria-label="Usage by organization and phone">
+            <thead><tr><th>Organization</th><th>Phone</th><th>Allocations</th><th>Time held</th></tr></thead>
+            <tbody>
+              {rows.map((row) => (
+                <tr key={`${row.organizationId} ${row.serial}`}>
+                  <td>{row.organization}</td>
+                  <td>{row.name || <code>{row.serial}</code>} <code className="muted">{row.serial}</code></td>
+                  <td>{row.allocations}</td>
+                  <td>{hoursText(row.seconds)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,7 +1,7 @@
 import type { Balance } from '../../shared/api/organizations.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
-import { api } from '../app-context.js';
-import { UsageReport } from '../components/usage-report.js';
+import { api, useAuth } from '../app-context.js';
+import { LabUsageReport, UsageReport } from '../components/usage-report.js';
 import { ErrorBanner, fmtTime, Page, Spinner, useLoad } from '../ui.js';
 
 const hours = (s: number) => `${(s / 3600).toFixed(s < 36000 ? 1 : 0)} h`;
@@ -55,6 +55,7 @@ export function barsOf(balance: Balance): Bar[] {
 
 export function UsageScreen() {
   const balance = useLoad(() => api.balance(), [], 30_000);
+  const labOwner = useAuth((s) => s.user?.labOwner);
   const b = balance.data;
   return (
     <Page title="Usage">
@@ -76,6 +77,7 @@ export function UsageScreen() {
         </>
       )}
       <UsageReport />
+      {labOwner && <LabUsageReport />}
     </Page>
   );
 }

@@ -10,6 +10,7 @@ import { FileMissing, type ActionResult, type DeviceAction, type DeviceInfo, typ
 import {
   afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
 } from './usbmux.js';
+import { installationProblem } from './installation-errors.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
 import { mp4OfJpegs } from '../../../../protocols/mp4-mjpeg.js';
@@ -135,6 +136,11 @@ export class IosDriver implements PhoneDriver {
     };
   }
 
+  /** The apps someone installed: not iOS's own (ApplicationType System), which the Apps tab must not offer to remove. */
+  async installedApps(): Promise<string[]> {
+    return (await this.userApps()).filter((id) => !id.startsWith(WDA_RUNNER));
+  }
+
   /** Bundle ids of the apps a user installed (ApplicationType User), WDA's runner included. */
   async userApps(): Promise<string[]> {
     const proxy = await installationProxy(this.address, this.udid);
@@ -188,7 +194,9 @@ export class IosDriver implements PhoneDriver {
     try {
       const proxy = await installationProxy(this.address, this.udid);
       try {
-        await proxy.installApplication(staged, { PackageType: 'Developer' }, 300_000);
+        await proxy.installApplication(staged, { PackageType: 'Developer' }, 300_000).catch((error: Error) => {
+          throw installationProblem(error, 'the app');
+        });
       } finally {
         proxy.close();
       }
@@ -378,9 +386,14 @@ export class IosDriver implements PhoneDriver {
       case 'uninstallApp': {
         const proxy = await installationProxy(this.address, this.udid);
         try {
-          const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier'] });
+          const apps = await proxy.listApplications({ applicationType: 'Any', returnAttributes: ['CFBundleIdentifier', 'ApplicationType'] });
           if (!(action.packageName in apps)) throw new Error(`${action.packageName} is not installed`);
-          await proxy.uninstallApplication(action.packageName);
+          if (apps[action.packageName]?.ApplicationType === 'System') {
+            throw invalid('system_app', `${action.packageName} is one of iOS's own apps: the iPhone does not let it be uninstalled.`);
+          }
+          await proxy.uninstallApplication(action.packageName).catch((error: Error) => {
+            throw installationProblem(error, action.packageName);
+          });
         } finally {
           proxy.close();
         }
