@@ -254,7 +254,7 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
   },
   'webdriver-wdio': (r) => {
     // WebdriverIO reached a demo phone through the lab's /wd/hub with the key, and the click landed on it.
-    expect(r.stdout).toMatch(/^phone 127\.0\.0\.1:\d+ (Pixel 8|Galaxy S23)$/m);
+    expect(r.stdout).toMatch(/^phone 127\.0\.0\.1:\d+ (Pixel 8|Galaxy S23|Pixel 6a)$/m);
     expect(r.stdout).toContain('on the Wi-Fi page');
   },
   'appium-release': (r) => {
@@ -373,7 +373,8 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
       BENCHTOP_OWNER_PASSWORD: PASSWORD,
       BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(adb.port),
-      BENCHTOP_DEMO_PHONES: '2',
+      // Three: the phone page and the sharing page keep theirs, and the WebDriver page takes the one left.
+      BENCHTOP_DEMO_PHONES: '3',
       BENCHTOP_DEMO_IPHONES: '1',
       // LAN sharing, which a page turns on, on a free port rather than 7677.
       BENCHTOP_LAN_PORT: '0',
@@ -407,7 +408,7 @@ describe.runIf(ready)('the docs commands, against a demo engine', () => {
     await waitFor('the demo phones in the fleet', async () => {
       const fleet = (await call(serve!.api, 'GET', '/fleet/devices', { token: supplied.TOKEN })).body.data as Array<{ platform: string; state: string }>;
       const ready = fleet.filter((p) => p.state === 'device');
-      return ready.filter((p) => p.platform === 'android').length === 2 && ready.some((p) => p.platform === 'ios');
+      return ready.filter((p) => p.platform === 'android').length === 3 && ready.some((p) => p.platform === 'ios');
     }, 20_000);
   });
   afterAll(async () => {
