@@ -53,6 +53,23 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     await snap(page, SUITE, '01-sharing-settings');
   });
 
+  it('Settings: a provider no sshd answers for is refused in words, and nothing is listed', async () => {
+    await page.getByRole('button', { name: 'Add a provider' }).click();
+    const form = page.getByRole('form', { name: 'Add a provider' });
+    await form.getByLabel('Name').fill('gone');
+    await form.getByLabel('Address').fill('127.0.0.1');
+    await form.getByLabel('SSH port').fill('1');
+    await form.getByLabel('User').fill('lab');
+    await form.getByLabel('Password').fill('pw');
+    await form.getByRole('button', { name: 'Read the host key' }).click();
+    await form.getByRole('alert').getByText('No sshd answered at 127.0.0.1:1: connection refused at 127.0.0.1:1.').waitFor();
+    expect(await page.getByRole('table', { name: 'Providers' }).count()).toBe(0);
+    expect((await c().call('GET', '/lab/providers', { token })).body.data).toEqual([]);
+    await form.getByRole('button', { name: 'Cancel' }).click();
+    // The browser logs the refused request itself; nothing else went wrong.
+    expect(errors.splice(0)).toEqual([expect.stringMatching(/status of 400/)]);
+  });
+
   it('Organization: a new API key comes with the variables for CI, the reporter, mobilecli, MCP and the WebDriver URL', async () => {
     await page.goto(`${originOf(lab.engine.api)}/organization`);
     await page.getByLabel('Key name').fill('ci');
