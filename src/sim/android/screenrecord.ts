@@ -1,72 +1,202 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Canvas } from './canvas.js';
+import { H264Encoder } from './h264-encoder.js';
 import type { MinicapHost } from './minicap.js';
-import { mp4OfJpegs, type Mp4Frame } from '../../protocols/mp4-mjpeg.js';
-import type { CommandFn } from './shell.js';
+import type { CommandContext, CommandFn } from './shell.js';
 
-/** How often the simulated recorder looks at the screen; a frame is kept only when the picture changed. */
-const POLL_MS = 50;
 /** screenrecord's own limit, and its default: three minutes. */
 const MAX_TIME_LIMIT_S = 180;
+/** Android 10's default, kDefaultBitRate; Android 9 and older used 4 Mbps. */
+const DEFAULT_BIT_RATE = 20_000_000;
+const MIN_BIT_RATE = 100_000;
+const MAX_BIT_RATE = 200_000_000;
+/** What screenrecord asks MediaCodec for (KEY_I_FRAME_INTERVAL): a keyframe every ten seconds. */
+const KEYFRAME_INTERVAL_S = 10;
 const USAGE = 'Usage: screenrecord [options] <filename>\n\nAndroid screenrecord v1.3.  Records the device\'s display to a .mp4 file.\n';
 
+interface Options {
+  timeLimit: number;
+  bitRate: number;
+  size?: { width: number; height: number };
+  format: 'mp4' | 'h264';
+  file: string;
+}
+
+/** `4000000`, `4M` or `4000K`, as screenrecord's parseValueWithUnit reads a bit rate. */
+function parseBitRate(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text);
+  if (!m) return undefined;
+  return Math.round(Number(m[1]) * ({ k: 1e3, m: 1e6 }[m[2]!.toLowerCase()] ?? 1));
+}
+
+async function parseArgs(ctx: CommandContext): Promise<Options | number> {
+  const fail = async (message: string) => (await ctx.stderr.write(message), 2);
+  const o: Partial<Options> & Pick<Options, 'timeLimit' | 'bitRate' | 'format'> = { timeLimit: MAX_TIME_LIMIT_S, bitRate: DEFAULT_BIT_RATE, format: 'mp4' };
+  const args = [...ctx.args];
+  while (args.length > 0) {
+    const arg = args.shift()!;
+    // getopt_long: `--name value` and `--name=value` alike.
+    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = () => inline ?? args.shift() ?? '';
+    if (name === '--time-limit') o.timeLimit = Number(value());
+    else if (name === '--size') {
+      const m = /^(\d+)x(\d+)$/.exec(value());
+      if (!m) return fail('Invalid size specified\n');
+      o.size = { width: +m[1]!, height: +m[2]! };
+    } else if (name === '--bit-rate') {
+      const text = value();
+      const rate = parseBitRate(text);
+      if (rate === undefined) return fail(`Malformed bit rate '${text}'\n`);
+      if (rate < MIN_BIT_RATE || rate > MAX_BIT_RATE) return fail(`Bit rate ${rate}bps outside acceptable range [${MIN_BIT_RATE},${MAX_BIT_RATE}]\n`);
+      o.bitRate = rate;
+    } else if (name === '--output-format') {
+      const format = value();
+      if (format !== 'mp4' && format !== 'h264') return fail(`Unknown format '${format}'\n`);
+      o.format = format;
+    } else if (name === '--verbose' || name === '--bugreport' || name === '--rotate') continue;
+    else if (name === '--help') return (await ctx.stdout.write(USAGE), 0);
+    else if (name.startsWith('-') && name !== '-') return fail(`Unknown option ${name}\n${USAGE}`);
+    else o.file = arg;
+  }
+  if (!Number.isInteger(o.timeLimit) || o.timeLimit < 1 || o.timeLimit > MAX_TIME_LIMIT_S) {
+    return fail(`Time limit ${o.timeLimit}s outside acceptable range [1,${MAX_TIME_LIMIT_S}] seconds\n`);
+  }
+  if (!o.file) return fail('Must specify output file (see --help).\n');
+  return o as Options;
+}
+
 /**
- * `screenrecord [--time-limit N] [--size WxH] [--bit-rate R] [--verbose] <file>`: records the screen until the time
- * limit, a kill, or the hang-up when its adb stream closes (screenrecord catches SIGINT and SIGHUP and finishes the
- * file, which is how `adb shell screenrecord` ended with Ctrl+C leaves a playable MP4). The file is written when
- * recording stops, as the real muxer writes its moov box last.
+ * `screenrecord [--time-limit N] [--size WxH] [--bit-rate R] [--output-format mp4|h264] <file>`: the display
+ * encoded to H.264 until the time limit, a kill, or the hang-up when its adb stream closes. With
+ * `--output-format=h264` and `-` as the file, the raw Annex B stream goes to stdout as it is encoded (what
+ * `adb exec-out screenrecord --output-format=h264 -` streams); otherwise an MP4 is written, finished on SIGINT and
+ * SIGHUP too (screenrecord catches them, which is how Ctrl+C leaves a playable file) with its index last, as
+ * MediaMuxer writes it. As on a phone, a frame is encoded only when the screen changed, keyframes come seconds apart,
+ * and the video keeps the size it started with: a rotation is letterboxed into it.
  */
 export function screenrecord(host: MinicapHost): CommandFn {
   return async (ctx) => {
-    let timeLimit = MAX_TIME_LIMIT_S;
-    let size: { width: number; height: number } | undefined;
-    let file: string | undefined;
-    const args = [...ctx.args];
-    while (args.length > 0) {
-      const arg = args.shift()!;
-      if (arg === '--time-limit') timeLimit = Number(args.shift());
-      else if (arg === '--size') {
-        const m = /^(\d+)x(\d+)$/.exec(args.shift() ?? '');
-        if (!m) return (await ctx.stderr.write('Invalid size specified\n'), 2);
-        size = { width: +m[1]!, height: +m[2]! };
-      } else if (arg === '--bit-rate') args.shift();
-      else if (arg === '--verbose' || arg === '--bugreport' || arg === '--rotate') continue;
-      else if (arg === '--help') return (await ctx.stdout.write(USAGE), 0);
-      else if (arg.startsWith('-')) return (await ctx.stderr.write(`Unknown option ${arg}\n${USAGE}`), 2);
-      else file = arg;
-    }
-    if (!Number.isInteger(timeLimit) || timeLimit < 1 || timeLimit > MAX_TIME_LIMIT_S) {
-      await ctx.stderr.write(`Time limit ${timeLimit}s outside acceptable range [1,${MAX_TIME_LIMIT_S}] seconds\n`);
-      return 2;
-    }
-    if (!file) return (await ctx.stderr.write(`Must specify output file (see --help).\n`), 2);
+    const parsed = await parseArgs(ctx);
+    if (typeof parsed === 'number') return parsed;
+    const { timeLimit, bitRate, format, file } = parsed;
+    const toStdout = format === 'h264' && file === '-';
     const path = ctx.fs.resolve(file, ctx.cwd);
-    if (!ctx.fs.isWritable(path)) {
+    if (!toStdout && !ctx.fs.isWritable(path)) {
       await ctx.stderr.write(`Unable to open '${file}': Permission denied\n`);
       return 1;
     }
-    // A portrait frame of the phone's logical screen, halved: small enough to encode in a few milliseconds.
-    const screen = host.device.logicalSize;
-    const width = size?.width ?? Math.max(2, Math.round(screen.width / 2 / 2) * 2);
-    const height = size?.height ?? Math.max(2, Math.round(screen.height / 2 / 2) * 2);
+    const { width, height } = parsed.size ?? host.device.logicalSize;
+    if (width % 2 === 1 || height % 2 === 1 || width === 0 || height === 0) {
+      await ctx.stderr.write(`ERROR: unable to configure video/avc codec at ${width}x${height} (err=-2147483648)\n`);
+      return 1;
+    }
+    const scratch = toStdout ? undefined : await mkdtemp(join(tmpdir(), 'benchtop-screenrecord-'));
+    const encoder = new H264Encoder({
+      width, height, bitRate, keyframeIntervalS: KEYFRAME_INTERVAL_S, maxFrameRate: host.device.options.refreshRate,
+      format: toStdout ? 'h264' : 'mp4', path: scratch && join(scratch, 'video.mp4'),
+    });
     const proc = host.processes.spawn('screenrecord', ctx.signal);
-    const frames: Array<Mp4Frame & { at: number }> = [];
-    const deadline = Date.now() + timeLimit * 1000;
-    let key: string | undefined;
     try {
-      // The first frame is taken at once, so that even a recording stopped straight away has a picture.
-      do {
-        if (host.screen.key() !== key) {
-          key = host.screen.key();
-          frames.push({ jpeg: await host.screen.jpeg(width, height, 80), durationMs: 0, at: Date.now() });
-        }
-        await sleep(POLL_MS, undefined, { signal: proc.signal }).catch(() => undefined);
-      } while (!proc.signal.aborted && Date.now() < deadline);
-      const end = Date.now();
-      frames.forEach((f, i) => (f.durationMs = (frames[i + 1]?.at ?? end) - f.at));
-      ctx.fs.writeFile(path, mp4OfJpegs(frames, width, height));
+      try {
+        await encoder.started();
+      } catch (error) {
+        await ctx.stderr.write(`ERROR: unable to create video/avc codec instance: ${(error as Error).message}\n`);
+        return 1;
+      }
+      const relay = toStdout ? relayOutput(encoder, ctx) : Promise.resolve();
+      // Awaited below; a reader gone early must not surface as an unhandled rejection meanwhile.
+      relay.catch(() => undefined);
+      const last = await recordFrames(host, encoder, width, height, timeLimit, proc.signal);
+      if (toStdout && ctx.signal.aborted) {
+        // Nobody reads the stream any more.
+        encoder.kill();
+        await relay.catch(() => undefined);
+        return 0;
+      }
+      // The last picture again at the end, so that the file lasts as long as the recording did.
+      if (!toStdout) await encoder.frame(last);
+      await Promise.all([encoder.finish(), relay]);
+      if (scratch) ctx.fs.writeFile(path, await readFile(join(scratch, 'video.mp4')));
       return 0;
+    } catch (error) {
+      encoder.kill();
+      await ctx.stderr.write(`ERROR: ${(error as Error).message}\n`);
+      return 1;
     } finally {
       proc.exit();
+      if (scratch) await rm(scratch, { recursive: true, force: true });
     }
   };
+}
+
+async function relayOutput(encoder: H264Encoder, ctx: CommandContext): Promise<void> {
+  for await (const chunk of encoder.output) await ctx.stdout.write(chunk as Buffer);
+}
+
+/**
+ * Looks at the screen once per display refresh and encodes a frame only when the picture changed, the first at once;
+ * resolves to the last frame when the time limit passes or the process is stopped.
+ */
+async function recordFrames(host: MinicapHost, encoder: H264Encoder, width: number, height: number, timeLimit: number, stop: AbortSignal): Promise<Buffer> {
+  const period = 1000 / host.device.options.refreshRate;
+  const deadline = Date.now() + timeLimit * 1000;
+  let key: string | undefined;
+  let frame: Buffer | undefined;
+  do {
+    const started = performance.now();
+    if (host.screen.key() !== key) {
+      key = host.screen.key();
+      frame = letterbox(host.screen.canvas(), width, height);
+      await encoder.frame(frame);
+    }
+    const wait = Math.min(period - (performance.now() - started), deadline - Date.now());
+    await sleep(Math.max(1, wait), undefined, { signal: stop }).catch(() => undefined);
+  } while (!stop.aborted && Date.now() < deadline);
+  return frame!;
+}
+
+/**
+ * The screen scaled to fit width x height, centred on black, as screenrecord's display projection shows a screen
+ * whose orientation or shape differs from the video's. Each output pixel averages the source pixels it covers.
+ */
+export function letterbox(canvas: Canvas, width: number, height: number): Buffer {
+  if (canvas.width === width && canvas.height === height) return canvas.data;
+  const scale = Math.min(width / canvas.width, height / canvas.height);
+  const w = Math.max(1, Math.round(canvas.width * scale));
+  const h = Math.max(1, Math.round(canvas.height * scale));
+  const left = Math.floor((width - w) / 2);
+  const top = Math.floor((height - h) / 2);
+  const out = Buffer.alloc(width * height * 4);
+  for (let i = 3; i < out.length; i += 4) out[i] = 255;
+  const span = (i: number, n: number, size: number): [number, number] => {
+    const a = Math.floor((i * size) / n);
+    return [a, Math.max(a + 1, Math.min(size, Math.floor(((i + 1) * size) / n)))];
+  };
+  const columns = Array.from({ length: w }, (_, x) => span(x, w, canvas.width));
+  const src = canvas.data;
+  for (let y = 0; y < h; y++) {
+    const [y0, y1] = span(y, h, canvas.height);
+    let o = ((top + y) * width + left) * 4;
+    for (let x = 0; x < w; x++, o += 4) {
+      const [x0, x1] = columns[x]!;
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let yy = y0; yy < y1; yy++) {
+        for (let i = (yy * canvas.width + x0) * 4, end = (yy * canvas.width + x1) * 4; i < end; i += 4) {
+          r += src[i]!;
+          g += src[i + 1]!;
+          b += src[i + 2]!;
+        }
+      }
+      const n = (y1 - y0) * (x1 - x0);
+      out[o] = r / n;
+      out[o + 1] = g / n;
+      out[o + 2] = b / n;
+    }
+  }
+  return out;
 }
