@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode } from '../support/engine.js';
+import { client, errorCode, OWNER_EMAIL } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
@@ -41,8 +41,8 @@ describe.skipIf(!hasAdb)('lab-wide usage', () => {
       expect(r.status).toBe(200);
       expect(r.body.from).toBe(from);
       expect(r.body.data.map((row: Record<string, unknown>) => [row.organization, row.serial, row.name, row.seconds, row.allocations]).sort()).toEqual([
-        ['Personal', serial, 'Pixel 8', 30.5, 1],
-        ['Personal', serial, 'Pixel 8', 60, 1],
+        ['Personal (other@usage.test)', serial, 'Pixel 8', 30.5, 1],
+        [`Personal (${OWNER_EMAIL})`, serial, 'Pixel 8', 60, 1],
       ]);
       expect(new Set(r.body.data.map((row: { organizationId: string }) => row.organizationId)).size).toBe(2);
     } finally {

@@ -112,7 +112,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
   it('Usage: the lab owner sees every organization\'s time on each phone', async () => {
     await page.goto(`${originOf(lab.engine.api)}/usage`);
     const table = page.getByRole('table', { name: 'Usage by organization and phone' });
-    await table.getByRole('row', { name: new RegExp(`Personal.*${IPHONE}`) }).waitFor();
+    await table.getByRole('row', { name: new RegExp(`Personal \\(${OWNER_EMAIL}\\).*${IPHONE}`) }).waitFor();
     await snap(page, SUITE, '04-lab-usage');
     expect(errors).toEqual([]);
   });

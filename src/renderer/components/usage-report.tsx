@@ -92,11 +92,13 @@ export function LabUsageReport() {
     <section className="usage-report" aria-labelledby="lab-usage-title">
       <h2 id="lab-usage-title">The whole lab</h2>
       <p className="muted">Every organization&apos;s time on each phone: what only the lab owner sees.</p>
-      <label>Over the last{' '}
-        <select aria-label="Days of lab usage" value={days} onChange={(e) => setDays(Number(e.target.value))}>
-          {[1, 7, 30, 90].map((d) => <option key={d} value={d}>{d} day{d === 1 ? '' : 's'}</option>)}
-        </select>
-      </label>
+      <div className="button-row">
+        <label>Over the last{' '}
+          <select aria-label="Days of lab usage" value={days} onChange={(e) => setDays(Number(e.target.value))}>
+            {[1, 7, 30, 90].map((d) => <option key={d} value={d}>{d} day{d === 1 ? '' : 's'}</option>)}
+          </select>
+        </label>
+      </div>
       <ErrorBanner error={report.error} />
       {!rows ? report.loading && <Spinner label="Loading the lab's usage" /> : rows.length === 0 ? <Empty>No phone was held in this period.</Empty> : (
         <div className="table-wrap">

@@ -73,7 +73,7 @@ export const LabUsageQuery = Type.Object({ from: Type.Optional(DateTime), to: Ty
 
 export const LabUsageRow = Type.Object({
   organizationId: Type.String(),
-  organization: Type.String({ description: "The organization's name." }),
+  organization: Type.String({ description: "The organization's name; a Personal organization's carries its owner's email." }),
   serial: Type.String(),
   name: Type.String({ description: "The phone's name." }),
   seconds: Type.Number({ description: 'Device time the organization held on the phone in the window, to the millisecond.' }),

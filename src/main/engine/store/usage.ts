@@ -57,12 +57,14 @@ export function usageStore(db: Db) {
      ) m LEFT JOIN fleet_devices f ON f.serial = m.key GROUP BY m.key ORDER BY ms DESC, key`,
   );
   const byOrganizationAndDevice = db.prepare<[Omit<UsageWindow, 'organizationId'>], LabUsageRow>(
-    `SELECT m.org AS organizationId, COALESCE(o.name, '') AS organization, m.serial AS serial, COALESCE(f.name, '') AS name,
+    // Every account's Personal organization is called Personal: its owner's email tells them apart.
+    `SELECT m.org AS organizationId, COALESCE(o.name || CASE WHEN p.email IS NULL THEN '' ELSE ' (' || p.email || ')' END, '') AS organization,
+            m.serial AS serial, COALESCE(f.name, '') AS name,
             SUM(m.ms) AS ms, COUNT(DISTINCT m.allocation) AS allocations FROM (
        SELECT l.organization_id AS org, COALESCE(l.serial, d.serial, '') AS serial, ${clipped} AS ms, d.id AS allocation
        FROM usage_ledger l JOIN device_allocations d ON d.id = l.subject_id
        WHERE l.resource = 'devices' AND l.started_at < @to AND (l.ended_at IS NULL OR l.ended_at > @from)
-     ) m LEFT JOIN organizations o ON o.id = m.org LEFT JOIN fleet_devices f ON f.serial = m.serial
+     ) m LEFT JOIN organizations o ON o.id = m.org LEFT JOIN users p ON p.id = o.personal_of LEFT JOIN fleet_devices f ON f.serial = m.serial
      GROUP BY m.org, m.serial ORDER BY organization, m.org, ms DESC, serial`,
   );
   const openIntervals = db.prepare<[], { id: number; organizationId: string; resource: MeteredResource; subjectId: string; serial: string | null }>(
