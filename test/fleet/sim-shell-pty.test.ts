@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import Adb from '@devicefarmer/adbkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectToAdb, findAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { adbOrSkip } from '../support/lab.js';
@@ -70,6 +71,16 @@ describe.skipIf(!ready)('the simulated phone\'s shell behind a PTY, through adb 
     t.type('\r');
     await t.until(/\$ $/, 2000, t.output().lastIndexOf('Download/'));
     t.type('exit\r');
+  });
+
+  it('Ctrl+C ends a command of the v1 shell service (`shell:<command>`, which adbd runs behind a PTY)', async () => {
+    const stream = await Adb.createClient({ port: adb.port }).getDevice(serial).shell('sleep 100');
+    const ended = new Promise((resolve) => stream.once('end', resolve).resume());
+    await new Promise((r) => setTimeout(r, 300));
+    const started = Date.now();
+    stream.write('\x03');
+    await ended;
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('Ctrl+C ends a command run with a PTY (adb shell -t)', async () => {

@@ -350,7 +350,8 @@ export class SimulatedPhone {
             interactive: (framed) => this.interactiveShell(framed),
           }, flags.includes('pty'));
         }
-        return arg === '' ? this.interactiveShell(io) : this.runCommand(arg, io);
+        // The v1 shell runs its command behind a PTY, as adbd does (which is why adb has -T).
+        return arg === '' ? this.interactiveShell(io) : this.runCommand(arg, io, true);
       case 'exec':
         return this.runCommand(arg, io);
       case 'sync':
@@ -400,18 +401,20 @@ export class SimulatedPhone {
     })();
   }
 
-  private runCommand(command: string, io: StreamIo): ServiceSession {
+  private runCommand(command: string, io: StreamIo, pty = false): ServiceSession {
     const stdout: Sink = { write: (data) => io.write(data) };
+    const interrupt = new AbortController();
     void (async () => {
       try {
-        await this.shellInterpreter.run(command, { stdout, signal: io.signal });
+        await this.shellInterpreter.run(command, { stdout, signal: AbortSignal.any([io.signal, interrupt.signal]) });
       } catch (err) {
         this.log?.(`shell command ${JSON.stringify(command)} threw: ${(err as Error).stack ?? err}`);
       }
       await io.end();
     })();
-    // Shell v1 has no way to signal stdin EOF, and no command here reads it: accept and drop input.
-    return {};
+    // Shell v1 has no way to signal stdin EOF, and no command here reads it: input is dropped, but for the PTY's
+    // Ctrl+C, which interrupts the command.
+    return pty ? { onData: (data) => void (data.includes(0x03) && interrupt.abort()) } : {};
   }
 
   /** `adb shell` with no command: the interactive shell behind a PTY. */
