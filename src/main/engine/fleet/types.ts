@@ -50,6 +50,11 @@ export interface PhoneDriver {
    * platform has no such feed (iOS: WebDriverAgent's MJPEG). Throws when the phone cannot run it, so the caller can fall back to screenshots.
    */
   liveFrames?(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame>;
+  /**
+   * The screen as H.264 access units from the phone's own encoder (Android: screenrecord), restarted at its time limit
+   * and on a rotation, until `signal` aborts; absent where the platform has none. Throws when it gives no picture.
+   */
+  liveVideo?(signal: AbortSignal, options: { maxSize: number }): AsyncIterable<LiveFrame>;
   /** The phone's log from the start of the allocation on, then live, until `signal` aborts. */
   logs?(signal: AbortSignal): AsyncIterable<LogLine>;
   /** An interactive shell behind a PTY (Android: adb's `shell,v2,pty`); absent where the platform has none (iOS). */
@@ -121,15 +126,30 @@ export interface LogLine {
   message: string;
 }
 
-/** One frame of a live feed, its size read from the image itself. */
+/**
+ * One frame of a live feed. A JPEG stands alone; an H.264 access unit (`video` set) may depend on the ones before it
+ * back to the last keyframe, so whoever relays it must hand a new or lagging viewer that keyframe first.
+ */
 export interface LiveFrame {
   data: Buffer;
-  format: 'jpeg';
+  format: 'jpeg' | 'h264';
+  /** The picture's own size (read from a JPEG; the size screenrecord was asked for). */
   width: number;
   height: number;
-  source: 'minicap' | 'mjpeg';
+  source: 'minicap' | 'mjpeg' | 'screenrecord';
   /** The phone's screen the frame shows, in the phone's pixels (what taps use); the frame may be scaled down. */
   screen: { width: number; height: number };
+  video?: LiveVideo;
+}
+
+/** What an H.264 access unit carries beyond its bytes (Annex B, parameter sets in band before each keyframe). */
+export interface LiveVideo {
+  /** An IDR picture, with its SPS and PPS: a decoder may start here. */
+  keyframe: boolean;
+  /** RFC 6381 codec string from the SPS (avc1.PPCCLL), what a WebCodecs VideoDecoder is configured with. */
+  codec: string;
+  /** Milliseconds since the feed started, when the engine received it. */
+  timestamp: number;
 }
 
 /** The hardware side: which phones are attached, a driver for each, and news of phones coming and going. */

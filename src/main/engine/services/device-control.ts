@@ -13,7 +13,7 @@ import { requireRole } from './auth.js';
 import type { AppFiles, DeviceAllocator } from './devices.js';
 import type { LogLine } from '../../../shared/api/devices.js';
 import { pngSize } from '../domain/image-size.js';
-import { LiveScreens, preferLiveSource, screencapSource, type Frame, type FeedEnd, type ScreenTarget, type Viewer } from './live-screen.js';
+import { liveSource, LiveScreens, type FeedEnd, type Picture, type ScreenTarget, type SourceMemory, type Viewer } from './live-screen.js';
 import type { Activity } from './idle-release.js';
 import type { Scope } from './scope.js';
 
@@ -86,7 +86,7 @@ export class DeviceControl {
   }
 
   /** The screen: the live feed's newest frame while one runs (a real phone's screencap takes seconds), else a capture. */
-  async screenshot(scope: Scope, target: DeviceTarget): Promise<Frame> {
+  async screenshot(scope: Scope, target: DeviceTarget): Promise<Picture> {
     const row = this.use(scope, target);
     const latest = this.screens.latest(row.id);
     if (latest) return latest;
@@ -177,14 +177,11 @@ export class DeviceControl {
     const { id } = this.holding(scope, target);
     const driver = this.phones.driver(target.serial);
     const maxFps = this.options.screenMaxFps;
-    // A phone whose minicap never delivered a frame stays on screencap for as long as this feed runs.
-    let liveFailed = false;
+    // A source that never delivered a frame (screenrecord, minicap) is skipped for as long as this feed runs.
+    const memory: SourceMemory = {};
     const screen: ScreenTarget = {
       key: id,
-      source: ({ maxSize }) =>
-        driver.liveFrames && !liveFailed
-          ? preferLiveSource(driver, maxFps, maxSize, () => (liveFailed = true))
-          : screencapSource(driver, maxFps),
+      source: ({ maxSize, video }) => liveSource(driver, { maxFps, maxSize, video }, memory),
       ended: () => this.ended(id),
     };
     // A connected viewer is activity for as long as it watches.

@@ -7,6 +7,7 @@ import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
 import type { DeviceControl } from '../../services/device-control.js';
 import { HEARTBEAT_MS } from '../../events/sse.js';
 import { DEFAULT_MAX_SIZE, type FeedEnd, type Frame, type Viewer } from '../../services/live-screen.js';
+import { videoHeader, type ScreenHello } from '../../../../shared/api/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { eventStream, served } from '../media.js';
 import { list } from '../presenters/common.js';
@@ -29,20 +30,21 @@ const CLOSE: Record<FeedEnd, [code: number, reason: string]> = {
 const ScreenQuery = Type.Object({
   ...SOCKET_QUERY,
   maxSize: Type.Optional(Type.Integer({ minimum: 64, maximum: 4096, description: `The longest side, in pixels, the viewer will show; frames are captured at the largest size any viewer of the phone asks for (${DEFAULT_MAX_SIZE} when none says), never above the phone's own.` })),
+  codecs: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z0-9]+(,[a-z0-9]+)*$', description: 'What the viewer decodes, comma-separated: with h264 (WebCodecs), an Android phone\'s feed is H.264 from its own encoder (screenrecord) where it starts. JPEG and PNG are always taken.' })),
 });
 
 const SEND_BINARY = { binary: true, compress: false } as const;
 
 /**
- * Each frame's hello, written once for all its viewers rather than once per viewer and frame: at 60 frames/s to four
- * viewers that was 240 JSON.stringify calls a second for the same few strings.
+ * Each frame's hello and message, written once for all its viewers rather than once per viewer and frame: at 60
+ * frames/s to four viewers that was 240 JSON.stringify calls a second for the same few strings.
  */
 const hellos = new WeakMap<Frame, string>();
 function helloOf(frame: Frame): string {
   let hello = hellos.get(frame);
   if (hello === undefined) {
     const screen = frame.screen ?? frame;
-    hello = JSON.stringify({
+    const message: ScreenHello = {
       type: 'hello',
       width: screen.width,
       height: screen.height,
@@ -50,29 +52,48 @@ function helloOf(frame: Frame): string {
       frameHeight: frame.height,
       format: frame.format,
       source: frame.source,
-    });
+      codec: frame.video?.codec,
+      reason: frame.reason,
+    };
+    hello = JSON.stringify(message);
     hellos.set(frame, hello);
   }
   return hello;
+}
+
+/** An H.264 access unit behind its header (see src/shared/api/live-screen.ts); a picture as it is. */
+const messages = new WeakMap<Frame, Buffer>();
+function messageOf(frame: Frame): Buffer {
+  if (!frame.video) return frame.data;
+  let message = messages.get(frame);
+  if (message === undefined) {
+    message = Buffer.concat([videoHeader(frame.video.keyframe, frame.video.timestamp), frame.data]);
+    messages.set(frame, message);
+  }
+  return message;
 }
 
 /**
  * A viewer over a WebSocket: a hello with the screen's size, format and source, then one binary message per frame;
  * a new hello whenever those change (rotation, or minicap giving way to screencap).
  */
-function socketViewer(socket: WebSocket, maxSize?: number): Viewer {
+function socketViewer(socket: WebSocket, options: { maxSize?: number; video: boolean }): Viewer {
   let hello = '';
   return {
-    maxSize,
-    frame(frame) {
-      if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return;
-      const next = helloOf(frame);
-      if (next !== hello) {
-        socket.send(next);
-        hello = next;
+    ...options,
+    send(frames) {
+      // Above this, the socket is still sending earlier frames: these are dropped rather than queued behind them.
+      if (socket.readyState !== socket.OPEN || socket.bufferedAmount > MAX_BUFFERED_BYTES) return false;
+      for (const frame of frames) {
+        const next = helloOf(frame);
+        if (next !== hello) {
+          socket.send(next);
+          hello = next;
+        }
+        // The feed's own buffer, to every viewer: ws frames it without copying (no mask, no compression server-side).
+        socket.send(messageOf(frame), SEND_BINARY);
       }
-      // The feed's own buffer, to every viewer: ws frames it without copying (no mask, no compression server-side).
-      socket.send(frame.data, SEND_BINARY);
+      return true;
     },
     end(why) {
       socket.close(...CLOSE[why]);
@@ -128,10 +149,13 @@ export function deviceControlRoutes(app: App, control: DeviceControl, options: {
       operationId: 'deviceScreen',
       summary: 'Live frames of the device\'s screen over a WebSocket',
       description: 'Upgrade to a WebSocket. The first message is text, {"type":"hello","width","height","frameWidth","frameHeight",' +
-        '"format":"jpeg"|"png","source":"minicap"|"screencap"}: width and height are the screen in the phone\'s pixels (what ' +
+        '"format":"jpeg"|"png"|"h264","source":"screenrecord"|"minicap"|"mjpeg"|"screencap","codec"?,"reason"?}: width and height are the screen in the phone\'s pixels (what ' +
         'actions take), frameWidth and frameHeight the frames\' own size (smaller when scaled to maxSize); each later binary ' +
         'message is one frame in that format (JPEG from minicap, which the phone pushes as its screen changes; PNG from ' +
-        'screencap, the fallback). A new hello precedes a frame whose size, format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
+        'screencap, the fallback). With codecs=h264, an Android phone\'s frames are H.264 access units from its own encoder (screenrecord), ' +
+        'codec the avc1 string for WebCodecs: each binary message is 5 header bytes (byte 0 bit 0: keyframe; bytes 1-4: ms, big-endian) and one ' +
+        'access unit in Annex B; the first a viewer gets, and the first after any it missed, is a keyframe with its SPS and PPS. reason says why ' +
+        'another source was used. A new hello precedes a frame whose size, format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
         'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
       security: BEARER,
       headers: OrganizationHeader,
@@ -146,7 +170,9 @@ export function deviceControlRoutes(app: App, control: DeviceControl, options: {
     handler: (_req, reply) =>
       reply.code(426).header('upgrade', 'websocket').send({ error: { code: 'websocket_required', message: 'Open this URL as a WebSocket.' } }),
     wsHandler: (socket, req) => {
-      const leave = screens.get(req)!.watch(socketViewer(socket, (req.query as { maxSize?: number }).maxSize));
+      const query = req.query as { maxSize?: number; codecs?: string };
+      const video = (query.codecs ?? '').split(',').includes('h264');
+      const leave = screens.get(req)!.watch(socketViewer(socket, { maxSize: query.maxSize, video }));
       socket.on('close', leave);
     },
   });

@@ -13,6 +13,7 @@ import {
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
+import { screenrecordFrames } from './h264-feed.js';
 
 /** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
 const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
@@ -227,6 +228,10 @@ export class AndroidDriver implements PhoneDriver {
 
   liveFrames(signal: AbortSignal, options: { maxSize: number; maxFps: number }): AsyncIterable<LiveFrame> {
     return minicapFrames(this.client, this.serial, options, signal);
+  }
+
+  liveVideo(signal: AbortSignal, options: { maxSize: number }): AsyncIterable<LiveFrame> {
+    return screenrecordFrames(this.client, this.serial, options, signal);
   }
 
   /**

@@ -131,7 +131,7 @@ async function shell(client: Client, serial: string, command: string): Promise<s
 }
 
 /** The natural display size (`wm size`, an override winning) and the current rotation in degrees. */
-async function displayOf(client: Client, serial: string): Promise<{ width: number; height: number; rotation: number }> {
+export async function displayOf(client: Client, serial: string): Promise<{ width: number; height: number; rotation: number }> {
   const size = await shell(client, serial, 'wm size');
   const m = /Override size: (\d+)x(\d+)/.exec(size) ?? /Physical size: (\d+)x(\d+)/.exec(size);
   if (!m) throw new Error(`the phone did not report its screen size: ${size.trim()}`);

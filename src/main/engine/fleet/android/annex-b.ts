@@ -1,0 +1,126 @@
+/**
+ * H.264 in Annex B (the byte stream `screenrecord --output-format=h264` writes): NAL units behind 00 00 01 or
+ * 00 00 00 01 start codes, grouped here into access units (one picture each) without decoding anything. Pure: no I/O.
+ */
+
+/** NAL unit types this splitter needs (ITU-T H.264 table 7-1). */
+const NAL = { SLICE: 1, IDR: 5, SEI: 6, SPS: 7, PPS: 8, AUD: 9 } as const;
+
+/** One picture's NAL units, start codes kept, ready for a decoder that takes Annex B. */
+export interface AccessUnit {
+  data: Buffer;
+  /** An IDR picture: decodable on its own, and nothing after it refers to anything before it. */
+  keyframe: boolean;
+  /** The codec string of the sequence it belongs to (avc1.PPCCLL), from the last SPS seen. */
+  codec: string;
+}
+
+/** The RFC 6381 codec string of an SPS NAL unit (its header byte first): profile, constraint flags and level. */
+export function codecOfSps(sps: Buffer): string {
+  const hex = (b: number) => b.toString(16).toUpperCase().padStart(2, '0');
+  return `avc1.${hex(sps[1]!)}${hex(sps[2]!)}${hex(sps[3]!)}`;
+}
+
+const isVcl = (type: number) => type >= NAL.SLICE && type <= NAL.IDR;
+
+/**
+ * Splits a byte stream into NAL units as it arrives. A unit is complete when the next start code appears, which for
+ * the last unit of a burst (a screen that stopped changing) may be never: `flush` then takes it as complete.
+ */
+export class NalSplitter {
+  private buffer: Buffer = Buffer.alloc(0);
+
+  /** The complete units in `chunk` and what came before it, each without its start code. */
+  push(chunk: Buffer): Buffer[] {
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    const units: Buffer[] = [];
+    let start = startCodeAt(this.buffer, 0);
+    if (start === undefined) return units;
+    for (;;) {
+      const next = startCodeAt(this.buffer, start.end);
+      if (next === undefined) break;
+      units.push(trimZeros(this.buffer.subarray(start.end, next.at)));
+      start = next;
+    }
+    this.buffer = this.buffer.subarray(start.at);
+    return units;
+  }
+
+  /** The unit after the last start code, taken as complete: the stream paused after it. */
+  flush(): Buffer | undefined {
+    const start = startCodeAt(this.buffer, 0);
+    if (start === undefined || start.end >= this.buffer.length) return undefined;
+    const unit = this.buffer.subarray(start.end);
+    this.buffer = Buffer.alloc(0);
+    return unit;
+  }
+
+  /** Bytes before the first start code: what a command printed instead of video (an error). */
+  get text(): string {
+    return startCodeAt(this.buffer, 0) === undefined ? this.buffer.toString('utf8') : '';
+  }
+}
+
+function startCodeAt(buffer: Buffer, from: number): { at: number; end: number } | undefined {
+  for (let i = buffer.indexOf(0, from); i !== -1 && i + 2 < buffer.length; i = buffer.indexOf(0, i + 1)) {
+    if (buffer[i + 1] === 0 && buffer[i + 2] === 1) return { at: i, end: i + 3 };
+  }
+  return undefined;
+}
+
+/** A four-byte start code leaves its leading zero on the unit before it (trailing_zero_8bits are not the unit's). */
+function trimZeros(unit: Buffer): Buffer {
+  let end = unit.length;
+  while (end > 0 && unit[end - 1] === 0) end--;
+  return unit.subarray(0, end);
+}
+
+const START_CODE = Buffer.from([0, 0, 0, 1]);
+
+/**
+ * Groups NAL units into access units (H.264 7.4.1.2.3): a new one begins with an AUD, SPS, PPS or SEI after a
+ * picture's slices, or with a slice whose first_mb_in_slice is 0. Parameter sets are carried into the IDR access
+ * unit they precede, and a keyframe without them gets the last ones seen, so that each keyframe decodes on its own.
+ */
+export class AccessUnitAssembler {
+  private units: Buffer[] = [];
+  private hasPicture = false;
+  private keyframe = false;
+  private sps: Buffer | undefined;
+  private pps: Buffer | undefined;
+
+  /** Adds one NAL unit (no start code); returns the access unit it completed, if any. */
+  push(unit: Buffer): AccessUnit | undefined {
+    if (unit.length === 0) return undefined;
+    const type = unit[0]! & 0x1f;
+    const firstSlice = isVcl(type) && unit.length > 1 && (unit[1]! & 0x80) !== 0;
+    const startsNew = this.hasPicture && ((type >= NAL.SEI && type <= NAL.AUD) || firstSlice);
+    const done = startsNew ? this.take() : undefined;
+    if (type === NAL.SPS) this.sps = unit;
+    if (type === NAL.PPS) this.pps = unit;
+    if (isVcl(type)) {
+      this.hasPicture = true;
+      if (type === NAL.IDR) this.keyframe = true;
+    }
+    this.units.push(unit);
+    return done;
+  }
+
+  /** The access unit under way, taken as complete (its picture's slices have all arrived), if it has a picture. */
+  flush(): AccessUnit | undefined {
+    return this.hasPicture ? this.take() : undefined;
+  }
+
+  private take(): AccessUnit | undefined {
+    const units = this.units;
+    const keyframe = this.keyframe;
+    this.units = [];
+    this.hasPicture = false;
+    this.keyframe = false;
+    if (!this.sps) return undefined;
+    const types = new Set(units.map((u) => u[0]! & 0x1f));
+    const lead = keyframe ? [!types.has(NAL.SPS) ? this.sps : undefined, !types.has(NAL.PPS) ? this.pps : undefined] : [];
+    const all = [...lead.filter((u): u is Buffer => u !== undefined), ...units];
+    return { data: Buffer.concat(all.flatMap((u) => [START_CODE, u])), keyframe, codec: codecOfSps(this.sps) };
+  }
+}

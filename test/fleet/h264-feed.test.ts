@@ -1,0 +1,173 @@
+import { spawnSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AccessUnitAssembler, NalSplitter } from '../../src/main/engine/fleet/android/annex-b.js';
+import type { LiveFrame, PhoneDriver } from '../../src/main/engine/fleet/types.js';
+import { KeyframeCache, liveSource, LiveScreens, MAX_GOP_FRAMES, type Frame, type SourceMemory, type Viewer } from '../../src/main/engine/services/live-screen.js';
+
+/**
+ * The live screen's relay of H.264: a real encoder's access units (ffmpeg's libx264, one keyframe then P pictures, as
+ * screenrecord's long keyframe interval gives) through LiveScreens to viewers that join late, fall behind or
+ * cannot take H.264.
+ */
+
+function accessUnits(frames: number): LiveFrame[] {
+  const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=180x320:rate=30', '-frames:v', String(frames),
+    '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-g', '1000', '-bf', '0', '-f', 'h264', '-'], { maxBuffer: 64 << 20 });
+  if (run.error || run.status !== 0) throw new Error('ffmpeg is missing: install the Debian package `ffmpeg` (apt-get install -y ffmpeg).');
+  const nals = new NalSplitter();
+  const assembler = new AccessUnitAssembler();
+  const units = [...nals.push(run.stdout), nals.flush()!].map((n) => assembler.push(n)).filter((u) => u !== undefined);
+  units.push(assembler.flush()!);
+  return units.map((u, i) => ({
+    data: u.data, format: 'h264', width: 180, height: 320, source: 'screenrecord', screen: { width: 1080, height: 1920 },
+    video: { keyframe: u.keyframe, codec: u.codec, timestamp: i * 33 },
+  }));
+}
+
+const UNITS = accessUnits(60);
+const JPEG: LiveFrame = { data: Buffer.from([0xff, 0xd8, 0xff, 0xd9]), format: 'jpeg', width: 180, height: 320, source: 'minicap', screen: { width: 1080, height: 1920 } };
+
+/** A phone whose screenrecord plays UNITS, one every `everyMs`, `starts` counting its starts; minicap plays JPEGs. */
+function phone(options: { everyMs?: number; videoFails?: boolean; morePictures?: number } = {}) {
+  const counts = { starts: 0 };
+  const driver = {
+    async *liveVideo(signal: AbortSignal) {
+      counts.starts++;
+      if (options.videoFails) throw new Error('screenrecord gave no video: ERROR: unable to create video encoder');
+      const extra = counts.starts === 1 ? options.morePictures ?? 0 : 0;
+      for (const unit of [...UNITS, ...Array<LiveFrame>(extra).fill(UNITS.at(-1)!)]) {
+        if (signal.aborted) return;
+        yield unit;
+        await sleep(options.everyMs ?? 5);
+      }
+      // A screen that then stands still: screenrecord sends nothing more.
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    },
+    async *liveFrames(signal: AbortSignal) {
+      while (!signal.aborted) {
+        yield JPEG;
+        await sleep(20);
+      }
+    },
+    screenshot: async () => Buffer.alloc(0),
+  } as unknown as PhoneDriver;
+  const memory: SourceMemory = {};
+  const target = { key: 'allocation', source: (o: { maxSize: number; video: boolean }) => liveSource(driver, { maxFps: 0, ...o }, memory), ended: () => undefined };
+  return { counts, target };
+}
+
+/** A viewer that records what it was sent, and refuses while `busy` (a socket still sending earlier frames). */
+function viewer(video = true) {
+  const got: Frame[] = [];
+  const v = { video, busy: false, got, send(frames: readonly Frame[]) {
+    if (v.busy) return false;
+    got.push(...frames);
+    return true;
+  }, end() {} };
+  return v satisfies Viewer;
+}
+
+const indexOf = (frame: Frame) => UNITS.findIndex((u) => u.data === frame.data);
+const until = async (check: () => boolean, ms = 5000) => {
+  for (const end = Date.now() + ms; !check(); await sleep(5)) if (Date.now() > end) throw new Error('timed out');
+};
+
+let screens: LiveScreens;
+afterEach(() => screens?.close());
+
+describe('the keyframe cache', () => {
+  it('starts over at each keyframe, leads nowhere before the first, and drops itself past its bound', () => {
+    const cache = new KeyframeCache();
+    expect(cache.add(UNITS[1]!)).toBe(false);
+    expect(cache.start).toHaveLength(0);
+    expect(cache.add(UNITS[0]!)).toBe(true);
+    for (const unit of UNITS.slice(1, 10)) cache.add(unit);
+    expect(cache.start.map(indexOf)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for (let i = 0; i < MAX_GOP_FRAMES; i++) cache.add(UNITS[1]!);
+    expect(cache.start).toHaveLength(0);
+    expect(cache.add(UNITS[2]!)).toBe(false);
+  });
+});
+
+describe('relaying H.264 to viewers', () => {
+  it('hands a viewer that joins mid-stream the keyframe and the pictures since, then each new one, without restarting the encoder', async () => {
+    const { counts, target } = phone();
+    screens = new LiveScreens();
+    const first = viewer();
+    screens.watch(target, first);
+    await until(() => first.got.length >= 30);
+    const late = viewer();
+    screens.watch(target, late);
+    await until(() => late.got.length > 0 && first.got.length === UNITS.length);
+    await until(() => late.got.length === UNITS.length);
+    expect(late.got.map(indexOf)).toEqual(UNITS.map((_, i) => i));
+    expect(late.got[0]!.video!.keyframe).toBe(true);
+    expect(counts.starts).toBe(1);
+    // An H.264 feed is no screenshot: the screenshot captures instead.
+    expect(screens.latest('allocation')).toBeUndefined();
+  });
+
+  it('never waits for a slow viewer: the others get every picture, and the slow one restarts from the keyframe', async () => {
+    const { target } = phone();
+    screens = new LiveScreens();
+    const fast = viewer();
+    const slow = viewer();
+    screens.watch(target, fast);
+    screens.watch(target, slow);
+    await until(() => fast.got.length >= 10);
+    slow.busy = true;
+    const had = slow.got.length;
+    await until(() => fast.got.length >= 40);
+    slow.busy = false;
+    await until(() => fast.got.length === UNITS.length && slow.got.length > had);
+    expect(fast.got.map(indexOf)).toEqual(UNITS.map((_, i) => i));
+    // After the gap: the keyframe again, then what followed it, in order.
+    const after = slow.got.slice(had).map(indexOf);
+    expect(after[0]).toBe(0);
+    expect(after).toEqual([...Array(after.length).keys()]);
+  });
+
+  it('a lagging viewer on a screen that then stands still is brought up to date without a new picture', async () => {
+    const { target } = phone({ everyMs: 1 });
+    screens = new LiveScreens();
+    const v = viewer();
+    v.busy = true;
+    screens.watch(target, v);
+    await sleep(300);
+    v.busy = false;
+    await until(() => v.got.length === UNITS.length, 2000);
+    expect(v.got.map(indexOf)).toEqual(UNITS.map((_, i) => i));
+  });
+
+  it('asks the encoder for a keyframe (a restart) only when the cache no longer leads to the screen and a viewer needs a start', async () => {
+    const { counts, target } = phone({ everyMs: 0, morePictures: MAX_GOP_FRAMES });
+    screens = new LiveScreens();
+    const first = viewer();
+    screens.watch(target, first);
+    await until(() => first.got.length === UNITS.length + MAX_GOP_FRAMES);
+    // The viewer that has everything needs nothing more: the encoder runs on.
+    expect(counts.starts).toBe(1);
+    const second = viewer();
+    screens.watch(target, second);
+    await until(() => second.got.length > 0);
+    expect(counts.starts).toBe(2);
+    expect(second.got[0]!.video!.keyframe).toBe(true);
+  });
+
+  it('falls back to minicap when screenrecord gives no picture, saying why, and keeps JPEG-only viewers on their own feed', async () => {
+    const { counts, target } = phone({ videoFails: true });
+    screens = new LiveScreens();
+    const v = viewer();
+    screens.watch(target, v);
+    await until(() => v.got.length >= 2);
+    expect(v.got[0]!.format).toBe('jpeg');
+    expect(v.got[0]!.reason).toContain('unable to create video encoder');
+    const still = viewer(false);
+    screens.watch(target, still);
+    await until(() => still.got.length >= 2);
+    expect(still.got[0]!.reason).toBeUndefined();
+    expect(counts.starts).toBe(1);
+    expect(screens.latest('allocation')?.format).toBe('jpeg');
+  });
+});
