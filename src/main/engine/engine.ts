@@ -132,6 +132,7 @@ function wire(
     bindHost: () => (isRemoteConnectOnLan(stores.settings) && lanSharing.lanAddress()) || LOOPBACK,
     authTimeoutMs: config.remoteAuthTimeoutSeconds * 1000,
     labAdb: () => adbAddressOf(config, stores.settings),
+    adbServerOf: (serial) => fleet.adbServerOf(serial),
     usbmuxd: config.usbmuxd,
     lan: () => {
       const { enabled, urls, certificateSha256 } = lanSharing.status();

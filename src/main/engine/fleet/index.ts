@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { EngineConfig } from '../config.js';
 import type { AndroidFleet } from './android/android-fleet.js';
+import type { AdbServerAddress } from './android/adb-host.js';
 import type { IosFleet } from './ios/ios-fleet.js';
 import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 
@@ -13,6 +14,8 @@ export interface Fleet extends PhoneSource {
   detach(source: PhoneSource): void;
   /** Serials two sources report at once, with the hosts that report them (null: this workstation). */
   duplicates(): Array<{ serial: string; hosts: Array<string | null>; inFleet: string | null }>;
+  /** The adb server an Android phone is on when that is not the lab's own (a provider's); undefined for the lab's. */
+  adbServerOf(serial: string): AdbServerAddress | undefined;
   /** Moves the Android fleet to another adb server; absent when the Android fleet is off. */
   retarget?(address: { host: string; port: number }): Promise<void>;
 }
@@ -124,6 +127,11 @@ class CombinedFleet extends EventEmitter implements Fleet {
     return [...hostsOf]
       .filter(([, hosts]) => hosts.length > 1)
       .map(([serial, hosts]) => ({ serial, hosts, inFleet: this.owner.get(serial)?.get(serial)?.host ?? null }));
+  }
+
+  adbServerOf(serial: string): AdbServerAddress | undefined {
+    const part = this.owner.get(serial) as (Part & { adbServer?: () => AdbServerAddress }) | undefined;
+    return part?.adbServer?.();
   }
 
   list(): Phone[] {

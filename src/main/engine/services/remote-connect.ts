@@ -25,6 +25,8 @@ export interface RemoteConnectOptions {
   authTimeoutMs: number;
   /** The lab's adb server now (the lab owner may move it). */
   labAdb: () => AdbServerAddress | null;
+  /** The adb server of a phone on a provider (through its SSH connection); undefined for the lab's own phones. */
+  adbServerOf: (serial: string) => AdbServerAddress | undefined;
   /** The system usbmuxd the iOS fleet tracks; null when the iOS fleet is off. */
   usbmuxd: UsbmuxdAddress | null;
   /** LAN sharing now: where teammates reach the lab over HTTPS, and its certificate's fingerprint; undefined when off. */
@@ -184,7 +186,9 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     if (opened.checkoutKeys.length === 0 && this.stores.adbKeys.ofUser(userId).length === 0) {
       throw conflict('no_adb_key', 'Add your adb key first (POST /api/v1/adb-keys with ~/.android/adbkey.pub), or pass publicKey for this checkout.');
     }
-    const labAdb = this.options.labAdb();
+    // A provider's phone is reached through its provider's adb server, so that remote connect (and the lab's own
+    // WebDriver sessions, which go through it) works on it exactly as on a phone on the lab's USB.
+    const labAdb = this.options.adbServerOf(opened.serial) ?? this.options.labAdb();
     if (!labAdb) throw conflict('not_supported', 'The lab\'s Android fleet is off.');
     const bridge = new AdbBridge({
       serial: opened.serial,
@@ -244,7 +248,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const current = this.opened.get(row.id);
     if (!current) return;
     this.end(row.id);
-    const labAdb = this.options.labAdb();
+    const labAdb = this.options.adbServerOf(current.serial) ?? this.options.labAdb();
     // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
     if (labAdb && current.platform === 'android') void this.wirelessDebuggingOff(labAdb, current.serial);
   }

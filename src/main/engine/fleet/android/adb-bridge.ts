@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { DeviceConnection, type ServiceSession, type StreamIo } from '../../../../protocols/adb/transport.js';
 import { verifyAdbSignature, type AdbPublicKey } from '../../../../protocols/adb/keys.js';
 import { AdbFail, hostQuery, openDeviceService, type AdbServerAddress } from './adb-host.js';
@@ -196,7 +197,7 @@ export class AdbBridge {
       this.options.log(`adb bridge for ${this.options.serial}: refused ${service.split(':')[0]}`);
       return undefined;
     }
-    let upstream: Socket;
+    let upstream: Duplex;
     try {
       upstream = await openDeviceService(this.options.labAdb, this.options.serial, service);
     } catch (error) {

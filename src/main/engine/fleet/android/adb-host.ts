@@ -1,4 +1,5 @@
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /**
  * The adb server's "smart socket" protocol (AOSP adb/SERVICES.TXT): a request is its length in four hex digits and
@@ -6,15 +7,16 @@ import { connect, type Socket } from 'node:net';
  * the next request on the same socket is a service on that phone, and after its OKAY the socket is the stream.
  */
 
-export interface AdbServerAddress {
-  host: string;
-  port: number;
-}
+/**
+ * An adb server: at a TCP address (the lab's own), or through a stream opened on demand (a provider's, over its SSH
+ * connection), named for messages.
+ */
+export type AdbServerAddress = { host: string; port: number } | { name: string; open: () => Promise<Duplex> };
 
 export class AdbFail extends Error {}
 
 /** Reads exactly n bytes (or fewer, at the end) from a socket that is not flowing yet; leftovers are unshifted. */
-function readBytes(socket: Socket, n: number): Promise<Buffer> {
+function readBytes(socket: Duplex, n: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let got: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -45,7 +47,7 @@ function readBytes(socket: Socket, n: number): Promise<Buffer> {
   });
 }
 
-async function status(socket: Socket): Promise<void> {
+async function status(socket: Duplex): Promise<void> {
   const word = (await readBytes(socket, 4)).toString('latin1');
   if (word === 'OKAY') return;
   if (word !== 'FAIL') throw new AdbFail(`the adb server answered ${JSON.stringify(word)}`);
@@ -53,13 +55,18 @@ async function status(socket: Socket): Promise<void> {
   throw new AdbFail((await readBytes(socket, length)).toString('utf8'));
 }
 
-function request(socket: Socket, text: string): Promise<void> {
+function request(socket: Duplex, text: string): Promise<void> {
   const body = Buffer.from(text, 'utf8');
   socket.write(Buffer.concat([Buffer.from(body.length.toString(16).padStart(4, '0'), 'latin1'), body]));
   return status(socket);
 }
 
-function open(address: AdbServerAddress): Promise<Socket> {
+async function open(address: AdbServerAddress): Promise<Duplex> {
+  if ('open' in address) {
+    const stream = await address.open();
+    stream.pause();
+    return stream;
+  }
   return new Promise((resolve, reject) => {
     const socket = connect({ host: address.host, port: address.port, noDelay: true });
     socket.pause();
@@ -72,7 +79,7 @@ function open(address: AdbServerAddress): Promise<Socket> {
 }
 
 /** Opens `service` on the phone and resolves to the raw stream; rejects with AdbFail when the server refuses. */
-export async function openDeviceService(address: AdbServerAddress, serial: string, service: string): Promise<Socket> {
+export async function openDeviceService(address: AdbServerAddress, serial: string, service: string): Promise<Duplex> {
   const socket = await open(address);
   try {
     await request(socket, `host:transport:${serial}`);

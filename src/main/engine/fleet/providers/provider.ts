@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { AndroidFleet } from '../android/android-fleet.js';
 import type { Client } from '../android/adb.js';
+import type { AdbServerAddress } from '../android/adb-host.js';
 import { streamClient } from '../android/tunnel-client.js';
 import { shellQuote } from '../../domain/shell-quote.js';
 import { IosFleet } from '../ios/ios-fleet.js';
@@ -266,6 +267,11 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   private usbmuxdChannel() {
     if (!this.ssh) return Promise.reject(new Error(`provider ${this.spec.name} is not connected`));
     return this.ssh.forwardOutUnix(this.spec.usbmuxdSocket);
+  }
+
+  /** The provider's adb server, reached through a channel of the SSH connection: what a held phone's remote-connect bridge forwards to. */
+  adbServer(): AdbServerAddress {
+    return { name: `provider ${this.spec.name}'s adb server`, open: () => this.channel() };
   }
 
   /** A new channel to the provider's adb server, on the one SSH connection. */
