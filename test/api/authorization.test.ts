@@ -85,6 +85,7 @@ const MATRIX = {
   'GET /sessions/{sessionId}': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   // Devices (the lab's one phone is unplugged: an allocation queues)
   'GET /sessions/{sessionId}/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'GET /sessions/{sessionId}/webdriver-runs': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/devices': { interactive: [201, 201, LOW, NM], key: [201, 201, LOW, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/devices/{deviceId}/release': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
@@ -622,6 +623,11 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
   'GET /sessions/{sessionId}/devices': async (c) => {
     const reply = await as(c, 'GET', `${s()}/devices`, { scoped: true });
     return { reply, ifAllowed: async () => expect(ids(reply)).toContain(device) };
+  },
+
+  'GET /sessions/{sessionId}/webdriver-runs': async (c) => {
+    const reply = await as(c, 'GET', `${s()}/webdriver-runs`, { scoped: true });
+    return { reply, ifAllowed: async () => expect(reply.body).toEqual({ object: 'list', data: [] }) };
   },
 
   'POST /sessions/{sessionId}/devices': async (c) => {

@@ -100,6 +100,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/lab/providers'],
   ['post', '/api/v1/lab/providers/host-key'],
   ['get', '/api/v1/lab/usage'],
+  ['get', '/api/v1/sessions/{sessionId}/webdriver-runs'],
   ['get', '/api/v1/lab/providers/{providerId}'],
   ['patch', '/api/v1/lab/providers/{providerId}'],
   ['delete', '/api/v1/lab/providers/{providerId}'],
