@@ -1,6 +1,8 @@
 import { useEffect, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent, type PointerEvent } from 'react';
 import type { Button, DeviceAction } from '../../shared/api/devices.js';
+import type { ScreenHello } from '../../shared/api/live-screen.js';
 import { api } from '../app-context.js';
+import { canDecodeH264, H264Player } from '../h264-player.js';
 import { Spinner } from '../ui.js';
 
 /** How far a pointer may move, in device pixels, and still be a tap rather than a swipe. */
@@ -48,11 +50,19 @@ const CLOSE_REASONS: Record<number, string> = {
 };
 
 export interface ScreenFeed {
-  /** What captures the frames: minicap (JPEG, at the display's rate) or screencap (PNG, seconds per frame on a real phone). */
+  /**
+   * What captures the frames: screenrecord (H.264 from the phone's own encoder), minicap (JPEG, at the display's rate)
+   * or screencap (PNG, seconds per frame on a real phone).
+   */
   source: string | undefined;
   format: string | undefined;
   fps: number;
+  /** Why this source rather than H.264 (the page cannot decode it, the phone's screenrecord gave no video, JPEG chosen). */
+  reason?: string;
 }
+
+/** What the person chose on the phone page; automatic takes H.264 wherever the page decodes it and the phone sends it. */
+export type ScreenCodec = 'auto' | 'h264' | 'jpeg';
 
 export interface PhoneScreenProps {
   sessionId: string;
@@ -63,6 +73,7 @@ export interface PhoneScreenProps {
   /** The phone's own display size, when known (device info); else the feed's hello. */
   displaySize?: { width: number; height: number };
   zoom: 'fit' | 'actual';
+  codec: ScreenCodec;
   /** Sends an action in order after the ones before it; rejects with the API's message. */
   act(action: DeviceAction): Promise<unknown>;
   onFeed(feed: ScreenFeed): void;
@@ -74,8 +85,13 @@ export interface PhoneScreenProps {
  * click taps, a drag swipes, the wheel scrolls, keys go to the phone, a paste types the clipboard, and an app file
  * dropped on it is installed. The frames shown are counted in data-frames, which the benchmarks read.
  */
-export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, act, onFeed, onFiles }: PhoneScreenProps) {
+export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, codec, act, onFeed, onFiles }: PhoneScreenProps) {
   const img = useRef<HTMLImageElement>(null);
+  const canvas = useRef<HTMLCanvasElement>(null);
+  /** The feed is H.264, drawn to the canvas; else pictures in the image. */
+  const [video, setVideo] = useState(false);
+  const isVideo = useRef(false);
+  isVideo.current = video;
   const keys = useRef<HTMLTextAreaElement>(null);
   const stage = useRef<HTMLDivElement>(null);
   const hello = useRef<{ width: number; height: number }>(undefined);
@@ -96,8 +112,8 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     // Fit never shows the screen taller than the window; 1:1 shows it whole. Frames no larger than that cost the
     // phone less to encode and the page less to decode.
     const maxSize = zoom === 'fit' ? Math.min(4096, Math.max(64, Math.ceil(window.innerHeight * window.devicePixelRatio))) : 4096;
-    const { url, protocols } = api.screenSocket(sessionId, serial, maxSize);
-    let socket: WebSocket;
+    let socket: WebSocket | undefined;
+    let cancelled = false;
     let resume: ReturnType<typeof setTimeout> | undefined;
     let stale = false;
     let shown: string | undefined;
@@ -106,7 +122,19 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     let frames = 0;
     let source: string | undefined;
     let format: string | undefined;
+    let reason: string | undefined;
+    let pageReason: string | undefined;
     const recent: number[] = [];
+    const counted = (el: HTMLElement, width: number, height: number) => {
+      frames++;
+      el.dataset.frames = String(frames);
+      el.dataset.frameAt = String(performance.now());
+      setNatural((n) => (n && n.width === width && n.height === height ? n : { width, height }));
+      const now = performance.now();
+      recent.push(now);
+      while (recent.length > 0 && recent[0]! < now - 2000) recent.shift();
+    };
+    const player = new H264Player(canvas.current!, (width, height) => counted(canvas.current!, width, height));
     // Only the newest frame is decoded: a frame that arrives while one is being shown replaces the waiting one.
     const show = () => {
       if (decoding || !pending || !img.current) return;
@@ -118,13 +146,7 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
         decoding = false;
         if (shown) URL.revokeObjectURL(shown);
         shown = objectUrl;
-        frames++;
-        el.dataset.frames = String(frames);
-        el.dataset.frameAt = String(performance.now());
-        setNatural((n) => (n && n.width === el.naturalWidth && n.height === el.naturalHeight ? n : { width: el.naturalWidth, height: el.naturalHeight }));
-        const now = performance.now();
-        recent.push(now);
-        while (recent.length > 0 && recent[0]! < now - 2000) recent.shift();
+        counted(el, el.naturalWidth, el.naturalHeight);
         show();
       };
       el.onerror = () => {
@@ -138,30 +160,49 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     const rate = setInterval(() => {
       const now = performance.now();
       while (recent.length > 0 && recent[0]! < now - 2000) recent.shift();
-      feed.current({ source, format, fps: recent.length / 2 });
+      feed.current({ source, format, fps: recent.length / 2, reason: reason ?? pageReason });
     }, 1000);
-    const open = () => {
-      socket = new WebSocket(url, protocols);
-      socket.binaryType = 'blob';
-      socket.onmessage = (event: MessageEvent<Blob | string>) => {
+    // The socket says what this page decodes (see src/shared/api/live-screen.ts): H.264 where WebCodecs can, unless
+    // the person chose JPEG.
+    const start = async () => {
+      const h264 = codec !== 'jpeg' && (await canDecodeH264());
+      pageReason = codec === 'jpeg' ? 'JPEG chosen' : h264 ? undefined : 'this browser cannot decode H.264';
+      if (cancelled) return;
+      const { url, protocols } = api.screenSocket(sessionId, serial, maxSize, h264 ? 'h264,jpeg' : undefined);
+      const open = () => {
+        const opened = new WebSocket(url, protocols);
+        socket = opened;
+        connect(opened, open);
+      };
+      open();
+    };
+    const connect = (ws: WebSocket, open: () => void) => {
+      ws.binaryType = 'arraybuffer';
+      ws.onmessage = (event: MessageEvent<ArrayBuffer | string>) => {
         if (typeof event.data === 'string') {
           // A hello comes first, and again before a frame whose size, format or source differs (a rotation, a fallback).
-          const message = JSON.parse(event.data) as { type: string; width: number; height: number; format?: string; source?: string };
+          const message = JSON.parse(event.data) as Partial<ScreenHello> & { type: string; width: number; height: number };
           if (message.type === 'hello') {
             hello.current = { width: message.width, height: message.height };
             format = message.format;
             source = message.source ?? (message.format === 'png' ? 'screencap' : undefined);
-            feed.current({ source, format, fps: 0 });
+            reason = message.reason;
+            if (message.format === 'h264' && message.codec) player.configure(message.codec, message.frameWidth ?? 0, message.frameHeight ?? 0);
+            setVideo(message.format === 'h264');
+            feed.current({ source, format, fps: 0, reason: reason ?? pageReason });
           }
           stale = false;
           setStaleSince(undefined);
           setConnected(true);
           return;
         }
-        pending = event.data;
-        show();
+        if (format === 'h264') player.push(event.data);
+        else {
+          pending = new Blob([event.data]);
+          show();
+        }
       };
-      socket.onclose = (event) => {
+      ws.onclose = (event) => {
         setConnected(false);
         // Offline (a provider's link dropped, a cable): the last frame stays, marked stale, and the screen is asked
         // for again until the phone is back; a refusal meanwhile (still offline) keeps it stale.
@@ -176,15 +217,19 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
         setClosed(CLOSE_REASONS[event.code] ?? (event.code === 1006 ? 'The live screen could not connect.' : `The live screen closed (${event.code}).`));
       };
     };
-    open();
+    void start();
     return () => {
+      cancelled = true;
       clearInterval(rate);
       clearTimeout(resume);
-      socket.onclose = null;
-      socket.close();
+      if (socket) {
+        socket.onclose = null;
+        socket.close();
+      }
+      player.close();
       if (shown) URL.revokeObjectURL(shown);
     };
-  }, [sessionId, serial, zoom]);
+  }, [sessionId, serial, zoom, codec]);
 
   // The room the screen may take: the rest of the window below where it starts, and the width its column allows.
   useLayoutEffect(() => {
@@ -223,9 +268,12 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     ? { width: Math.round(fitHeight * aspect), height: fitHeight }
     : { width: Math.round(dw / window.devicePixelRatio), height: Math.round(dh / window.devicePixelRatio) };
 
-  /** The pointer's position in the phone's own pixels, from where it is on the image. */
+  /** What shows the screen now: the canvas for H.264, else the image. */
+  const surface = (): HTMLElement => (isVideo.current ? canvas.current! : img.current!);
+
+  /** The pointer's position in the phone's own pixels, from where it is on the screen's picture. */
   const devicePoint = (event: { clientX: number; clientY: number }) => {
-    const rect = img.current!.getBoundingClientRect();
+    const rect = surface().getBoundingClientRect();
     const clamp = (v: number, max: number) => Math.max(0, Math.min(max - 1, Math.round(v)));
     return {
       x: clamp(((event.clientX - rect.left) / rect.width) * dw, dw),
@@ -267,7 +315,7 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     const onWheel = (event: WheelEvent) => {
       event.preventDefault();
       const w = wheel.current;
-      const rect = img.current!.getBoundingClientRect();
+      const rect = surface().getBoundingClientRect();
       const perCss = geometry.current.dh / rect.height;
       const lines = event.deltaMode === 1 ? 16 : event.deltaMode === 2 ? rect.height : 1;
       w.delta += event.deltaY * lines * perCss;
@@ -397,7 +445,8 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
             event.currentTarget.value = '';
           }}
         />
-        <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" data-stale={staleSince ? 'true' : undefined} style={{ width: size.width, height: size.height }} />
+        <img ref={img} alt={`Screen of ${name}`} draggable={false} data-frames="0" data-stale={staleSince ? 'true' : undefined} hidden={video} style={{ width: size.width, height: size.height }} />
+        <canvas ref={canvas} role="img" aria-label={`Screen of ${name}`} data-frames="0" data-stale={staleSince ? 'true' : undefined} hidden={!video} style={{ width: size.width, height: size.height }} />
         {!connected && !closed && !staleSince && <div className="screen-overlay"><Spinner label="Connecting to the screen" /></div>}
         {staleSince && (
           <div className="screen-stale" role="status">

@@ -11,7 +11,7 @@ import { LogcatPane } from './logcat-pane.js';
 import { PhoneApps, type InstallJob } from './phone-apps.js';
 import { PhoneFiles } from './phone-files.js';
 import { RemoteConnectPanel } from './remote-connect-panel.js';
-import { PhoneScreen, type ScreenFeed } from './phone-screen.js';
+import { PhoneScreen, type ScreenCodec, type ScreenFeed } from './phone-screen.js';
 import { PhoneShell } from './phone-shell.js';
 
 const INFO_POLL_MS = 30_000;
@@ -75,10 +75,14 @@ export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: 
   return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} />;
 }
 
+/** How the status line and the codec switch name a live screen's format. */
+const FORMATS: Record<string, string> = { h264: 'H.264', jpeg: 'JPEG', png: 'PNG' };
+
 function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
   const serial = device.info.serial!;
   const name = device.info.name;
   const [zoom, setZoom] = useState<'fit' | 'actual'>('fit');
+  const [codec, setCodec] = useState<ScreenCodec>('auto');
   const [feed, setFeed] = useState<ScreenFeed>({ source: undefined, format: undefined, fps: 0 });
   const [tab, setTab] = useState<SideTab>('Details');
   const [opened, setOpened] = useState<Set<SideTab>>(new Set(['Details']));
@@ -210,8 +214,23 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
         </div>
         <div className="group">
           <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
-            {!feed.source ? 'Connecting…' : `${feed.source} · ${(feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}`}
+            {!feed.source ? 'Connecting…' : `${feed.source} · ${FORMATS[feed.format ?? ''] ?? (feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}${feed.reason ? ` (${feed.reason})` : ''}`}
           </span>
+          {platform === 'android' && (
+            <span role="group" aria-label="Screen codec">
+              {(['h264', 'jpeg'] as const).map((c) => (
+                <button
+                  key={c}
+                  type="button"
+                  aria-pressed={codec === c || (codec === 'auto' && (feed.format === 'h264') === (c === 'h264') && feed.source !== undefined)}
+                  onClick={() => setCodec(c)}
+                  title={c === 'h264' ? 'H.264 from the phone\'s own encoder (screenrecord): a tenth of the bytes, where this browser decodes it' : 'JPEG frames from minicap'}
+                >
+                  {FORMATS[c]}
+                </button>
+              ))}
+            </span>
+          )}
           <Status value={device.status} />
         </div>
         <div className="group" role="group" aria-label="Restart">
@@ -285,6 +304,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
         platform={platform}
         displaySize={displaySize}
         zoom={zoom}
+        codec={codec}
         act={act}
         onFeed={setFeed}
         onFiles={installFiles}

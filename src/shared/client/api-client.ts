@@ -208,8 +208,11 @@ export function createApiClient(options: ApiClientOptions) {
     shellSocket: (sid: string, serial: string, size: { cols: number; rows: number }) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/shell`, size),
     /** The phone's log as text/event-stream (read it with followDeviceLogs). */
     deviceLogs: (sid: string, serial: string, signal?: AbortSignal) => raw('GET', `/sessions/${seg(sid)}/devices/${seg(serial)}/logs`, { signal }),
-    /** maxSize: the longest side, in pixels, the viewer shows; minicap then captures no larger. */
-    screenSocket: (sid: string, serial: string, maxSize?: number) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`, { maxSize }),
+    /**
+     * maxSize: the longest side, in pixels, the viewer shows; minicap then captures no larger. codecs: what the page
+     * decodes beyond JPEG and PNG ('h264,jpeg' with WebCodecs), see src/shared/api/live-screen.ts.
+     */
+    screenSocket: (sid: string, serial: string, maxSize?: number, codecs?: string) => socket(`/sessions/${seg(sid)}/devices/${seg(serial)}/screen`, { maxSize, codecs }),
 
     instances: (sid: string) => json<List<Instance>>('GET', `/sessions/${seg(sid)}/instances`),
     allocateInstance: (sid: string) => json<Instance>('POST', `/sessions/${seg(sid)}/instances`, { body: { os: 'macos' } }),
