@@ -1,21 +1,25 @@
-import type { Duplex } from 'node:stream';
+import { PassThrough, type Duplex } from 'node:stream';
 import * as adbkit from '@devicefarmer/adbkit';
 import * as connectionModule from '@devicefarmer/adbkit/dist/src/adb/connection.js';
 import type ConnectionType from '@devicefarmer/adbkit/dist/src/adb/connection.js';
-import Bluebird from 'bluebird';
 import { Adb, type Client } from './adb.js';
 
 // adbkit's connection is not exported from its index; its promises are Bluebird's, whose extra methods (.return,
-// .timeout) adbkit's own commands call on what connection() answers. All three are imported, not required: the
-// engine's bundle then holds one adbkit, whose Bluebird is its own. A second copy, required from node_modules when
-// the first provider was added, turned on cancellation in the Bluebird that the APK reader and appium-ios-device
-// share, which Bluebird refuses once one of its promises has settled (a 500 in demo mode after an app upload).
+// .timeout) adbkit's own commands call on what connection() answers. Both are imported, not required: the engine's
+// bundle then holds one adbkit, whose Bluebird is its own. A second copy, required from node_modules when the first
+// provider was added, turned on cancellation in the Bluebird that the APK reader and appium-ios-device share, which
+// Bluebird refuses once one of its promises has settled (a 500 in demo mode after an app upload).
 // CommonJS seen from an ES module: Node and esbuild make module.exports the default export (the class is its
 // `default`), vitest's interop the class itself; for adbkit's index, a bundler puts the names on the namespace.
 const connectionExport = (connectionModule as unknown as { default: typeof ConnectionType | { default: typeof ConnectionType } }).default;
 const Connection = 'default' in connectionExport ? connectionExport.default : connectionExport;
 const Parser: typeof adbkit.Parser = adbkit.Parser ?? (adbkit as unknown as { default: { Parser: typeof adbkit.Parser } }).default.Parser;
 type Connecting = ReturnType<ConnectionType['connect']>;
+/**
+ * adbkit's own Bluebird, whichever copy that is where this runs (bundled with it, or node_modules'): the class of a
+ * promise its parser makes. Imported by name, a bundler that leaves adbkit outside would bring a copy of its own.
+ */
+const Bluebird = (new Parser(new PassThrough().end()).readAll() as unknown as { constructor: { resolve<T>(value: Promise<T>): { then(next: (value: T) => ConnectionType): Connecting } } }).constructor;
 
 /** Where adbkit would look for the adb CLI: nowhere, so that nothing it does can start a server on this machine. */
 const NO_ADB = '/nonexistent/benchtop-never-runs-adb';
@@ -29,7 +33,7 @@ class StreamConnection extends Connection {
   // Replaces Net.connect: and with it adbkit's "connection refused, start a server and retry", which behind a
   // tunnel would start a hub-local server posing as the provider's.
   override connect(): Connecting {
-    return (Bluebird.resolve(this.open()) as { then(next: (stream: Duplex) => ConnectionType): Connecting }).then((stream) => {
+    return Bluebird.resolve(this.open()).then((stream) => {
       this.socket = stream as unknown as ConnectionType['socket'];
       this.parser = new Parser(stream);
       stream.on('end', () => this.emit('end'));
