@@ -10,6 +10,7 @@ import { buildIpa } from '../support/app-fixtures.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { allocateInUse, uploadReadyApp, waitFor } from '../support/lab.js';
+import { ffmpegOrSkip, ffprobe } from '../support/ffmpeg.js';
 import { mp4Boxes } from '../support/mp4-boxes.js';
 
 describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simulated iPhone', () => {
@@ -73,17 +74,36 @@ describe('iOS: doubleTap, foregroundApp, uninstallApp, getOrientation on a simul
     await act({ type: 'setOrientation', orientation: 'portrait' });
   });
 
-  it('records the screen from WebDriverAgent\'s MJPEG feed into an MP4 of its JPEG frames', async () => {
+  it('records the screen from WebDriverAgent\'s MJPEG feed into an H.264 MP4, its index first', async () => {
     const started = await c.call('POST', `/sessions/${session}/devices/${udid}/recording`, { token: owner });
     expect([started.status, started.body.timeLimitSeconds]).toEqual([201, 180]);
     await act({ type: 'pressButton', button: 'HOME' });
     await new Promise((r) => setTimeout(r, 300));
     const stopped = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/recording/stop`, { method: 'POST', headers: { authorization: `Bearer ${owner}` } });
     expect([stopped.status, stopped.headers.get('content-type')]).toEqual([200, 'video/mp4']);
-    const boxes = mp4Boxes(Buffer.from(await stopped.arrayBuffer()));
-    expect(boxes.types).toEqual(['ftyp', 'mdat', 'moov']);
-    expect(boxes.samples).toBeGreaterThanOrEqual(1);
-    expect(boxes.firstSample.subarray(0, 2).toString('hex')).toBe('ffd8');
+    const mp4 = Buffer.from(await stopped.arrayBuffer());
+    const boxes = mp4Boxes(mp4);
+    expect(boxes.types.slice(0, 2)).toEqual(['ftyp', 'moov']);
+    expect(boxes.sampleEntry).toBe('avc1');
+    expect(boxes.samples).toBeGreaterThanOrEqual(2);
+    expect(boxes.firstSampleNalTypes).toContain(5);
+    // WDA's frames: the simulated iPhone's 375x667 points at scale 2.
+    if (ffmpegOrSkip()) expect(ffprobe({ bytes: mp4 }).streams[0]).toMatchObject({ codec_name: 'h264', width: 750, height: 1334 });
+  });
+
+  it('without ffmpeg on the lab\'s machine, a recording is refused with 409 naming the package, and the lab goes on', async () => {
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    let refused;
+    try {
+      refused = await c.call('POST', `/sessions/${session}/devices/${udid}/recording`, { token: owner });
+    } finally {
+      process.env.PATH = path;
+    }
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'recording_unsupported']);
+    expect(refused.body.error.message).toContain('Debian package `ffmpeg`');
+    expect((await c.call('POST', `/sessions/${session}/devices/${udid}/recording/stop`, { token: owner })).body.error.code).toBe('not_recording');
+    expect((await act({ type: 'getOrientation' })).status).toBe(200);
   });
 
   it('has no shell and says why; its files are an app\'s Documents, so a path alone is refused', async () => {

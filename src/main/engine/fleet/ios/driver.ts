@@ -11,10 +11,9 @@ import {
   afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
 } from './usbmux.js';
 import { installationProblem } from './installation-errors.js';
+import { recordScreen } from './recording.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
-import { mp4OfJpegs } from '../../../../protocols/mp4-mjpeg.js';
-import { setTimeout as delay } from 'node:timers/promises';
 
 /** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
 const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes'];
@@ -440,41 +439,9 @@ export class IosDriver implements PhoneDriver {
     return { ok: true };
   }
 
-  /**
-   * A recording of WDA's MJPEG stream: its JPEG frames as they came, each shown until the next, in an MP4 (Motion JPEG),
-   * so that no video encoder is needed. It stops by itself after three minutes, as Android's screenrecord does.
-   */
-  async startRecording(): Promise<ScreenRecording> {
-    const timeLimitSeconds = 180;
-    const stopping = new AbortController();
-    const frames: Array<{ jpeg: Buffer; at: number; width: number; height: number }> = [];
-    const started = Date.now();
-    const recorded = (async () => {
-      try {
-        for await (const frame of this.liveFrames(stopping.signal)) {
-          frames.push({ jpeg: frame.data, at: Date.now(), width: frame.width, height: frame.height });
-          if (Date.now() - started > timeLimitSeconds * 1000) break;
-        }
-      } catch (error) {
-        if (!stopping.signal.aborted) throw error;
-      }
-    })();
-    // A failure after the start is stop()'s to report; one at the start is this call's.
-    recorded.catch(() => undefined);
-    // A feed that fails at once is an error now, not at stop: wait for the first frame or the failure.
-    await Promise.race([recorded, waitUntil(() => frames.length > 0, 5000)]);
-    if (frames.length === 0) throw new Error('WebDriverAgent sent no screen frame to record.');
-    return {
-      timeLimitSeconds,
-      cancel: () => stopping.abort(),
-      stop: async () => {
-        stopping.abort();
-        await recorded.catch(() => undefined);
-        const end = Date.now();
-        const first = frames[0]!;
-        return mp4OfJpegs(frames.map((f, i) => ({ jpeg: f.jpeg, durationMs: (frames[i + 1]?.at ?? end) - f.at })), first.width, first.height);
-      },
-    };
+  /** WDA's MJPEG frames encoded to an H.264 MP4 by ffmpeg; it stops by itself after three minutes, as Android's screenrecord does. */
+  startRecording(): Promise<ScreenRecording> {
+    return recordScreen((signal) => this.liveFrames(signal), 180);
   }
 
   /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */
@@ -573,10 +540,4 @@ export function parseSyslogLine(raw: string, now = new Date()): LogLine | undefi
 /** AFC's OBJECT_NOT_FOUND (appium-ios-device words it "Unexpected response OBJECT_NOT_FOUND") as FileMissing. */
 function missing(error: Error, message: string): Error {
   return /OBJECT_NOT_FOUND/.test(error.message) ? new FileMissing(message) : error;
-}
-
-/** Resolves once `check` holds, or after `timeoutMs`. */
-async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check() && Date.now() < deadline) await delay(20);
 }
