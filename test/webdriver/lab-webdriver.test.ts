@@ -141,9 +141,12 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect((await assetText(result.id, 'logcat.txt')).length).toBeGreaterThan(0);
     const video = Buffer.from(await (await fetch(`${lab.engine.api}/test-results/${result.id}/assets/${(assets as unknown as Array<{ id: string; name: string }>).find((a) => a.name === 'video.mp4')!.id}`, { headers: { authorization: `Bearer ${owner}` } })).arrayBuffer());
     expect(video.subarray(4, 8).toString('latin1')).toBe('ftyp');
-    // Released through the usual release and cleanup, with the server kept for the next session.
-    expect((await c.call('GET', `/sessions/${labSession}`, { token: owner })).body.devices[0]).toMatchObject({ status: 'released', releaseReason: 'webdriver_ended' });
-    await waitFor('cleanup', async () => !(await lab.phone(serialOf('Pixel 8')).shell('pm list packages -3')).output.toString().includes('com.example') || true);
+    // Released through the usual release; the lab session made for the run ends with it.
+    const after = (await c.call('GET', `/sessions/${labSession}`, { token: owner })).body;
+    expect(after.devices[0]).toMatchObject({ status: 'released', releaseReason: 'webdriver_ended' });
+    expect(after.endedAt).toEqual(expect.any(String));
+    // Cleaned up (the phone is free again), with the UiAutomator2 server kept for the next session.
+    await waitFor('the cleanup', async () => ((await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ serial: string; held: boolean }>).find((d) => d.serial === serialOf('Pixel 8'))?.held === false, 15_000);
     expect(lab.phone(serialOf('Pixel 8')).state.thirdPartyPackages).toEqual(expect.arrayContaining(['io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test']));
 
     // The next session on that phone finds its server installed, and skips the install.

@@ -87,6 +87,8 @@ interface Run {
   adbAddress?: string;
   /** Ports the lab gave Appium for this run. */
   ports: number[];
+  /** The lab session was made for this run (no benchtop:options.sessionId): it ends with the run. */
+  createdSession: boolean;
   testResultId: string;
   capabilities: Record<string, unknown>;
   startedAt: number;
@@ -180,14 +182,21 @@ export class WebDriverRuns {
     const appiumReady = this.parts.appium.ensure();
     appiumReady.catch(() => undefined);
     const labSessionId = this.labSession(scope, request);
-    let allocation: DeviceAllocationRow;
-    try {
-      allocation = this.parts.allocator.allocate(scope, labSessionId, { filters: request.filters });
-    } catch (error) {
-      throw new WebDriverError('session not created', (error as Error).message);
-    }
+    const createdSession = !request.options.sessionId;
+    let held: DeviceAllocationRow;
     const asked = performance.now();
-    const held = await this.waitForPhone(allocation.id, request.options.queueTimeoutMs, signal);
+    try {
+      let allocation: DeviceAllocationRow;
+      try {
+        allocation = this.parts.allocator.allocate(scope, labSessionId, { filters: request.filters });
+      } catch (error) {
+        throw new WebDriverError('session not created', (error as Error).message);
+      }
+      held = await this.waitForPhone(allocation.id, request.options.queueTimeoutMs, signal);
+    } catch (error) {
+      this.endSession(scope.organization.id, labSessionId, createdSession);
+      throw error;
+    }
     const phoneMs = performance.now() - asked;
     const target = { sessionId: labSessionId, serial: held.serial! };
     const phone = this.parts.phones.get(held.serial!);
@@ -211,6 +220,7 @@ export class WebDriverRuns {
       platform: request.platform,
       deviceName: phone?.name ?? held.serial!,
       ports: [],
+      createdSession,
       testResultId: testResult.id,
       capabilities: {},
       startedAt: this.now(),
@@ -357,6 +367,12 @@ export class WebDriverRuns {
       if (!held.has(port) && !run.ports.includes(port)) run.ports.push(port);
     }
     return run.ports;
+  }
+
+  /** A lab session made for a run ends with it, unless someone has since put more in it that still runs. */
+  private endSession(organizationId: string, sessionId: string, created: boolean): void {
+    if (!created || this.stores.devices.ofSessions([sessionId]).some((d) => d.releasedAt === null)) return;
+    this.stores.sessions.end(sessionId, organizationId, this.now());
   }
 
   // ---- commands ----
@@ -517,6 +533,7 @@ export class WebDriverRuns {
       this.logPrefixes.delete(run.appiumId.slice(0, 8));
       if (reason !== 'released') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`);
       this.byAllocation.delete(run.allocationId);
+      this.endSession(run.scope.organization.id, run.target.sessionId, run.createdSession);
       this.stores.webDriverRuns.end(run.id, this.now(), reason);
       await this.report(run, reason, detail, assets).catch((error: Error) => this.options.log(`WebDriver run ${run.id}: its test result was not completed: ${error.message}`));
     })();
