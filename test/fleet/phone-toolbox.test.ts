@@ -123,6 +123,23 @@ describe.skipIf(!hasAdb)('the phone toolbox API', () => {
     expect((await lab.phone(serial).shell('ls /data/local/tmp')).output.toString()).not.toMatch(/benchtop-.*\.mp4/);
   });
 
+  it('a recording stops at once while another screenrecord (the live screen\'s) goes on', async () => {
+    const live = lab.adb.run(['-s', serial, 'exec-out', 'screenrecord --output-format=h264 --time-limit 20 -'], { timeoutMs: 30_000 });
+    await waitFor('the live screen\'s screenrecord', async () => (await lab.phone(serial).shell('pidof screenrecord')).output.toString().trim() !== '');
+    expect((await c.call('POST', `${base}/recording`, { token })).status).toBe(201);
+    await new Promise((r) => setTimeout(r, 500));
+    const asked = Date.now();
+    const stopped = await bytes('/recording/stop', { method: 'POST' });
+    expect(stopped.status).toBe(200);
+    expect(mp4Boxes(Buffer.from(await stopped.arrayBuffer())).sampleEntry).toBe('avc1');
+    // Seconds to spare on a busy machine, yet far below the 20 s the other screenrecord still had to run.
+    expect(Date.now() - asked).toBeLessThan(5000);
+    const others = (await lab.phone(serial).shell('pidof screenrecord')).output.toString().trim();
+    expect(others.split(' ')).toHaveLength(1);
+    await lab.phone(serial).shell(`kill ${others}`);
+    expect((await live).code).toBe(0);
+  }, 30_000);
+
   it('a screenshot.png is a lossless PNG captured now', async () => {
     const png = await bytes('/screenshot.png');
     expect(png.headers.get('content-type')).toBe('image/png');

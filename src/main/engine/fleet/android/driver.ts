@@ -339,6 +339,7 @@ export class AndroidDriver implements PhoneDriver {
   /**
    * `screenrecord` into adb's scratch folder. Stopping closes its adb stream: adbd hangs the command up, and
    * screenrecord, which catches SIGHUP as it does Ctrl+C, finishes the MP4; the file is then pulled and removed.
+   * Another screenrecord may run meanwhile (the live screen's), so the file itself says when it is finished.
    */
   async startRecording(): Promise<ScreenRecording> {
     const remote = `/data/local/tmp/benchtop-${randomUUID()}.mp4`;
@@ -352,18 +353,21 @@ export class AndroidDriver implements PhoneDriver {
       cancel: () => stream.destroy(),
       stop: async () => {
         stream.destroy();
-        // Done once no screenrecord runs and the file is there: the muxer writes its index last.
         const deadline = Date.now() + 15_000;
         const sync = this.client.getDevice(this.serial);
-        for (;;) {
-          const running = (await this.shell('pidof screenrecord').catch(() => '')).trim() !== '';
-          const stat = running ? undefined : await sync.stat(remote).catch(() => undefined);
-          if (stat?.isFile()) break;
-          if (Date.now() > deadline) throw new Error('screenrecord did not finish its file.');
-          await delay(100);
-        }
         try {
-          return await readAll(await sync.pull(remote));
+          // Pulled once its size holds still, and kept once it is a whole MP4 with its index.
+          let size = -1;
+          for (;;) {
+            const stat = await sync.stat(remote).catch(() => undefined);
+            if (stat?.isFile() && stat.size === size) {
+              const mp4 = await readAll(await sync.pull(remote));
+              if (isFinishedMp4(mp4)) return mp4;
+            }
+            size = stat?.size ?? -1;
+            if (Date.now() > deadline) throw new Error('screenrecord did not finish its file.');
+            await delay(100);
+          }
         } finally {
           await this.shell(`rm -f ${quote(remote)}`).catch(() => undefined);
         }
@@ -459,4 +463,23 @@ export class AndroidDriver implements PhoneDriver {
     }
     return { ok: true };
   }
+}
+
+/**
+ * A finished MP4: its top-level boxes run exactly to the end, and one is the index (moov). While MediaMuxer writes,
+ * the index is missing (or its space is held by a free box) and mdat is still growing.
+ */
+function isFinishedMp4(data: Buffer): boolean {
+  let moov = false;
+  let at = 0;
+  while (at + 8 <= data.length) {
+    let size = data.readUInt32BE(at);
+    // 1: a 64-bit size follows the type; 0: the box runs to the end of the file.
+    if (size === 1 && at + 16 <= data.length) size = Number(data.readBigUInt64BE(at + 8));
+    else if (size === 0) size = data.length - at;
+    if (size < 8) return false;
+    if (data.toString('latin1', at + 4, at + 8) === 'moov') moov = true;
+    at += size;
+  }
+  return moov && at === data.length;
 }
