@@ -1,8 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type WebSocket from 'ws';
 import { AccessUnitAssembler, NalSplitter } from '../../src/main/engine/fleet/android/annex-b.js';
 import type { LiveFrame, PhoneDriver } from '../../src/main/engine/fleet/types.js';
+import { readVideoMessage } from '../../src/shared/api/live-screen.js';
+import { client } from '../support/engine.js';
+import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { connectWs } from '../support/ws.js';
 import { KeyframeCache, liveSource, LiveScreens, MAX_GOP_FRAMES, type Frame, type SourceMemory, type Viewer } from '../../src/main/engine/services/live-screen.js';
 
 /**
@@ -170,4 +175,97 @@ describe('relaying H.264 to viewers', () => {
     expect(counts.starts).toBe(1);
     expect(screens.latest('allocation')?.format).toBe('jpeg');
   });
+});
+
+interface Watcher {
+  ws: WebSocket;
+  hellos: Array<{ format: string; codec?: string; width: number; height: number; frameWidth: number; frameHeight: number; source: string; reason?: string }>;
+  units: Array<{ keyframe: boolean; data: Buffer; at: number }>;
+}
+
+function watch(url: string): Promise<Watcher> {
+  const { ws } = connectWs(url);
+  const w: Watcher = { ws, hellos: [], units: [] };
+  ws.on('message', (data: Buffer, isBinary) => {
+    if (!isBinary) return void w.hellos.push(JSON.parse(data.toString()));
+    const m = readVideoMessage(data.buffer.slice(data.byteOffset, data.byteOffset + data.length) as ArrayBuffer);
+    w.units.push({ keyframe: m.keyframe, data: Buffer.from(m.data), at: performance.now() });
+  });
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(w));
+    ws.once('error', reject);
+  });
+}
+
+/** What ffprobe reads of the access units as one stream: pictures and their size. */
+function probe(units: Watcher['units']): string {
+  const run = spawnSync('ffprobe', ['-loglevel', 'error', '-count_frames', '-show_entries', 'stream=nb_read_frames,width,height', '-of', 'csv=p=0', '-f', 'h264', '-'], { input: Buffer.concat(units.map((u) => u.data)) });
+  return run.stdout.toString().trim();
+}
+
+describe.skipIf(!adbOrSkip())('screenrecord\'s H.264 through real adb to a viewer that asks codecs=h264', () => {
+  let lab: TestLab;
+  let token: string;
+  let url: string;
+  let act: (body: unknown) => Promise<unknown>;
+  const timeLimit = process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT;
+
+  beforeAll(async () => {
+    // A short time limit, so that the restart a real phone does every three minutes happens within the test.
+    process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT = '2';
+    lab = await startLab([{ model: 'Pixel 7', width: 1080, height: 2400 }]);
+    const c = client(lab.engine.api);
+    token = await c.login();
+    const { session, serial } = await allocateInUse(c, token, 'Pixel 7');
+    url = `${lab.engine.api.replace(/^http/, 'ws')}/sessions/${session}/devices/${serial}/screen?token=${token}&maxSize=640&codecs=h264,jpeg`;
+    act = (body) => c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token, body });
+  }, 60_000);
+  afterAll(async () => {
+    if (timeLimit === undefined) delete process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT;
+    else process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT = timeLimit;
+    await lab?.stop();
+  });
+
+  it('streams access units that decode at the asked size, follows taps and a rotation, restarts at the time limit, and starts a late viewer at a keyframe within 1 s', async () => {
+    const w = await watch(url);
+    await waitFor('a keyframe', () => w.units.length > 0);
+    expect(w.hellos[0]).toMatchObject({ format: 'h264', source: 'screenrecord', width: 1080, height: 2400, frameWidth: 288, frameHeight: 640 });
+    expect(w.hellos[0]!.codec).toMatch(/^avc1\.[0-9A-F]{6}$/);
+    expect(w.units[0]!.keyframe).toBe(true);
+
+    // The screen changes: new pictures, which decode after the first.
+    const before = w.units.length;
+    await act({ type: 'tap', x: 540, y: 1200 });
+    await waitFor('a picture of the tap', () => w.units.length > before);
+
+    // Past the time limit: screenrecord ended and the next one started; the gap between pictures on a moving screen.
+    // The Clock's stopwatch: a screen that changes on every refresh.
+    await lab.phones[0]!.shell('am start -n com.android.deskclock/.DeskClock');
+    await sleep(2600);
+    await act({ type: 'pressButton', button: 'HOME' });
+    const keyframes = w.units.filter((u) => u.keyframe);
+    expect(keyframes.length).toBeGreaterThanOrEqual(2);
+    const restart = w.units.indexOf(keyframes[1]!);
+    const gapMs = w.units[restart]!.at - w.units[restart - 1]!.at;
+    console.log(`restart gap at the time limit: ${gapMs.toFixed(0)} ms`);
+    // The bench holds it to 300 ms; here only far from a blank.
+    expect(gapMs).toBeLessThan(1000);
+    expect(w.hellos).toHaveLength(1);
+    expect(probe(w.units)).toBe(`288,640,${w.units.length}`);
+
+    // A second viewer mid-stream: a keyframe first, within a second, with no restart of the encoder for it.
+    const joined = performance.now();
+    const late = await watch(url);
+    await waitFor('the late viewer\'s keyframe', () => late.units.length > 0);
+    expect(late.units[0]!.keyframe).toBe(true);
+    expect(late.units[0]!.at - joined).toBeLessThan(1000);
+    late.ws.close();
+
+    // A rotation: a new hello with the landscape size, then a keyframe at it.
+    await act({ type: 'setOrientation', orientation: 'landscape' });
+    await waitFor('the landscape hello', () => w.hellos.find((h) => h.width === 2400), 5000);
+    const turned = w.hellos.at(-1)!;
+    expect(turned).toMatchObject({ width: 2400, height: 1080, frameWidth: 640, frameHeight: 288 });
+    w.ws.close();
+  }, 30_000);
 });

@@ -10,8 +10,8 @@ import type { LiveFrame } from '../types.js';
  * access units and relays them; it never decodes them.
  *
  * What a real screenrecord does, and how it is met here:
- * - it stops at its time limit (180 s at most): the next one starts as soon as it ends, so the viewer keeps the last
- *   picture until the new keyframe, which has the same size (no blank, no jump);
+ * - it stops at its time limit (180 s at most): the next one starts before that and takes over at its first keyframe,
+ *   which has the same size (no blank, no jump, no gap);
  * - it keeps the orientation it started with: the rotation is watched, and a turn restarts it at the new size;
  * - it writes a picture only when the screen changes, one encoder buffer per write: the access unit under way is taken
  *   as complete when the stream pauses (FLUSH_MS), rather than when the next picture begins, which could be never;
@@ -34,6 +34,8 @@ export const DEFAULT_BIT_RATE = 2_000_000;
 export const MAX_TIME_LIMIT_S = 180;
 /** A pause this long ends the access unit under way: one picture arrives as one write, split only by the transport. */
 const FLUSH_MS = 4;
+/** The next screenrecord starts this long before the running one reaches its time limit. */
+const OVERLAP_MS = 1500;
 /** How often the rotation is read while screenrecord runs: `dumpsys display` is cheap, and a turn is seen within this. */
 const ROTATION_POLL_MS = 1000;
 
@@ -45,51 +47,104 @@ function timeLimitOf(options: ScreenrecordOptions): number {
   return Math.min(MAX_TIME_LIMIT_S, Math.max(1, Math.round(asked)));
 }
 
+/** The video's geometry for the display as it is now. */
+async function geometryOf(client: Client, serial: string, maxSize: number) {
+  const display = await displayOf(client, serial);
+  const turned = display.rotation % 180 !== 0;
+  const screen = turned ? { width: display.height, height: display.width } : { width: display.width, height: display.height };
+  const scale = Math.min(1, maxSize / Math.max(screen.width, screen.height));
+  return { rotation: display.rotation, screen, width: even(screen.width * scale), height: even(screen.height * scale) };
+}
+type Geometry = Awaited<ReturnType<typeof geometryOf>>;
+
 /**
  * Access units of the phone's screen until `signal` aborts, screenrecord restarted at its time limit and on a
- * rotation. Throws when screenrecord ends without a picture (a phone whose encoder refuses the size, or no
+ * rotation. The restart at the time limit overlaps: the next screenrecord starts OVERLAP_MS before the running one
+ * stops, and takes over at its first keyframe, so that the viewer sees no gap while a new encoder starts (hundreds of
+ * ms on a phone). Throws when screenrecord ends without a picture (a phone whose encoder refuses the size, or no
  * screenrecord at all), so that the caller can fall back to minicap.
  */
 export async function* screenrecordFrames(client: Client, serial: string, options: ScreenrecordOptions, signal: AbortSignal): AsyncGenerator<LiveFrame> {
   const device = client.getDevice(serial);
   const began = performance.now();
-  while (!signal.aborted) {
-    const display = await displayOf(client, serial);
-    const turned = display.rotation % 180 !== 0;
-    const screen = turned ? { width: display.height, height: display.width } : { width: display.width, height: display.height };
-    const scale = Math.min(1, options.maxSize / Math.max(screen.width, screen.height));
-    const width = even(screen.width * scale);
-    const height = even(screen.height * scale);
-    const command = `screenrecord --output-format=h264 --size ${width}x${height} --bit-rate ${options.bitRate ?? DEFAULT_BIT_RATE} --time-limit ${timeLimitOf(options)} -`;
-    const stream = await device.shell(command);
-    const run = new Run(stream);
-    const stop = () => stream.destroy();
-    signal.addEventListener('abort', stop, { once: true });
-    let rotated = false;
-    const watch = setInterval(() => {
-      displayOf(client, serial).then((now) => {
-        if (now.rotation === display.rotation) return;
-        rotated = true;
-        stream.destroy();
+  const limit = timeLimitOf(options);
+  const overlapMs = Math.min(OVERLAP_MS, (limit * 1000) / 2);
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const start = async (): Promise<Run> => {
+    const geometry = await geometryOf(client, serial, options.maxSize);
+    const command = `screenrecord --output-format=h264 --size ${geometry.width}x${geometry.height} --bit-rate ${options.bitRate ?? DEFAULT_BIT_RATE} --time-limit ${limit} -`;
+    return new Run(await device.shell(command), geometry, notify);
+  };
+  let current = await start();
+  let next: Run | undefined;
+  let successor: NodeJS.Timeout | undefined;
+  const planSuccessor = () => {
+    clearTimeout(successor);
+    successor = setTimeout(() => {
+      start().then((run) => {
+        if (signal.aborted || next) run.stop();
+        else next = run;
+        notify();
       }, () => undefined);
-    }, ROTATION_POLL_MS);
-    let pictures = 0;
-    try {
-      for await (const unit of run.units()) {
-        pictures++;
+    }, limit * 1000 - overlapMs);
+  };
+  planSuccessor();
+  const watch = setInterval(() => {
+    displayOf(client, serial).then((now) => {
+      if (now.rotation === current.geometry.rotation) return;
+      current.rotated = true;
+      current.stop();
+    }, () => undefined);
+  }, ROTATION_POLL_MS);
+  const stop = () => notify();
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    while (!signal.aborted) {
+      if (next?.hasPicture) {
+        current.stop();
+        current = next;
+        next = undefined;
+        planSuccessor();
+      }
+      const unit = current.take();
+      if (unit) {
+        const { width, height, screen } = current.geometry;
         yield {
           data: unit.data, format: 'h264', width, height, source: 'screenrecord', screen,
           video: { keyframe: unit.keyframe, codec: unit.codec, timestamp: Math.round(performance.now() - began) },
         };
+        continue;
       }
-    } finally {
-      clearInterval(watch);
-      signal.removeEventListener('abort', stop);
-      stream.destroy();
+      if (current.ended) {
+        if (current.pictures === 0 && !current.rotated) {
+          throw new Error(`screenrecord gave no video: ${current.text.trim().split('\n').slice(-2).join(' ') || 'it exited without output'}`);
+        }
+        // At the time limit the successor, if it has started, takes over at its first picture; after a rotation, or
+        // when it has not started yet, a new one starts now.
+        if (next && !current.rotated) {
+          current = next;
+          next = undefined;
+        } else {
+          next?.stop();
+          next = undefined;
+          current = await start();
+        }
+        planSuccessor();
+        continue;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
     }
-    if (pictures === 0 && !rotated && !signal.aborted) {
-      throw new Error(`screenrecord gave no video: ${run.text.trim().split('\n').slice(-2).join(' ') || 'it exited without output'}`);
-    }
+  } finally {
+    clearTimeout(successor);
+    clearInterval(watch);
+    signal.removeEventListener('abort', stop);
+    current.stop();
+    next?.stop();
   }
 }
 
@@ -98,18 +153,25 @@ class Run {
   private readonly nals = new NalSplitter();
   private readonly assembler = new AccessUnitAssembler();
   private readonly ready: AccessUnit[] = [];
-  private ended = false;
   private failure: Error | undefined;
-  private wake: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  ended = false;
+  /** Stopped for a rotation: no picture is then no failure. */
+  rotated = false;
+  pictures = 0;
 
-  constructor(stream: Duplex) {
+  constructor(
+    private readonly stream: Duplex,
+    readonly geometry: Geometry,
+    private readonly notify: () => void,
+  ) {
     stream.on('data', (chunk: Buffer) => {
       for (const unit of this.nals.push(chunk)) this.add(unit);
       clearTimeout(this.timer);
       this.timer = setTimeout(() => this.flush(), FLUSH_MS);
     });
     const end = () => {
+      if (this.ended) return;
       clearTimeout(this.timer);
       this.flush();
       this.ended = true;
@@ -128,36 +190,33 @@ class Run {
     return this.failure?.message ?? this.nals.text;
   }
 
-  async *units(): AsyncGenerator<AccessUnit> {
-    for (;;) {
-      const next = this.ready.shift();
-      if (next) yield next;
-      else if (this.ended) return;
-      else await new Promise<void>((resolve) => (this.wake = resolve));
-    }
+  get hasPicture(): boolean {
+    return this.ready.length > 0;
+  }
+
+  take(): AccessUnit | undefined {
+    return this.ready.shift();
+  }
+
+  /** Closing its adb stream hangs screenrecord up; it stops as at Ctrl+C. */
+  stop(): void {
+    this.stream.destroy();
   }
 
   private add(nal: Buffer): void {
-    const unit = this.assembler.push(nal);
-    if (unit) {
-      this.ready.push(unit);
-      this.notify();
-    }
+    this.queue(this.assembler.push(nal));
   }
 
   private flush(): void {
     const tail = this.nals.flush();
     if (tail) this.add(tail);
-    const unit = this.assembler.flush();
-    if (unit) {
-      this.ready.push(unit);
-      this.notify();
-    }
+    this.queue(this.assembler.flush());
   }
 
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+  private queue(unit: AccessUnit | undefined): void {
+    if (!unit) return;
+    this.pictures++;
+    this.ready.push(unit);
+    this.notify();
   }
 }
