@@ -57,9 +57,7 @@ const integer = (value: unknown): number | null => (typeof value === 'number' &&
 async function readApk(path: string): Promise<AppInfo> {
   let manifest;
   try {
-    // adbkit turns on Bluebird's cancellation as it loads, which Bluebird refuses once one of its promises has
-    // settled; unbundled, the reader shares adbkit's Bluebird (node_modules/bluebird), so adbkit loads first.
-    await import('@devicefarmer/adbkit');
+    await import('../fleet/android/adbkit-first.js');
     const { default: ApkReader } = await import('@devicefarmer/adbkit-apkreader');
     manifest = await (await ApkReader.open(path)).readManifest();
   } catch (error) {

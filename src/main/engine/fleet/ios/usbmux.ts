@@ -2,9 +2,7 @@ import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
-// adbkit turns on Bluebird's cancellation as it loads, which Bluebird refuses once one of its promises has settled;
-// unbundled, appium-ios-device's @appium/support shares adbkit's Bluebird (node_modules/bluebird), so adbkit loads first.
-import '@devicefarmer/adbkit';
+import '../android/adbkit-first.js';
 
 /**
  * Where usbmuxd listens: its Unix socket (the default on Linux and macOS), a TCP address (`host:port`), or a
