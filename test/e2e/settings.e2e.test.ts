@@ -113,6 +113,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     await page.goto(`${originOf(lab.engine.api)}/usage`);
     const table = page.getByRole('table', { name: 'Usage by organization and phone' });
     await table.getByRole('row', { name: new RegExp(`Personal \\(${OWNER_EMAIL}\\).*${IPHONE}`) }).waitFor();
+    expect(await axeViolations(page)).toEqual([]);
     await snap(page, SUITE, '04-lab-usage');
     expect(errors).toEqual([]);
   });

@@ -23,7 +23,7 @@ function LabSection() {
     setAdbPort(String(s.adb.port));
     setDevices(String(s.quotas.devices));
     setInstances(String(s.quotas.instances));
-    setIdleMinutes(String(s.deviceIdleSeconds / 60));
+    setIdleMinutes(String(Number((s.deviceIdleSeconds / 60).toFixed(2))));
     setReservationHours(String(s.reservationMaxHours));
   }, [s]);
   const patch = (body: Parameters<typeof api.updateLabSettings>[0]) => void save.run(async () => {
