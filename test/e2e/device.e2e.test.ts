@@ -60,7 +60,7 @@ describe.runIf(ready)('GUI: a phone in a session', () => {
     await expect.poll(() => framesShown(page), { timeout: 15_000 }).toBeGreaterThan(0);
     await snap(page, SUITE, '03-live-screen');
     // The bearer travels as a subprotocol, never in a URL that a proxy or a log could keep.
-    expect(sockets).toEqual([expect.stringMatching(/\/screen\?maxSize=\d+&org=[0-9a-f-]+$/)]);
+    expect(sockets).toEqual([expect.stringMatching(/\/screen\?maxSize=\d+&codecs=h264%2Cjpeg&org=[0-9a-f-]+$/)]);
 
     // The phone shows its launcher; the Settings icon is where the elements endpoint says it is.
     const c = client(lab.engine.api);
