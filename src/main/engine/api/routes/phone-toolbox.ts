@@ -88,7 +88,7 @@ export function phoneToolboxRoutes(app: App, control: DeviceControl): void {
   });
 
   app.post('/sessions/:sessionId/devices/:deviceId/recording', {
-    schema: { tags, operationId: 'startDeviceRecording', summary: 'Start recording the device\'s screen (Android: screenrecord)', description: '409 recording_running while one runs; recording_unsupported on an iPhone.', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 201: Recording }, errors) },
+    schema: { tags, operationId: 'startDeviceRecording', summary: 'Start recording the device\'s screen to an H.264 MP4 (Android: screenrecord; iPhone: WebDriverAgent\'s frames encoded by ffmpeg)', description: '409 recording_running while one runs; recording_unsupported when the lab cannot record this phone (an iPhone with no ffmpeg on the lab\'s machine).', security: BEARER, headers: OrganizationHeader, params: DeviceParams, response: responses({ 201: Recording }, errors) },
   }, async (req, reply) => {
     const { startedAt, timeLimitSeconds } = await control.startRecording(scopeOf(req), target(req));
     return reply.code(201).send({ startedAt: startedAt.toISOString(), timeLimitSeconds });
