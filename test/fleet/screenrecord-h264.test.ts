@@ -2,14 +2,14 @@
  * The simulated phone's screenrecord read by third-party tools: Debian's adb streams `screenrecord
  * --output-format=h264 -` through a real adb server into Debian's ffprobe, and `adb pull` fetches the MP4 it writes.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectToAdb, findAdb, SimulatedPhone, startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { ffmpegOrSkip, ffprobe, type Probe } from '../support/ffmpeg.js';
-import { adbOrSkip } from '../support/lab.js';
+import { adbOrSkip, waitFor } from '../support/lab.js';
 
 const ready = adbOrSkip() && ffmpegOrSkip();
 
@@ -84,6 +84,17 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     expect(probe.streams).toEqual([expect.objectContaining({ codec_name: 'h264', codec_type: 'video', width: 480, height: 800 })]);
     expect(Number(probe.format.duration)).toBeGreaterThan(1.5);
     expect(Number(probe.format.duration)).toBeLessThan(2.8);
+  }, 30_000);
+
+  it('a reader that hangs up ends screenrecord and its encoder', async () => {
+    const recorder = spawn(findAdb()!, ['-P', String(adb.port), '-s', serial, 'exec-out', 'screenrecord', '--output-format=h264', '-'], { env: adb.env, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise((resolve) => recorder.stdout.once('data', resolve));
+    // A reader that stops reading while the screen keeps changing, then goes.
+    recorder.stdout.pause();
+    for (let i = 0; i < 20; i++) await phone.shell(`input tap ${40 + i * 20} 700`);
+    recorder.kill('SIGKILL');
+    await waitFor('screenrecord to end', async () => (await phone.shell('pidof screenrecord')).status !== 0, 10_000);
+    await waitFor('its ffmpeg to end', () => spawnSync('pgrep', ['-P', String(process.pid), 'ffmpeg']).status !== 0, 10_000);
   }, 30_000);
 
   it('refuses what screenrecord refuses', async () => {

@@ -99,6 +99,9 @@ export function screenrecord(host: MinicapHost): CommandFn {
       format: toStdout ? 'h264' : 'mp4', path: scratch && join(scratch, 'video.mp4'),
     });
     const proc = host.processes.spawn('screenrecord', ctx.signal);
+    // Nobody reads the stream any more: stop at once, even mid-frame with ffmpeg's pipes full.
+    const hangUp = () => toStdout && encoder.kill();
+    ctx.signal.addEventListener('abort', hangUp, { once: true });
     try {
       try {
         await encoder.started();
@@ -111,7 +114,6 @@ export function screenrecord(host: MinicapHost): CommandFn {
       relay.catch(() => undefined);
       const last = await recordFrames(host, encoder, width, height, timeLimit, proc.signal);
       if (toStdout && ctx.signal.aborted) {
-        // Nobody reads the stream any more.
         encoder.kill();
         await relay.catch(() => undefined);
         return 0;
@@ -126,6 +128,7 @@ export function screenrecord(host: MinicapHost): CommandFn {
       await ctx.stderr.write(`ERROR: ${(error as Error).message}\n`);
       return 1;
     } finally {
+      ctx.signal.removeEventListener('abort', hangUp);
       proc.exit();
       if (scratch) await rm(scratch, { recursive: true, force: true });
     }
