@@ -141,7 +141,8 @@ export function liveSource(driver: PhoneDriver, options: { maxFps: number; maxSi
     ? preferLiveSource(driver, maxFps, maxSize, () => (memory.stillFailed = true))
     : screencapSource(driver, maxFps);
   if (!options.video) return still;
-  if (!driver.liveVideo) return because(still, 'this phone has no H.264 feed');
+  // An iPhone: WebDriverAgent's MJPEG is its feed, nothing to explain.
+  if (!driver.liveVideo) return still;
   if (memory.videoFailed) return because(still, memory.videoFailed);
   const liveVideo = driver.liveVideo.bind(driver);
   return {
