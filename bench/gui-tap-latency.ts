@@ -33,7 +33,7 @@ interface Element {
  */
 // Plain JavaScript for the page: the bundler's helpers (tsx names functions with __name) do not exist there.
 const WATCHER = `(() => {
-  const img = document.querySelector('img[alt^="Screen of"]');
+  const img = document.querySelector('.screen img:not([hidden]), .screen canvas:not([hidden])');
   const canvas = document.createElement('canvas');
   canvas.width = 54;
   canvas.height = 120;
