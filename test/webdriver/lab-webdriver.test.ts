@@ -248,7 +248,7 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     await waitFor('the session to end', async () => (await wd('GET', `/session/${id}/source`, undefined, {})).status === 404, 15_000);
   }, 90_000);
 
-  it('refuses bad input with W3C errors, and holds no phone for it', async () => {
+  it('refuses bad input with W3C errors, and holds no phone for it, nor for a start that failed', async () => {
     const caps = (alwaysMatch: Record<string, unknown>) => ({ capabilities: { alwaysMatch } });
     expect(await wd('POST', '/session', 'not json')).toMatchObject({ status: 400, body: { value: { error: 'invalid argument' } } });
     expect(await wd('POST', '/session', { desiredCapabilities: {} })).toMatchObject({ status: 400, body: { value: { error: 'invalid argument' } } });
@@ -261,6 +261,11 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect(await wd('GET', '/session/0123456789abcdef/source')).toMatchObject({ status: 404, body: { value: { error: 'invalid session id' } } });
     expect(await wd('GET', '/no-such-command')).toMatchObject({ status: 404, body: { value: { error: 'unknown command' } } });
 
+    // A start Appium refuses (an app it cannot find) frees the phone it took: none is left held.
+    const failed = await wd('POST', '/session', caps({ platformName: 'Android', 'appium:deviceName': 'Pixel 7', 'appium:app': '/nonexistent/app.apk' }));
+    expect(failed).toMatchObject({ status: 500, body: { value: { error: 'session not created', message: expect.stringContaining('Pixel 7') } } });
+    await waitFor('the phone to be freed', async () => (await allocations()).length === 0, 15_000);
+
     // Half a request, then silence: nothing is allocated for it.
     const socket = connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
@@ -269,7 +274,7 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect(await allocations()).toEqual([]);
     socket.destroy();
     expect(await allocations()).toEqual([]);
-  }, 30_000);
+  }, 60_000);
 
   it('Appium dying ends its sessions as interrupted and frees their phones; the next session starts a new Appium', async () => {
     const driver = await session({ 'appium:deviceName': 'Galaxy S23', 'benchtop:options': { name: 'appium crash' } });
