@@ -75,7 +75,7 @@ module.exports = {
     {
       name: 'protocols-stand-alone',
       severity: 'error',
-      comment: 'src/protocols holds wire formats (adb transport and shell v2, usbmuxd, the MP4 a recording is saved as) written once for the engine and the simulators alike: it imports neither.',
+      comment: 'src/protocols holds wire formats (adb transport and shell v2, usbmuxd and lockdown) written once for the engine and the simulators alike: it imports neither.',
       from: { path: '^src/protocols/' },
       to: { path: '^src/(main|sim|renderer|preload|shared)/' },
     },
