@@ -13,6 +13,7 @@
  * 60 refreshes a second, and reports the CPU the engine spends per viewer at each. (Its screencap is far faster than
  * a real phone's.)
  */
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +23,9 @@ import { cleanup, onCleanup } from './support/cleanup.js';
 import { cpuMs } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { AccessUnitAssembler, NalSplitter } from '../src/main/engine/fleet/android/annex-b.js';
+import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
+import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
 
 const WINDOW_MS = 5000;
 const WARMUP_MS = 1000;
@@ -111,16 +115,18 @@ function countFrames(port: number): Promise<number> {
  * Frames per second each of `viewers` WebSockets receives over the window, after a warm-up; the hello they got; and
  * the CPU the engine process (`enginePid`) used over the window, in ms per second.
  */
-async function viewerFps(url: string, viewers: number, enginePid: number): Promise<{ fps: number[]; hello: string; cpuMsPerS: number }> {
+async function viewerFps(url: string, viewers: number, enginePid: number): Promise<{ fps: number[]; hello: string; cpuMsPerS: number; bytesPerS: number[] }> {
   const sockets = Array.from({ length: viewers }, () => new WebSocket(url));
   const counts = sockets.map(() => 0);
+  const bytes = sockets.map(() => 0);
   let hello = '';
   onCleanup(() => sockets.forEach((s) => s.terminate()));
   // The window starts once every viewer has its first frame, and a warm-up after it: the feed starts minicap for its
   // first viewer, which takes a second or more on a busy machine, and that start is not the rate.
   await Promise.all(
     sockets.map((socket, i) => new Promise<void>((resolve, reject) => {
-      socket.on('message', (data, binary) => {
+      socket.on('message', (data: Buffer, binary) => {
+        if (binary) bytes[i]! += data.length;
         if (binary && counts[i]!++ === 0) resolve();
         else if (!binary) hello = data.toString();
       });
@@ -129,17 +135,19 @@ async function viewerFps(url: string, viewers: number, enginePid: number): Promi
   );
   await sleep(WARMUP_MS);
   const before = [...counts];
+  const bytesBefore = [...bytes];
   const cpuBefore = cpuMs(enginePid);
   const start = performance.now();
   await sleep(WINDOW_MS);
   const seconds = (performance.now() - start) / 1000;
   const cpuMsPerS = (cpuMs(enginePid) - cpuBefore) / seconds;
   const fps = counts.map((n, i) => (n - before[i]!) / seconds);
+  const bytesPerS = bytes.map((n, i) => (n - bytesBefore[i]!) / seconds);
   await Promise.all(sockets.map((s) => new Promise((resolve) => {
     s.once('close', resolve);
     s.close();
   })));
-  return { fps, hello, cpuMsPerS };
+  return { fps, hello, cpuMsPerS, bytesPerS };
 }
 
 async function startLab(prefix: string, refreshRate = 60): Promise<{ lab: AndroidLab; sessionId: string; screenUrl: string; screenshotUrl: string }> {
@@ -150,12 +158,138 @@ async function startLab(prefix: string, refreshRate = 60): Promise<{ lab: Androi
   return { lab, sessionId, screenUrl: `${device.replace(/^http/, 'ws')}/screen?token=${lab.apiKey}&maxSize=${MAX_SIZE}`, screenshotUrl: `${device}/screenshot` };
 }
 
+/** The size the engine asks screenrecord for at MAX_SIZE: the same picture minicap sends. */
+const H264_SIZE = '360x800';
+/** H.264 against minicap's JPEG at this display rate, in the same run, on the same moving screen, at the same size. */
+const H264_RATE = 30;
+const BYTES_TARGET = 0.15;
+const GAP_TARGET_MS = 300;
+const FIRST_PICTURE_TARGET_MS = 1000;
+/** screenrecord's time limit for the restart-gap measurement (180 s on a phone): restarts every few seconds. */
+const H264_TIME_LIMIT_S = 3;
+const FIRST_PICTURE_SAMPLES = 5;
+const fmtKBps = (bytesPerS: number) => `${(bytesPerS / 1024).toFixed(1)} KiB/s`;
+
+/** Access units per second the phone's own screenrecord writes (adb exec-out, as a person would run it), after a warm-up. */
+function directH264Fps(lab: AndroidLab): Promise<number> {
+  const adb = spawn('adb', ['-P', String(lab.adb.port), '-s', lab.serial, 'exec-out', `screenrecord --output-format=h264 --size ${H264_SIZE} --bit-rate ${DEFAULT_BIT_RATE} -`], { env: lab.adb.env, stdio: ['ignore', 'pipe', 'ignore'] });
+  onCleanup(() => {
+    adb.kill();
+  });
+  const nals = new NalSplitter();
+  const assembler = new AccessUnitAssembler();
+  let units = 0;
+  adb.stdout.on('data', (chunk: Buffer) => {
+    for (const nal of nals.push(chunk)) if (assembler.push(nal)) units++;
+  });
+  return new Promise((resolve, reject) => {
+    adb.once('error', reject);
+    setTimeout(() => {
+      const before = units;
+      const start = performance.now();
+      setTimeout(() => {
+        adb.kill();
+        resolve((units - before) / ((performance.now() - start) / 1000));
+      }, WINDOW_MS);
+    }, WARMUP_MS * 2);
+  });
+}
+
+/** Each H.264 message's arrival and keyframe flag, for `ms`, to one viewer. */
+async function h264Arrivals(url: string, ms: number): Promise<Array<{ at: number; keyframe: boolean }>> {
+  const socket = new WebSocket(url);
+  onCleanup(() => socket.terminate());
+  const arrivals: Array<{ at: number; keyframe: boolean }> = [];
+  socket.on('message', (data: Buffer, binary) => {
+    if (binary) arrivals.push({ at: performance.now(), keyframe: (data[0]! & KEYFRAME_FLAG) !== 0 });
+  });
+  await new Promise((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  await sleep(ms);
+  socket.close();
+  return arrivals;
+}
+
+/** A new viewer's time from its socket opening to its first picture (the feed already running for another viewer). */
+async function firstPictureMs(url: string): Promise<number> {
+  const socket = new WebSocket(url);
+  onCleanup(() => socket.terminate());
+  let opened = 0;
+  const ms = await new Promise<number>((resolve, reject) => {
+    socket.once('open', () => (opened = performance.now()));
+    socket.on('message', (_data, binary) => {
+      if (binary) resolve(performance.now() - opened);
+    });
+    socket.once('error', reject);
+  });
+  socket.close();
+  return ms;
+}
+
 /** Direct, one viewer and four viewers take turns this many times at each rate: a busy machine's drift falls on all. */
 const ROUNDS = 3;
 
+/**
+ * H.264 (screenrecord through the engine, `codecs=h264`) against minicap's JPEG measured just before on the same lab:
+ * bytes and frames per second to one viewer, engine CPU, then a new viewer's first picture, and the restart gap at a
+ * short time limit on a second engine.
+ */
+async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid: number, jpeg: { fps: number; bytesPerS: number; cpuMsPerFrame: number; cpuMsPerS: number }): Promise<Figure[]> {
+  const url = `${jpegUrl}&codecs=h264,jpeg`;
+  const direct: number[] = [];
+  const fps: number[] = [];
+  const bytes: number[] = [];
+  const cpu: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    direct.push(await directH264Fps(lab));
+    const alone = await viewerFps(url, 1, pid);
+    if (!alone.hello.includes('"format":"h264"')) throw new Error(`the live screen did not send H.264: ${alone.hello}`);
+    fps.push(alone.fps[0]!);
+    bytes.push(alone.bytesPerS[0]!);
+    cpu.push(alone.cpuMsPerS);
+    detail(`H.264 ${H264_RATE} Hz, round ${round + 1}: the phone's screenrecord ${fmtFps(direct.at(-1)!)}; one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)})`);
+  }
+  // A new viewer while another watches: the feed's cached keyframe and the pictures since.
+  const watcher = new WebSocket(url);
+  onCleanup(() => watcher.terminate());
+  await new Promise((resolve) => watcher.once('message', resolve));
+  await sleep(WARMUP_MS * 2);
+  const first: number[] = [];
+  for (let i = 0; i < FIRST_PICTURE_SAMPLES; i++) {
+    first.push(await firstPictureMs(url));
+    await sleep(700);
+  }
+  watcher.close();
+  detail(`H.264: a new viewer's first picture: ${first.map((ms) => fmtMs(ms)).join(', ')}`);
+
+  // The restart at the time limit, on a second engine whose screenrecord stops every few seconds.
+  const short = await startAndroidLab('benchtop-bench-h264-restart-', { ...PHONE, refreshRate: H264_RATE }, { BENCHTOP_SCREENRECORD_TIME_LIMIT: String(H264_TIME_LIMIT_S) });
+  const { id: sessionId } = await call<{ id: string }>('POST', `${short.engine.api}/sessions`, { bearer: short.apiKey });
+  await allocateUntilInUse(short, sessionId, REQUEST_TIMEOUT_MS);
+  await animate(short);
+  const arrivals = await h264Arrivals(`${short.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(short.serial)}/screen?token=${short.apiKey}&maxSize=${MAX_SIZE}&codecs=h264`, (H264_TIME_LIMIT_S * 3 + 1) * 1000);
+  const gaps = arrivals.slice(1).map((a, i) => ({ ms: a.at - arrivals[i]!.at, keyframe: a.keyframe }));
+  const restartGaps = gaps.filter((g) => g.keyframe).map((g) => g.ms);
+  const usual = median(gaps.filter((g) => !g.keyframe).map((g) => g.ms));
+  detail(`H.264 restarts every ${H264_TIME_LIMIT_S} s: gaps before each new keyframe ${restartGaps.map((ms) => fmtMs(ms)).join(', ')}; the usual gap between pictures ${fmtMs(usual)}`);
+  if (restartGaps.length === 0) throw new Error('no restart seen');
+
+  const row = (figure: string, value: string, baseline: string, ratio: string, target: string, met: boolean): Figure => ({ benchmark, figure, value, baseline, ratio, target, met });
+  const worstGap = Math.max(...restartGaps);
+  return [
+    row(`H.264 ${H264_RATE} Hz: bytes/s to one viewer (median of ${ROUNDS})`, fmtKBps(median(bytes)), `${fmtKBps(jpeg.bytesPerS)} (minicap's JPEG, same screen and size)`, fmtRatio(median(bytes), jpeg.bytesPerS), `<= ${BYTES_TARGET}x`, median(bytes) / jpeg.bytesPerS <= BYTES_TARGET),
+    row(`H.264 ${H264_RATE} Hz: frames/s to one viewer (median of ${ROUNDS})`, fmtFps(median(fps)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fps), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fps) / median(direct) >= TARGET_RATIO),
+    row(`H.264 ${H264_RATE} Hz: engine CPU for one viewer`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
+    row(`H.264: restart gap at the time limit (worst of ${restartGaps.length})`, fmtMs(worstGap), `${fmtMs(usual)} (the usual gap between pictures)`, fmtRatio(worstGap, usual), `<= ${GAP_TARGET_MS} ms`, worstGap <= GAP_TARGET_MS),
+    row(`H.264: a new viewer's first picture (median of ${FIRST_PICTURE_SAMPLES})`, fmtMs(median(first)), `${FIRST_PICTURE_TARGET_MS} ms`, fmtRatio(median(first), FIRST_PICTURE_TARGET_MS), `<= ${FIRST_PICTURE_TARGET_MS} ms`, Math.max(...first) <= FIRST_PICTURE_TARGET_MS),
+  ];
+}
+
 export const liveScreen: Benchmark = {
   name: 'live-screen',
-  title: `minicap live screen over a WebSocket (1 and 4 viewers) vs the phone's own minicap read directly, ${PROJECTION}, simulated phone at ${RATES.join(' and ')} frames/s, ${ROUNDS} rounds taking turns`,
+  title: `minicap live screen over a WebSocket (1 and 4 viewers) vs the phone's own minicap read directly, ${PROJECTION}, simulated phone at ${RATES.join(' and ')} frames/s, ${ROUNDS} rounds taking turns; H.264 (screenrecord) against minicap at ${H264_RATE} Hz`,
   async run() {
     const figures: Figure[] = [];
     for (const rate of RATES) {
@@ -166,12 +300,16 @@ export const liveScreen: Benchmark = {
       const one: number[] = [];
       const four: number[] = [];
       const cpuOne: number[] = [];
+      const cpuOneWall: number[] = [];
       const cpuFour: number[] = [];
+      const jpegBytes: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         direct.push(await directFps(lab));
         const alone = await viewerFps(screenUrl, 1, pid);
         if (!alone.hello.includes('"source":"minicap"')) throw new Error(`the live screen did not run minicap: ${alone.hello}`);
         one.push(alone.fps[0]!);
+        jpegBytes.push(alone.bytesPerS[0]!);
+        cpuOneWall.push(alone.cpuMsPerS);
         // Engine CPU ms per frame and viewer: what each frame costs the engine, shared by its viewers.
         cpuOne.push(alone.cpuMsPerS / alone.fps[0]!);
         const many = await viewerFps(screenUrl, 4, pid);
@@ -184,6 +322,8 @@ export const liveScreen: Benchmark = {
       const spread = (xs: number[]) => `${Math.min(...xs).toFixed(1)} to ${Math.max(...xs).toFixed(1)}`;
       detail(`${rate} Hz: direct ${spread(direct)}, one viewer ${spread(one)}, slowest of four ${spread(four)} frames/s over ${ROUNDS} rounds`);
       detail(`${rate} Hz: engine CPU per frame per viewer: ${cpuOne.map((ms) => ms.toFixed(3)).join(', ')} ms alone; ${cpuFour.map((ms) => ms.toFixed(3)).join(', ')} ms each of four`);
+
+      if (rate === H264_RATE) figures.push(...await h264Rows(this.name, lab, screenUrl, pid, { fps: median(one), bytesPerS: median(jpegBytes), cpuMsPerFrame: median(cpuOne), cpuMsPerS: median(cpuOneWall) }));
 
       const d = median(direct);
       const baseline = `${fmtFps(d)} (the phone's minicap at ${rate} Hz, read directly; median of ${ROUNDS})`;

@@ -13,7 +13,7 @@ import {
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
-import { screenrecordFrames } from './h264-feed.js';
+import { rotated, screenrecordFrames } from './h264-feed.js';
 
 /** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
 const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
@@ -454,6 +454,7 @@ export class AndroidDriver implements PhoneDriver {
       case 'setOrientation':
         await shell('settings put system accelerometer_rotation 0');
         await shell(`settings put system user_rotation ${action.orientation === 'landscape' ? 1 : 0}`);
+        rotated(this.client, this.serial);
         break;
       case 'screenSize': {
         const m = /(\d+)x(\d+)/.exec(await shell('wm size'));

@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import type { Client } from './adb.js';
+import { readAll, type Client } from './adb.js';
 import { AccessUnitAssembler, NalSplitter, type AccessUnit } from './annex-b.js';
 import { displayOf } from './minicap.js';
 import type { LiveFrame } from '../types.js';
@@ -36,8 +36,39 @@ export const MAX_TIME_LIMIT_S = 180;
 const FLUSH_MS = 4;
 /** The next screenrecord starts this long before the running one reaches its time limit. */
 const OVERLAP_MS = 1500;
-/** How often the rotation is read while screenrecord runs: `dumpsys display` is cheap, and a turn is seen within this. */
-const ROTATION_POLL_MS = 1000;
+/**
+ * How often the rotation is read while screenrecord runs, for a turn the phone makes by itself (an app, the
+ * accelerometer); a turn made through the driver is seen at once (rotated()). Each read is an adb shell, which costs
+ * the engine more than relaying the video does, so not more often.
+ */
+const ROTATION_POLL_MS = 2000;
+
+/** The screenrecord runs watching each phone, by client and serial: what a rotation through the driver wakes. */
+const watchers = new WeakMap<Client, Map<string, Set<() => void>>>();
+
+function onRotation(client: Client, serial: string, check: () => void): () => void {
+  let bySerial = watchers.get(client);
+  if (!bySerial) watchers.set(client, (bySerial = new Map()));
+  const set = bySerial.get(serial) ?? new Set();
+  bySerial.set(serial, set.add(check));
+  return () => {
+    set.delete(check);
+    if (set.size === 0) bySerial.delete(serial);
+  };
+}
+
+/** The phone was just turned through the driver: its screenrecord restarts at the new size now, not at the next poll. */
+export function rotated(client: Client, serial: string): void {
+  // A phone turns its display a moment after the setting changes: looked at again until it has.
+  for (const check of watchers.get(client)?.get(serial) ?? []) for (const ms of ROTATION_RECHECK_MS) setTimeout(check, ms);
+}
+const ROTATION_RECHECK_MS = [0, 300, 1000];
+
+/** The display's rotation in degrees, from one `dumpsys display`. */
+async function rotationOf(client: Client, serial: string): Promise<number> {
+  const display = (await readAll(await client.getDevice(serial).shell('dumpsys display'))).toString('utf8');
+  return (Number(/mBaseDisplayInfo=.*?rotation (\d)/.exec(display)?.[1] ?? 0) & 3) * 90;
+}
 
 const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
 
@@ -94,13 +125,15 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     }, limit * 1000 - overlapMs);
   };
   planSuccessor();
-  const watch = setInterval(() => {
-    displayOf(client, serial).then((now) => {
-      if (now.rotation === current.geometry.rotation) return;
+  const check = () => {
+    rotationOf(client, serial).then((now) => {
+      if (now === current.geometry.rotation) return;
       current.rotated = true;
       current.stop();
     }, () => undefined);
-  }, ROTATION_POLL_MS);
+  };
+  const watch = setInterval(check, ROTATION_POLL_MS);
+  const unwatch = onRotation(client, serial, check);
   const stop = () => notify();
   signal.addEventListener('abort', stop, { once: true });
   try {
@@ -142,6 +175,7 @@ export async function* screenrecordFrames(client: Client, serial: string, option
   } finally {
     clearTimeout(successor);
     clearInterval(watch);
+    unwatch();
     signal.removeEventListener('abort', stop);
     current.stop();
     next?.stop();
