@@ -201,8 +201,9 @@ class Run {
   ) {
     stream.on('data', (chunk: Buffer) => {
       for (const unit of this.nals.push(chunk)) this.add(unit);
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+      // One timer for the run, pushed back by each chunk: cheaper than a new one per chunk.
+      if (this.timer) this.timer.refresh();
+      else this.timer = setTimeout(() => this.flush(), FLUSH_MS);
     });
     const end = () => {
       if (this.ended) return;
