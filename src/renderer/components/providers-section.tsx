@@ -58,7 +58,7 @@ function ProviderForm({ onDone }: { onDone(): void }) {
       </div>
       <label>Private key <textarea rows={3} value={f.privateKey} onChange={set('privateKey')} placeholder="-----BEGIN OPENSSH PRIVATE KEY-----" /></label>
       <label>Expected host key (optional)
-        <input value={f.hostKey} onChange={set('hostKey')} pattern="SHA256:[A-Za-z0-9+/]{43}" placeholder="SHA256:… as ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub prints it on the box" />
+        <input value={f.hostKey} onChange={set('hostKey')} pattern="SHA256:[A-Za-z0-9+\/]{43}" placeholder="SHA256:… as ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub prints it on the box" />
       </label>
       {seen && (
         <div className={mismatch ? 'warning' : 'card'} role="group" aria-label="Host key">
