@@ -183,7 +183,7 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
   'ci-recipe': (r) => {
     expect(r.stdout).toMatch(/connected to 127\.0\.0\.1:\d+/);
     // The stand-in ./gradlew asks the phone named by ANDROID_SERIAL for its model, through the user's own adb.
-    expect(r.stdout).toMatch(new RegExp(`^gradlew connectedAndroidTest on ${r.vars.ADDRESS}: (Pixel 8|Galaxy S23)$`, 'm'));
+    expect(r.stdout).toMatch(new RegExp(`^gradlew connectedAndroidTest on ${r.vars.ADDRESS}: (Pixel 8|Galaxy S23|Pixel 6a)$`, 'm'));
   },
   'phone-page-take': (r) => {
     expect(r.vars.SESSION).toMatch(UUID);
