@@ -7,6 +7,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each API test file boots its own engine on an ephemeral port with its own SQLite file.
     pool: 'forks',
+    // A worker keeps the modules it has loaded from one file to the next (each file still starts its own engine, peers
+    // and temp dirs): re-importing the engine, Appium's client and the simulators for every file was a fifth of the run.
+    isolate: false,
     // Most of a test file's time is spent waiting on its peers (an adb server, sshd, Chromium, a simulated phone), not
     // on the CPU: vitest's default of one worker per core but one would leave a 2-core machine idle most of the run.
     maxWorkers: Number(process.env.BENCHTOP_TEST_WORKERS) || 3,

@@ -33,7 +33,8 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
     [lab, mine, stranger] = await Promise.all([
       startLab([{ model: 'Pixel 8', osVersion: '14' }], {
         remotePorts: PORTS,
-        remotePortRestSeconds: 1,
+        // Long enough that a port released in one step is still resting at the next open, however loaded the machine.
+        remotePortRestSeconds: 5,
         remoteAuthTimeoutSeconds: 2,
         deviceGraceSeconds: 0.5,
       }),
@@ -166,8 +167,10 @@ describe.skipIf(!hasAdb)('remote connect: Debian adb, as the user, on a held And
       await new Promise((r) => setTimeout(r, 1100));
       await sh(['shell', 'echo', 'busy']);
       await waitFor('an activity event', () => seen.length > 0);
+      const started = performance.now();
       for (let i = 0; i < 5; i++) await sh(['shell', 'true']);
-      expect(seen.length).toBeLessThanOrEqual(2);
+      // At most one more report for each second the five commands took (more than one on a loaded machine).
+      expect(seen.length).toBeLessThanOrEqual(2 + Math.floor((performance.now() - started) / 1000));
       expect(new Set(seen).size).toBe(1);
     } finally {
       lab.engine.engine.services.remote.off('activity', listener);
