@@ -41,16 +41,21 @@ const entry = (key: string) => new AsyncEntry(KEYCHAIN_SERVICE, key, ENTRY_OPTIO
  * host added then keeps working, and no copy stays behind in the file.
  */
 export async function openSecretStore(dataDir: string, log: (message: string) => void = () => {}): Promise<SecretStore> {
+  // A race rather than an AbortSignal: the signal cannot stop a call the keyring's thread has already begun.
+  let timer: NodeJS.Timeout | undefined;
   try {
-    // A race rather than an AbortSignal: the signal cannot stop a call the keyring's thread has already begun.
-    let timer: NodeJS.Timeout | undefined;
+    // The keyring is asked first: when it throws at once (no D-Bus session), no timer is left to reject with nobody
+    // listening five seconds later.
+    const probe = entry(PROBE_ACCOUNT).getPassword();
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`)), PROBE_TIMEOUT_MS);
     });
-    await Promise.race([entry(PROBE_ACCOUNT).getPassword(), timeout]).finally(() => clearTimeout(timer));
+    await Promise.race([probe, timeout]);
   } catch (error) {
     log(`No OS keychain answered (${(error as Error).message}); secrets go to a 0600 file in ${dataDir}.`);
     return new FileSecretStore(join(dataDir, SECRETS_FILE));
+  } finally {
+    clearTimeout(timer);
   }
   const keychain = new KeychainSecretStore();
   const file = join(dataDir, SECRETS_FILE);
