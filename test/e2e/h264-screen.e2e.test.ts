@@ -141,7 +141,9 @@ describe.runIf(ready)('GUI: the H.264 live screen', () => {
       return w.firstPictureAt - w.screenSocketAt;
     });
     console.log(`second viewer: first picture ${ms.toFixed(0)} ms after its socket opened`);
-    expect(ms).toBeLessThan(1000);
+    // The 1 s target is `npm run bench live-screen`'s figure; here, the keyframe set must come at once rather than at
+    // the encoder's next keyframe (10 s away), with room for a loaded machine.
+    expect(ms).toBeLessThan(3000);
     await second.close();
   }, 60_000);
 

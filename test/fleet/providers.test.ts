@@ -322,7 +322,8 @@ describe.skipIf(!ready)('providers: phones on other boxes, reached over SSH', ()
     expect(await closed).toBe(4002);
     expect(Date.now() - downAt).toBeLessThan(10_000);
     p1.linkUp();
-    await waitFor('the allocation in_use again', async () => (await status(session, id)).status === 'in_use', 10_000);
+    // The next check over SSH after the link is back, on a loaded machine.
+    await waitFor('the allocation in_use again', async () => (await status(session, id)).status === 'in_use', 20_000);
     const w = await watchScreen(session, serial);
     await waitFor('a frame again', () => w.frames.length >= 1, 10_000);
     await c.call('POST', `/sessions/${session}/devices/${serial}/actions`, { token: owner, body: { type: 'pressButton', button: 'HOME' } });

@@ -109,7 +109,7 @@ describe.skipIf(!hasAdb)('idle release', () => {
       expect(tap.status).toBe(200);
       expect((await rpc.call('device.screenshot', { deviceId: ws!.serial })).error).toBeUndefined();
       const shot = (await agent.callTool({ name: 'mobile_take_screenshot', arguments: { device: mcp!.serial } })) as { isError?: boolean };
-      expect(shot.isError).toBeFalsy();
+      expect(shot.isError, JSON.stringify(shot)).toBeFalsy();
       await new Promise((r) => setTimeout(r, 400));
     }
     const idleOne = await device(idle!.session, idle!.id);
