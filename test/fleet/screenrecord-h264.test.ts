@@ -55,7 +55,7 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     // Three seconds of recording, plus the encoder's start and adb; never cut short, never run on.
     expect(ms).toBeGreaterThanOrEqual(2900);
     expect(ms).toBeLessThan(8000);
-  }, 30_000);
+  }, 60_000);
 
   it('honours --size, and sends frames only when the screen changes', async () => {
     const still = await streamToFfprobe(['--output-format', 'h264', '--size', '240x400', '--time-limit', '2', '-']);
@@ -72,7 +72,7 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     expect(stillFrames).toBeGreaterThanOrEqual(1);
     expect(stillFrames).toBeLessThanOrEqual(2);
     expect(changingFrames).toBeGreaterThanOrEqual(5);
-  }, 30_000);
+  }, 60_000);
 
   it('writes an H.264 MP4 file that adb pull fetches and ffprobe reads, lasting as long as the recording', async () => {
     const recorded = await adb.run(['-s', serial, 'shell', 'screenrecord', '--time-limit', '2', '--bit-rate', '4M', '/sdcard/Movies/clip.mp4']);
@@ -84,7 +84,7 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     expect(probe.streams).toEqual([expect.objectContaining({ codec_name: 'h264', codec_type: 'video', width: 480, height: 800 })]);
     expect(Number(probe.format.duration)).toBeGreaterThan(1.5);
     expect(Number(probe.format.duration)).toBeLessThan(2.8);
-  }, 30_000);
+  }, 60_000);
 
   it('a reader that hangs up ends screenrecord and its encoder', async () => {
     const recorder = spawn(findAdb()!, ['-P', String(adb.port), '-s', serial, 'exec-out', 'screenrecord', '--output-format=h264', '-'], { env: adb.env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -95,7 +95,7 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     recorder.kill('SIGKILL');
     await waitFor('screenrecord to end', async () => (await phone.shell('pidof screenrecord')).status !== 0, 10_000);
     await waitFor('its ffmpeg to end', () => spawnSync('pgrep', ['-P', String(process.pid), 'ffmpeg']).status !== 0, 10_000);
-  }, 30_000);
+  }, 60_000);
 
   it('refuses what screenrecord refuses', async () => {
     const tooLong = await adb.run(['-s', serial, 'shell', 'screenrecord', '--time-limit', '181', '/sdcard/x.mp4']);
