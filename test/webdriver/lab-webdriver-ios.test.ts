@@ -1,4 +1,3 @@
-import { remote } from 'webdriverio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { SETTINGS } from '../../src/sim/ios/springboard.js';
@@ -6,6 +5,7 @@ import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { remotePorts } from '../support/remote.js';
 import { waitFor } from '../support/lab.js';
+import { labSession } from '../support/webdriver.js';
 
 /**
  * An iPhone through the lab's WebDriver endpoint: WebdriverIO, unchanged, with an API key; real Appium's XCUITest
@@ -34,19 +34,8 @@ describe('WebDriver for the lab: an iPhone through XCUITest', () => {
 
   it('finds and clicks by accessibility id, reads the page source, and keeps the run', async () => {
     const phone = bus.phones[0]!;
-    const driver = await remote({
-      protocol: 'http',
-      hostname: '127.0.0.1',
-      port: Number(new URL(engine.api).port),
-      path: '/wd/hub',
-      user: 'ci',
-      key,
-      logLevel: 'silent',
-      connectionRetryCount: 0,
-      connectionRetryTimeout: 120_000,
-      // A version prefix, as a suite asks: the lab gives the driver the phone's exact one.
-      capabilities: { platformName: 'iOS', 'appium:platformVersion': '17', 'benchtop:options': { name: 'iphone run' } } as WebdriverIO.Capabilities,
-    });
+    // A version prefix, as a suite asks: the lab gives the driver the phone's exact one.
+    const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:platformVersion': '17', 'benchtop:options': { name: 'iphone run' } });
     const caps = driver.capabilities as Record<string, unknown>;
     expect(caps['appium:udid']).toBe(phone.udid);
     expect(caps['benchtop:device']).toBe('Lab iPhone');

@@ -1,9 +1,9 @@
-import { remote } from 'webdriverio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
 import { remotePorts } from '../support/remote.js';
+import { labSession } from '../support/webdriver.js';
 
 const ready = adbOrSkip() && netnsOrSkip();
 
@@ -38,18 +38,7 @@ describe.skipIf(!ready)('WebDriver for the lab: a phone on a provider', () => {
   });
 
   it('drives Settings on it by xpath, as on a local phone', async () => {
-    const driver = await remote({
-      protocol: 'http',
-      hostname: '127.0.0.1',
-      port: Number(new URL(lab.engine.api).port),
-      path: '/wd/hub',
-      user: 'ci',
-      key,
-      logLevel: 'silent',
-      connectionRetryCount: 0,
-      connectionRetryTimeout: 120_000,
-      capabilities: { platformName: 'Android', 'appium:deviceName': 'Remote Pixel' } as WebdriverIO.Capabilities,
-    });
+    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:deviceName': 'Remote Pixel' });
     expect((driver.capabilities as Record<string, unknown>)['appium:udid']).toBe(provider.serials[0]);
     await driver.activateApp('com.android.settings');
     const wifi = await driver.$('//android.widget.TextView[@text="Wi-Fi"]');

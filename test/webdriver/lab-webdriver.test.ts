@@ -3,10 +3,10 @@ import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { remote } from 'webdriverio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startEngine } from '../support/engine.js';
 import { remotePorts } from '../support/remote.js';
+import { labSession } from '../support/webdriver.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 
 /**
@@ -62,18 +62,7 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
   });
 
   const session = (capabilities: Record<string, unknown>, apiKey = key): Promise<Driver> =>
-    remote({
-      protocol: 'http',
-      hostname: '127.0.0.1',
-      port,
-      path: '/wd/hub',
-      user: 'ci',
-      key: apiKey,
-      logLevel: 'silent',
-      connectionRetryCount: 0,
-      connectionRetryTimeout: 120_000,
-      capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', ...capabilities } as WebdriverIO.Capabilities,
-    });
+    labSession(lab.engine.api, apiKey, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', ...capabilities });
 
   const serialOf = (name: string) => lab.serials[['Pixel 8', 'Pixel 7', 'Galaxy S23'].indexOf(name)]!;
   const resultNamed = (name: string) =>

@@ -40,7 +40,8 @@ class InstallFailed extends Error {}
 
 const FILE_REF = /^file:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+/** The promise, or an error naming `what` once `ms` have passed: a step on a phone may fail, never hang. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     promise.finally(() => clearTimeout(timer)),

@@ -9,7 +9,7 @@ import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
 import type { DeviceControl, DeviceTarget } from './device-control.js';
-import type { DeviceAllocator } from './devices.js';
+import { withTimeout, type DeviceAllocator } from './devices.js';
 import type { RemoteConnect } from './remote-connect.js';
 import type { Sessions } from './sessions.js';
 import type { TestResults } from './test-results.js';
@@ -516,16 +516,16 @@ export class WebDriverRuns {
       const held = reason !== 'released' && reason !== 'engine_stopped';
       const assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }> = [];
       if (held && run.appiumId) {
-        const shot = await bounded(this.parts.control.screenshot(run.scope, run.target)).catch(() => undefined);
+        const shot = await withTimeout(this.parts.control.screenshot(run.scope, run.target), END_STEP_TIMEOUT_MS, 'The last screenshot').catch(() => undefined);
         if (shot) assets.push({ name: `screenshot.${shot.format}`, type: `image/${shot.format}`, data: async () => shot.data });
       }
       if (held && run.recording) {
-        const video = bounded(run.recording.then(() => this.parts.control.stopRecording(run.scope, run.target)));
+        const video = withTimeout(run.recording.then(() => this.parts.control.stopRecording(run.scope, run.target)), END_STEP_TIMEOUT_MS, 'Finishing the video');
         video.catch(() => undefined);
         assets.push({ name: 'video.mp4', type: 'video/mp4', data: () => video.catch(() => undefined) });
       }
       if (run.appiumId && this.parts.appium.running() && reason !== 'appium_session_lost' && reason !== 'engine_stopped') {
-        const deleted = await bounded(this.parts.appium.call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS)).catch((error: Error) => error);
+        const deleted = await withTimeout(this.parts.appium.call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS), END_STEP_TIMEOUT_MS, 'Deleting Appium\'s session').catch((error: Error) => error);
         if (deleted instanceof Error) this.options.log(`WebDriver run ${run.id}: deleting Appium's session failed: ${deleted.message}`);
       }
       run.stopPhoneLog.abort();
@@ -621,15 +621,6 @@ export class WebDriverRuns {
     await this.parts.appium.stop();
     await this.options.privateAdb?.stop();
   }
-}
-
-/** A step of the end that touches the phone or Appium may fail, never hang. */
-function bounded<T>(promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), END_STEP_TIMEOUT_MS))),
-  ]);
 }
 
 function parseJson(body: Buffer): unknown {
