@@ -151,6 +151,9 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     }, 20_000);
     expect(held.info.name).toBe('Galaxy S23');
     expect(held.info.serial).toBe(lab.serials[1]);
+    // The page shows the held phone's screen before it is released, as a person would see it: a release while the
+    // page is still opening the screen is refused before the upgrade (409), which Chromium logs as a console error.
+    await expect.poll(() => page.evaluate(() => Math.max(0, ...[...document.querySelectorAll('[data-frames]')].map((e) => Number((e as HTMLElement).dataset.frames)))), { timeout: 20_000 }).toBeGreaterThan(0);
     await c.call('POST', `/sessions/${sessionId}/devices/${held.id}/release`, { token: owner });
     // The sessions screen's list of your bookings offers it too.
     await page.getByRole('link', { name: 'Sessions' }).click();
