@@ -6,7 +6,7 @@
  * the latency, not a real phone's capture time.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Page } from 'playwright-core';
+import { chromium, type Locator, type Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { Adb, readAll } from '../src/main/engine/fleet/android/adb.js';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
@@ -72,6 +72,54 @@ const WATCHER = `(() => {
 const installWatcher = (page: Page) => page.evaluate(WATCHER);
 const watch = <T>(page: Page, expression: string) => page.evaluate(`window.tapWatch.${expression}`) as Promise<T>;
 
+/** The centre of the launcher's Settings icon, in the phone's pixels (the launcher in front). */
+export async function settingsIcon(device: string, apiKey: string): Promise<{ x: number; y: number }> {
+  const { data: elements } = await call<{ data: Element[] }>('GET', `${device}/elements`, { bearer: apiKey });
+  const icon = elements.find((e) => e.text === 'Settings' && e.clickable);
+  if (!icon) throw new Error('the launcher shows no Settings icon');
+  return { x: icon.bounds.x + icon.bounds.width / 2, y: icon.bounds.y + icon.bounds.height / 2 };
+}
+
+/**
+ * Clicks the Settings icon on the page's live screen `taps` times, the launcher before each: the time from each
+ * click to the first frame the page shows with its result, and to the action's answer. Installs the watcher on the
+ * screen element showing now (an image for JPEG, a canvas for H.264).
+ */
+export async function clickToFrame(page: Page, image: Locator, target: { x: number; y: number }, home: () => Promise<unknown>, taps: number, screen = SCREEN): Promise<{ pageMs: number[]; actedMs: number[] }> {
+  await installWatcher(page);
+  const settle = async () => {
+    await sleep(150);
+    for (let calm = 0, deadline = performance.now() + 10_000; calm < 3; await sleep(100)) {
+      calm = (await watch<number>(page, 'settled()')) < 1 ? calm + 1 : 0;
+      if (performance.now() > deadline) throw new Error('the screen did not settle');
+    }
+  };
+  const pageMs: number[] = [];
+  const actedMs: number[] = [];
+  const shown = async () => Number(await image.getAttribute('data-frames'));
+  for (let i = 0; i < taps; i++) {
+    // minicap sends a frame only when the screen changes: wait for the launcher's frame before taking the reference,
+    // or the reference could still be the app the last tap opened.
+    const before = await shown();
+    await home();
+    for (const deadline = performance.now() + 3000; i > 0 && (await shown()) === before && performance.now() < deadline; await sleep(20));
+    await settle();
+    await watch(page, 'arm()');
+    const box = (await image.boundingBox())!;
+    await page.mouse.click(box.x + (target.x / screen.width) * box.width, box.y + (target.y / screen.height) * box.height);
+    for (const deadline = performance.now() + 10_000; ; await sleep(5)) {
+      const r = await watch<{ downAt: number; changedAt: number; actedAt: number }>(page, 'result()');
+      if (r.changedAt && r.downAt) {
+        pageMs.push(r.changedAt - r.downAt);
+        if (r.actedAt) actedMs.push(r.actedAt - r.downAt);
+        break;
+      }
+      if (performance.now() > deadline) throw new Error('the tap\'s result never showed on the page');
+    }
+  }
+  return { pageMs, actedMs };
+}
+
 export const guiTapLatency: Benchmark = {
   name: 'gui-tap-latency',
   title: 'tap on the page\'s live screen to the first frame showing its result, vs the same tap\'s adb round trip, simulated phone',
@@ -83,10 +131,7 @@ export const guiTapLatency: Benchmark = {
     const device = `${lab.engine.api}/sessions/${sessionId}/devices/${encodeURIComponent(lab.serial)}`;
     const home = () => call('POST', `${device}/actions`, { bearer: lab.apiKey, body: { type: 'pressButton', button: 'HOME' } });
     await home();
-    const { data: elements } = await call<{ data: Element[] }>('GET', `${device}/elements`, { bearer: lab.apiKey });
-    const icon = elements.find((e) => e.text === 'Settings' && e.clickable);
-    if (!icon) throw new Error('the launcher shows no Settings icon');
-    const target = { x: icon.bounds.x + icon.bounds.width / 2, y: icon.bounds.y + icon.bounds.height / 2 };
+    const target = await settingsIcon(device, lab.apiKey);
 
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     onCleanup(() => browser.close());
@@ -98,38 +143,8 @@ export const guiTapLatency: Benchmark = {
     for (const deadline = performance.now() + 20_000; Number(await image.getAttribute('data-frames')) < 1; await sleep(100)) {
       if (performance.now() > deadline) throw new Error('the page showed no frames');
     }
-    await installWatcher(page);
-    const settle = async () => {
-      await sleep(150);
-      for (let calm = 0, deadline = performance.now() + 10_000; calm < 3; await sleep(100)) {
-        calm = (await watch<number>(page, 'settled()')) < 1 ? calm + 1 : 0;
-        if (performance.now() > deadline) throw new Error('the screen did not settle');
-      }
-    };
 
-    const pageMs: number[] = [];
-    const actedMs: number[] = [];
-    const shown = async () => Number(await image.getAttribute('data-frames'));
-    for (let i = 0; i < TAPS; i++) {
-      // minicap sends a frame only when the screen changes: wait for the launcher's frame before taking the reference,
-      // or the reference could still be the app the last tap opened.
-      const before = await shown();
-      await home();
-      for (const deadline = performance.now() + 3000; i > 0 && (await shown()) === before && performance.now() < deadline; await sleep(20));
-      await settle();
-      await watch(page, 'arm()');
-      const box = (await image.boundingBox())!;
-      await page.mouse.click(box.x + (target.x / SCREEN.width) * box.width, box.y + (target.y / SCREEN.height) * box.height);
-      for (const deadline = performance.now() + 10_000; ; await sleep(5)) {
-        const r = await watch<{ downAt: number; changedAt: number; actedAt: number }>(page, 'result()');
-        if (r.changedAt && r.downAt) {
-          pageMs.push(r.changedAt - r.downAt);
-          if (r.actedAt) actedMs.push(r.actedAt - r.downAt);
-          break;
-        }
-        if (performance.now() > deadline) throw new Error('the tap\'s result never showed on the page');
-      }
-    }
+    const { pageMs, actedMs } = await clickToFrame(page, image, target, home, TAPS);
     await context.close();
 
     // The same tap straight through the adb server, on the same phone, with nothing else watching it.

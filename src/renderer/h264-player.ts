@@ -24,11 +24,19 @@ export class H264Player {
   private stream = '';
   /** Until a keyframe comes, what depends on an earlier picture cannot be decoded: it is dropped. */
   private waiting = true;
+  /** Whether this stream has given a picture: a decoder that fails before its first one refuses the stream. */
+  private drawn = false;
+  private refused = false;
 
   constructor(
     private readonly canvas: HTMLCanvasElement,
     /** Each picture drawn, with its size. */
     private readonly onPicture: (width: number, height: number) => void,
+    /**
+     * This page cannot decode the phone's stream after all: the probe's Baseline profile decodes, but the phone's
+     * encoder chose a profile, level or size this browser's decoder refuses. Said once, with why, in a sentence.
+     */
+    private readonly onRefused: (reason: string) => void,
   ) {}
 
   /** The hello's codec and size: a new one (a rotation, another stream) starts a new decoder at the next keyframe. */
@@ -37,11 +45,18 @@ export class H264Player {
     if (stream === this.stream && this.decoder?.state === 'configured') return;
     this.stream = stream;
     this.codec = codec;
+    this.drawn = false;
     this.reset();
+    // Asked of this stream's own codec and size, which the probe could not know.
+    VideoDecoder.isConfigSupported({ codec, codedWidth: width || undefined, codedHeight: height || undefined }).then(
+      (support) => support.supported !== true && this.refuse(`this browser cannot decode ${codec} at ${width}x${height}`),
+      () => this.refuse(`this browser cannot decode ${codec}`),
+    );
   }
 
   /** One binary message of the screen socket. */
   push(message: ArrayBuffer): void {
+    if (this.refused) return;
     const { keyframe, timestampMs, data } = readVideoMessage(message);
     if (this.waiting && !keyframe) return;
     if (!this.decoder || this.decoder.state === 'closed') this.reset();
@@ -66,11 +81,26 @@ export class H264Player {
         if (decoder.decodeQueueSize === 0) this.draw(frame);
         frame.close();
       },
-      // A broken stream: the next keyframe starts a fresh decoder.
-      error: () => (this.waiting = true),
+      // A broken stream: the next keyframe starts a fresh decoder. One that never gave a picture is a refusal.
+      error: (e) => {
+        this.waiting = true;
+        if (!this.drawn) this.refuse(`the browser's decoder refused ${this.codec}: ${e.message}`);
+      },
     });
-    decoder.configure({ codec: this.codec, optimizeForLatency: true });
+    try {
+      decoder.configure({ codec: this.codec, optimizeForLatency: true });
+    } catch (e) {
+      this.refuse(`the browser's decoder refused ${this.codec}: ${(e as Error).message}`);
+      return;
+    }
     this.decoder = decoder;
+  }
+
+  private refuse(reason: string): void {
+    if (this.refused) return;
+    this.refused = true;
+    this.close();
+    this.onRefused(reason);
   }
 
   private draw(frame: VideoFrame): void {
@@ -80,6 +110,7 @@ export class H264Player {
       this.canvas.height = height;
     }
     this.canvas.getContext('2d')?.drawImage(frame, 0, 0, width, height);
+    this.drawn = true;
     this.onPicture(width, height);
   }
 }

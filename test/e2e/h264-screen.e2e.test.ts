@@ -160,4 +160,29 @@ describe.runIf(ready)('GUI: the H.264 live screen', () => {
     await plain.close();
     expect(errors).toEqual([]);
   }, 60_000);
+
+  it('a page whose decoder refuses the phone\'s stream (though it passed the probe) switches to JPEG by itself, and says why', async () => {
+    const refusing = await newContext(browser);
+    // A decoder that says yes to the probe and then fails the real stream, as a browser without that profile does.
+    await refusing.addInitScript(() => {
+      const Real = VideoDecoder;
+      class Refusing extends Real {
+        private readonly fail: (e: DOMException) => void;
+        constructor(init: VideoDecoderInit) {
+          super(init);
+          this.fail = init.error;
+        }
+        override configure(): void {
+          queueMicrotask(() => this.fail(new DOMException('Unsupported configuration', 'NotSupportedError')));
+        }
+      }
+      (window as { VideoDecoder: unknown }).VideoDecoder = Refusing;
+    });
+    const other = await refusing.newPage();
+    await logIn(other, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, `/sessions/${sessionId}`);
+    await expect.poll(() => framesOf(other), { timeout: 45_000 }).toBeGreaterThan(0);
+    expect(await screenOf(other).evaluate((el) => el.tagName)).toBe('IMG');
+    await other.getByText(/^minicap · JPEG · .*\(the browser's decoder refused avc1\.[0-9A-Fa-f]{6}: Unsupported configuration\)$/).waitFor();
+    await refusing.close();
+  }, 60_000);
 });

@@ -364,5 +364,5 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     await snap(page, SUITE, '11-files-not-shared');
     // The one console error is the browser's note of that 409.
     expect(errors).toEqual([expect.stringMatching(/status of 409/)]);
-  });
+  }, 60_000);
 });

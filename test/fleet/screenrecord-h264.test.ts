@@ -40,12 +40,14 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     recorder.stdout.pipe(probe.stdin);
     let out = '';
     probe.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
+    // Listened for now: ffprobe may finish while the taps below are still under way.
+    const probed = new Promise((resolve) => probe.once('close', resolve));
     let done = false;
     const recorded = new Promise<number>((resolve) => recorder.once('close', (code) => resolve(code ?? -1))).then((code) => ((done = true), code));
     await whileRecording?.(() => done);
     expect(await recorded).toBe(0);
     const ms = Date.now() - started;
-    await new Promise((resolve) => probe.once('close', resolve));
+    await probed;
     return { probe: JSON.parse(out) as Probe, ms };
   }
 

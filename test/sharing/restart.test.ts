@@ -105,15 +105,21 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
     const second = await serve();
+    const restartedAt = Date.now();
     const api2 = second.api;
     const owner2 = (await call(api2, 'POST', '/auth/login', { body: { email: 'kill@lab.test', password: 'password-1' } })).body.token as string;
     const b2 = (await call(api2, 'POST', '/auth/login', { body: { email: 'b@kill.test', password: 'password-123' } })).body.token as string;
 
     // The warning due before the kill is there at once, with the same deadline: idle time did not start over.
+    // (A loaded machine can take longer to restart than the warning's 6 s: the phone is then already released, at its
+    // deadline as checked below, which is what surviving the kill means too.)
     const after = (await call(api2, 'GET', `/sessions/${mine.s}/devices/${mine.id}`, { token: owner2 })).body;
-    expect(after.status).toBe('in_use');
-    expect(after.releaseWarning).toEqual(warned.releaseWarning);
-    expect(Date.parse(after.idleReleaseAt)).toBe(deadline);
+    if (after.status === 'released') expect(restartedAt).toBeGreaterThan(deadline);
+    else {
+      expect(after.status).toBe('in_use');
+      expect(after.releaseWarning).toEqual(warned.releaseWarning);
+      expect(Date.parse(after.idleReleaseAt)).toBe(deadline);
+    }
     const calendar = (await call(api2, 'GET', '/reservations', { token: owner2 })).body.data;
     expect(calendar).toEqual([expect.objectContaining({ id: booked.body.id, title: 'nightly', own: true })]);
 
@@ -122,9 +128,10 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
       return d.status === 'released' ? d : undefined;
     }, 15_000);
     expect(idled.releaseReason).toBe('idle_timeout');
-    // Released at its deadline as it was before the kill (within the 1 s check interval and the restart's read of the fleet).
+    // Released at its deadline as it was before the kill (within the 1 s check interval and the restart's read of the
+    // fleet), or as soon as the engine was back when the deadline fell while it was down.
     expect(Date.parse(idled.releasedAt) - deadline).toBeGreaterThanOrEqual(0);
-    expect(Date.parse(idled.releasedAt) - deadline).toBeLessThan(3000);
+    expect(Date.parse(idled.releasedAt) - Math.max(deadline, restartedAt)).toBeLessThan(3000);
 
     const ended = await waitFor("the window's start", async () => {
       const d = (await call(api2, 'GET', `/sessions/${theirs.s}/devices/${theirs.id}`, { token: b2 })).body;

@@ -124,6 +124,8 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     let format: string | undefined;
     let reason: string | undefined;
     let pageReason: string | undefined;
+    /** What the socket asks for: h264,jpeg where this page decodes H.264, else JPEG alone. */
+    let codecs: string | undefined;
     const recent: number[] = [];
     const counted = (el: HTMLElement, width: number, height: number) => {
       frames++;
@@ -134,7 +136,17 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
       recent.push(now);
       while (recent.length > 0 && recent[0]! < now - 2000) recent.shift();
     };
-    const player = new H264Player(canvas.current!, (width, height) => counted(canvas.current!, width, height));
+    // A decoder that refuses the phone's own stream: the screen comes again as JPEG, and the status line says why.
+    const player = new H264Player(canvas.current!, (width, height) => counted(canvas.current!, width, height), (why) => {
+      if (cancelled) return;
+      pageReason = why;
+      codecs = undefined;
+      if (socket) {
+        socket.onclose = null;
+        socket.close();
+      }
+      open();
+    });
     // Only the newest frame is decoded: a frame that arrives while one is being shown replaces the waiting one.
     const show = () => {
       if (decoding || !pending || !img.current) return;
@@ -168,15 +180,16 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
       const h264 = codec !== 'jpeg' && (await canDecodeH264());
       pageReason = codec === 'jpeg' ? 'JPEG chosen' : h264 ? undefined : 'this browser cannot decode H.264';
       if (cancelled) return;
-      const { url, protocols } = api.screenSocket(sessionId, serial, maxSize, h264 ? 'h264,jpeg' : undefined);
-      const open = () => {
-        const opened = new WebSocket(url, protocols);
-        socket = opened;
-        connect(opened, open);
-      };
+      codecs = h264 ? 'h264,jpeg' : undefined;
       open();
     };
-    const connect = (ws: WebSocket, open: () => void) => {
+    const open = () => {
+      const { url, protocols } = api.screenSocket(sessionId, serial, maxSize, codecs);
+      const opened = new WebSocket(url, protocols);
+      socket = opened;
+      connect(opened);
+    };
+    const connect = (ws: WebSocket) => {
       ws.binaryType = 'arraybuffer';
       ws.onmessage = (event: MessageEvent<ArrayBuffer | string>) => {
         if (typeof event.data === 'string') {
