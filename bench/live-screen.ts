@@ -312,11 +312,15 @@ async function pageRows(benchmark: string, lab: AndroidLab, sessionId: string): 
   await context.addInitScript((t) => sessionStorage.setItem('benchtop.token', t), token);
   const page = await context.newPage();
   await page.goto(`${api.replace(/\/api\/v1$/, '')}/sessions/${sessionId}`);
-  const screen = page.getByRole('img', { name: /^Screen of/ });
+  // H.264 is drawn to a canvas, JPEG to an image: the one showing is the codec's, once the switch has taken effect.
+  const screenOf = (codec: 'H.264' | 'JPEG') => page.locator(codec === 'H.264' ? '.screen canvas:not([hidden])' : '.screen img:not([hidden])');
+  let screen = screenOf('H.264');
   const frames = async () => Number(await screen.getAttribute('data-frames'));
   const choose = async (codec: 'H.264' | 'JPEG') => {
     await page.getByRole('group', { name: 'Screen codec' }).getByRole('button', { name: codec }).click();
     await page.locator('.source-badge').filter({ hasText: codec === 'H.264' ? /^screenrecord · H\.264/ : /^minicap · JPEG/ }).waitFor({ timeout: REQUEST_TIMEOUT_MS });
+    screen = screenOf(codec);
+    await screen.waitFor({ timeout: REQUEST_TIMEOUT_MS });
     for (const deadline = performance.now() + REQUEST_TIMEOUT_MS; (await frames()) < 1; await sleep(50)) {
       if (performance.now() > deadline) throw new Error(`the page showed no ${codec} frame`);
     }

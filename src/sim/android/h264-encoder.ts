@@ -51,7 +51,9 @@ export class H264Encoder {
       // ultrafast and zerolatency: no lookahead and no B-frames, so each frame leaves as soon as it is encoded, as a
       // phone's encoder in real-time mode does; one thread per phone leaves the cores to the engine under test.
       '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-bf', '0', '-threads', '1', '-pix_fmt', 'yuv420p',
-      '-b:v', String(bitRate), '-maxrate', String(bitRate), '-bufsize', String(bitRate),
+      // The rate control is told the display's rate, as a phone's encoder is (KEY_FRAME_RATE): left at the input's
+      // timestamp rate of 1000, it gave each picture a thousandth of the bit rate, and a changed screen stayed blurred.
+      '-b:v', String(bitRate), '-maxrate', String(bitRate), '-bufsize', String(bitRate), '-x264-params', `fps=${maxFrameRate}`,
       // A keyframe every keyframeIntervalS seconds of video and no others: x264's scene-cut keyframes are not what
       // a phone's encoder sends, and frames come only on change, so the interval is kept by time, not by count.
       '-g', String(Math.ceil(keyframeIntervalS * maxFrameRate)), '-sc_threshold', '0', '-force_key_frames', `expr:gte(t,n_forced*${keyframeIntervalS})`,
