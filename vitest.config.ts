@@ -7,6 +7,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Each API test file boots its own engine on an ephemeral port with its own SQLite file.
     pool: 'forks',
+    // Passwords hashed at a lower scrypt cost: thousands of sign-ups and logins at the real cost were minutes of CPU.
+    // Honoured only under NODE_ENV=test (src/main/engine/services/credentials.ts); a test of the cost itself unsets it.
+    env: { BENCHTOP_TEST_SCRYPT_N: '1024' },
     // A worker keeps the modules it has loaded from one file to the next (each file still starts its own engine, peers
     // and temp dirs): re-importing the engine, Appium's client and the simulators for every file was a fifth of the run.
     isolate: false,

@@ -28,7 +28,10 @@ import { cleanup, onCleanup } from './support/cleanup.js';
 import { cpuMs } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { readAll } from '../src/main/engine/fleet/android/adb.js';
 import { AccessUnitAssembler, NalSplitter } from '../src/main/engine/fleet/android/annex-b.js';
+import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js';
+import { SshConnection } from '../src/main/engine/fleet/macos/ssh.js';
 import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
 import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
 
@@ -412,7 +415,16 @@ async function providerLinkRows(benchmark: string): Promise<Figure[]> {
       if (performance.now() > deadline) throw new Error(`Link Bench ${i} was not in_use: ${d.status}`);
     }
   }
-  for (const device of devices) await call('POST', `${device}/actions`, { bearer: lab.apiKey, body: { type: 'launchApp', packageName: 'com.android.deskclock' } });
+  // The stopwatch on each, through the provider's own adb server over SSH (as the providers bench reaches it), before
+  // anything is counted.
+  const ssh = await SshConnection.connect({ host: provider.address, port: 22, username: 'root', privateKey: provider.privateKey }, { timeoutMs: 5000 });
+  onCleanup(() => ssh.close());
+  const viaProvider = streamClient(() => ssh.forwardOut('127.0.0.1', 5037));
+  for (const serial of provider.serials) {
+    const out = (await readAll(await viaProvider.getDevice(serial).shell('input keyevent KEYCODE_WAKEUP; wm dismiss-keyguard; am start -n com.android.deskclock/.DeskClock'))).toString();
+    if (!/Starting/.test(out)) throw new Error(`the stopwatch did not start on ${serial}: ${out}`);
+  }
+  ssh.close();
 
   const windowOf = async (h264: boolean) => {
     const viewers = devices.map((device) => new WebSocket(`${device.replace(/^http/, 'ws')}/screen?token=${lab.apiKey}&maxSize=${MAX_SIZE}${h264 ? '&codecs=h264' : ''}`));

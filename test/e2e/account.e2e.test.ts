@@ -5,7 +5,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'account';
@@ -18,7 +18,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
   const lab = useEngine();
 
   beforeAll(async () => {
-    browser = await launchChromium();
+    browser = await sharedChromium();
     origin = originOf(lab.t.api);
   });
   afterAll(async () => {

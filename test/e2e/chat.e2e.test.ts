@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { startScriptedModel, type Script, type ScriptedModel } from '../support/scripted-model.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'chat';
@@ -22,7 +22,7 @@ describe.runIf(ready)('GUI: a chat that drives a phone', () => {
   beforeAll(async () => {
     [lab, browser, model] = await Promise.all([
       startLab([{ model: 'Pixel 7', osVersion: '14' }, { model: 'Pixel 5', osVersion: '12' }]),
-      launchChromium(),
+      sharedChromium(),
       startScriptedModel('openai', (body, i) => script(body, i)),
     ]);
   });

@@ -6,7 +6,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'device';
@@ -21,7 +21,7 @@ describe.runIf(ready)('GUI: a phone in a session', () => {
   let page: Page;
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12', battery: 15 }]), launchChromium()]);
+    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12', battery: 15 }]), sharedChromium()]);
     page = await (await newContext(browser)).newPage();
   });
   afterAll(async () => {

@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk, readZipEntry, writeZip } from '../../src/sim/android/apk.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'files';
@@ -45,7 +45,7 @@ describe.runIf(hasChromium)('GUI: files and apps', () => {
   const lab = useEngine();
 
   beforeAll(async () => {
-    browser = await launchChromium();
+    browser = await sharedChromium();
   });
   afterAll(async () => {
     await browser?.close();

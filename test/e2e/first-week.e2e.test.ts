@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, type Client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'first-week';
@@ -40,7 +40,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
   beforeAll(async () => {
     [lab, browser] = await Promise.all([
       startLab([{ model: 'Pixel 7', osVersion: '14' }, { model: 'Galaxy S23', osVersion: '14' }], { deviceIdleMinSeconds: 1, idleWarningSeconds: 1, sharingCheckSeconds: 0.2, activityFlushSeconds: 0.3 }),
-      launchChromium(),
+      sharedChromium(),
     ]);
     c = client(lab.engine.api);
     owner = await c.login();

@@ -9,7 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'h264-screen';
@@ -52,7 +52,7 @@ describe.runIf(ready)('GUI: the H.264 live screen', () => {
 
   beforeAll(async () => {
     process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT = String(TIME_LIMIT_S);
-    [lab, browser] = await Promise.all([startLab([PHONE]), launchChromium()]);
+    [lab, browser] = await Promise.all([startLab([PHONE]), sharedChromium()]);
     token = await c().login();
     ({ session: sessionId, serial } = await allocateInUse(c(), token, 'Pixel 7'));
     context = await newContext(browser);

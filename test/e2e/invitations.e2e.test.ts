@@ -6,7 +6,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'invitations';
@@ -17,7 +17,7 @@ describe.runIf(hasChromium)('GUI: an invitation link over the LAN, and managing 
   const lab = useEngine({ lanPort: 0 });
 
   beforeAll(async () => {
-    browser = await launchChromium();
+    browser = await sharedChromium();
     const r = await lab.c.call('PATCH', '/lab/settings', { token: lab.owner, body: { lanSharing: true, signupOpen: false } });
     expect(r.status).toBe(200);
     lanUrl = r.body.lanSharing.urls[0];

@@ -17,7 +17,7 @@ import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, uploadReadyApp, waitFor, type TestLab } from '../support/lab.js';
 import { startScriptedModel, type Script, type ScriptedModel } from '../support/scripted-model.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'iphone';
@@ -77,7 +77,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     ana = bus.phones[0]!;
     [lab, browser, model] = await Promise.all([
       startLab([{ model: 'Pixel 7', osVersion: '14' }], { usbmuxd: parseUsbmuxdAddress(bus.address) }),
-      launchChromium(),
+      sharedChromium(),
       startScriptedModel('openai', (body, i) => script(body, i)),
     ]);
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'phone-page';
@@ -43,7 +43,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
   const act = (body: unknown) => c().call('POST', `/sessions/${sessionId}/devices/${encodeURIComponent(serial)}/actions`, { token, body });
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12' }]), launchChromium()]);
+    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12' }]), sharedChromium()]);
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();

@@ -13,7 +13,7 @@ import { buildApk } from '../../src/sim/android/apk.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { mp4Boxes } from '../support/mp4-boxes.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'phone-toolbox';
@@ -45,7 +45,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
   const axe = async (where: string) => expect(await axeViolations(page), where).toEqual([]);
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12' }]), launchChromium()]);
+    [lab, browser] = await Promise.all([startLab([PHONE, { model: 'Galaxy S21', osVersion: '12' }]), sharedChromium()]);
     const context = await browser.newContext({ viewport: { width: 1024, height: 768 }, acceptDownloads: true });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
-import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip() && netnsOrSkip();
 const SUITE = 'providers';
@@ -27,7 +27,7 @@ describe.runIf(ready)('GUI: providers', () => {
     const parts = await Promise.allSettled([
       startNetnsProvider(5, { phones: [{ port: 24001, options: { model: 'Remote Pixel' } }] }).then((p) => (provider = p)),
       startLab([{ model: 'Desk Pixel' }], { providerCheckMs: 500, providerProbeTimeoutMs: 1000 }).then((l) => (lab = l)),
-      launchChromium().then((b) => (browser = b)),
+      sharedChromium().then((b) => (browser = b)),
     ]);
     const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
     if (failed) throw failed.reason;

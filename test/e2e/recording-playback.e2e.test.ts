@@ -15,7 +15,7 @@ import { client } from '../support/engine.js';
 import { ffmpegOrSkip, ffprobe } from '../support/ffmpeg.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, launchChromium, newContext } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, newContext } from './support/browser.js';
 
 const ready = adbOrSkip() && chromiumOrSkip() && ffmpegOrSkip();
 
@@ -40,7 +40,7 @@ describe.skipIf(!ready)('recordings play in Chromium', () => {
     lab = await startLab([{ model: 'Pixel 7' }], { usbmuxd: parseUsbmuxdAddress(bus.address) });
     c = client(lab.engine.api);
     token = await c.login();
-    browser = await launchChromium();
+    browser = await sharedChromium();
     page = await (await newContext(browser)).newPage();
     // A plain page of its own: the GUI's Content-Security-Policy is not what is under test here.
     blank = createServer((_, res) => res.end('<!doctype html><title>player</title>'));

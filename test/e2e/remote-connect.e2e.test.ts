@@ -11,7 +11,7 @@ import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { allocateInUse, adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { remotePorts } from '../support/remote.js';
-import { chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'remote-connect';
@@ -29,7 +29,7 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
     [lab, user, browser] = await Promise.all([
       startLab([{ model: 'Pixel 7', osVersion: '14' }], { remotePorts: remotePorts(3), remotePortRestSeconds: 1 }),
       startAdbServer(),
-      launchChromium(),
+      sharedChromium(),
     ]);
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
     context.setDefaultTimeout(15_000);

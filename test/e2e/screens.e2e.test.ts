@@ -6,7 +6,7 @@ import { PNG } from 'pngjs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'screens';
@@ -26,7 +26,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
   const lab = useEngine();
 
   beforeAll(async () => {
-    browser = await launchChromium();
+    browser = await sharedChromium();
     for (let i = 0; i < SESSIONS; i++) await c().call('POST', '/sessions', { token: lab.owner });
     page = await (await newContext(browser)).newPage();
     await logIn(page, originOf(lab.t.api), OWNER_EMAIL, OWNER_PASSWORD, '/sessions');

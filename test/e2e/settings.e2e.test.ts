@@ -9,7 +9,7 @@ import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, launchChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'settings';
@@ -26,7 +26,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
 
   beforeAll(async () => {
     bus = await startIosBus([{ name: IPHONE, version: '17.5.1', userApps: [{ bundleId: 'com.example.fieldnotes', name: 'Field Notes' }] }]);
-    [lab, browser] = await Promise.all([startLab([], { usbmuxd: parseUsbmuxdAddress(bus.address) }), launchChromium()]);
+    [lab, browser] = await Promise.all([startLab([], { usbmuxd: parseUsbmuxdAddress(bus.address) }), sharedChromium()]);
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();

@@ -8,7 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, type Client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'sharing';
@@ -29,7 +29,7 @@ describe.runIf(ready)('GUI: sharing the lab', () => {
         sharingCheckSeconds: 0.2,
         activityFlushSeconds: 0.3,
       }),
-      launchChromium(),
+      sharedChromium(),
     ]);
     c = client(lab.engine.api);
     owner = await c.login();

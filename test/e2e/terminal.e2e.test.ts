@@ -6,7 +6,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { sshdOrSkip, startMacLab, type MacLab } from '../support/mac-lab.js';
-import { chromiumOrSkip, launchChromium, logIn, newContext, originOf, snap } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap } from './support/browser.js';
 
 const ready = chromiumOrSkip() && sshdOrSkip();
 const SUITE = 'terminal';
@@ -19,7 +19,7 @@ describe.runIf(ready)('GUI: a Mac instance and its terminal', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startMacLab([{ name: 'mac-studio' }]), launchChromium()]);
+    [lab, browser] = await Promise.all([startMacLab([{ name: 'mac-studio' }]), sharedChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -269,6 +269,19 @@ describe.skipIf(!adbOrSkip())('screenrecord\'s H.264 through real adb to a viewe
     await waitFor('the landscape hello', () => w.hellos.find((h) => h.width === 2400), 5000);
     const turned = w.hellos.at(-1)!;
     expect(turned).toMatchObject({ width: 2400, height: 1080, frameWidth: 640, frameHeight: 288 });
+
     w.ws.close();
+
+    // A turn the phone makes by itself (an app, the accelerometer), not through the lab: the phone's own loop reads
+    // the rotation every 2 s and the screen follows. A new feed, at screenrecord's own time limit, so that nothing
+    // else restarts it.
+    process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT = '180';
+    await sleep(500);
+    const still = await watch(url);
+    await waitFor('the landscape keyframe', () => still.units.length > 0 && still.hellos.at(-1)!.width === 2400);
+    await lab.phones[0]!.shell('settings put system user_rotation 0');
+    await waitFor('the portrait hello after the phone turned by itself', () => still.hellos.at(-1)!.width === 1080, 8000);
+    expect(still.hellos.at(-1)).toMatchObject({ width: 1080, height: 2400, frameWidth: 288, frameHeight: 640 });
+    still.ws.close();
   }, 30_000);
 });

@@ -18,6 +18,43 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 }
 
+let shared: Promise<Browser> | undefined;
+
+/**
+ * The test worker's one Chromium, for an end-to-end test file: a worker runs file after file (vitest's isolate is off),
+ * and starting Chromium for each of them was a minute of CPU in all. Each file still gets fresh profiles (contexts);
+ * the handle's close() closes the contexts this file opened, not the browser, which ends with the worker.
+ */
+export async function sharedChromium(): Promise<Browser> {
+  let browser = await (shared ??= launchChromium());
+  if (!browser.isConnected()) {
+    shared = launchChromium();
+    browser = await shared;
+  }
+  const real = browser;
+  const opened = new Set<BrowserContext>();
+  const track = <T extends BrowserContext>(context: T): T => {
+    opened.add(context);
+    context.once('close', () => opened.delete(context));
+    return context;
+  };
+  return new Proxy(real, {
+    get(target, property) {
+      if (property === 'newContext') return async (...args: Parameters<Browser['newContext']>) => track(await target.newContext(...args));
+      if (property === 'newPage') {
+        return async (...args: Parameters<Browser['newPage']>) => {
+          const page = await target.newPage(...args);
+          track(page.context());
+          return page;
+        };
+      }
+      if (property === 'close') return async () => void (await Promise.all([...opened].map((c) => c.close().catch(() => undefined))));
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 /** A fresh browser profile, like a teammate's browser: its own storage, a laptop-sized window. */
 export async function newContext(browser: Browser): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });

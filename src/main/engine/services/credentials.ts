@@ -2,7 +2,17 @@ import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
-const SCRYPT = { N: 16384, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+/**
+ * scrypt's cost: 16 MiB and about 50 ms of a core per hash. The test suite signs up and logs in thousands of times, so
+ * under `NODE_ENV=test` (which vitest sets, and the engines it starts inherit) BENCHTOP_TEST_SCRYPT_N may lower it, as
+ * Rails' and Django's test settings lower bcrypt's; outside tests it is never read.
+ */
+const SCRYPT = { N: scryptCost(process.env), r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+
+export function scryptCost(env: NodeJS.ProcessEnv): number {
+  const asked = Number(env.BENCHTOP_TEST_SCRYPT_N);
+  return env.NODE_ENV === 'test' && Number.isInteger(asked) && asked >= 2 && (asked & (asked - 1)) === 0 ? asked : 16384;
+}
 const KEY_LENGTH = 32;
 
 /** Passwords are stored as scrypt hashes: `scrypt$<salt b64>$<hash b64>`. */

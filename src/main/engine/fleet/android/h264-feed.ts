@@ -37,11 +37,52 @@ const FLUSH_MS = 4;
 /** The next screenrecord starts this long before the running one reaches its time limit. */
 const OVERLAP_MS = 1500;
 /**
- * How often the rotation is read while screenrecord runs, for a turn the phone makes by itself (an app, the
- * accelerometer); a turn made through the driver is seen at once (rotated()). Each read is an adb shell, which costs
- * the engine more than relaying the video does, so not more often.
+ * How often the phone reads its rotation while screenrecord runs, for a turn it makes by itself (an app, the
+ * accelerometer); a turn made through the driver is seen at once (rotated()).
  */
 const ROTATION_POLL_MS = 2000;
+/**
+ * The phone reads its rotation in a loop of its own, over one shell that stays open, and the engine reads a line each
+ * time: a new adb shell for each read cost the engine more CPU than relaying the video did.
+ */
+const ROTATION_WATCH = `while true; do dumpsys display | grep -m 1 mBaseDisplayInfo; sleep ${ROTATION_POLL_MS / 1000}; done`;
+const ROTATION_RE = /mBaseDisplayInfo=.*?rotation (\d)/;
+
+/** Calls `onRotation` with the display's rotation in degrees at each of the phone's reads, until stopped. */
+function watchRotation(client: Client, serial: string, onRotation: (degrees: number) => void): () => void {
+  let stopped = false;
+  let stream: Duplex | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const open = () => {
+    client.getDevice(serial).shell(ROTATION_WATCH).then((opened: Duplex) => {
+      if (stopped) return void opened.destroy();
+      stream = opened;
+      let pending = '';
+      opened.on('data', (chunk: Buffer) => {
+        // Lines are short; a phone that prints something else without end is not kept in memory.
+        pending = (pending + chunk.toString('utf8')).slice(-4096);
+        for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n')) {
+          const rotation = ROTATION_RE.exec(pending.slice(0, end))?.[1];
+          pending = pending.slice(end + 1);
+          if (rotation !== undefined) onRotation((Number(rotation) & 3) * 90);
+        }
+      });
+      opened.on('error', () => undefined);
+      // The loop ended (the phone's shell was killed): read again a moment later.
+      opened.on('close', () => {
+        if (!stopped) retry = setTimeout(open, ROTATION_POLL_MS);
+      });
+    }, () => {
+      if (!stopped) retry = setTimeout(open, ROTATION_POLL_MS);
+    });
+  };
+  open();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    stream?.destroy();
+  };
+}
 
 /** The screenrecord runs watching each phone, by client and serial: what a rotation through the driver wakes. */
 const watchers = new WeakMap<Client, Map<string, Set<() => void>>>();
@@ -67,7 +108,7 @@ const ROTATION_RECHECK_MS = [0, 300, 1000];
 /** The display's rotation in degrees, from one `dumpsys display`. */
 async function rotationOf(client: Client, serial: string): Promise<number> {
   const display = (await readAll(await client.getDevice(serial).shell('dumpsys display'))).toString('utf8');
-  return (Number(/mBaseDisplayInfo=.*?rotation (\d)/.exec(display)?.[1] ?? 0) & 3) * 90;
+  return (Number(ROTATION_RE.exec(display)?.[1] ?? 0) & 3) * 90;
 }
 
 const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
@@ -125,14 +166,13 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     }, limit * 1000 - overlapMs);
   };
   planSuccessor();
-  const check = () => {
-    rotationOf(client, serial).then((now) => {
-      if (now === current.geometry.rotation) return;
-      current.rotated = true;
-      current.stop();
-    }, () => undefined);
+  const turned = (now: number) => {
+    if (now === current.geometry.rotation) return;
+    current.rotated = true;
+    current.stop();
   };
-  const watch = setInterval(check, ROTATION_POLL_MS);
+  const check = () => void rotationOf(client, serial).then(turned, () => undefined);
+  const stopWatching = watchRotation(client, serial, turned);
   const unwatch = onRotation(client, serial, check);
   const stop = () => notify();
   signal.addEventListener('abort', stop, { once: true });
@@ -174,7 +214,7 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     }
   } finally {
     clearTimeout(successor);
-    clearInterval(watch);
+    stopWatching();
     unwatch();
     signal.removeEventListener('abort', stop);
     current.stop();
