@@ -54,7 +54,7 @@ const REAL_PHONE_SCREENCAP = '2.1 s';
 
 const fmtFps = (fps: number) => `${fps.toFixed(1)} frames/s`;
 /** CPU ms per wall second, as a share of one core. */
-const fmtCpu = (msPerS: number) => `${(msPerS / 10).toFixed(1)}% of a core`;
+const fmtCpu = (msPerS: number) => `${(msPerS / 10).toFixed(2)}% of a core`;
 
 async function adb(lab: AndroidLab, ...args: string[]): Promise<string> {
   const r = await lab.adb.run(['-s', lab.serial, ...args], { timeoutMs: REQUEST_TIMEOUT_MS });
@@ -158,6 +158,17 @@ async function viewerFps(url: string, viewers: number, enginePid: number): Promi
   return { fps, hello, cpuMsPerS, bytesPerS };
 }
 
+/**
+ * The engine's CPU over a window with the phone's screen moving and nobody watching, in ms per second: its own timers
+ * and checks, which every viewer figure includes and which is no viewer's cost.
+ */
+async function idleCpuMsPerS(pid: number): Promise<number> {
+  const before = cpuMs(pid);
+  const start = performance.now();
+  await sleep(WINDOW_MS);
+  return (cpuMs(pid) - before) / ((performance.now() - start) / 1000);
+}
+
 async function startLab(prefix: string, refreshRate = 60): Promise<{ lab: AndroidLab; sessionId: string; screenUrl: string; screenshotUrl: string }> {
   const lab = await startAndroidLab(prefix, { ...PHONE, refreshRate });
   const { id: sessionId } = await call<{ id: string }>('POST', `${lab.engine.api}/sessions`, { bearer: lab.apiKey });
@@ -252,12 +263,13 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   const cpu: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     direct.push(await directH264Fps(lab));
+    const idle = await idleCpuMsPerS(pid);
     const alone = await viewerFps(url, 1, pid);
     if (!alone.hello.includes('"format":"h264"')) throw new Error(`the live screen did not send H.264: ${alone.hello}`);
     fps.push(alone.fps[0]!);
     bytes.push(alone.bytesPerS[0]!);
-    cpu.push(alone.cpuMsPerS);
-    detail(`H.264 ${H264_RATE} Hz, round ${round + 1}: the phone's screenrecord ${fmtFps(direct.at(-1)!)}; one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)})`);
+    cpu.push(alone.cpuMsPerS - idle);
+    detail(`H.264 ${H264_RATE} Hz, round ${round + 1}: the phone's screenrecord ${fmtFps(direct.at(-1)!)}; one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)}, ${fmtCpu(idle)} of it with nobody watching)`);
   }
   // A new viewer while another watches: the feed's cached keyframe and the pictures since.
   const watcher = new WebSocket(url);
@@ -289,7 +301,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   return [
     row(`H.264 ${H264_RATE} Hz: bytes/s to one viewer (median of ${ROUNDS})`, fmtKBps(median(bytes)), `${fmtKBps(jpeg.bytesPerS)} (minicap's JPEG, same screen and size)`, fmtRatio(median(bytes), jpeg.bytesPerS), `<= ${BYTES_TARGET}x`, median(bytes) / jpeg.bytesPerS <= BYTES_TARGET),
     row(`H.264 ${H264_RATE} Hz: frames/s to one viewer (median of ${ROUNDS})`, fmtFps(median(fps)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fps), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fps) / median(direct) >= TARGET_RATIO),
-    row(`H.264 ${H264_RATE} Hz: engine CPU for one viewer`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
+    row(`H.264 ${H264_RATE} Hz: engine CPU one viewer adds (over the engine with nobody watching)`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer, the same way)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
     row(`H.264: restart gap at the time limit (worst of ${restartGaps.length})`, fmtMs(worstGap), `${fmtMs(usual)} (the usual gap between pictures)`, fmtRatio(worstGap, usual), `<= ${GAP_TARGET_MS} ms`, worstGap <= GAP_TARGET_MS),
     row(`H.264: a new viewer's first picture (median of ${FIRST_PICTURE_SAMPLES})`, fmtMs(median(first)), `${FIRST_PICTURE_TARGET_MS} ms`, fmtRatio(median(first), FIRST_PICTURE_TARGET_MS), `<= ${FIRST_PICTURE_TARGET_MS} ms`, Math.max(...first) <= FIRST_PICTURE_TARGET_MS),
   ];
@@ -480,11 +492,13 @@ export const liveScreen: Benchmark = {
       const jpegBytes: number[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         direct.push(await directFps(lab));
+        const idle = rate === H264_RATE ? await idleCpuMsPerS(pid) : 0;
         const alone = await viewerFps(screenUrl, 1, pid);
         if (!alone.hello.includes('"source":"minicap"')) throw new Error(`the live screen did not run minicap: ${alone.hello}`);
         one.push(alone.fps[0]!);
         jpegBytes.push(alone.bytesPerS[0]!);
-        cpuOneWall.push(alone.cpuMsPerS);
+        // What one viewer adds to the engine's CPU (at the H.264 comparison's rate, where it is measured).
+        cpuOneWall.push(alone.cpuMsPerS - idle);
         // Engine CPU ms per frame and viewer: what each frame costs the engine, shared by its viewers.
         cpuOne.push(alone.cpuMsPerS / alone.fps[0]!);
         const many = await viewerFps(screenUrl, 4, pid);
