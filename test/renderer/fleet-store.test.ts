@@ -18,13 +18,14 @@ describe.runIf(hasAdb)('fleet store', () => {
 
   it('lists the phones, reports plug and unplug between polls, and shows which phone this organization holds', async () => {
     let now = 1000;
-    const store = createFleetStore(() => clientFor(lab.engine.api, token), () => now);
     // The engine learns of the phone from adb's device tracking, and reads its name and battery after that: on a busy
-    // machine that is not done yet when startLab returns.
+    // machine that is not done yet when startLab returns. The store's first poll comes after, so it sees no change.
     await waitFor('Pixel 7 listed with its battery', async () => {
-      await store.getState().refresh();
-      return store.getState().devices.some((d) => d.name === 'Pixel 7' && d.battery === 64);
-    });
+      const fleet = (await client(lab.engine.api).call('GET', '/fleet/devices', { token })).body.data as Array<{ name: string; battery?: number }>;
+      return fleet.some((d) => d.name === 'Pixel 7' && d.battery === 64);
+    }, 20_000);
+    const store = createFleetStore(() => clientFor(lab.engine.api, token), () => now);
+    await store.getState().refresh();
     expect(store.getState()).toMatchObject({ loaded: true, error: undefined, changes: [], hosts: [], providers: [] });
     expect(store.getState().devices).toEqual([expect.objectContaining({ name: 'Pixel 7', battery: 64, held: false })]);
 

@@ -55,6 +55,12 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     key = await c.createKey(owner);
     origin = new URL(lab.engine.api).origin;
     port = Number(new URL(lab.engine.api).port);
+    // The engine learns of the phones from adb's tracking and reads their names after startLab returns: a new
+    // session before that finds no phone that could match, which is the right answer then.
+    await waitFor('the three phones in the fleet', async () => {
+      const fleet = (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ name: string; state: string }>;
+      return ['Pixel 8', 'Pixel 7', 'Galaxy S23'].every((name) => fleet.some((d) => d.name === name && d.state === 'device'));
+    }, 30_000);
   }, 60_000);
 
   afterAll(async () => {
