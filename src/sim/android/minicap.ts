@@ -310,6 +310,8 @@ async function serveClient(io: StreamIo, banner: Buffer, host: MinicapHost, p: P
     }
     const wait = period - (performance.now() - started);
     await sleep(Math.max(1, wait));
+    // A still screen: nothing to send until something changes or the clock turns a minute.
+    if (last !== undefined && !io.signal.aborted && !stop.aborted) await host.screen.stillUntil(last, 60_000, AbortSignal.any([io.signal, stop]));
   }
   await io.end();
 }

@@ -68,6 +68,16 @@ export class Screen {
     return this.current().key;
   }
 
+  /**
+   * Waits while the picture stands still: until something visible changes, the status bar's clock turns a minute,
+   * `ms` pass or `signal` aborts. Returns at once while it animates (a new picture every display refresh).
+   */
+  async stillUntil(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.device.animating || this.key() !== key) return;
+    const nextMinute = 60_000 - (Date.now() % 60_000) + 5;
+    await this.device.untilChanged(Math.min(ms, nextMinute), signal);
+  }
+
   /** The screen scaled to width x height and JPEG-encoded, as minicap's virtual display and libjpeg-turbo do. */
   jpeg(width: number, height: number, quality: number): Promise<Buffer> {
     const f = this.current();

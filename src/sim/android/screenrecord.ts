@@ -157,6 +157,8 @@ async function recordFrames(host: MinicapHost, encoder: H264Encoder, width: numb
     }
     const wait = Math.min(period - (performance.now() - started), deadline - Date.now());
     await sleep(Math.max(1, wait), undefined, { signal: stop }).catch(() => undefined);
+    // A still screen: nothing to look at until something changes, the clock turns a minute, or the time limit.
+    if (key !== undefined && !stop.aborted) await host.screen.stillUntil(key, deadline - Date.now(), stop);
   } while (!stop.aborted && Date.now() < deadline);
   return frame!;
 }
