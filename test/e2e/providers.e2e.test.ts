@@ -66,7 +66,7 @@ describe.runIf(ready)('GUI: providers', () => {
     await snap(page, SUITE, '01-settings-provider-host-key');
     await form.getByRole('button', { name: 'Trust this key and add' }).click();
     const table = page.getByRole('table', { name: 'Providers' });
-    await table.getByRole('row', { name: /rack-2/ }).getByText('up').waitFor();
+    await table.getByRole('row', { name: /rack-2/ }).getByText('up', { exact: true }).waitFor();
     expect(await table.getByRole('row', { name: /rack-2/ }).textContent()).toContain(fingerprint);
     await snap(page, SUITE, '01-settings-providers');
   });
