@@ -365,8 +365,8 @@ async function pageRows(benchmark: string, lab: AndroidLab, sessionId: string): 
     }
   }
 
-  await call('POST', `${device}/actions`, { bearer: lab.apiKey, body: { type: 'pressButton', button: 'HOME' } });
   const home = () => call('POST', `${device}/actions`, { bearer: lab.apiKey, body: { type: 'pressButton', button: 'HOME' } });
+  await home();
   const target = await settingsIcon(device, lab.apiKey);
   const latency: Record<'H.264' | 'JPEG', number[]> = { 'H.264': [], JPEG: [] };
   for (let round = 0; round < ROUNDS; round++) {
@@ -549,6 +549,32 @@ export const liveScreen: Benchmark = {
   },
 };
 
+/**
+ * GET .../screenshot and a cold `adb exec-out screencap -p` in turns, SCREENSHOT_SAMPLES each after three of warm-up:
+ * their times, and the content type the API answered with.
+ */
+async function screenshotsBesideScreencap(lab: AndroidLab, screenshotUrl: string): Promise<{ api: number[]; cold: number[]; type: string }> {
+  const api: number[] = [];
+  const cold: number[] = [];
+  let type = '';
+  for (let i = 0; i < SCREENSHOT_SAMPLES + 3; i++) {
+    let start = performance.now();
+    const res = await fetch(screenshotUrl, { headers: { authorization: `Bearer ${lab.apiKey}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    await res.arrayBuffer();
+    const apiMs = performance.now() - start;
+    if (res.status !== 200) throw new Error(`GET ${screenshotUrl} answered ${res.status}`);
+    type = res.headers.get('content-type') ?? '';
+    start = performance.now();
+    const png = await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
+    const coldMs = performance.now() - start;
+    if (png.code !== 0 || png.stdout.length < 100) throw new Error('adb exec-out screencap -p failed');
+    if (i < 3) continue;
+    api.push(apiMs);
+    cold.push(coldMs);
+  }
+  return { api, cold, type };
+}
+
 export const screenshotDuringFeed: Benchmark = {
   name: 'screenshot-during-feed',
   title: `GET .../screenshot while a live screen runs vs a cold \`adb exec-out screencap -p\`, ${SCREENSHOT_SAMPLES} each, interleaved`,
@@ -562,24 +588,7 @@ export const screenshotDuringFeed: Benchmark = {
       viewer.once('error', reject);
     });
     await sleep(WARMUP_MS);
-    const api: number[] = [];
-    const cold: number[] = [];
-    let type = '';
-    for (let i = 0; i < SCREENSHOT_SAMPLES + 3; i++) {
-      let start = performance.now();
-      const res = await fetch(screenshotUrl, { headers: { authorization: `Bearer ${lab.apiKey}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-      await res.arrayBuffer();
-      const apiMs = performance.now() - start;
-      if (res.status !== 200) throw new Error(`GET ${screenshotUrl} answered ${res.status}`);
-      type = res.headers.get('content-type') ?? '';
-      start = performance.now();
-      const png = await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
-      const coldMs = performance.now() - start;
-      if (png.code !== 0 || png.stdout.length < 100) throw new Error('adb exec-out screencap -p failed');
-      if (i < 3) continue;
-      api.push(apiMs);
-      cold.push(coldMs);
-    }
+    const { api, cold, type } = await screenshotsBesideScreencap(lab, screenshotUrl);
     viewer.close();
     // The same phone with a still screen: it re-encodes nothing and answers from its cached PNG.
     await adb(lab, 'shell', 'input keyevent KEYCODE_HOME');
@@ -600,21 +609,7 @@ export const screenshotDuringFeed: Benchmark = {
       video.on('message', (_data, binary) => binary && resolve());
       video.once('error', reject);
     });
-    const duringVideo: number[] = [];
-    const alone: number[] = [];
-    let videoType = '';
-    for (let i = 0; i < SCREENSHOT_SAMPLES + 3; i++) {
-      let start = performance.now();
-      const res = await fetch(screenshotUrl, { headers: { authorization: `Bearer ${lab.apiKey}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-      await res.arrayBuffer();
-      const ms = performance.now() - start;
-      videoType = res.headers.get('content-type') ?? '';
-      start = performance.now();
-      await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
-      if (i < 3) continue;
-      duringVideo.push(ms);
-      alone.push(performance.now() - start);
-    }
+    const { api: duringVideo, cold: alone, type: videoType } = await screenshotsBesideScreencap(lab, screenshotUrl);
     video.close();
     detail(`API while only an H.264 viewer watches (${videoType}): median ${fmtMs(median(duringVideo))}; cold screencap beside it ${fmtMs(median(alone))}`);
     detail(`API while a feed runs (${type}): median ${fmtMs(median(api))}, p95 ${fmtMs(percentile(api, 95))}`);
