@@ -5,6 +5,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServe, bundle, metafile } from '../../scripts/build-serve.mjs';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/adb-cli.js';
@@ -341,6 +342,24 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     expect(remote.status, JSON.stringify(remote.body)).toBeOneOf([200, 201]);
     expect((await owner('DELETE', `${device}/remote-connect`)).status).toBe(204);
     expect((await owner('POST', `/sessions/${session}/end`)).status).toBe(202);
+  }, 60_000);
+
+  it('streams a demo Android phone\'s live screen as H.264 from its screenrecord (the h264 feed and its rotation watch, bundled)', async () => {
+    // The demo phone the set-up holds.
+    const socket = new WebSocket(`${api.replace(/^http/, 'ws')}/sessions/${ids.sessionId}/devices/${encodeURIComponent(ids.deviceId!)}/screen?token=${token}&codecs=h264,jpeg`);
+    const seen = await new Promise<{ hello: Record<string, unknown>; first: Buffer }>((resolve, reject) => {
+      let hello: Record<string, unknown> | undefined;
+      socket.on('message', (data: Buffer, binary) => {
+        if (!binary) hello = JSON.parse(data.toString()) as Record<string, unknown>;
+        else if (hello) resolve({ hello, first: data });
+      });
+      socket.once('error', reject);
+    });
+    socket.close();
+    expect(seen.hello).toMatchObject({ type: 'hello', format: 'h264', source: 'screenrecord', codec: expect.stringMatching(/^avc1\./) });
+    // The first message is a keyframe (header byte 0, bit 0), its access unit in Annex B after the 5 header bytes.
+    expect(seen.first[0]! & 1).toBe(1);
+    expect([...seen.first.subarray(5, 9)]).toEqual([0, 0, 0, 1]);
   }, 60_000);
 
   it('answers every operation of its OpenAPI document, as the lab owner, with a status the document declares and never a 500', async () => {
