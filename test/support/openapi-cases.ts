@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
  * TypeBox's, so the keywords read here are the ones TypeBox writes (no $ref).
  */
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Schema = any;
 
 /** A small seeded generator (mulberry32): the same seed makes the same requests, so a failure can be replayed. */
