@@ -1101,9 +1101,24 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
 
   // ---- cmd ----
 
+  /** The clipboard service's shell command: `get text` prints the primary clip's text, `set text TEXT` replaces it. */
+  const clipboard: CommandFn = async (ctx) => {
+    const [sub, kind, ...text] = ctx.args;
+    if (sub === 'get' && kind === 'text') {
+      await print(ctx, `${device.clipboard}\n`);
+      return 0;
+    }
+    if (sub === 'set' && kind === 'text') {
+      device.clipboard = text.join(' ');
+      return 0;
+    }
+    await complain(ctx, 'Clipboard service commands:\n  get text\n  set text TEXT');
+    return 1;
+  };
+
   commands.set('cmd', async (ctx) => {
     const [service, ...rest] = ctx.args;
-    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings, notification, appops };
+    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings, notification, appops, clipboard };
     if (service === '-l') {
       await print(ctx, `Currently running services:\n${Object.keys(delegate).map((s) => `  ${s}\n`).join('')}`);
       return 0;

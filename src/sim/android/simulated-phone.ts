@@ -443,6 +443,23 @@ const PS_HELP =
   '-U\tReal USERs (before suid)\n\nOutput modifiers:\n\n-k\tSort FIELDs (-FIELD to reverse)\t\t-M\tMeasure/pad future field widths\n' +
   '-n\tShow numeric USER and GROUP\t\t-w\tWide output (don\'t truncate fields)\n';
 
+const PS_FIELDS = ['USER', 'PID', 'PPID', 'NAME'] as const;
+type PsField = (typeof PS_FIELDS)[number];
+
+/** The columns `-o` asks for (it may repeat, and takes comma-separated fields), undefined for the default; an unknown field is toybox's complaint. */
+function psFields(args: readonly string[]): PsField[] | string | undefined {
+  const asked: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-o') asked.push(...(args[++i] ?? '').split(','));
+    else if (a.startsWith('-o')) asked.push(...a.slice(2).split(','));
+  }
+  if (asked.length === 0) return undefined;
+  const unknown = asked.find((f) => !(PS_FIELDS as readonly string[]).includes(f.toUpperCase()));
+  if (unknown !== undefined) return `bad -o ${unknown}`;
+  return asked.map((f) => f.toUpperCase() as PsField);
+}
+
 /** `ps`, `pidof` and `kill` over the apps' processes and the native ones (minicap) started from the shell. */
 function processCommands(commands: Map<string, CommandFn>, processes: ProcessTable, device: Device): void {
   const appPidof = commands.get('pidof');
@@ -462,6 +479,18 @@ function processCommands(commands: Map<string, CommandFn>, processes: ProcessTab
       ...[...device.pids].map(([name, pid]) => ({ user: appUser(device.apps.get(name)?.uid ?? 10000), pid, name })),
       ...processes.list().map((p) => ({ user: p.user, pid: p.pid, name: p.name })),
     ];
+    const fields = psFields(ctx.args);
+    if (typeof fields === 'string') {
+      await ctx.stderr.write(`ps: ${fields}\n`);
+      return 1;
+    }
+    if (fields) {
+      const cell = (field: PsField, row: { user: string; pid: number; name: string }) =>
+        field === 'USER' ? row.user.padEnd(10) : field === 'PID' ? String(row.pid).padStart(5) : field === 'PPID' ? '1'.padStart(5) : row.name;
+      const header = fields.map((f) => (f === 'USER' ? f.padEnd(10) : f === 'NAME' ? f : f.padStart(5))).join(' ');
+      await ctx.stdout.write([header, ...rows.map((r) => fields.map((f) => cell(f, r)).join(' '))].join('\n') + '\n');
+      return 0;
+    }
     const line = (user: string, pid: string, name: string) => `${user.padEnd(10)} ${pid.padStart(5)}   ${'1'.padStart(5)} 0 0 0 0 S ${name}\n`;
     await ctx.stdout.write(`USER         PID  PPID VSZ RSS WCHAN ADDR S NAME\n` + rows.map((r) => line(r.user, String(r.pid), r.name)).join(''));
     return 0;

@@ -318,6 +318,61 @@ const rm: CommandFn = async (ctx) => {
   return status;
 };
 
+/**
+ * toybox's `find PATH... [-mindepth N] [-maxdepth N] [-type f|d] [-print]`: each path the walk meets, a folder before
+ * what is in it, named from the operand as given. A missing operand is an error on stderr, and the walk goes on.
+ */
+const find: CommandFn = async (ctx) => {
+  const paths: string[] = [];
+  let i = 0;
+  for (; i < ctx.args.length && !ctx.args[i]!.startsWith('-'); i++) paths.push(ctx.args[i]!);
+  let minDepth = 0;
+  let maxDepth = Infinity;
+  let type: 'file' | 'dir' | undefined;
+  for (; i < ctx.args.length; i++) {
+    const [option, value] = [ctx.args[i]!, ctx.args[i + 1]];
+    if (option === '-print') continue;
+    if (value === undefined) {
+      await complain(ctx, `find: '${option}' needs 1 arg`);
+      return 1;
+    }
+    i++;
+    if (option === '-mindepth' || option === '-maxdepth') {
+      if (!/^\d+$/.test(value)) {
+        await complain(ctx, `find: not integer '${value}'`);
+        return 1;
+      }
+      if (option === '-mindepth') minDepth = Number(value);
+      else maxDepth = Number(value);
+    } else if (option === '-type' && (value === 'f' || value === 'd')) {
+      type = value === 'f' ? 'file' : 'dir';
+    } else {
+      await complain(ctx, `find: bad arg '${option}'`);
+      return 1;
+    }
+  }
+  let status = 0;
+  const lines: string[] = [];
+  const walk = (path: string, shown: string, depth: number) => {
+    const st = ctx.fs.stat(path);
+    if (!st) return;
+    if (depth >= minDepth && (!type || st.kind === type)) lines.push(shown);
+    if (st.kind !== 'dir' || depth >= maxDepth) return;
+    for (const e of ctx.fs.list(path)) walk(posix.join(path, e.name), `${shown.endsWith('/') ? shown : shown + '/'}${e.name}`, depth + 1);
+  };
+  for (const operand of paths.length > 0 ? paths : ['.']) {
+    const path = ctx.fs.resolve(operand, ctx.cwd);
+    if (!ctx.fs.stat(path)) {
+      await complain(ctx, `find: '${operand}': No such file or directory`);
+      status = 1;
+      continue;
+    }
+    walk(path, operand, 0);
+  }
+  if (lines.length) await print(ctx, lines.join('\n') + '\n');
+  return status;
+};
+
 const mkdir: CommandFn = async (ctx) => {
   const { flags, operands } = parseFlags(ctx.args, 'm');
   let status = 0;
@@ -510,6 +565,7 @@ export function toolbox(knownCommands: () => Iterable<string>): Map<string, Comm
     ['printf', printf],
     ['ls', ls],
     ['rm', rm],
+    ['find', find],
     ['mkdir', mkdir],
     ['touch', touch],
     ['cp', copyOrMove('cp')],

@@ -28,12 +28,25 @@ export interface Phone {
   paused?: boolean;
 }
 
+/** What a phone held when an allocation began: its release puts the phone back to it. */
+export interface PhoneBaseline {
+  /** The installed packages (Android) or user apps (iPhone). */
+  packages: string[];
+  /** Android: every path in shared storage and adb's scratch folder; absent when there were too many to list in time. */
+  files?: string[];
+  /** Android: the packages that had a running process. */
+  running?: string[];
+}
+
 /** Driving one phone: what every platform implements, and the only way the engine touches a phone. */
 export interface PhoneDriver {
-  /** Wakes the screen, dismisses the keyguard, goes home; returns the installed packages. */
-  prepare(): Promise<string[]>;
-  /** Uninstalls what was added since `packagesBefore`, force-stops apps, goes home, resets rotation. */
-  cleanup(packagesBefore: readonly string[]): Promise<void>;
+  /** Wakes the screen, dismisses the keyguard, goes home; returns what the phone holds now, for cleanup to go back to. */
+  prepare(): Promise<PhoneBaseline>;
+  /**
+   * Puts the phone back as `before` found it for the next holder: uninstalls what was added, removes added files,
+   * force-stops what the holder started, clears the clipboard, goes home, resets rotation (docs/sharing.md).
+   */
+  cleanup(before: PhoneBaseline): Promise<void>;
   /** Installs the app file at a local path (an APK on Android), replacing an earlier version. */
   install(appPath: string): Promise<void>;
   /** A PNG of the screen. */

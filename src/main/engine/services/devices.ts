@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { checkFilters, matches, type DeviceFilter } from '../domain/device-filters.js';
 import { conflict, invalid, notFound, ServiceError } from '../domain/errors.js';
-import type { Phone, PhoneSource } from '../fleet/types.js';
+import type { Phone, PhoneBaseline, PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { FileRow } from '../store/files.js';
 import type { FleetDeviceRow } from '../store/fleet.js';
@@ -360,13 +360,13 @@ export class DeviceAllocator {
   private async preparation(row: DeviceAllocationRow): Promise<void> {
     const serial = row.serial!;
     try {
-      const packages = await withTimeout(this.phones.driver(serial).prepare(), this.options.prepareTimeoutMs, 'Preparing the phone');
+      const baseline = await withTimeout(this.phones.driver(serial).prepare(), this.options.prepareTimeoutMs, 'Preparing the phone');
       if (this.stopped) return;
       const current = this.stores.devices.get(row.id);
       if (current?.status !== 'provisioning' || current.serial !== serial) return;
       // Kept from a preparation a restart interrupted, which may have installed some of the apps already. Recorded
       // before installing, so that cleanup removes what installApps adds.
-      if (current.packagesBefore === null) this.stores.devices.setPackagesBefore(row.id, packages);
+      if (current.packagesBefore === null) this.stores.devices.setBaseline(row.id, baseline);
       await this.installApps(current);
       // Released, or requeued because the phone went away, while the apps were installing.
       const installed = this.stores.devices.get(row.id);
@@ -437,7 +437,12 @@ export class DeviceAllocator {
     if (this.cleaning.has(serial)) return;
     this.cleaning.add(serial);
     try {
-      await withTimeout(this.phones.driver(serial).cleanup(JSON.parse(row.packagesBefore!) as string[]), this.options.prepareTimeoutMs, 'Cleaning the phone');
+      const before: PhoneBaseline = {
+        packages: JSON.parse(row.packagesBefore!) as string[],
+        ...(row.filesBefore ? { files: JSON.parse(row.filesBefore) as string[] } : {}),
+        ...(row.runningBefore ? { running: JSON.parse(row.runningBefore) as string[] } : {}),
+      };
+      await withTimeout(this.phones.driver(serial).cleanup(before), this.options.prepareTimeoutMs, 'Cleaning the phone');
       if (!this.stopped) this.stores.devices.markCleaned(row.id, this.now());
     } catch (error) {
       // Left uncleaned: the next time the phone appears (or the engine starts) cleanup runs again.

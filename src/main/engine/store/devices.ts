@@ -1,4 +1,5 @@
 import { uniqueCreatedAt } from '../domain/time.js';
+import type { PhoneBaseline } from '../fleet/types.js';
 import type { Db } from './db.js';
 import type { Version } from './version.js';
 
@@ -17,6 +18,10 @@ export interface DeviceAllocationRow {
   releaseReason: string | null;
   filters: string;
   packagesBefore: string | null;
+  /** JSON: the paths in the phone's holder-writable folders at allocation (Android), until its cleanup finished. */
+  filesBefore: string | null;
+  /** JSON: the packages with a running process at allocation (Android). */
+  runningBefore: string | null;
   createdAt: number;
   assignedAt: number | null;
   offlineSince: number | null;
@@ -35,6 +40,7 @@ export interface DeviceAllocationRow {
 
 const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId, status, platform, type, name,
   os_version AS osVersion, serial, release_reason AS releaseReason, filters, packages_before AS packagesBefore,
+  files_before AS filesBefore, running_before AS runningBefore,
   created_at AS createdAt, assigned_at AS assignedAt, offline_since AS offlineSince, released_at AS releasedAt,
   cleaned_at AS cleanedAt, created_by AS createdBy, last_activity_at AS lastActivityAt, idle_deadline_at AS idleDeadlineAt,
   warning_reason AS warningReason, warning_release_at AS warningReleaseAt`;
@@ -75,16 +81,18 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
      os_version = @osVersion, assigned_at = @at WHERE id = @id AND status = 'queued'`,
   );
   const setStatus = db.prepare('UPDATE device_allocations SET status = ?, offline_since = ? WHERE id = ? AND released_at IS NULL');
-  const setPackages = db.prepare('UPDATE device_allocations SET packages_before = ? WHERE id = ?');
+  const setBaseline = db.prepare('UPDATE device_allocations SET packages_before = ?, files_before = ?, running_before = ? WHERE id = ?');
   const requeue = db.prepare(
-    `UPDATE device_allocations SET status = 'queued', serial = NULL, assigned_at = NULL, offline_since = NULL, packages_before = NULL
+    `UPDATE device_allocations SET status = 'queued', serial = NULL, assigned_at = NULL, offline_since = NULL, packages_before = NULL,
+     files_before = NULL, running_before = NULL
      WHERE id = ? AND released_at IS NULL`,
   );
   const release = db.prepare(
     `UPDATE device_allocations SET status = 'released', released_at = ?, release_reason = ?, offline_since = NULL
      WHERE id = ? AND released_at IS NULL`,
   );
-  const cleaned = db.prepare('UPDATE device_allocations SET cleaned_at = ? WHERE id = ?');
+  // A cleaned phone's listing of files is no longer needed, and may be large.
+  const cleaned = db.prepare('UPDATE device_allocations SET cleaned_at = ?, files_before = NULL WHERE id = ?');
   const activity = db.prepare('UPDATE device_allocations SET last_activity_at = ?, idle_deadline_at = ? WHERE id = ? AND released_at IS NULL');
   const warn = db.prepare('UPDATE device_allocations SET warning_reason = ?, warning_release_at = ? WHERE id = ? AND released_at IS NULL');
 
@@ -113,7 +121,8 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
       write(assign.run({ id, ...phone, at })).changes === 1,
     setStatus: (id: string, status: 'provisioning' | 'in_use' | 'offline', offlineSince: number | null = null) =>
       write(setStatus.run(status, offlineSince, id)).changes === 1,
-    setPackagesBefore: (id: string, packages: readonly string[]) => void setPackages.run(JSON.stringify(packages), id),
+    setBaseline: (id: string, before: PhoneBaseline) =>
+      void setBaseline.run(JSON.stringify(before.packages), before.files ? JSON.stringify(before.files) : null, before.running ? JSON.stringify(before.running) : null, id),
     requeue: (id: string) => write(requeue.run(id)).changes === 1,
     release: (id: string, at: number, reason: string | null) => write(release.run(at, reason, id)).changes === 1,
     markCleaned: (id: string, at: number) => void cleaned.run(at, id),

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { PACKET, PacketReader, shellPacket, windowSize } from '../../../../protocols/adb/shell-v2.js';
 import {
   FileMissing,
-  type ActionResult, type Button, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneDriver, type PhoneFileEntry,
+  type ActionResult, type Button, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneBaseline, type PhoneDriver, type PhoneFileEntry,
   type PhoneShell, type ScreenRecording, type ShellHandlers, type TerminalSize, type UiElement,
 } from '../types.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
@@ -155,6 +155,19 @@ export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
  */
 export const LAB_KEPT_PACKAGES = new Set(['io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test', 'io.appium.settings']);
 
+/** Where a holder's files land: shared storage (/sdcard is a link to it) and adb's scratch folder. */
+const HOLDER_FOLDERS = ['/storage/emulated/0', '/data/local/tmp'];
+/** Bounds on the listing of those folders: beyond them, files are not reset (docs/sharing.md). */
+const FILES_LISTED_AT_MOST = 20_000;
+const FILES_LISTING_MS = 10_000;
+
+/** `/a/b/c` -> `/a/b`, `/a`. */
+function ancestors(path: string): string[] {
+  const out: string[] = [];
+  for (let i = path.lastIndexOf('/'); i > 0; i = path.lastIndexOf('/', i - 1)) out.push(path.slice(0, i));
+  return out;
+}
+
 export class AndroidDriver implements PhoneDriver {
   /** `bulk` carries pushes (installs): on a provider, a connection of their own, so that screens do not stall behind them. */
   constructor(
@@ -180,25 +193,77 @@ export class AndroidDriver implements PhoneDriver {
     return parsePackages(await this.shell(`pm list packages ${flags}`.trim()));
   }
 
-  async prepare(): Promise<string[]> {
+  async prepare(): Promise<PhoneBaseline> {
     // The log starts with this allocation: the last user's lines are not the next user's to read.
     await this.shell('logcat -c');
     await this.shell('input keyevent KEYCODE_WAKEUP');
     await this.shell('wm dismiss-keyguard');
     await this.shell('input keyevent KEYCODE_HOME');
-    return this.packages();
+    const packages = await this.packages();
+    const files = await this.files();
+    return { packages, running: await this.running(packages), ...(files ? { files } : {}) };
   }
 
-  async cleanup(packagesBefore: readonly string[]): Promise<void> {
-    const before = new Set(packagesBefore);
-    for (const pkg of await this.packages()) {
-      if (!before.has(pkg) && !LAB_KEPT_PACKAGES.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
+  async cleanup(before: PhoneBaseline): Promise<void> {
+    const kept = new Set(before.packages);
+    const installed = await this.packages();
+    for (const pkg of installed) {
+      if (!kept.has(pkg) && !LAB_KEPT_PACKAGES.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
     }
-    for (const pkg of await this.packages('-3')) await this.shell(`am force-stop ${quote(pkg)}`);
+    // What ran before the allocation (the launcher, the keyboard, the system's own) goes on running; a third-party
+    // app is stopped whatever the case, as it always was.
+    const wasRunning = new Set(before.running ?? []);
+    const thirdParty = new Set(await this.packages('-3'));
+    for (const pkg of await this.running(installed)) {
+      if (thirdParty.has(pkg) || (before.running && !wasRunning.has(pkg))) await this.shell(`am force-stop ${quote(pkg)}`);
+    }
+    if (before.files) await this.removeAddedFiles(before.files);
+    // A build whose clipboard service takes no shell command says so and keeps its clip (docs/sharing.md).
+    await this.shell("cmd clipboard set text ''");
     await this.shell('input keyevent KEYCODE_HOME');
     await this.shell('settings put system accelerometer_rotation 0');
     await this.shell('settings put system user_rotation 0');
     await removeMinicap(this.client, this.serial);
+  }
+
+  /**
+   * Every path under the folders a holder may write, as toybox `find` lists them; undefined when the listing is larger
+   * or slower than its bounds, since a partial one cannot tell the lab's files from a holder's.
+   */
+  private async files(): Promise<string[] | undefined> {
+    const listing = await this.shell(
+      `find ${HOLDER_FOLDERS.join(' ')} -mindepth 1 2>/dev/null | head -n ${FILES_LISTED_AT_MOST + 1}`,
+      AbortSignal.timeout(FILES_LISTING_MS),
+    ).catch(() => undefined);
+    const paths = listing?.split('\n').map((l) => l.replace(/\r$/, '')).filter(Boolean);
+    return paths && paths.length <= FILES_LISTED_AT_MOST ? paths : undefined;
+  }
+
+  /** Removes what was added to the holder's folders since `before`: each added path whose folder was not added too. */
+  private async removeAddedFiles(before: readonly string[]): Promise<void> {
+    const now = await this.files();
+    if (!now) return;
+    const kept = new Set(before);
+    const added = new Set(now.filter((p) => !kept.has(p) && HOLDER_FOLDERS.some((root) => p.startsWith(`${root}/`))));
+    const outermost = [...added].filter((p) => !ancestors(p).some((a) => added.has(a)));
+    // Batched so that each command stays well inside what adbd takes as one shell line.
+    let batch: string[] = [];
+    const flush = async () => {
+      if (batch.length) await this.shell(`rm -rf ${batch.join(' ')}`);
+      batch = [];
+    };
+    for (const path of outermost) {
+      if (batch.join(' ').length + path.length > 3000) await flush();
+      batch.push(quote(path));
+    }
+    await flush();
+  }
+
+  /** The installed packages with a running process, as `ps` names an app's processes (`package` or `package:name`). */
+  private async running(installed: readonly string[]): Promise<string[]> {
+    const known = new Set(installed);
+    const names = (await this.shell('ps -A -o NAME')).split('\n').slice(1).map((l) => l.trim().split(':')[0]!);
+    return [...new Set(names.filter((n) => known.has(n)))].sort();
   }
 
   /** The allocation's log so far (prepare cleared what came before), then each new line as the phone logs it. */

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { conflict, invalid, ServiceError } from '../../domain/errors.js';
-import { FileMissing, type ActionResult, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneDriver, type PhoneFileEntry, type ScreenRecording, type UiElement } from '../types.js';
+import { FileMissing, type ActionResult, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneBaseline, type PhoneDriver, type PhoneFileEntry, type ScreenRecording, type UiElement } from '../types.js';
 import {
   afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
 } from './usbmux.js';
@@ -150,14 +150,14 @@ export class IosDriver implements PhoneDriver {
     }
   }
 
-  async prepare(): Promise<string[]> {
+  async prepare(): Promise<PhoneBaseline> {
     if (await this.wda.command<boolean>('GET', '/wda/locked')) await this.wda.command('POST', '/wda/unlock');
     await this.wda.request('POST', '/wda/homescreen');
-    return this.userApps();
+    return { packages: await this.userApps() };
   }
 
-  async cleanup(packagesBefore: readonly string[]): Promise<void> {
-    const before = new Set(packagesBefore);
+  async cleanup(baseline: PhoneBaseline): Promise<void> {
+    const before = new Set(baseline.packages);
     const apps = await this.userApps();
     const added = apps.filter((id) => !before.has(id) && !id.startsWith(WDA_RUNNER));
     if (added.length) {
