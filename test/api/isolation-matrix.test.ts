@@ -180,7 +180,7 @@ describe.skipIf(!hasAdb)('isolation matrix: every operation of the document, wit
     );
     const rng = seeded(41);
     const leaks: string[] = [];
-    const aIds = [a.sessionId, a.allocation, a.testResultId, a.assetId, a.fileId, a.appId, a.chatId, a.messageId, a.reservation, a.key, a.adbKey, a.invitationId, a.organization, a.userId, 'alice@alpha.test', 'carol@alpha.test', 'com.alpha.secret'];
+    const aIds = [...['sessionId', 'allocation', 'testResultId', 'assetId', 'fileId', 'appId', 'chatId', 'messageId', 'reservation', 'key', 'adbKey', 'invitationId', 'organization', 'userId'].map((name) => a[name]!), 'alice@alpha.test', 'carol@alpha.test', 'com.alpha.secret'];
     let compared = 0;
     for (const op of operations) {
       const withPath = op.path.includes('{');
