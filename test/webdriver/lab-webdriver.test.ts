@@ -256,8 +256,8 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect(await wd('GET', '/session/0123456789abcdef/source')).toMatchObject({ status: 404, body: { value: { error: 'invalid session id' } } });
     expect(await wd('GET', '/no-such-command')).toMatchObject({ status: 404, body: { value: { error: 'unknown command' } } });
 
-    // A start Appium refuses (an app it cannot find) frees the phone it took: none is left held.
-    const failed = await wd('POST', '/session', caps({ platformName: 'Android', 'appium:deviceName': 'Pixel 7', 'appium:app': '/nonexistent/app.apk' }));
+    // A start Appium refuses (a capability of the wrong type) frees the phone it took: none is left held.
+    const failed = await wd('POST', '/session', caps({ platformName: 'Android', 'appium:deviceName': 'Pixel 7', 'appium:appWaitDuration': 'soon' }));
     expect(failed).toMatchObject({ status: 500, body: { value: { error: 'session not created', message: expect.stringContaining('Pixel 7') } } });
     await waitFor('the phone to be freed', async () => (await allocations()).length === 0, 15_000);
 

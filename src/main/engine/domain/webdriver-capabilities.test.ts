@@ -106,3 +106,61 @@ describe('whyNothingMatches', () => {
     expect(whyNothingMatches([], readCapabilities({ platformName: 'iOS' }))).toBe('No phone in this lab matches platformName iOS.');
   });
 });
+
+describe('appium:options and the allowlist: what reaches Appium', () => {
+  const sets = (alwaysMatch: Record<string, unknown>, firstMatch?: Array<Record<string, unknown>>) => capabilitySets({ capabilities: { alwaysMatch, ...(firstMatch ? { firstMatch } : {}) } });
+
+  it('promotes appium:options over the top level, prefixed or not, as Appium does, in alwaysMatch and each firstMatch', () => {
+    expect(sets({ platformName: 'Android', 'appium:noReset': false, 'appium:options': { noReset: true, 'appium:deviceName': 'Pixel 8' } })).toEqual([
+      { platformName: 'Android', 'appium:noReset': true, 'appium:deviceName': 'Pixel 8' },
+    ]);
+    expect(sets({ platformName: 'Android' }, [{ 'appium:options': { platformVersion: '14' } }])).toEqual([{ platformName: 'Android', 'appium:platformVersion': '14' }]);
+    // Merged after flattening, as Appium merges: a name in alwaysMatch's options and in a firstMatch is in both.
+    expect(error(() => sets({ 'appium:options': { deviceName: 'a' } }, [{ 'appium:deviceName': 'b' }])).message).toContain('appium:deviceName');
+  });
+
+  it.each([
+    [{ 'appium:options': { adbPort: 5037 } }, 'The lab sets appium:adbPort'],
+    [{ 'appium:options': { 'appium:systemPort': 8200 } }, 'The lab sets appium:systemPort'],
+    [{ 'appium:options': { udid: 'A2', adbPort: 5037 } }, 'appium:options.udid'],
+    [{ 'appium:options': { webDriverAgentUrl: 'http://127.0.0.1:8100' } }, 'appium:webDriverAgentUrl'],
+    [{ 'appium:options': { platformName: 'iOS' } }, 'a W3C capability'],
+    [{ 'appium:options': 'udid=A2' }, 'appium:options must be a JSON object'],
+    [{ browserName: 'chrome', 'appium:chromedriverExecutable': '/tmp/x' }, 'no lab-managed Chrome'],
+    [{ 'appium:chromedriverExecutable': '/tmp/marker' }, 'appium:chromedriverExecutable'],
+    [{ 'appium:options': { chromedriverExecutableDir: '/tmp' } }, 'appium:chromedriverExecutableDir'],
+    [{ 'appium:chromedriverArgs': ['--x'] }, 'appium:chromedriverArgs'],
+    [{ 'appium:chromedriverChromeMappingFile': '/tmp/map.json' }, 'appium:chromedriverChromeMappingFile'],
+    [{ 'appium:keystorePath': '/home/lab/.android/debug.keystore' }, 'appium:keystorePath'],
+    [{ 'appium:app': 'http://127.0.0.1:8080/app.apk' }, 'apps by reference'],
+    [{ app: '/home/lab/app.apk' }, 'apps by reference'],
+    [{ 'appium:otherApps': ['/tmp/a.apk'] }, 'apps by reference'],
+    [{ 'appium:avd': 'Pixel', 'appium:avdArgs': '-x' }, 'appium:avd'],
+    [{ 'appium:mjpegScreenshotUrl': 'http://127.0.0.1:9100' }, 'appium:mjpegScreenshotUrl'],
+    [{ proxy: { proxyType: 'manual', httpProxy: '127.0.0.1:3128' } }, 'proxy'],
+    [{ webSocketUrl: true }, 'webSocketUrl'],
+    [{ 'appium:bundleId': 'com.apple.Preferences' }, 'appium:bundleId'],
+    [{ 'appium:settings': { serverPort: 1 } }, 'serverPort'],
+    [{ 'appium:settings[mjpegServerPort]': 1 }, 'mjpegServerPort'],
+    [{ 'appium:ADBPORT': 5037 }, 'appium:ADBPORT'],
+    [{ 'sauce:options': {} }, 'sauce:options'],
+  ])('refuses %j on Android naming it', (caps, message) => {
+    const e = error(() => sets({ platformName: 'Android', ...caps }).map(readCapabilities));
+    expect(e.w3c).toBe('invalid argument');
+    expect(e.message).toContain(message);
+  });
+
+  it('forwards what acts only on the held phone, with the lab\'s own left for the lab', () => {
+    const [caps] = sets({ platformName: 'Android', browserName: '', pageLoadStrategy: 'normal', 'appium:options': { appPackage: 'com.android.settings', noReset: true }, 'appium:settings': { waitForIdleTimeout: 0 }, 'appium:settings[allowInvisibleElements]': true });
+    expect(readCapabilities(caps!).appium).toEqual({
+      platformName: 'Android',
+      pageLoadStrategy: 'normal',
+      'appium:appPackage': 'com.android.settings',
+      'appium:noReset': true,
+      'appium:settings': { waitForIdleTimeout: 0 },
+      'appium:settings[allowInvisibleElements]': true,
+      'appium:automationName': 'UiAutomator2',
+    });
+    expect(readCapabilities({ platformName: 'iOS', 'appium:bundleId': 'com.apple.Preferences', 'appium:processArguments': { args: ['-x'] } }).appium).toMatchObject({ 'appium:bundleId': 'com.apple.Preferences' });
+  });
+});

@@ -1,10 +1,11 @@
 import { checkFilters, compareVersions, matches, type DeviceFilter, type MatchableDevice } from './device-filters.js';
 import { ServiceError } from './errors.js';
+import { refusedSetting } from './webdriver-commands.js';
 
 /*
  * A WebDriver new-session request, read as the lab reads it: W3C capability processing (alwaysMatch merged with each
- * firstMatch), then the capabilities that choose a phone turned into the allocation's own filter language, and those
- * the lab must own (ports, the adb server, the WebDriverAgent URL) refused when a client sets them.
+ * firstMatch, `appium:options` flattened as Appium flattens it), then the capabilities that choose a phone turned into the
+ * allocation's own filter language, and every other one through the allowlist of what the lab forwards to Appium.
  */
 
 /** The two W3C errors a new-session request can earn before Appium sees it. */
@@ -49,38 +50,105 @@ export const DEFAULT_QUEUE_TIMEOUT_S = 300;
 const MAX_QUEUE_TIMEOUT_S = 3600;
 const MAX_TEXT = 200;
 
-/** W3C's own capabilities; any other name without a vendor prefix is Appium's, as Appium itself reads it. */
+/** W3C's own capabilities (Appium compares them without case); any other name without a vendor prefix is Appium's. */
 const STANDARD = new Set([
   'browserName', 'browserVersion', 'platformName', 'acceptInsecureCerts', 'pageLoadStrategy', 'proxy', 'setWindowRect',
   'timeouts', 'strictFileInteractability', 'unhandledPromptBehavior', 'webSocketUrl', 'userAgent',
-]);
+].map((name) => name.toLowerCase()));
+const isStandard = (name: string) => STANDARD.has(name.toLowerCase());
+
+/**
+ * What the lab forwards to Appium: capabilities that act only on the held phone or on Appium's own pace. Everything
+ * else is refused (an allowlist): Appium runs on the lab's host, and a capability it acts on there (a file, a program,
+ * a port, a host, an emulator) would be the caller's reach into the lab.
+ */
+const FORWARDED = {
+  both: new Set([
+    'platformName', 'acceptInsecureCerts', 'pageLoadStrategy', 'setWindowRect', 'timeouts', 'strictFileInteractability', 'unhandledPromptBehavior',
+    'appium:automationName', 'appium:platformVersion', 'appium:deviceName', 'appium:udid', 'appium:newCommandTimeout', 'appium:noReset',
+    'appium:fullReset', 'appium:language', 'appium:locale', 'appium:orientation', 'appium:autoLaunch', 'appium:eventTimings',
+    'appium:printPageSourceOnFindFailure', 'appium:shouldTerminateApp', 'appium:forceAppLaunch', 'appium:settings', 'benchtop:options',
+  ]),
+  android: new Set([
+    'appium:appPackage', 'appium:appActivity', 'appium:appWaitActivity', 'appium:appWaitPackage', 'appium:appWaitDuration',
+    'appium:appWaitForLaunch', 'appium:intentAction', 'appium:intentCategory', 'appium:intentFlags', 'appium:optionalIntentArguments',
+    'appium:dontStopAppOnReset', 'appium:autoGrantPermissions', 'appium:unicodeKeyboard', 'appium:hideKeyboard', 'appium:noSign',
+    'appium:disableWindowAnimation', 'appium:skipUnlock', 'appium:unlockType', 'appium:unlockKey', 'appium:unlockStrategy',
+    'appium:unlockSuccessTimeout', 'appium:skipDeviceInitialization', 'appium:skipServerInstallation', 'appium:skipSettingsAppReinstall',
+    'appium:uiautomator2ServerLaunchTimeout', 'appium:uiautomator2ServerInstallTimeout', 'appium:uiautomator2ServerReadTimeout',
+    'appium:disableSuppressAccessibilityService', 'appium:androidInstallTimeout', 'appium:deviceReadyTimeout',
+    'appium:androidDeviceReadyTimeout', 'appium:clearDeviceLogsOnStart', 'appium:skipLogcatCapture', 'appium:logcatFormat',
+    'appium:logcatFilterSpecs', 'appium:ignoreHiddenApiPolicyError', 'appium:ignoreUnimportantViews', 'appium:allowTestPackages',
+    'appium:localeScript', 'appium:timeZone', 'appium:gpsEnabled', 'appium:mockLocationApp', 'appium:userProfile', 'appium:allowDelayAdb',
+  ]),
+  ios: new Set([
+    'appium:bundleId', 'appium:autoAcceptAlerts', 'appium:autoDismissAlerts', 'appium:processArguments', 'appium:waitForIdleTimeout',
+    'appium:wdaLaunchTimeout', 'appium:wdaConnectionTimeout', 'appium:wdaStartupRetries', 'appium:wdaStartupRetryInterval',
+    'appium:useNativeCachingStrategy', 'appium:maxTypingFrequency', 'appium:nativeTyping', 'appium:shouldUseSingletonTestManager',
+    'appium:useJSONSource', 'appium:appLaunchStateTimeoutSec', 'appium:resetOnSessionStartOnly', 'appium:commandTimeouts',
+    'appium:screenshotQuality', 'appium:skipLogCapture', 'appium:disableAutomaticScreenshots', 'appium:skipTriggerInputEventAfterSendkeys',
+    'appium:sendKeyStrategy',
+  ]),
+};
 
 /** Where Appium would reach the phone, or listen for it: the lab decides these for every session. */
 export const LAB_OWNED = [
   'appium:adbPort', 'appium:remoteAdbHost', 'appium:systemPort', 'appium:mjpegServerPort', 'appium:chromedriverPort',
-  'appium:webDriverAgentUrl', 'appium:wdaLocalPort', 'appium:wdaBaseUrl', 'appium:mjpegServerUrl', 'appium:usePrebuiltWDA',
-  'appium:useNewWDA', 'appium:derivedDataPath', 'appium:suppressKillServer', 'appium:adbExecTimeout',
+  'appium:chromedriverPorts', 'appium:webDriverAgentUrl', 'appium:wdaLocalPort', 'appium:wdaRemotePort', 'appium:wdaBindingIP',
+  'appium:wdaBaseUrl', 'appium:mjpegServerUrl', 'appium:usePrebuiltWDA', 'appium:usePreinstalledWDA', 'appium:useNewWDA',
+  'appium:derivedDataPath', 'appium:suppressKillServer', 'appium:adbExecTimeout', 'appium:androidDeviceSocket',
+  'appium:webviewDevtoolsPort', 'appium:adbListenAllNetwork', 'appium:allowOfflineDevices',
 ] as const;
+
+/** Why the best-known refused capabilities are refused, in words a suite's author can act on. */
+function whyRefused(name: string): string {
+  if ((LAB_OWNED as readonly string[]).includes(name)) return `The lab sets ${name} for each session: leave it out.`;
+  if (name === 'appium:app' || name === 'appium:otherApps') {
+    return `${name} names an app by a path or URL that Appium would read on the lab's host; apps by reference (files stored in the lab) come in a later version: install the app on the held phone before the run, and start it with appium:appPackage / appium:bundleId.`;
+  }
+  if (name === 'browserName' || name === 'browserVersion' || /^appium:(chrome|autoWebview|nativeWebScreenshot|safari|includeSafari)/i.test(name)) {
+    return `${name}: this lab drives native apps; it has no lab-managed Chrome or Safari driver yet (no browsers, no webviews).`;
+  }
+  if (name === 'proxy' || name === 'webSocketUrl') return `${name} would name an address on the lab's side; the lab forwards no proxy and no BiDi connection.`;
+  if (name === 'appium:options') return 'appium:options must be a JSON object of Appium capabilities.';
+  return `${name} is not a capability this lab forwards to Appium (docs/webdriver.md lists those it does): Appium acts on capabilities on the lab's host, so the lab forwards only those it knows name nothing of that host.`;
+}
 
 const AUTOMATION: Record<'android' | 'ios', string> = { android: 'UiAutomator2', ios: 'XCUITest' };
 const DOTTED_NUMBER = /^\d+(\.\d+)*$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const APPIUM_OPTIONS = 'appium:options';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const bad = (message: string) => new CapabilityError('invalid argument', message);
 
-/** Unprefixed non-standard names become appium:'s, as Appium reads them. */
-function normalised(caps: Record<string, unknown>): Record<string, unknown> {
+/**
+ * One capability object as Appium reads it: the entries of `appium:options` promoted over the top level (each
+ * `appium:`-prefixed unless it already is; a W3C name among them refused, as Appium refuses it), then unprefixed
+ * non-standard names made appium:'s (Appium itself would refuse them; the lab reads them as it always has).
+ */
+function flattened(caps: Record<string, unknown>, where: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(caps)) {
-    out[!key.includes(':') && !STANDARD.has(key) ? `appium:${key}` : key] = value;
+    if (key !== APPIUM_OPTIONS) out[!key.includes(':') && !isStandard(key) ? `appium:${key}` : key] = value;
+  }
+  if (!(APPIUM_OPTIONS in caps)) return out;
+  const options = caps[APPIUM_OPTIONS];
+  if (!isObject(options)) throw bad(whyRefused(APPIUM_OPTIONS));
+  for (const [key, value] of Object.entries(options)) {
+    if (isStandard(key)) throw bad(`${where}.appium:options holds "${key}", a W3C capability: appium:options takes Appium's own capabilities only.`);
+    const name = key.startsWith('appium:') ? key : `appium:${key}`;
+    // The phone is chosen at the top level, where the lab reads it; inside appium:options it is the lab's to set.
+    if (name === 'appium:udid') throw bad('appium:options.udid: choose the phone with appium:udid at the top level of the capabilities; inside appium:options the lab sets it.');
+    out[name] = value;
   }
   return out;
 }
 
 /**
- * W3C's "process capabilities": alwaysMatch with each firstMatch (a name in both is an invalid argument), in order.
- * The lab tries the merged sets in that order and takes the first that a phone of the lab could match.
+ * W3C's "process capabilities": alwaysMatch with each firstMatch (a name in both is an invalid argument), in order,
+ * each flattened as Appium flattens it first. The lab tries the merged sets in that order and takes the first that a
+ * phone of the lab could match; what it forwards to Appium is always built from that merged set, never the raw body.
  */
 export function capabilitySets(body: unknown): Array<Record<string, unknown>> {
   if (!isObject(body) || !isObject(body.capabilities)) {
@@ -91,13 +159,33 @@ export function capabilitySets(body: unknown): Array<Record<string, unknown>> {
   if (!Array.isArray(firstMatch) || firstMatch.length === 0 || !firstMatch.every(isObject)) {
     throw bad('capabilities.firstMatch must be a non-empty list of JSON objects.');
   }
-  const always = normalised(alwaysMatch);
-  return (firstMatch as Array<Record<string, unknown>>).map((first) => {
-    const extra = normalised(first);
+  const always = flattened(alwaysMatch, 'alwaysMatch');
+  return (firstMatch as Array<Record<string, unknown>>).map((first, i) => {
+    const extra = flattened(first, `firstMatch[${i}]`);
     const both = Object.keys(extra).find((key) => key in always);
     if (both) throw bad(`"${both}" is in both alwaysMatch and firstMatch.`);
     return { ...always, ...extra };
   });
+}
+
+/** Every capability on the allowlist of the platform, settings on the settings allowlist; else why not. */
+function checkForwarded(caps: Record<string, unknown>, platform: 'android' | 'ios'): void {
+  for (const [name, value] of Object.entries(caps)) {
+    const setting = /^appium:settings\[(\S+)\]$/.exec(name);
+    if (setting) {
+      const why = refusedSetting({ [setting[1]!]: value }, platform);
+      if (why) throw bad(`${name}: ${why}`);
+      continue;
+    }
+    // W3C's empty browserName is how some clients say "no browser".
+    if (name === 'browserName' && value === '') continue;
+    if (!FORWARDED.both.has(name) && !FORWARDED[platform].has(name)) throw bad(whyRefused(name));
+  }
+  if (caps['appium:settings'] !== undefined) {
+    if (!isObject(caps['appium:settings'])) throw bad('appium:settings must be a JSON object of settings.');
+    const why = refusedSetting(caps['appium:settings'], platform);
+    if (why) throw bad(`appium:settings: ${why}`);
+  }
 }
 
 function text(caps: Record<string, unknown>, name: string): string | undefined {
@@ -156,9 +244,7 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   if (automationName && automationName.toLowerCase() !== AUTOMATION[platform].toLowerCase()) {
     throw new CapabilityError('session not created', `This lab drives ${platformName} with appium:automationName ${AUTOMATION[platform]}, not "${automationName}".`);
   }
-  for (const name of LAB_OWNED) {
-    if (caps[name] !== undefined) throw bad(`The lab sets ${name} for each session: leave it out.`);
-  }
+  checkForwarded(caps, platform);
   const asked: NewSessionRequest['asked'] = [{ capability: 'platformName', value: platformName, filters: [{ attribute: 'platform', operator: 'EQUALS', value: platform }] }];
   const version = text(caps, 'appium:platformVersion');
   if (version !== undefined) {
@@ -184,6 +270,7 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   delete appium['benchtop:options'];
   delete appium['appium:newCommandTimeout'];
   delete appium['appium:udid'];
+  delete appium.browserName;
   appium['appium:automationName'] = AUTOMATION[platform];
   return { platform, filters, appium, options, newCommandTimeoutMs: timeout * 1000, asked };
 }

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
+import { CommandError, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
 import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
@@ -44,6 +45,13 @@ export interface CommandEntry {
   ms: number;
   error?: string;
 }
+
+/** What a command sends on to Appium: text the lab has read, a stream it passes on, or nothing. */
+export type CommandBody = { text: string } | { stream: Readable; length: number | undefined } | undefined;
+/** A command body over this (or of no stated length) is large: few of those go on to Appium at once. */
+export const LARGE_BODY = 1024 * 1024;
+const LARGE_PER_SESSION = 2;
+const LARGE_PER_CALLER = 4;
 
 /** The most a run keeps in memory of each log: a week-long session must not grow the engine without end. */
 const MAX_COMMANDS = 20_000;
@@ -95,6 +103,8 @@ interface Run {
   newCommandTimeoutMs: number;
   timer?: NodeJS.Timeout;
   inFlight: number;
+  /** Large command bodies of this run on their way to Appium. */
+  largeBodies: number;
   lastCommandAt: number;
   commands: CommandEntry[];
   appiumLog: TextLog;
@@ -139,6 +149,8 @@ export class WebDriverRuns {
   /** Sessions being created, and Appium's lines meanwhile: a session's first lines come before its id is known. */
   private starting = 0;
   private recentLines: string[] = [];
+  /** Large command bodies on their way to Appium, by caller (API key, or member): one caller's sessions share a bound. */
+  private readonly largeBodies = new Map<string, number>();
 
   constructor(
     private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults' | 'sessions'>,
@@ -226,6 +238,7 @@ export class WebDriverRuns {
       startedAt: this.now(),
       newCommandTimeoutMs: request.newCommandTimeoutMs,
       inFlight: 0,
+      largeBodies: 0,
       lastCommandAt: this.now(),
       commands: [],
       appiumLog: new TextLog(),
@@ -390,29 +403,64 @@ export class WebDriverRuns {
     return run !== undefined && !run.ending;
   }
 
-  /** One command of a session, handed to Appium; `rest` is the path after /session/{id}, with its query. */
-  async command(secret: string, scope: Scope | undefined, method: string, rest: string, body: Buffer | undefined): Promise<AppiumReply> {
+  /**
+   * One command of a session, handed to Appium at the route the lab built from the parsed one (never the path as it
+   * came). A body the lab must read (a script, settings, a recording's options) arrives as text and is checked; any
+   * other goes on to Appium as a stream, and a large one only while the session and its caller have few in flight.
+   */
+  async command(secret: string, scope: Scope | undefined, command: Command, body: CommandBody): Promise<AppiumReply> {
     const run = this.find(secret, scope);
-    const lab = method === 'POST' && /^\/execute\/sync\/?$/.test(rest) ? this.labScript(run, body) : undefined;
-    if (lab) return lab;
+    const path = `/${command.segments.join('/')}`;
+    let payload: Buffer | undefined;
+    if (body && 'text' in body) {
+      let read: ReturnType<typeof readInspected>;
+      try {
+        read = readInspected(command.template, body.text, run.platform);
+      } catch (error) {
+        if (!(error instanceof CommandError)) throw error;
+        this.log(run, { at: this.now(), method: command.method, path, status: 400, ms: 0, error: error.w3c });
+        throw new WebDriverError(error.w3c, error.message);
+      }
+      if ('lab' in read) return this.verdict(run, read.lab);
+      payload = Buffer.from(read.forward);
+    }
+    const stream = body && 'stream' in body ? body : undefined;
+    const large = stream !== undefined && (stream.length === undefined || stream.length > LARGE_BODY);
+    const caller = run.scope.caller.key?.id ?? run.scope.caller.user.id;
+    if (large) {
+      const callers = this.largeBodies.get(caller) ?? 0;
+      if (run.largeBodies >= LARGE_PER_SESSION || callers >= LARGE_PER_CALLER) {
+        throw new WebDriverError('invalid argument', `A command body over ${LARGE_BODY / 1024 / 1024} MiB (or of no stated length) waits for none: at most ${LARGE_PER_SESSION} go on to Appium at once per session and ${LARGE_PER_CALLER} per caller; send it again when one has finished.`);
+      }
+      run.largeBodies++;
+      this.largeBodies.set(caller, callers + 1);
+    }
     run.inFlight++;
     clearTimeout(run.timer);
     this.parts.activity.touch(run.allocationId);
     const at = this.now();
     const started = performance.now();
+    const url = `/session/${run.appiumId}${path}`;
     let reply: AppiumReply;
     try {
-      reply = await this.parts.appium.call(method, `/session/${run.appiumId}${rest}`, body);
+      reply = await (stream && stream.length !== 0 ? this.parts.appium.stream(command.method, url, stream.stream, stream.length) : this.parts.appium.call(command.method, url, payload));
     } catch (error) {
       run.inFlight--;
-      this.log(run, { at, method, path: rest, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message });
+      this.log(run, { at, method: command.method, path, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message });
       if (!this.parts.appium.running()) throw new WebDriverError('invalid session id', 'Appium stopped while it ran the command; the session has ended.');
       throw new WebDriverError('unknown error', `Appium did not answer: ${(error as Error).message}`);
+    } finally {
+      if (large) {
+        run.largeBodies--;
+        const left = this.largeBodies.get(caller)! - 1;
+        if (left === 0) this.largeBodies.delete(caller);
+        else this.largeBodies.set(caller, left);
+      }
     }
     run.inFlight--;
     run.lastCommandAt = this.now();
     const error = reply.status >= 400 ? w3cErrorOf(reply.body) : undefined;
-    this.log(run, { at, method, path: rest, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}) });
+    this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}) });
     if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
     else this.armTimeout(run);
     return reply;
@@ -422,21 +470,11 @@ export class WebDriverRuns {
    * `executeScript('benchtop: status', [{status: 'passed' | 'failed', reason}])`: how a run says how it went, as the
    * clouds take it (BrowserStack's executor, Sauce's job-result); never sent on to Appium.
    */
-  private labScript(run: Run, body: Buffer | undefined): AppiumReply | undefined {
-    const parsed = body && body.length < 64 * 1024 ? (parseJson(body) as { script?: unknown; args?: unknown[] } | undefined) : undefined;
-    if (typeof parsed?.script !== 'string' || !parsed.script.trim().startsWith('benchtop:')) return undefined;
-    const script = parsed.script.trim();
-    const arg = (Array.isArray(parsed.args) ? parsed.args[0] : undefined) as { status?: unknown; reason?: unknown } | undefined;
-    const answer = (status: number, value: unknown): AppiumReply => {
-      this.log(run, { at: this.now(), method: 'POST', path: `/execute/sync (${script})`, status, ms: 0, ...(status !== 200 ? { error: 'invalid argument' } : {}) });
-      return { status, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value })) };
-    };
-    if (script !== 'benchtop: status' || (arg?.status !== 'passed' && arg?.status !== 'failed')) {
-      return answer(400, { error: 'invalid argument', message: 'The lab knows one script: "benchtop: status" with [{"status": "passed" | "failed", "reason": "..."}].', stacktrace: '' });
-    }
-    run.verdict = { status: arg.status, ...(typeof arg.reason === 'string' ? { reason: arg.reason.slice(0, 1000) } : {}) };
+  private verdict(run: Run, verdict: NonNullable<Run['verdict']>): AppiumReply {
+    run.verdict = verdict;
+    this.log(run, { at: this.now(), method: 'POST', path: `/execute/sync (${LAB_SCRIPT})`, status: 200, ms: 0 });
     this.armTimeout(run);
-    return answer(200, null);
+    return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value: null })) };
   }
 
   /** DELETE /session/{id}: ends Appium's session and releases the phone, then answers. */

@@ -1,9 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
 import { ServiceError } from '../../domain/errors.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../domain/json-depth.js';
 import type { Auth } from '../../services/auth.js';
 import type { Scope } from '../../services/scope.js';
-import { WebDriverError, type WebDriverRuns } from '../../services/webdriver.js';
+import { CommandError, parseCommand, type Command } from '../../domain/webdriver-commands.js';
+import { WebDriverError, type CommandBody, type WebDriverRuns } from '../../services/webdriver.js';
 import type { App } from '../http.js';
 
 export const WEBDRIVER_PATH = '/wd/hub';
@@ -20,16 +22,38 @@ const STATUS: Record<string, number> = {
 };
 /** A new-session request comes from someone not yet known: its body is bounded as any unauthenticated one. */
 const NEW_SESSION_BODY_LIMIT = 1024 * 1024;
-/** A command of a running session may carry an app or a file (installApp, pushFile) as base64. */
-const COMMAND_BODY_LIMIT = 256 * 1024 * 1024;
+/** A body the lab reads itself (a script, settings): a file goes to the push_file route, whose body is streamed. */
+const INSPECTED_BODY_LIMIT = 1024 * 1024;
 /** The WebDriver endpoint is not an operation of the API: the OpenAPI document leaves it out (docs/webdriver.md has it). */
 const HIDDEN = { hide: true };
 
 function w3c(reply: FastifyReply, error: string, message: string) {
+  // A body that has not all arrived is not read further: the connection ends with the answer.
+  if (!reply.request.raw.complete) reply.header('connection', 'close');
   return reply
     .code(STATUS[error] ?? 500)
     .header('content-type', 'application/json; charset=utf-8')
     .send({ value: { error, message, stacktrace: '' } });
+}
+
+/** A body read whole as text, or undefined once it is longer than `limit` (its Content-Length says so before a byte). */
+async function bodyText(request: FastifyRequest, limit: number): Promise<string | undefined> {
+  const payload = request.body as Readable | undefined;
+  if (!payload) return '';
+  if (Number(request.headers['content-length'] ?? 0) > limit) return undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // Not a for-await: leaving one early would destroy the socket the answer must still go out on.
+  return new Promise((resolve, reject) => {
+    const data = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      payload.off('data', data).off('end', end).off('error', reject).pause();
+      resolve(undefined);
+    };
+    const end = () => resolve(Buffer.concat(chunks).toString('utf8'));
+    payload.on('data', data).once('end', end).once('error', reject);
+  });
 }
 
 /**
@@ -49,11 +73,15 @@ function authorizationOf(request: FastifyRequest): string | undefined {
  * W3C WebDriver for the whole lab at /wd/hub, served by real Appium behind the lab. The new-session request carries an
  * API key (or token); every later command is authorized by its session id, a secret. A command that also carries
  * credentials must carry its own organization's, or the session is not found. Register it in a plugin of its own
- * (its body parser is not the API's: bodies go on to Appium as they came).
+ * (its body parser is not the API's: a body stays a stream until a route reads it or passes it on to Appium).
  */
 export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: COMMAND_BODY_LIMIT }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+  app.setErrorHandler((error, request, reply) => {
+    request.log.error(error);
+    return w3c(reply, 'unknown error', 'The lab failed to handle the command.');
+  });
 
   /** The caller's scope, or undefined without credentials; a reply is sent (and undefined answered) for bad ones. */
   async function scopeOf(request: FastifyRequest, reply: FastifyReply, required: boolean): Promise<Scope | undefined | null> {
@@ -87,10 +115,11 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
     reply.send({ value: { ready: true, message: 'Benchtop: W3C WebDriver for the lab\'s phones, served by Appium.', build: { version: 'benchtop' } } }),
   );
 
-  app.post(`${WEBDRIVER_PATH}/session`, { ...route, bodyLimit: NEW_SESSION_BODY_LIMIT }, async (request, reply) => {
+  app.post(`${WEBDRIVER_PATH}/session`, route, async (request, reply) => {
     const scope = await scopeOf(request, reply, true);
     if (!scope) return reply;
-    const text = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
+    const text = await bodyText(request, NEW_SESSION_BODY_LIMIT);
+    if (text === undefined) return w3c(reply, 'invalid argument', `A new-session body is at most ${NEW_SESSION_BODY_LIMIT / 1024} KiB.`);
     if (jsonTooDeep(text)) return w3c(reply, 'invalid argument', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`);
     let body: unknown;
     try {
@@ -153,10 +182,30 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
     ...known,
     handler: async (request, reply) => {
       const { sessionId } = request.params as { sessionId: string; '*': string };
+      // The path as it came on the socket: what the router decoded or normalised is not what is parsed.
       const url = request.raw.url ?? '';
-      const rest = url.slice(url.indexOf(sessionId) + sessionId.length);
+      const prefix = `${WEBDRIVER_PATH}/session/${sessionId}`;
+      let command: Command;
       try {
-        const answer = await runs.command(sessionId, scopeOfCommand(request), request.method, rest, Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined);
+        if (!url.startsWith(`${prefix}/`)) throw new CommandError('unknown command', `${request.method} ${url.split('?')[0]!.slice(0, 200)} is no WebDriver command this lab knows.`);
+        command = parseCommand(request.method, url.slice(prefix.length));
+      } catch (error) {
+        if (error instanceof CommandError) return w3c(reply, error.w3c, error.message);
+        throw error;
+      }
+      let body: CommandBody;
+      const payload = request.body as Readable | undefined;
+      if (payload && command.body === 'inspect') {
+        const text = await bodyText(request, INSPECTED_BODY_LIMIT);
+        if (text === undefined) return w3c(reply, 'invalid argument', `The lab reads this command's body itself: at most ${INSPECTED_BODY_LIMIT / 1024} KiB (a file goes to POST /session/{id}/appium/device/push_file).`);
+        if (jsonTooDeep(text)) return w3c(reply, 'invalid argument', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+        body = { text };
+      } else if (payload) {
+        const length = request.headers['content-length'];
+        body = { stream: payload, length: length === undefined ? undefined : Number(length) };
+      }
+      try {
+        const answer = await runs.command(sessionId, scopeOfCommand(request), command, body);
         return reply.code(answer.status).header('content-type', answer.contentType).send(answer.body);
       } catch (error) {
         return failed(reply, error);

@@ -3,8 +3,11 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
+import { withoutHostDetails } from '../../domain/webdriver-commands.js';
 
 export interface AppiumServerOptions {
   /** Appium's own HOME and TMPDIR: what it and its adb write stays in the lab's data dir. */
@@ -169,20 +172,28 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
 
   /** One request to Appium, its answer read whole (a page source or a screenshot is a few MB at most). */
   async call(method: string, path: string, body?: Buffer | object, timeoutMs = 600_000): Promise<AppiumReply> {
-    const url = await this.ensure();
     const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
-    const reply = await request(`${url}${path}`, {
-      method: method as 'GET',
-      dispatcher: this.agent,
-      headers: payload ? { 'content-type': 'application/json; charset=utf-8' } : {},
-      body: payload,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
+    return this.send(method, path, payload, payload ? { 'content-type': 'application/json; charset=utf-8' } : {}, timeoutMs);
+  }
+
+  /**
+   * One request whose body goes on to Appium as it arrives (a pushed file, a long value): the engine holds no more of
+   * it than the stream's buffers. `length` is the caller's Content-Length, when it sent one.
+   */
+  async stream(method: string, path: string, body: Readable, length: number | undefined, timeoutMs = 600_000): Promise<AppiumReply> {
+    const headers = { 'content-type': 'application/json; charset=utf-8', ...(length === undefined ? {} : { 'content-length': String(length) }) };
+    return this.send(method, path, body, headers, timeoutMs);
+  }
+
+  private async send(method: string, path: string, body: Buffer | Readable | undefined, headers: Record<string, string>, timeoutMs: number): Promise<AppiumReply> {
+    const url = await this.ensure();
+    const reply = await request(`${url}${path}`, { method: method as 'GET', dispatcher: this.agent, headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const answer = Buffer.from(await reply.body.arrayBuffer());
     return {
       status: reply.statusCode,
       contentType: String(reply.headers['content-type'] ?? 'application/json; charset=utf-8'),
-      body: Buffer.from(await reply.body.arrayBuffer()),
+      // Appium's errors carry its stack and the host's paths: callers get neither.
+      body: reply.statusCode >= 400 ? withoutHostDetails(answer, [dirname(this.options.home), appiumPaths().home, homedir(), tmpdir()]) : answer,
     };
   }
 
