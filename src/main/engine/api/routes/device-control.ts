@@ -156,12 +156,12 @@ export function deviceControlRoutes(app: App, control: DeviceControl, options: {
         'codec the avc1 string for WebCodecs: each binary message is 5 header bytes (byte 0 bit 0: keyframe; bytes 1-4: ms, big-endian) and one ' +
         'access unit in Annex B; the first a viewer gets, and the first after any it missed, is a keyframe with its SPS and PPS. reason says why ' +
         'another source was used. A new hello precedes a frame whose size, format or source differs. A viewer that falls behind skips frames. Closes with 4001 when the ' +
-        'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade.',
+        'device is released, 4002 when it goes offline, 1011 when capture fails. A refusal is an HTTP error before the upgrade: 400 invalid_request for a bad maxSize or codecs.',
       security: BEARER,
       headers: OrganizationHeader,
       querystring: ScreenQuery,
       params: DeviceParams,
-      response: responses({ 101: Type.Null({ description: 'Switching to the WebSocket protocol' }), 426: ErrorBody }, errors),
+      response: responses({ 101: Type.Null({ description: 'Switching to the WebSocket protocol' }), 426: ErrorBody }, [400, ...errors]),
     },
     // Everything that can refuse a viewer runs before the upgrade, so that a refusal is an ordinary HTTP error.
     preHandler: async (req) => {
