@@ -86,6 +86,8 @@ export class Springboard {
   addressText = '';
   settingsPage: 'main' | 'wifi' | 'general' = 'main';
   wifi = true;
+  /** The general pasteboard's plain text: what WDA's setPasteboard put there. */
+  pasteboard = '';
   /** Taps on a user app's "Tap me" button, by bundle id. */
   readonly taps = new Map<string, number>();
   lastTap: { x: number; y: number } | undefined;

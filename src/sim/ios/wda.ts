@@ -292,6 +292,16 @@ export class WebDriverAgent {
           throw new WdaError(500, 'unknown error', (error as Error).message);
         }
         return null;
+      // FBCustomCommands: the content travels base64-encoded, as plaintext unless contentType says url or image.
+      case 'POST /wda/setPasteboard': {
+        const type = body.contentType ?? 'plaintext';
+        if (type !== 'plaintext' && type !== 'url' && type !== 'image') throw invalidArgument(`Unsupported content type: ${String(type)}`);
+        if (typeof body.content !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(body.content)) throw invalidArgument('Cannot decode the pasteboard content from base64');
+        b.pasteboard = Buffer.from(body.content, 'base64').toString('utf8');
+        return null;
+      }
+      case 'POST /wda/getPasteboard':
+        return Buffer.from(b.pasteboard, 'utf8').toString('base64');
       case 'POST /wda/apps/terminate':
         return b.terminate(String(body.bundleId ?? ''));
       case 'POST /wda/apps/state':

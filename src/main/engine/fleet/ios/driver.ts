@@ -11,7 +11,7 @@ import {
   afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
 } from './usbmux.js';
 import { installationProblem } from './installation-errors.js';
-import { recordScreen } from './recording.js';
+import { cancelRecordings, recordScreen } from './recording.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
 
@@ -157,6 +157,7 @@ export class IosDriver implements PhoneDriver {
   }
 
   async cleanup(baseline: PhoneBaseline): Promise<void> {
+    cancelRecordings(this.udid);
     const before = new Set(baseline.packages);
     const apps = await this.userApps();
     const added = apps.filter((id) => !before.has(id) && !id.startsWith(WDA_RUNNER));
@@ -168,6 +169,10 @@ export class IosDriver implements PhoneDriver {
         proxy.close();
       }
     }
+    // iOS 15 and later let WDA write the pasteboard only while its runner is in front (Appium's XCUITest docs).
+    const runner = apps.find((a) => a.startsWith(WDA_RUNNER));
+    if (runner) await this.wda.command('POST', '/wda/apps/activate', { bundleId: runner });
+    await this.wda.command('POST', '/wda/setPasteboard', { content: '', contentType: 'plaintext' });
     for (const id of [...apps.filter((a) => !added.includes(a) && !a.startsWith(WDA_RUNNER)), ...SYSTEM_APPS]) {
       await this.wda.command('POST', '/wda/apps/terminate', { bundleId: id });
     }
@@ -441,7 +446,7 @@ export class IosDriver implements PhoneDriver {
 
   /** WDA's MJPEG frames encoded to an H.264 MP4 by ffmpeg; it stops by itself after three minutes, as Android's screenrecord does. */
   startRecording(): Promise<ScreenRecording> {
-    return recordScreen((signal) => this.liveFrames(signal), 180);
+    return recordScreen(this.udid, (signal) => this.liveFrames(signal), 180);
   }
 
   /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */

@@ -17,7 +17,15 @@ const FIRST_FRAME_MS = 5000;
  * while ffmpeg is behind, frames are dropped rather than queued: memory stays bounded, the video stays in time.
  * It stops by itself at the time limit, as Android's screenrecord does.
  */
-export async function recordScreen(frames: (signal: AbortSignal) => AsyncIterable<LiveFrame>, timeLimitSeconds: number): Promise<ScreenRecording> {
+/** The recordings running on each iPhone (by UDID), so that releasing the phone ends its ffmpeg at once. */
+const running = new Map<string, Set<ScreenRecording>>();
+
+/** Ends the phone's recordings and throws them away: what the screen shows next is the next holder's. */
+export function cancelRecordings(udid: string): void {
+  for (const recording of running.get(udid) ?? []) recording.cancel();
+}
+
+export async function recordScreen(udid: string, frames: (signal: AbortSignal) => AsyncIterable<LiveFrame>, timeLimitSeconds: number): Promise<ScreenRecording> {
   const stopping = new AbortController();
   const feed = frames(stopping.signal)[Symbol.asyncIterator]();
   const first = await firstFrame(feed, stopping);
@@ -97,9 +105,7 @@ export async function recordScreen(frames: (signal: AbortSignal) => AsyncIterabl
     if (code !== 0) throw new Error(`ffmpeg could not encode the recording (exit ${code}): ${stderr.trim()}`);
     return readFile(output);
   })();
-  // A failure is stop()'s to report.
-  recorded.catch(() => undefined);
-  return {
+  const recording: ScreenRecording = {
     timeLimitSeconds,
     cancel: () => {
       stopping.abort();
@@ -115,6 +121,15 @@ export async function recordScreen(frames: (signal: AbortSignal) => AsyncIterabl
       }
     },
   };
+  const ofPhone = running.get(udid) ?? new Set<ScreenRecording>();
+  running.set(udid, ofPhone.add(recording));
+  void exited.catch(() => undefined).finally(() => {
+    ofPhone.delete(recording);
+    if (ofPhone.size === 0 && running.get(udid) === ofPhone) running.delete(udid);
+  });
+  // A failure is stop()'s to report.
+  recorded.catch(() => undefined);
+  return recording;
 }
 
 /** The feed's first frame, or the reason there is none: a feed that fails at once is an error at the start, not at stop. */
