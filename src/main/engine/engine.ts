@@ -25,6 +25,7 @@ import { InstanceManager } from './services/instances.js';
 import { SessionLifecycle } from './services/session-lifecycle.js';
 import { Invitations } from './services/invitations.js';
 import { Keys } from './services/keys.js';
+import { Membership } from './services/membership.js';
 import { LabOwner } from './services/lab-owner.js';
 import { adbAddressOf, isLanSharingOn, isRemoteConnectOnLan, LabSettingsService } from './services/lab-settings.js';
 import { labSummary, type LabSummary } from './services/lab-summary.js';
@@ -167,7 +168,9 @@ function wire(
     wdaBundleId: config.wdaBundleId,
   });
   const assistant = new AssistantSettings(stores, secrets);
-  const organizations = new Organizations(stores, now);
+  const keys = new Keys(stores, now);
+  const membership = new Membership({ allocator, reservations, remote, keys });
+  const organizations = new Organizations(stores, now, membership);
   const invitations = new Invitations(stores, organizations, config, now, { tokenSecret, lanUrls: () => lanSharing.status().urls });
   const services: ApiServices & { lanSharing: LanServer; heartbeat: Heartbeat; webdriver: WebDriverRuns } = {
     config,
@@ -176,8 +179,9 @@ function wire(
     labSettings,
     lanSharing,
     accounts: new Accounts(stores, labOwner, labSettings, invitations, config, now),
-    keys: new Keys(stores, now),
+    keys,
     organizations,
+    membership,
     invitations,
     billing: new Billing(stores, config, now),
     sessions,

@@ -57,6 +57,7 @@ export function releaseWhy(reason: string | undefined): string {
     case 'device_lost': return 'it was unplugged and did not come back within the grace period (device lost).';
     case 'install_failed': return 'an app it was to install could not be installed.';
     case 'provisioning_failed': return 'it could not be woken, unlocked and sent home to start.';
+    case 'member_removed': return 'the member who held it was removed from the organization (member removed).';
     default: return `the lab released it (${reason.replace(/_/g, ' ')}).`;
   }
 }

@@ -13,7 +13,7 @@ export const Device = Type.Object({
     osVersion: Type.String(),
     serial: Type.Optional(Type.String()),
   }),
-  releaseReason: Type.Optional(Type.String({ description: 'Why the lab released it: idle_timeout, reserved, device_lost, install_failed, provisioning_failed; absent when a caller released it.' })),
+  releaseReason: Type.Optional(Type.String({ description: 'Why the lab released it: idle_timeout, reserved, device_lost, install_failed, provisioning_failed, member_removed (its holder left the organization); absent when a caller released it.' })),
   idleReleaseAt: Type.Optional(Nullable(DateTime)),
   releaseWarning: Type.Optional(
     Type.Object(

@@ -14,6 +14,8 @@ import type { FileManager } from '../services/files.js';
 import type { InstanceManager } from '../services/instances.js';
 import type { Invitations } from '../services/invitations.js';
 import type { Keys } from '../services/keys.js';
+import type { Membership } from '../services/membership.js';
+import type { Scope } from '../services/scope.js';
 import type { LabOwner } from '../services/lab-owner.js';
 import type { LabSettingsService } from '../services/lab-settings.js';
 import type { Backups } from '../services/backups.js';
@@ -43,7 +45,8 @@ import { redactUrl } from './redact.js';
 import { MAX_PARAM_LENGTH, RouterErrors } from './router-errors.js';
 import { boundedClose } from './shutdown.js';
 import { throttleAttempts, type AttemptThrottles } from './throttle.js';
-import type { App, ScopeResolver } from './http.js';
+import type { App } from './http.js';
+import { holdConnection } from './member-connections.js';
 import { accountRoutes } from './routes/account.js';
 import { billingRoutes } from './routes/billing.js';
 import { chatRoutes } from './routes/chats.js';
@@ -125,6 +128,7 @@ export interface ApiServices {
   accounts: Accounts;
   keys: Keys;
   organizations: Organizations;
+  membership: Membership;
   invitations: Invitations;
   billing: Billing;
   sessions: Sessions;
@@ -239,11 +243,14 @@ export async function buildServer(services: ApiServices, version: string, option
     if (route.wsHandler || route.websocket) route.config = { ...route.config, upgrades: true };
   });
 
-  const { auth } = services;
-  const scopes: ScopeResolver = (caller, organization) => auth.resolveScope(caller, organization);
+  const { auth, membership } = services;
   // A callback hook rather than an async one: an API key is checked without a promise on every request.
   app.addHook('onRequest', (request, reply, done) => {
-    request.resolveScope = scopes;
+    request.resolveScope = (caller, organization): Scope => {
+      const scope = auth.resolveScope(caller, organization);
+      holdConnection(membership, scope, request, reply);
+      return scope;
+    };
     if (request.is404) return done();
     // routeOptions is built afresh on every read.
     const routeConfig = request.routeOptions.config;
@@ -322,7 +329,7 @@ export async function buildServer(services: ApiServices, version: string, option
   });
   // MCP beside the API, on the same origin and behind the same auth hook; in its own plugin, for its body parsers.
   const lab = createMcpLab(services, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
-  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version));
+  await app.register(async (mcp) => mcpRoutes(mcp as unknown as App, lab, version, services.membership));
 
   // W3C WebDriver for the whole lab, at the base path Selenium Grid and the clouds use; in its own plugin, for its body parser.
   await app.register(async (wd) => webDriverRoutes(wd as unknown as App, services.webdriver, services.auth));

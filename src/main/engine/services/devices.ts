@@ -186,10 +186,13 @@ export class DeviceAllocator {
     return row;
   }
 
-  /** Idempotent: releasing a released device answers it as it is. */
+  /**
+   * Idempotent: releasing a released device answers it as it is. Its holder may release it (or leave the queue) whatever
+   * their role is now: a member demoted to readonly must not be stuck holding a phone nobody else may give back.
+   */
   release(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
-    requireRole(scope.role, 'readwrite');
     const row = this.find(scope, sessionId, deviceId);
+    if (this.holderOf(row) !== scope.caller.user.id) requireRole(scope.role, 'readwrite');
     if (row.releasedAt === null) this.finish(row, this.now(), null);
     return this.stores.devices.get(row.id)!;
   }
@@ -203,6 +206,18 @@ export class DeviceAllocator {
     if (!row || row.releasedAt !== null) return false;
     this.finish(row, this.now(), reason);
     return true;
+  }
+
+  /**
+   * Releases every allocation a member holds in an organization (queued, provisioning, in use or offline) with
+   * `reason`, each as any release: billing stops, what uses the phone ends, the phone is cleaned.
+   */
+  releaseHeldBy(organizationId: string, userId: string, reason: string): number {
+    const rows = this.stores.devices.active().filter((row) => row.organizationId === organizationId && this.holderOf(row) === userId);
+    // Queued ones first: a phone freed by the others would otherwise go to the member's own next request in line.
+    rows.sort((a, b) => Number(a.status !== 'queued') - Number(b.status !== 'queued'));
+    for (const row of rows) this.expire(row.id, reason);
+    return rows.length;
   }
 
   /** Hands free phones to queued allocations: for when a phone becomes free without an event of the fleet's (a reservation's window ended). */
@@ -236,8 +251,7 @@ export class DeviceAllocator {
     // phones) is held by nobody: if it comes back, it is cleaned before anyone gets it.
     if (!row) return { held: this.cleaning.has(serial) || (this.attached(serial) && devices.uncleaned().some((r) => r.serial === serial)) };
     if (row.organizationId !== organizationId) return { held: true };
-    // The member who allocated it; an allocation from before that was recorded names its session's creator.
-    const member = row.createdBy ?? this.stores.sessions.get(row.sessionId, organizationId)?.createdBy;
+    const member = this.holderOf(row);
     const memberEmail = member ? this.stores.users.get(member)?.email : undefined;
     return {
       held: true,
@@ -247,6 +261,11 @@ export class DeviceAllocator {
       ...(row.status === 'in_use' ? { idleReleaseAt: row.idleDeadlineAt } : {}),
       ...(row.warningReason && row.warningReleaseAt !== null ? { warning: { reason: row.warningReason, releaseAt: row.warningReleaseAt } } : {}),
     };
+  }
+
+  /** The member who allocated it; an allocation from before that was recorded names its session's creator. */
+  private holderOf(row: DeviceAllocationRow): string | null | undefined {
+    return row.createdBy ?? this.stores.sessions.get(row.sessionId, row.organizationId)?.createdBy;
   }
 
   // ---- the fleet's events ----

@@ -34,6 +34,14 @@ export class Keys {
     return { ...row, lastUsedAt: null, apiKey };
   }
 
+  /** Deletes the API keys a member created for an organization: they leave it, and so do their keys. */
+  deleteKeysOf(organizationId: string, userId: string): number {
+    const { apiKeys } = this.stores;
+    const theirs = apiKeys.ofOrganization(organizationId).filter((key) => key.createdBy === userId);
+    for (const key of theirs) apiKeys.remove(key.id, organizationId);
+    return theirs.length;
+  }
+
   /** Any key of the organization may be deleted, not only the caller's own; read-only members may not. */
   deleteKey(scope: Scope, keyId: string): void {
     requireInteractive(scope.caller);

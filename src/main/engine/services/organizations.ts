@@ -5,6 +5,7 @@ import type { Role } from '../domain/roles.js';
 import type { OrganizationWithRole } from '../store/organizations.js';
 import { requireInteractive, requireRole } from './auth.js';
 import { planRenews } from './billing.js';
+import type { Membership } from './membership.js';
 import type { Caller } from './scope.js';
 import type { Stores } from '../store/index.js';
 import type { Clock } from './scope.js';
@@ -13,6 +14,7 @@ export class Organizations {
   constructor(
     private readonly stores: Pick<Stores, 'db' | 'organizations' | 'devices' | 'instances'>,
     private readonly now: Clock,
+    private readonly membership: Pick<Membership, 'revoke'>,
   ) {}
 
   /**
@@ -110,7 +112,7 @@ export class Organizations {
 
   /**
    * Admin only. An admin may remove anyone, themselves included (leaving), as long as another admin stays; the owner of
-   * a Personal organization stays in it. The member's API keys for it stop working on their next request.
+   * a Personal organization stays in it. What the member holds there ends at once (see Membership).
    */
   removeMember(caller: Caller, organizationId: string, userId: string): void {
     const { organizations, db } = this.stores;
@@ -126,5 +128,6 @@ export class Organizations {
       }
       organizations.removeMember(org.id, userId);
     }).immediate();
+    this.membership.revoke(organizationId, userId);
   }
 }

@@ -39,6 +39,8 @@ interface RemoteEnd {
   /** Listens on these ports (one per port the end needs), or on none when it fails, so that it can start again. */
   start(ports: number[]): Promise<void>;
   connections(): Array<{ peer: string; fingerprint?: string; since: number }>;
+  /** Drops the connections signed in with a key no longer let in (the bridge's; usbmuxd has no per-user keys). */
+  recheck?(): void;
   close(): void;
 }
 
@@ -53,8 +55,8 @@ interface Opened {
   host: string;
   /** Who opened it: their registered keys are let in. */
   userIds: Set<string>;
-  /** Keys given with the POST, accepted for this checkout alone. */
-  checkoutKeys: AdbPublicKey[];
+  /** Keys given with the POST, accepted for this checkout alone, with who gave each. */
+  checkoutKeys: Array<AdbPublicKey & { userId: string }>;
   end: RemoteEnd;
   /** Opens the LAN tunnel to this checkout's listeners; dies with them. */
   tunnelSecret: string;
@@ -146,8 +148,8 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
   async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }, readerOrigin?: string): Promise<{ created: boolean; view: RemoteConnectView }> {
     requireRole(scope.role, 'readwrite');
     const row = this.control.holding(scope, target);
-    const checkoutKey = body.publicKey === undefined ? undefined : parseKey(body.publicKey);
     const userId = scope.caller.user.id;
+    const checkoutKey = body.publicKey === undefined ? undefined : { ...parseKey(body.publicKey), userId };
     const current = this.opened.get(row.id);
     if (current) {
       current.userIds.add(userId);
@@ -199,7 +201,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       onTraffic: () => this.traffic(opened.allocationId),
       log: this.options.log,
     });
-    return { start: ([port]) => bridge.start(port!), connections: () => bridge.connections(), close: () => bridge.close() };
+    return { start: ([port]) => bridge.start(port!), connections: () => bridge.connections(), recheck: () => bridge.recheck(), close: () => bridge.close() };
   }
 
   private async usbmuxdEnd(opened: Opened): Promise<RemoteEnd> {
@@ -251,6 +253,20 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
     const labAdb = this.options.adbServerOf(current.serial) ?? this.options.labAdb();
     // What a user may have switched on from a shell (Android 11+'s wireless debugging) would outlive the checkout.
     if (labAdb && current.platform === 'android') void this.wirelessDebuggingOff(labAdb, current.serial);
+  }
+
+  /**
+   * A member removed from an organization: the connections they opened there on phones others hold close, or, where
+   * others opened the same one too, lose their keys (and any host signed in with one). Their own allocations' connections
+   * close with the release.
+   */
+  forget(organizationId: string, userId: string): void {
+    for (const opened of [...this.opened.values()]) {
+      if (opened.organizationId !== organizationId || !opened.userIds.delete(userId)) continue;
+      opened.checkoutKeys = opened.checkoutKeys.filter((k) => k.userId !== userId);
+      if (opened.userIds.size === 0) this.end(opened.allocationId);
+      else opened.end.recheck?.();
+    }
   }
 
   /**

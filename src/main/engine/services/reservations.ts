@@ -110,6 +110,20 @@ export class Reservations {
   }
 
   /**
+   * Ends the windows a member booked for an organization that are running now: their phone is free to everyone at
+   * once. Windows still ahead stay on the organization's calendar for an admin to keep or cancel.
+   */
+  endRunningOf(organizationId: string, userId: string): number {
+    const now = this.now();
+    const running = this.stores.reservations
+      .overlapping(now, now + 1)
+      .filter((row) => row.organizationId === organizationId && row.createdBy === userId);
+    for (const row of running) this.stores.reservations.delete(row.id);
+    if (running.length > 0) this.allocator.serve();
+    return running.length;
+  }
+
+  /**
    * What a window's start and end change: another organization's allocation holding a phone whose reservation has
    * started is released as `reserved`, and the queue is served when a window starts or ends (the phone is free to
    * its reserving organization, then to everyone). Idempotent, so a sweep after a restart applies what was missed.

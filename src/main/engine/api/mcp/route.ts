@@ -3,6 +3,7 @@ import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprot
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Membership } from '../../services/membership.js';
 import type { Caller } from '../../services/scope.js';
 import { callerOf, scopeOf, type App } from '../http.js';
 import type { McpLab } from './lab.js';
@@ -37,6 +38,8 @@ interface McpSession {
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   lastUsed: number;
+  /** Lets go of its hold in the organization it was opened in. */
+  release: () => void;
 }
 
 /** An MCP-level refusal before the SDK sees the request, in the API's error body. */
@@ -50,7 +53,7 @@ function refuse(reply: FastifyReply, status: number, code: string, message: stri
  * bearer the request is a 401 in the API's error body. Each MCP session belongs to the caller who opened it.
  * Register it in a plugin of its own (its content-type parsers are not the API's).
  */
-export function mcpRoutes(app: App, lab: McpLab, version: string): void {
+export function mcpRoutes(app: App, lab: McpLab, version: string, membership: Pick<Membership, 'hold'>): void {
   const sessions = new Map<string, McpSession>();
   const log = (error: unknown) => app.log.error({ err: error }, 'MCP tool failed');
 
@@ -64,6 +67,7 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
+    session.release();
     await session.transport.close().catch(() => undefined);
     await session.server.close().catch(() => undefined);
   }
@@ -169,9 +173,14 @@ export function mcpRoutes(app: App, lab: McpLab, version: string): void {
         const mcpSdk = await loadSdk();
         if (mcpSdk.isInitializeRequest(body)) {
           const owner = ownerOf(callerOf(req));
+          const { organization, caller } = scopeOf(req);
           const { server, transport } = mcpSdk.openSession(lab, version, log, {
-            opened: (id, opened) => sessions.set(id, { owner, ...opened, lastUsed: Date.now() }),
-            closed: (id) => sessions.delete(id),
+            // A member removed from the organization the session was opened in loses the session with it.
+            opened: (id, opened) => sessions.set(id, { owner, ...opened, lastUsed: Date.now(), release: membership.hold(organization.id, caller.user.id, () => void close(id)) }),
+            closed: (id) => {
+              sessions.get(id)?.release();
+              sessions.delete(id);
+            },
           });
           await server.connect(transport);
           return handOver(req, reply, transport, body);

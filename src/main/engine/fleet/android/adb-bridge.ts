@@ -106,6 +106,12 @@ export class AdbBridge {
       .map(({ peer, fingerprint, since }) => ({ peer, fingerprint, since }));
   }
 
+  /** Drops the signed-in connections whose key is no longer among `keys` (its user lost access to the phone). */
+  recheck(): void {
+    const allowed = new Set(this.options.keys().map((k) => k.fingerprint));
+    for (const [conn, entry] of this.live) if (entry.fingerprint !== undefined && !allowed.has(entry.fingerprint)) conn.close();
+  }
+
   /**
    * Stops listening and drops every connection at once (the user's adb shows the phone offline), synchronously, so
    * that the cleanup that follows cannot be raced by a stream opened meanwhile.
