@@ -29,7 +29,8 @@ describe.skipIf(!hasAdb)('release gives the next holder a clean phone (real adb,
 
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'benchtop-release-cleanup-'));
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', sdk: 34 }]);
+    // A phone whose adbd does not hang up what a shell started, as a holder's `nohup` gets on any phone.
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', sdk: 34, keepsProcessesOnHangup: true }]);
     serial = lab.serials[0]!;
     // The lab's own files and app, there before any holder.
     const ringtone = join(scratch, 'lab-tone.ogg');
@@ -44,7 +45,7 @@ describe.skipIf(!hasAdb)('release gives the next holder a clean phone (real adb,
     await rm(scratch, { recursive: true, force: true });
   });
 
-  it("removes org A's files, stops what A started, clears the clipboard; the lab's files and Appium's packages stay", async () => {
+  it("removes org A's files, stops the apps and shell processes A started, clears the clipboard; the lab's files and Appium's packages stay", async () => {
     const owner = await c.login();
     const a = await allocateInUse(c, owner, 'Pixel 8');
     expect(a.serial).toBe(serial);
@@ -60,6 +61,9 @@ describe.skipIf(!hasAdb)('release gives the next holder a clean phone (real adb,
       expect((await c.call('POST', `${base}/actions`, { token: owner, body: { type: 'launchApp', packageName } })).status).toBe(200);
     }
     await shell("cmd clipboard set text 'org A password'");
+    // A recording of the next holder's screen, left running after its adb shell closed.
+    await lab.adb.run(['-s', serial, 'shell', 'screenrecord --time-limit 180 /sdcard/Movies/org-a.mp4'], { timeoutMs: 1000 }).catch(() => undefined);
+    expect(await shell('pidof screenrecord')).toMatch(/^\d+\n$/);
     // A WebDriver run installs Appium's packages: the lab keeps them for the next run.
     for (const packageName of APPIUM_KEPT) await install(packageName);
     expect(await running()).toEqual(expect.arrayContaining(['com.android.settings', LAB_APP]));
@@ -85,6 +89,8 @@ describe.skipIf(!hasAdb)('release gives the next holder a clean phone (real adb,
     expect(stillRunning).not.toContain('com.android.settings');
     expect(stillRunning).not.toContain(LAB_APP);
     expect(await shell('cmd clipboard get text')).toBe('\n');
+    expect(await shell('pidof screenrecord')).toBe('');
+    expect(await shell('ls /sdcard/Movies')).toBe('');
 
     expect(await shell('cat /sdcard/Music/lab-tone.ogg')).toBe('the lab ringtone');
     expect(await shell('cat /data/local/tmp/lab-tool')).toBe('the lab ringtone');

@@ -52,10 +52,11 @@ export class ProcessTable {
     };
   }
 
-  kill(pid: number): boolean {
+  /** `signal` is the abort's reason: a process that gets SIGKILL has no chance to finish what it writes. */
+  kill(pid: number, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): boolean {
     const p = this.running.get(pid);
     if (!p) return false;
-    p.controller.abort();
+    p.controller.abort(signal);
     return true;
   }
 

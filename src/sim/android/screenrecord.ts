@@ -113,6 +113,11 @@ export function screenrecord(host: MinicapHost): CommandFn {
       // Awaited below; a reader gone early must not surface as an unhandled rejection meanwhile.
       relay.catch(() => undefined);
       const last = await recordFrames(host, encoder, width, height, timeLimit, proc.signal);
+      if (proc.signal.reason === 'SIGKILL') {
+        encoder.kill();
+        await relay.catch(() => undefined);
+        return 137;
+      }
       if (toStdout && ctx.signal.aborted) {
         encoder.kill();
         await relay.catch(() => undefined);

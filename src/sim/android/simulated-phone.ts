@@ -497,9 +497,10 @@ function processCommands(commands: Map<string, CommandFn>, processes: ProcessTab
   });
   commands.set('kill', async (ctx) => {
     let status = 0;
+    const signal = ctx.args.some((a) => a === '-9' || a === '-KILL' || a === '-SIGKILL' || a === '-s9') ? 'SIGKILL' : 'SIGTERM';
     for (const arg of ctx.args) {
       if (arg.startsWith('-')) continue;
-      if (!processes.kill(Number(arg))) {
+      if (!processes.kill(Number(arg), signal)) {
         await ctx.stderr.write(`/system/bin/sh: kill: ${arg}: No such process\n`);
         status = 1;
       }

@@ -34,8 +34,11 @@ export interface PhoneBaseline {
   packages: string[];
   /** Android: every path in shared storage and adb's scratch folder; absent when there were too many to list in time. */
   files?: string[];
-  /** Android: the packages that had a running process. */
-  running?: string[];
+  /**
+   * Android: what was running: the packages with a process, and the pids of the processes adb's `shell` user ran
+   * (adbd's own among them on a production build).
+   */
+  processes?: { packages: string[]; shell: number[] };
 }
 
 /** Driving one phone: what every platform implements, and the only way the engine touches a phone. */

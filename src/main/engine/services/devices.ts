@@ -459,7 +459,7 @@ export class DeviceAllocator {
       const before: PhoneBaseline = {
         packages: JSON.parse(row.packagesBefore!) as string[],
         ...(row.filesBefore ? { files: JSON.parse(row.filesBefore) as string[] } : {}),
-        ...(row.runningBefore ? { running: JSON.parse(row.runningBefore) as string[] } : {}),
+        ...(row.runningBefore ? { processes: JSON.parse(row.runningBefore) as PhoneBaseline['processes'] } : {}),
       };
       await withTimeout(this.phones.driver(serial).cleanup(before), this.options.prepareTimeoutMs, 'Cleaning the phone');
       if (!this.stopped) this.stores.devices.markCleaned(row.id, this.now());

@@ -20,7 +20,7 @@ export interface DeviceAllocationRow {
   packagesBefore: string | null;
   /** JSON: the paths in the phone's holder-writable folders at allocation (Android), until its cleanup finished. */
   filesBefore: string | null;
-  /** JSON: the packages with a running process at allocation (Android). */
+  /** JSON: what was running at allocation (Android): PhoneBaseline's processes. */
   runningBefore: string | null;
   createdAt: number;
   assignedAt: number | null;
@@ -122,7 +122,7 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     setStatus: (id: string, status: 'provisioning' | 'in_use' | 'offline', offlineSince: number | null = null) =>
       write(setStatus.run(status, offlineSince, id)).changes === 1,
     setBaseline: (id: string, before: PhoneBaseline) =>
-      void setBaseline.run(JSON.stringify(before.packages), before.files ? JSON.stringify(before.files) : null, before.running ? JSON.stringify(before.running) : null, id),
+      void setBaseline.run(JSON.stringify(before.packages), before.files ? JSON.stringify(before.files) : null, before.processes ? JSON.stringify(before.processes) : null, id),
     requeue: (id: string) => write(requeue.run(id)).changes === 1,
     release: (id: string, at: number, reason: string | null) => write(release.run(at, reason, id)).changes === 1,
     markCleaned: (id: string, at: number) => void cleaned.run(at, id),

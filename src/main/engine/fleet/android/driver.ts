@@ -201,7 +201,8 @@ export class AndroidDriver implements PhoneDriver {
     await this.shell('input keyevent KEYCODE_HOME');
     const packages = await this.packages();
     const files = await this.files();
-    return { packages, running: await this.running(packages), ...(files ? { files } : {}) };
+    const running = await this.processes(packages);
+    return { packages, processes: { packages: running.packages, shell: running.shell.map((p) => p.pid) }, ...(files ? { files } : {}) };
   }
 
   async cleanup(before: PhoneBaseline): Promise<void> {
@@ -212,11 +213,16 @@ export class AndroidDriver implements PhoneDriver {
     }
     // What ran before the allocation (the launcher, the keyboard, the system's own) goes on running; a third-party
     // app is stopped whatever the case, as it always was.
-    const wasRunning = new Set(before.running ?? []);
     const thirdParty = new Set(await this.packages('-3'));
-    for (const pkg of await this.running(installed)) {
-      if (thirdParty.has(pkg) || (before.running && !wasRunning.has(pkg))) await this.shell(`am force-stop ${quote(pkg)}`);
+    const now = await this.processes(installed);
+    const wasRunning = new Set(before.processes?.packages);
+    for (const pkg of now.packages) {
+      if (thirdParty.has(pkg) || (before.processes && !wasRunning.has(pkg))) await this.shell(`am force-stop ${quote(pkg)}`);
     }
+    // What the holder left running from adb's shell (a nohup'd loop, a screenrecord) ends; adbd is the lab's way in.
+    const shellBefore = new Set(before.processes?.shell);
+    const strays = now.shell.filter((p) => before.processes && !shellBefore.has(p.pid) && p.name !== 'adbd' && p.name !== 'ps');
+    if (strays.length) await this.shell(`kill -9 ${strays.map((p) => p.pid).join(' ')}`);
     if (before.files) await this.removeAddedFiles(before.files);
     // A build whose clipboard service takes no shell command says so and keeps its clip (docs/sharing.md).
     await this.shell("cmd clipboard set text ''");
@@ -259,11 +265,17 @@ export class AndroidDriver implements PhoneDriver {
     await flush();
   }
 
-  /** The installed packages with a running process, as `ps` names an app's processes (`package` or `package:name`). */
-  private async running(installed: readonly string[]): Promise<string[]> {
+  /**
+   * What runs now, from one `ps`: the installed packages with a process (`ps` names an app's processes `package` or
+   * `package:name`), and the processes adb's `shell` user runs.
+   */
+  private async processes(installed: readonly string[]): Promise<{ packages: string[]; shell: Array<{ pid: number; name: string }> }> {
     const known = new Set(installed);
-    const names = (await this.shell('ps -A -o NAME')).split('\n').slice(1).map((l) => l.trim().split(':')[0]!);
-    return [...new Set(names.filter((n) => known.has(n)))].sort();
+    const rows = (await this.shell('ps -A -o USER,PID,NAME')).split('\n').slice(1).map((l) => l.trim().split(/\s+/)).filter((r) => r.length >= 3);
+    return {
+      packages: [...new Set(rows.map(([, , name]) => name!.split(':')[0]!).filter((n) => known.has(n)))].sort(),
+      shell: rows.filter(([user]) => user === 'shell').map(([, pid, name]) => ({ pid: Number(pid), name: name! })),
+    };
   }
 
   /** The allocation's log so far (prepare cleared what came before), then each new line as the phone logs it. */
