@@ -44,6 +44,7 @@ import { UsageReport } from './services/usage.js';
 import { WebDriverRuns } from './services/webdriver.js';
 import { AppiumServer } from './fleet/appium/appium-server.js';
 import { androidHomeFor, PrivateAdbServer } from './fleet/appium/private-adb.js';
+import { endLeftovers } from './fleet/guarded-child.js';
 import { formatUsbmuxdAddress } from './fleet/ios/usbmux.js';
 import { openDb, type Db } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
@@ -222,17 +223,21 @@ function wire(
  */
 function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; log: (message: string) => void }) {
   const home = join(config.dataDir, 'appium');
+  const pids = join(home, 'pids');
+  // Before anything new starts: what a crashed run of this data dir left (its Appium, its private adb server).
+  endLeftovers(pids, parts.log);
   const androidHome = config.adb ? androidHomeFor(home) : undefined;
   const usbmuxd = config.usbmuxd && !('open' in config.usbmuxd) ? formatUsbmuxdAddress(config.usbmuxd) : undefined;
   const appium = new AppiumServer({
     home,
     env: { ...(androidHome ? { ANDROID_HOME: androidHome } : {}), ...(usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}) },
     startTimeoutMs: 60_000,
+    pidFile: join(pids, 'appium.json'),
     log: parts.log,
   });
   const { idleRelease, fleet, now, log, ...rest } = parts;
   return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
-    privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb')) : undefined,
+    privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json') }) : undefined,
     pollMs: 50,
     log,
   });

@@ -656,6 +656,8 @@ export class WebDriverRuns {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.byAllocation.values()].map((run) => this.end(run, 'engine_stopped')));
+    // Appium before its adb server: an adb command Appium runs while it ends would start a new server of its own
+    // (a daemon no guard ends) if it found none.
     await this.parts.appium.stop();
     await this.options.privateAdb?.stop();
   }

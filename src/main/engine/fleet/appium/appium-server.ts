@@ -1,13 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { withoutHostDetails } from '../../domain/webdriver-commands.js';
+import { killGroup, spawnGuarded, stopGuarded } from '../guarded-child.js';
 
 export interface AppiumServerOptions {
   /** Appium's own HOME and TMPDIR: what it and its adb write stays in the lab's data dir. */
@@ -16,6 +18,10 @@ export interface AppiumServerOptions {
   env: Record<string, string>;
   /** How long Appium may take to load its drivers and answer /status. */
   startTimeoutMs: number;
+  /** Where Appium's pid file is kept while it runs: a later start of the lab ends an Appium a crash left. */
+  pidFile: string;
+  /** Where Appium's port comes from (a free one of the OS's): a test takes the one it picks to make the race happen. */
+  freePort?: () => Promise<number>;
   log: (message: string) => void;
 }
 
@@ -42,26 +48,15 @@ function appiumPaths(): { main: string; home: string } {
   return { main, home: dirname(dirname(dirname(require.resolve('appium/package.json')))) };
 }
 
+/** How many ports Appium tries when the one chosen is taken before it binds it. */
+const PORT_ATTEMPTS = 3;
 /**
- * A parent that dies (a crash, a SIGKILL) cannot stop its children: this guard, between the engine and Appium, ends
- * Appium when the engine's end of its stdin pipe closes, so that no Appium outlives the lab holding ports and adb.
+ * How long Appium may take to end on a graceful stop before its group is killed. The lab has ended its runs by then
+ * (and released their phones, whose cleanup resets them), so nothing Appium would still do matters enough to wait for.
  */
-const GUARD = [
-  "const { spawn } = require('node:child_process');",
-  "const child = spawn(process.execPath, process.argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'] });",
-  "const stop = () => child.kill('SIGTERM');",
-  "process.stdin.on('end', stop).on('error', stop).resume();",
-  "process.on('SIGTERM', stop);",
-  "child.on('exit', (code) => process.exit(code ?? 1));",
-].join('\n');
+const STOP_GRACE_MS = 500;
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, signal);
-  } catch {
-    // Gone already.
-  }
-}
+class PortTaken extends Error {}
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -107,22 +102,34 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
 
   private async start(): Promise<string> {
     if (this.stopping) throw new Error('The lab is stopping.');
-    const { main, home: appiumHome } = appiumPaths();
     mkdirSync(this.options.home, { recursive: true, mode: 0o700 });
-    const port = await freePort();
-    const args = [main, 'server', '--address', '127.0.0.1', '--port', String(port), '--log-no-colors', '--log-timestamp', '--allow-insecure', '*:adb_shell'];
-    const child = spawn(process.execPath, ['-e', GUARD, ...args], {
-      env: {
-        ...process.env,
-        ...this.options.env,
-        APPIUM_HOME: appiumHome,
-        HOME: this.options.home,
-        TMPDIR: this.options.home,
-        ELECTRON_RUN_AS_NODE: '1',
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      // A group of its own: a kill reaches Appium and its guard together, and a Ctrl+C meant for the engine does not.
-      detached: true,
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.launch(await (this.options.freePort ?? freePort)());
+      } catch (error) {
+        // A port free when chosen can be taken before Appium binds it: Appium then exits saying so, and another is tried.
+        if (!(error instanceof PortTaken) || attempt === PORT_ATTEMPTS) throw error;
+        this.options.log(`Appium's port was taken before it could bind it; trying another`);
+      }
+    }
+  }
+
+  private async launch(port: number): Promise<string> {
+    const { main, home: appiumHome } = appiumPaths();
+    // A base path only the engine knows: Appium's port answers nothing else, so a local process that finds it can
+    // neither start a session nor reach the lab's. It travels in a file of the lab's (0600), never on a command line
+    // every local user can read in /proc.
+    const basePath = `/${randomBytes(24).toString('hex')}`;
+    const config = join(this.options.home, 'appium-server.json');
+    rmSync(config, { force: true });
+    writeFileSync(config, JSON.stringify({ server: { 'base-path': basePath } }), { mode: 0o600 });
+    // No insecure feature but the one the lab allows per session (Appium 3 enables none by default, session discovery
+    // included), and no plugins.
+    const args = [main, 'server', '--config', config, '--address', '127.0.0.1', '--port', String(port), '--log-no-colors', '--log-timestamp', '--allow-insecure', 'uiautomator2:adb_shell'];
+    const child = spawnGuarded(process.execPath, args, {
+      env: { ...process.env, ...this.options.env, APPIUM_HOME: appiumHome, HOME: this.options.home, TMPDIR: this.options.home },
+      pidFile: this.options.pidFile,
+      output: 'pipe',
     });
     this.child = child;
     let recent: string[] = [];
@@ -132,7 +139,9 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       stream.on('data', (chunk: string) => {
         const parts = (partial + chunk).split('\n');
         partial = parts.pop()!;
-        for (const line of parts) {
+        for (const printed of parts) {
+          // Appium prints its URL and every request's path: the base path never reaches a log.
+          const line = printed.replaceAll(basePath, '');
           recent.push(line);
           if (recent.length > 50) recent = recent.slice(-50);
           this.emit('line', line);
@@ -141,7 +150,6 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
     };
     lines(child.stdout!);
     lines(child.stderr!);
-    child.stdin!.on('error', () => undefined);
     child.once('exit', (code, signal) => {
       if (this.child !== child) return;
       this.child = undefined;
@@ -150,10 +158,13 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       this.options.log(`Appium exited (${signal ?? `code ${code}`}); its sessions have ended. Last lines:\n${recent.slice(-10).join('\n')}`);
       this.emit('died');
     });
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://127.0.0.1:${port}${basePath}`;
     const deadline = Date.now() + this.options.startTimeoutMs;
     for (;;) {
-      if (this.child !== child) throw new Error(`Appium exited while starting:\n${recent.slice(-20).join('\n')}`);
+      if (this.child !== child) {
+        const last = recent.slice(-20).join('\n');
+        throw /EADDRINUSE|port may already be in use/.test(last) ? new PortTaken() : new Error(`Appium exited while starting:\n${last}`);
+      }
       const ready = await request(`${url}/status`, { dispatcher: this.agent }).then(
         async (r) => (await r.body.dump(), r.statusCode === 200),
         () => false,
@@ -166,7 +177,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     this.url = url;
-    this.options.log(`Appium is up at ${url} (pid ${child.pid})`);
+    this.options.log(`Appium is up on port ${port} (pid ${child.pid})`);
     return url;
   }
 
@@ -202,13 +213,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
     await this.starting?.catch(() => undefined);
     const child = this.child;
     this.url = undefined;
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const killed = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(killed);
-    }
+    if (child) await stopGuarded(child, STOP_GRACE_MS);
     this.child = undefined;
     await this.agent.close();
   }

@@ -1,7 +1,9 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
+import { connect } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { spawnGuarded, stopGuarded } from '../guarded-child.js';
 import { freePort } from './appium-server.js';
 
 const run = promisify(execFile);
@@ -26,12 +28,41 @@ export function androidHomeFor(home: string, env: NodeJS.ProcessEnv = process.en
   return sdk;
 }
 
+/** How many ports the server tries when the one chosen is taken before it binds it. */
+const PORT_ATTEMPTS = 3;
+const START_TIMEOUT_MS = 10_000;
+
+/**
+ * Whether an adb server answers on the port: `host:version` gets OKAY. Whatever else took the port (the race a free
+ * port is open to) does not answer so.
+ */
+function answersAsAdb(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('000chost:version'));
+    let reply = '';
+    socket.on('data', (chunk: Buffer) => {
+      reply += chunk.toString('latin1');
+      if (reply.length >= 4) done(reply.startsWith('OKAY'));
+    });
+  });
+}
+
 /**
  * An adb server that only Appium uses, apart from the lab's: Appium reaches each phone it drives through that phone's
  * remote-connect bridge (`adb connect`), signing in with this server's own key, so that it sees the phones the lab
- * gave its sessions and nothing else, and a provider's phone is reached exactly as a local one.
+ * gave its sessions and nothing else, and a provider's phone is reached exactly as a local one. It runs in the
+ * foreground (`nodaemon`) behind a guard, so that it never outlives the engine; the lab's own adb server, which the
+ * user's tools share, is never this one.
  */
 export class PrivateAdbServer {
+  private server: ChildProcess | undefined;
   private port: number | undefined;
   private starting: Promise<number> | undefined;
 
@@ -39,10 +70,17 @@ export class PrivateAdbServer {
     private readonly adbPath: string,
     /** Its HOME: where adb keeps its key (.android/adbkey), the key the bridges let in. */
     private readonly home: string,
+    private readonly options: {
+      /** Where its pid file is kept while it runs: a later start of the lab ends a server a crash left. */
+      pidFile: string;
+      /** Where its port comes from (a free one of the OS's): a test takes the one it picks to make the race happen. */
+      freePort?: () => Promise<number>;
+    },
   ) {}
 
+  /** `-H 127.0.0.1`: a client that finds no server fails rather than start a daemon no guard would end. */
   private adb(args: string[], timeoutMs = 20_000) {
-    return run(this.adbPath, ['-P', String(this.port), ...args], { env: { ...process.env, HOME: this.home }, timeout: timeoutMs });
+    return run(this.adbPath, ['-H', '127.0.0.1', '-P', String(this.port), ...args], { env: { ...process.env, HOME: this.home }, timeout: timeoutMs });
   }
 
   /** The server's port, starting it first (which makes its key on the first start). */
@@ -50,16 +88,46 @@ export class PrivateAdbServer {
     if (this.port !== undefined) return Promise.resolve(this.port);
     this.starting ??= (async () => {
       mkdirSync(this.home, { recursive: true, mode: 0o700 });
-      this.port = await freePort();
-      try {
-        await this.adb(['start-server']);
-      } catch (error) {
-        this.port = undefined;
-        throw error;
+      for (let attempt = 1; ; attempt++) {
+        const port = await (this.options.freePort ?? freePort)();
+        const started = await this.launch(port);
+        if (started) return started;
+        // A port free when chosen can be taken before adb binds it: adb then exits, and another is tried.
+        if (attempt === PORT_ATTEMPTS) throw new Error(`The private adb server could not bind a port (${PORT_ATTEMPTS} tried).`);
       }
-      return this.port;
     })().finally(() => (this.starting = undefined));
     return this.starting;
+  }
+
+  /** Undefined when adb could not bind the port. */
+  private async launch(port: number): Promise<number | undefined> {
+    const server = spawnGuarded(this.adbPath, ['-P', String(port), 'nodaemon', 'server'], {
+      env: { ...process.env, HOME: this.home, TMPDIR: this.home },
+      pidFile: this.options.pidFile,
+      output: 'pipe',
+    });
+    let output = '';
+    for (const stream of [server.stdout!, server.stderr!]) stream.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-2000)));
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!(await answersAsAdb(port))) {
+      if (server.exitCode !== null || server.signalCode !== null) {
+        if (/Address already in use/.test(output)) return undefined;
+        throw new Error(`The private adb server exited while starting:\n${output}`);
+      }
+      if (Date.now() > deadline) {
+        await stopGuarded(server, 0);
+        throw new Error(`The private adb server did not answer within ${START_TIMEOUT_MS / 1000} s:\n${output}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    this.server = server;
+    this.port = port;
+    server.once('exit', () => {
+      if (this.server !== server) return;
+      this.server = undefined;
+      this.port = undefined;
+    });
+    return port;
   }
 
   /** Its public key, as ~/.android/adbkey.pub holds it: what a bridge is told to let in. */
@@ -80,9 +148,11 @@ export class PrivateAdbServer {
     await this.adb(['disconnect', address], 5_000).catch(() => undefined);
   }
 
+  /** Ends the server (a SIGTERM ends adb at once): the sessions it served have ended. */
   async stop(): Promise<void> {
-    if (this.port === undefined) return;
-    await this.adb(['kill-server'], 5_000).catch(() => undefined);
+    const server = this.server;
+    this.server = undefined;
     this.port = undefined;
+    if (server) await stopGuarded(server, 1_000);
   }
 }
