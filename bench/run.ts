@@ -8,6 +8,7 @@ import { allocation } from './allocation.js';
 import { appiumDirect } from './appium-direct.js';
 import { appium } from './appium.js';
 import { reservations } from './reservations.js';
+import { releaseCleanup } from './release-cleanup.js';
 import { assetUpload } from './asset-upload.js';
 import { firstDelta, sseDelivery } from './chat-events.js';
 import { httpThroughput } from './http-throughput.js';
@@ -31,7 +32,7 @@ import { compare } from './support/compare.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, remoteConnect, providers, appiumDirect, appium];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, releaseCleanup, remoteConnect, providers, appiumDirect, appium];
 
 const args = process.argv.slice(2);
 /** Takes `--flag value` out of args. */
