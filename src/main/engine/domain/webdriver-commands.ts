@@ -261,18 +261,21 @@ export type Script =
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const invalid = (message: string) => new CommandError('invalid argument', message);
 
+function jsonBody(text: string, shape: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalid(`The body must be JSON: ${shape}.`);
+  }
+}
+
 /**
  * The body of `POST /execute/sync|async`, read: the lab's `benchtop: status` (at most 64 KiB), or a `mobile:` extension
  * on the platform's allowlist with its arguments checked; the body to forward is rebuilt from what was checked. Plain
  * JavaScript would run in a webview, which the lab does not drive.
  */
 export function readScript(text: string, platform: Platform): Script {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw invalid('The body must be JSON: {"script": "mobile: <name>", "args": [{...}]}.');
-  }
+  const body = jsonBody(text, '{"script": "mobile: <name>", "args": [{...}]}');
   if (!isObject(body) || typeof body.script !== 'string') throw invalid('The body must be {"script": "...", "args": [...]}.');
   const args = body.args ?? [];
   if (!Array.isArray(args)) throw invalid('"args" must be a list.');
@@ -304,12 +307,7 @@ export function readScript(text: string, platform: Platform): Script {
 
 /** A screen recording's `{options}`: the same allowlist as the `mobile:` recording extensions. */
 export function checkRecording(text: string, template: string): void {
-  let body: unknown;
-  try {
-    body = text === '' ? {} : JSON.parse(text);
-  } catch {
-    throw invalid('The body must be JSON: {"options": {...}}.');
-  }
+  const body = text === '' ? {} : jsonBody(text, '{"options": {...}}');
   const options = isObject(body) ? (body.options ?? {}) : undefined;
   if (!isObject(options)) throw invalid('The body must be {"options": {...}}.');
   const allowed = template.includes('start') ? RECORDING_OPTIONS : [];
@@ -352,12 +350,7 @@ export function refusedSetting(settings: Record<string, unknown>, platform: Plat
 
 /** `POST /appium/settings`: `{"settings": {...}}` with every name on the allowlist. */
 export function checkSettingsBody(text: string, platform: Platform): void {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw invalid('The body must be JSON: {"settings": {...}}.');
-  }
+  const body = jsonBody(text, '{"settings": {...}}');
   if (!isObject(body) || !isObject(body.settings)) throw invalid('The body must be {"settings": {...}}.');
   const why = refusedSetting(body.settings, platform);
   if (why) throw invalid(`Refused: ${why}`);
@@ -367,10 +360,10 @@ export function checkSettingsBody(text: string, platform: Platform): void {
 
 /**
  * An error answer of Appium's without what describes the lab's host: its stack trace emptied, and the host's
- * directories (`roots`: the data dir, the install, HOME, the temp dir) cut out of its message with whatever path
+ * directories (`roots`: the data dir, the install, the Android SDK, HOME, the temp dir) cut out of its message with whatever path
  * follows them. Anything else (a success, a body that is not JSON) is returned as it came.
  */
-export function withoutHostDetails(body: Buffer, roots: readonly string[]): Buffer {
+export function withoutHostDetails(body: Buffer, roots: ReadonlyArray<string | undefined>): Buffer {
   let answer: unknown;
   try {
     answer = JSON.parse(body.toString('utf8'));
@@ -380,7 +373,7 @@ export function withoutHostDetails(body: Buffer, roots: readonly string[]): Buff
   if (!isObject(answer) || !isObject(answer.value) || typeof answer.value.error !== 'string') return body;
   const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   // Longest first: the data dir is inside HOME, and the whole of it goes.
-  const dirs = roots.filter((root) => root.length > 1).sort((a, b) => b.length - a.length).map(escape);
+  const dirs = roots.filter((root): root is string => root !== undefined && root.length > 1).sort((a, b) => b.length - a.length).map(escape);
   const paths = new RegExp(`(?:file://)?(?:${dirs.join('|')})[^\\s'"\`,;()]*`, 'g');
   const clean = (text: unknown) => (typeof text === 'string' && dirs.length > 0 ? text.replace(paths, '<lab>') : text);
   return Buffer.from(JSON.stringify({ ...answer, value: { ...answer.value, message: clean(answer.value.message), stacktrace: '' } }));

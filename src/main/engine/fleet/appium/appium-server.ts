@@ -204,7 +204,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       status: reply.statusCode,
       contentType: String(reply.headers['content-type'] ?? 'application/json; charset=utf-8'),
       // Appium's errors carry its stack and the host's paths: callers get neither.
-      body: reply.statusCode >= 400 ? withoutHostDetails(answer, [dirname(this.options.home), appiumPaths().home, homedir(), tmpdir()]) : answer,
+      body: reply.statusCode >= 400 ? withoutHostDetails(answer, [dirname(this.options.home), appiumPaths().home, this.options.env.ANDROID_HOME, homedir(), tmpdir()]) : answer,
     };
   }
 
