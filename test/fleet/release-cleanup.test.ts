@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../support/app-fixtures.js';
 import { client } from '../support/engine.js';
-import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
 
 const hasAdb = adbOrSkip();
 
@@ -72,13 +72,8 @@ describe.skipIf(!hasAdb)('release gives the next holder a clean phone (real adb,
     expect((await c.call('POST', `${base}/release`, { token: owner })).status).toBe(202);
 
     const other = await c.signup('next-holder@release-cleanup.test');
-    const b = await waitFor('org B to hold the phone', async () => {
-      try {
-        return await allocateInUse(c, other.token, 'Pixel 8', { timeoutMs: 2000 });
-      } catch {
-        return undefined;
-      }
-    }, 20_000);
+    // Queued until the cleanup has finished: a phone is not free before.
+    const b = await allocateInUse(c, other.token, 'Pixel 8', { timeoutMs: 20_000 });
     expect(b.serial).toBe(serial);
 
     const listing = await c.call('GET', `/sessions/${b.session}/devices/${serial}/files?path=/sdcard/Download`, { token: other.token });

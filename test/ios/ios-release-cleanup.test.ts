@@ -55,13 +55,8 @@ describe('iPhone release resets what the lab can reach (simulated iPhone)', () =
     if (recording) await waitFor('ffmpeg to end after the release', () => ffmpegChildren().length === 0, 2000);
 
     const other = await c.signup('next-holder@ios-release.test');
-    const b = await waitFor('org B to hold the iPhone', async () => {
-      try {
-        return await allocateInUse(c, other.token, undefined, { platform: 'ios', timeoutMs: 3000 });
-      } catch {
-        return undefined;
-      }
-    }, 20_000);
+    // Queued until the cleanup has finished: a phone is not free before.
+    const b = await allocateInUse(c, other.token, undefined, { platform: 'ios', timeoutMs: 20_000 });
     expect(b.serial).toBe(a.serial);
     expect(phone.board.pasteboard).toBe('');
     expect([...phone.board.running]).not.toEqual(expect.arrayContaining([SETTINGS]));
