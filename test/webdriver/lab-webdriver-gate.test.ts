@@ -27,10 +27,10 @@ interface RawReply {
 }
 
 /** One request written byte for byte on a TCP socket: no client library normalises its path. */
-async function raw(port: number, head: string, body = ''): Promise<RawReply> {
+async function raw(port: number, head: string, body = '', type = 'application/json'): Promise<RawReply> {
   const socket = connect(port, '127.0.0.1');
   await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  const length = body ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : '';
+  const length = body ? `${type ? `Content-Type: ${type}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\n` : '';
   socket.end(`${head}\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n${length}\r\n${body}`);
   const chunks: Buffer[] = [];
   for await (const chunk of socket) chunks.push(chunk as Buffer);
@@ -169,6 +169,17 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     expect((await newSession({ 'appium:options': { adbPort } })).body.value.message).toContain('appium:adbPort');
     expect((await ownAllocations()).length).toBe(before);
     await expectTheirsUntouched();
+  }, 30_000);
+
+  it('a malformed or oversized request is a W3C client error, never a 500', async () => {
+    const auth = `Authorization: Bearer ${key}`;
+    const noType = await raw(port, `POST /wd/hub/session HTTP/1.1\r\n${auth}`, '{}', '');
+    const huge = await raw(port, `POST /wd/hub/session HTTP/1.1\r\n${auth}`, JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'Android', pad: 'x'.repeat(2 * 1024 * 1024) } } }));
+    const hugeScript = await raw(port, `POST /wd/hub/session/${mine.sessionId}/execute/sync HTTP/1.1`, JSON.stringify({ script: 'mobile: shell', args: [{ command: 'x'.repeat(2 * 1024 * 1024) }] }));
+    for (const reply of [noType, huge, hugeScript]) {
+      expect(reply.status, reply.body).toBe(400);
+      expect(JSON.parse(reply.body).value.error).toBe('invalid argument');
+    }
   }, 30_000);
 
   it('a host executable named as chromedriver never runs', async () => {

@@ -78,7 +78,9 @@ function authorizationOf(request: FastifyRequest): string | undefined {
 export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-  app.setErrorHandler((error, request, reply) => {
+  // What Fastify refuses before a handler (a malformed request) is the caller's; anything else, the lab's.
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    if (error.statusCode !== undefined && error.statusCode < 500) return w3c(reply, 'invalid argument', error.message);
     request.log.error(error);
     return w3c(reply, 'unknown error', 'The lab failed to handle the command.');
   });
