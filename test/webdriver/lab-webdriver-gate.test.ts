@@ -176,7 +176,8 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     const noType = await raw(port, `POST /wd/hub/session HTTP/1.1\r\n${auth}`, '{}', '');
     const huge = await raw(port, `POST /wd/hub/session HTTP/1.1\r\n${auth}`, JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'Android', pad: 'x'.repeat(2 * 1024 * 1024) } } }));
     const hugeScript = await raw(port, `POST /wd/hub/session/${mine.sessionId}/execute/sync HTTP/1.1`, JSON.stringify({ script: 'mobile: shell', args: [{ command: 'x'.repeat(2 * 1024 * 1024) }] }));
-    for (const reply of [noType, huge, hugeScript]) {
+    const noScript = await raw(port, `POST /wd/hub/session/${mine.sessionId}/execute/sync HTTP/1.1`);
+    for (const reply of [noType, huge, hugeScript, noScript]) {
       expect(reply.status, reply.body).toBe(400);
       expect(JSON.parse(reply.body).value.error).toBe('invalid argument');
     }

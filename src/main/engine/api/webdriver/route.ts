@@ -196,8 +196,10 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
         throw error;
       }
       let body: CommandBody;
-      const payload = request.body as Readable | undefined;
-      if (payload && command.body === 'inspect') {
+      // Only a POST carries a body to Appium (W3C's GET and DELETE commands take none).
+      const payload = request.method === 'POST' ? (request.body as Readable | undefined) : undefined;
+      // A body the lab must read is read even when empty: nothing reaches Appium on those routes unchecked.
+      if (command.body === 'inspect') {
         const text = await bodyText(request, INSPECTED_BODY_LIMIT);
         if (text === undefined) return w3c(reply, 'invalid argument', `The lab reads this command's body itself: at most ${INSPECTED_BODY_LIMIT / 1024} KiB (a file goes to POST /session/{id}/appium/device/push_file).`);
         if (jsonTooDeep(text)) return w3c(reply, 'invalid argument', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`);
