@@ -1,6 +1,7 @@
 /**
  * Releasing an iPhone gives the next holder a clean phone: the apps the holder started terminated, the pasteboard
- * cleared through WebDriverAgent, and a screen recording left running ended at once (its ffmpeg gone).
+ * cleared through WebDriverAgent, what they wrote into an app's shared Documents removed (the lab's file there stays),
+ * and a screen recording left running ended at once (its ffmpeg gone).
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,13 +21,16 @@ function ffmpegChildren(): string[] {
   }
 }
 
+const FIELD_NOTES = 'com.example.fieldnotes';
+
 describe('iPhone release resets what the lab can reach (simulated iPhone)', () => {
   let bus: IosBus;
   let engine: TestEngine;
   let c: ReturnType<typeof client>;
 
   beforeAll(async () => {
-    bus = await startIosBus([{ name: 'Shared iPhone' }]);
+    // The lab's own app, whose Documents the holder can write through house_arrest.
+    bus = await startIosBus([{ name: 'Shared iPhone', userApps: [{ bundleId: FIELD_NOTES, name: 'Field Notes', fileSharing: true, documents: { 'lab-template.txt': 'the lab template' } }] }]);
     engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address) });
     c = client(engine.api);
     const owner = await c.login();
@@ -37,7 +41,7 @@ describe('iPhone release resets what the lab can reach (simulated iPhone)', () =
     await bus?.stop();
   });
 
-  it('terminates what the holder started, clears the pasteboard, and ends a running recording within two seconds', async () => {
+  it('terminates what the holder started, clears the pasteboard, removes their Documents files, and ends a running recording within two seconds', async () => {
     const owner = await c.login();
     const phone = bus.phones[0]!;
     const a = await allocateInUse(c, owner, undefined, { platform: 'ios', timeoutMs: 15_000 });
@@ -45,6 +49,10 @@ describe('iPhone release resets what the lab can reach (simulated iPhone)', () =
     for (const packageName of [SETTINGS, NOTES]) expect((await act({ type: 'launchApp', packageName })).status).toBe(200);
     // What the holder copied on the phone.
     phone.board.pasteboard = 'org A password';
+    const put = await fetch(`${engine.api}/sessions/${a.session}/devices/${a.serial}/files/content?app=${FIELD_NOTES}&path=/Documents/org-a.txt`, {
+      method: 'PUT', headers: { authorization: `Bearer ${owner}`, 'content-type': 'application/octet-stream' }, body: 'org A only',
+    });
+    expect(put.status).toBe(204);
     const recording = ffmpegOrSkip();
     if (recording) {
       expect((await c.call('POST', `/sessions/${a.session}/devices/${a.serial}/recording`, { token: owner })).status).toBe(201);
@@ -59,6 +67,8 @@ describe('iPhone release resets what the lab can reach (simulated iPhone)', () =
     const b = await allocateInUse(c, other.token, undefined, { platform: 'ios', timeoutMs: 20_000 });
     expect(b.serial).toBe(a.serial);
     expect(phone.board.pasteboard).toBe('');
+    const documents = await c.call('GET', `/sessions/${b.session}/devices/${b.serial}/files?app=${FIELD_NOTES}&path=/Documents`, { token: other.token });
+    expect(documents.body.data.map((f: { name: string }) => f.name)).toEqual(['lab-template.txt']);
     expect([...phone.board.running]).not.toEqual(expect.arrayContaining([SETTINGS]));
     expect([...phone.board.running]).not.toEqual(expect.arrayContaining([NOTES]));
   }, 60_000);

@@ -32,7 +32,10 @@ export interface Phone {
 export interface PhoneBaseline {
   /** The installed packages (Android) or user apps (iPhone). */
   packages: string[];
-  /** Android: every path in shared storage and adb's scratch folder; absent when there were too many to list in time. */
+  /**
+   * Android: every path in shared storage and adb's scratch folder; iPhone: every entry in the shared Documents of its
+   * apps, as `<bundle id>:<path>`. Absent when there were too many to list in time.
+   */
   files?: string[];
   /**
    * Android: what was running: the packages with a process, and the pids of the processes adb's `shell` user ran

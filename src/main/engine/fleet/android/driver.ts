@@ -10,6 +10,7 @@ import {
   type ActionResult, type Button, type DeviceAction, type DeviceInfo, type LiveFrame, type LogLine, type PhoneBaseline, type PhoneDriver, type PhoneFileEntry,
   type PhoneShell, type ScreenRecording, type ShellHandlers, type TerminalSize, type UiElement,
 } from '../types.js';
+import { addedFiles, LISTING_BOUNDS } from '../../domain/added-files.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
@@ -147,7 +148,6 @@ export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
   };
 }
 
-/** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
 /**
  * What Appium installs on a phone for its WebDriver sessions (the UiAutomator2 server, its instrumentation and
  * Appium's settings app): the lab's own tools, kept across allocations, so that the next session skips the install
@@ -157,17 +157,8 @@ export const LAB_KEPT_PACKAGES = new Set(['io.appium.uiautomator2.server', 'io.a
 
 /** Where a holder's files land: shared storage (/sdcard is a link to it) and adb's scratch folder. */
 const HOLDER_FOLDERS = ['/storage/emulated/0', '/data/local/tmp'];
-/** Bounds on the listing of those folders: beyond them, files are not reset (docs/sharing.md). */
-const FILES_LISTED_AT_MOST = 20_000;
-const FILES_LISTING_MS = 10_000;
 
-/** `/a/b/c` -> `/a/b`, `/a`. */
-function ancestors(path: string): string[] {
-  const out: string[] = [];
-  for (let i = path.lastIndexOf('/'); i > 0; i = path.lastIndexOf('/', i - 1)) out.push(path.slice(0, i));
-  return out;
-}
-
+/** Drives one Android phone through the adb server. Every command is a plain shell command a person could type. */
 export class AndroidDriver implements PhoneDriver {
   /** `bulk` carries pushes (installs): on a provider, a connection of their own, so that screens do not stall behind them. */
   constructor(
@@ -238,20 +229,18 @@ export class AndroidDriver implements PhoneDriver {
    */
   private async files(): Promise<string[] | undefined> {
     const listing = await this.shell(
-      `find ${HOLDER_FOLDERS.join(' ')} -mindepth 1 2>/dev/null | head -n ${FILES_LISTED_AT_MOST + 1}`,
-      AbortSignal.timeout(FILES_LISTING_MS),
+      `find ${HOLDER_FOLDERS.join(' ')} -mindepth 1 2>/dev/null | head -n ${LISTING_BOUNDS.entries + 1}`,
+      AbortSignal.timeout(LISTING_BOUNDS.ms),
     ).catch(() => undefined);
     const paths = listing?.split('\n').map((l) => l.replace(/\r$/, '')).filter(Boolean);
-    return paths && paths.length <= FILES_LISTED_AT_MOST ? paths : undefined;
+    return paths && paths.length <= LISTING_BOUNDS.entries ? paths : undefined;
   }
 
-  /** Removes what was added to the holder's folders since `before`: each added path whose folder was not added too. */
+  /** Removes what was added to the holder's folders since `before`. */
   private async removeAddedFiles(before: readonly string[]): Promise<void> {
     const now = await this.files();
     if (!now) return;
-    const kept = new Set(before);
-    const added = new Set(now.filter((p) => !kept.has(p) && HOLDER_FOLDERS.some((root) => p.startsWith(`${root}/`))));
-    const outermost = [...added].filter((p) => !ancestors(p).some((a) => added.has(a)));
+    const outermost = addedFiles(before, now).filter((p) => HOLDER_FOLDERS.some((root) => p.startsWith(`${root}/`)));
     // Batched so that each command stays well inside what adbd takes as one shell line.
     let batch: string[] = [];
     const flush = async () => {

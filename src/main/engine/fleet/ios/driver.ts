@@ -10,6 +10,7 @@ import { FileMissing, type ActionResult, type DeviceAction, type DeviceInfo, typ
 import {
   afcService, documentsService, HouseArrestRefused, installationProxy, readLockdownValues, restartDevice, syslogService, type AfcClient, type UsbmuxdAddress,
 } from './usbmux.js';
+import { addedFiles, LISTING_BOUNDS } from '../../domain/added-files.js';
 import { installationProblem } from './installation-errors.js';
 import { cancelRecordings, recordScreen } from './recording.js';
 import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
@@ -153,7 +154,8 @@ export class IosDriver implements PhoneDriver {
   async prepare(): Promise<PhoneBaseline> {
     if (await this.wda.command<boolean>('GET', '/wda/locked')) await this.wda.command('POST', '/wda/unlock');
     await this.wda.request('POST', '/wda/homescreen');
-    return { packages: await this.userApps() };
+    const files = await this.documentFiles();
+    return { packages: await this.userApps(), ...(files ? { files } : {}) };
   }
 
   async cleanup(baseline: PhoneBaseline): Promise<void> {
@@ -169,6 +171,7 @@ export class IosDriver implements PhoneDriver {
         proxy.close();
       }
     }
+    if (baseline.files) await this.removeAddedDocuments(baseline.files);
     // iOS 15 and later let WDA write the pasteboard only while its runner is in front (Appium's XCUITest docs).
     const runner = apps.find((a) => a.startsWith(WDA_RUNNER));
     if (runner) await this.wda.command('POST', '/wda/apps/activate', { bundleId: runner });
@@ -178,6 +181,51 @@ export class IosDriver implements PhoneDriver {
     }
     await this.wda.request('POST', '/wda/homescreen');
     await this.wda.command('POST', '/orientation', { orientation: 'PORTRAIT' });
+  }
+
+  /**
+   * Every entry in the Documents of the apps that share them (house_arrest reaches no other part of a container), as
+   * `<bundle id>:<path>`; undefined past LISTING_BOUNDS, or when a container cannot be read to the end.
+   */
+  private async documentFiles(): Promise<string[] | undefined> {
+    const deadline = Date.now() + LISTING_BOUNDS.ms;
+    const entries: string[] = [];
+    try {
+      for (const { bundleId } of await this.fileApps()) {
+        const complete = await this.inDocuments(bundleId, async (afc) => {
+          const walk = async (folder: string): Promise<boolean> => {
+            for (const name of (await afc.listDirectory(folder)).filter((n) => n !== '.' && n !== '..')) {
+              const path = posix.join(folder, name);
+              entries.push(`${bundleId}:${path}`);
+              if (entries.length > LISTING_BOUNDS.entries || Date.now() > deadline) return false;
+              if ((await afc.getFileInfo(path)).isDirectory() && !(await walk(path))) return false;
+            }
+            return true;
+          };
+          return walk('/Documents');
+        });
+        if (!complete) return undefined;
+      }
+    } catch {
+      return undefined;
+    }
+    return entries;
+  }
+
+  /** Removes what was added to the shared Documents of the apps that stay since `before` was listed. */
+  private async removeAddedDocuments(before: readonly string[]): Promise<void> {
+    const now = await this.documentFiles();
+    if (!now) return;
+    const byApp = new Map<string, string[]>();
+    for (const entry of addedFiles(before, now)) {
+      const colon = entry.indexOf(':');
+      byApp.set(entry.slice(0, colon), [...(byApp.get(entry.slice(0, colon)) ?? []), entry.slice(colon + 1)]);
+    }
+    for (const [app, paths] of byApp) {
+      await this.inDocuments(app, async (afc) => {
+        for (const path of paths) await afc.deleteDirectory(path);
+      });
+    }
   }
 
   /**
