@@ -100,7 +100,7 @@ function wire(
   config: EngineConfig,
   stores: Stores,
   fleet: Fleet,
-  parts: { db: Db; blobs: BlobStore; secrets: SecretStore; tokenSecret: Uint8Array; now: Clock; log: (message: string) => void },
+  parts: { db: Db; blobs: BlobStore; secrets: SecretStore; tokenSecret: Uint8Array; now: Clock; freePort?: () => Promise<number>; log: (message: string) => void },
 ) {
   const { db, blobs, secrets, tokenSecret, now, log } = parts;
   const auth = new Auth(stores, tokenSecret, config, now);
@@ -144,7 +144,7 @@ function wire(
   });
   const testResults = new TestResults(stores, blobs, now);
   const sessions = new Sessions(stores, now);
-  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, now, log });
+  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, now, freePort: parts.freePort, log });
   // A WebDriver session on the phone ends first (Appium cleans up through the remote connection), then remote
   // connections drop, and only then does the released phone's cleanup start, so that nobody races it.
   allocator.onRelease((row) => {
@@ -221,7 +221,7 @@ function wire(
  * WebDriver for the whole lab: real Appium in a process of its own (started by the first session), reaching Android
  * phones through a private adb server of its own and iPhones through their WebDriverAgent URL.
  */
-function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; log: (message: string) => void }) {
+function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; freePort?: () => Promise<number>; log: (message: string) => void }) {
   const home = join(config.dataDir, 'appium');
   const pids = join(home, 'pids');
   // Before anything new starts: what a crashed run of this data dir left (its Appium, its private adb server).
@@ -233,23 +233,26 @@ function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<Constru
     env: { ...(androidHome ? { ANDROID_HOME: androidHome } : {}), ...(usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}) },
     startTimeoutMs: 60_000,
     pidFile: join(pids, 'appium.json'),
+    freePort: parts.freePort,
     log: parts.log,
   });
-  const { idleRelease, fleet, now, log, ...rest } = parts;
+  const { idleRelease, fleet, now, freePort, log, ...rest } = parts;
   return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
-    privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json') }) : undefined,
+    privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json'), freePort }) : undefined,
     pollMs: 50,
+    freePort,
     log,
   });
 }
 
 /**
  * `secrets` replaces the 0600 file in the data dir: the desktop app passes the OS keychain. `nativeBinding` is the
- * better-sqlite3 addon to load instead of the Node build: the desktop app's, built for Electron's ABI.
+ * better-sqlite3 addon to load instead of the Node build: the desktop app's, built for Electron's ABI. `freePort` is
+ * where the ports the lab gives Appium and its adb server come from (the OS's free ones): a test takes them first.
  */
 export function createEngine(
   config: EngineConfig,
-  options: { now?: () => number; secrets?: SecretStore; nativeBinding?: string } = {},
+  options: { now?: () => number; secrets?: SecretStore; nativeBinding?: string; freePort?: () => Promise<number> } = {},
 ): Engine {
   let db: Db | undefined;
   let app: App | undefined;
@@ -284,6 +287,7 @@ export function createEngine(
         secrets: options.secrets ?? new FileSecretStore(join(config.dataDir, SECRETS_FILE)),
         tokenSecret: tokenSecretOf(db),
         now: options.now ?? Date.now,
+        freePort: options.freePort,
         log,
       });
       running = { services, stores };

@@ -33,6 +33,8 @@ export interface WebDriverOptions {
   privateAdb: PrivateAdbServer | undefined;
   /** How often a queued request looks at its allocation. */
   pollMs: number;
+  /** Where the ports the lab gives Appium come from (free ones of the OS's): a test takes them to make the race happen. */
+  freePort?: () => Promise<number>;
   log: (message: string) => void;
 }
 
@@ -52,6 +54,11 @@ export type CommandBody = { text: string } | { stream: Readable; length: number 
 export const LARGE_BODY = 1024 * 1024;
 const LARGE_PER_SESSION = 2;
 const LARGE_PER_CALLER = 4;
+
+/** How many sets of ports a session start tries when one it was given is taken before Appium's adb binds it. */
+const PORT_ATTEMPTS = 3;
+/** What Appium answers then: the UiAutomator2 driver's check of its port, or adb's failed forward. */
+const PORT_TAKEN = /local port #\d+ is busy|cannot bind listener|Address already in use/;
 
 /** The most a run keeps in memory of each log: a week-long session must not grow the engine without end. */
 const MAX_COMMANDS = 20_000;
@@ -254,11 +261,18 @@ export class WebDriverRuns {
       await appiumReady;
       const started = performance.now();
       this.starting++;
-      const reply = await this.parts.appium
-        .call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } })
-        .finally(() => {
-          if (--this.starting === 0) setImmediate(() => this.starting === 0 && (this.recentLines = []));
-        });
+      const create = () => this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } });
+      const reply = await (async () => {
+        let answer = await create();
+        // A port the lab chose can be taken before Appium's adb binds it: the session starts on others.
+        for (let attempt = 1; attempt < PORT_ATTEMPTS && answer.status !== 200 && PORT_TAKEN.test(answer.body.toString('utf8')); attempt++) {
+          Object.assign(labCaps, await this.ports(run));
+          answer = await create();
+        }
+        return answer;
+      })().finally(() => {
+        if (--this.starting === 0) setImmediate(() => this.starting === 0 && (this.recentLines = []));
+      });
       const answer = parseJson(reply.body) as { value?: { sessionId?: string; capabilities?: Record<string, unknown>; error?: string; message?: string } };
       if (reply.status !== 200 || !answer?.value?.sessionId) {
         throw new WebDriverError('session not created', `Appium could not start the session on ${run.deviceName}: ${answer?.value?.message ?? reply.body.toString('utf8').slice(0, 500)}`);
@@ -349,12 +363,10 @@ export class WebDriverRuns {
       const { view } = await this.parts.remote.open(scope, run.target, { publicKey: adb.publicKey() });
       await adb.connect(view.address);
       run.adbAddress = view.address;
-      const [systemPort, mjpegServerPort] = await this.ports(run, 2);
       return {
         'appium:udid': view.address,
         'appium:adbPort': adbPort,
-        'appium:systemPort': systemPort,
-        'appium:mjpegServerPort': mjpegServerPort,
+        ...(await this.ports(run)),
         'appium:suppressKillServer': true,
         'appium:newCommandTimeout': 0,
       };
@@ -371,15 +383,17 @@ export class WebDriverRuns {
 
   /**
    * Ports of the run's own (the UiAutomator2 server's and the MJPEG stream's), so that parallel sessions never collide:
-   * free ones from the OS, none that another run holds.
+   * free ones from the OS, none that another run holds, and new ones each time (after a start found one taken).
    */
-  private async ports(run: Run, count: number): Promise<number[]> {
+  private async ports(run: Run): Promise<{ 'appium:systemPort': number; 'appium:mjpegServerPort': number }> {
     const held = new Set([...this.byAllocation.values()].flatMap((r) => r.ports));
-    while (run.ports.length < count) {
-      const port = await freePort();
-      if (!held.has(port) && !run.ports.includes(port)) run.ports.push(port);
+    const fresh: number[] = [];
+    while (fresh.length < 2) {
+      const port = await (this.options.freePort ?? freePort)();
+      if (!held.has(port) && !fresh.includes(port)) fresh.push(port);
     }
-    return run.ports;
+    run.ports = fresh;
+    return { 'appium:systemPort': fresh[0]!, 'appium:mjpegServerPort': fresh[1]! };
   }
 
   /** A lab session made for a run ends with it, unless someone has since put more in it that still runs. */

@@ -165,7 +165,8 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
         const last = recent.slice(-20).join('\n');
         throw /EADDRINUSE|port may already be in use/.test(last) ? new PortTaken() : new Error(`Appium exited while starting:\n${last}`);
       }
-      const ready = await request(`${url}/status`, { dispatcher: this.agent }).then(
+      // Briefly: until Appium binds the port, whatever else holds it may accept and never answer.
+      const ready = await request(`${url}/status`, { dispatcher: this.agent, headersTimeout: 1_000, bodyTimeout: 1_000 }).then(
         async (r) => (await r.body.dump(), r.statusCode === 200),
         () => false,
       );

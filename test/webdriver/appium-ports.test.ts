@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectToAdb, findAdb, SimulatedPhone, startAdbServer } from '../../src/sim/android/index.js';
+import { loadConfig } from '../../src/main/engine/config.js';
+import { createEngine } from '../../src/main/engine/engine.js';
+import { AppiumServer, freePort } from '../../src/main/engine/fleet/appium/appium-server.js';
+import { PrivateAdbServer } from '../../src/main/engine/fleet/appium/private-adb.js';
+import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
+import { adbOrSkip, waitFor } from '../support/lab.js';
+import { remotePorts } from '../support/remote.js';
+import { labSession } from '../support/webdriver.js';
+
+/**
+ * A port the lab picks is free when picked and bound later by its user (issue 45, seen under load as "cannot bind
+ * listener: Address already in use"). Here something takes the port in between, on purpose: the picker hands out a port
+ * this test already listens on, and the lab's child must come up on another.
+ */
+const hasAdb = adbOrSkip();
+const dirs: string[] = [];
+const squatters: Server[] = [];
+afterAll(() => {
+  for (const s of squatters) s.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A loopback listener that accepts and never answers, as another program would hold the port (any, if not named). */
+async function squat(port = 0): Promise<number> {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  squatters.push(server);
+  return (server.address() as { port: number }).port;
+}
+
+/** First the taken port, then free ones: the race, made to happen every time. */
+async function racedPicker(): Promise<{ taken: number; pick: () => Promise<number> }> {
+  const taken = await squat();
+  let first = true;
+  return { taken, pick: async () => (first ? ((first = false), taken) : freePort()) };
+}
+
+const home = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'benchtop-ports-'));
+  dirs.push(dir);
+  return dir;
+};
+
+describe('ports the lab hands out (issue 45)', () => {
+  it.runIf(hasAdb)('the private adb server comes up on another port when its port is taken before it binds it', async () => {
+    const dir = home();
+    const { taken, pick } = await racedPicker();
+    const adb = new PrivateAdbServer(findAdb()!, join(dir, 'adb'), { pidFile: join(dir, 'pids', 'adb.json'), freePort: pick });
+    try {
+      const port = await adb.ensure();
+      expect(port).not.toBe(taken);
+      // The server on that port is the private one: its own HOME's key, and it lists devices.
+      expect(execFileSync(findAdb()!, ['-H', '127.0.0.1', '-P', String(port), 'devices'], { env: { ...process.env, HOME: join(dir, 'adb') }, encoding: 'utf8' })).toContain('List of devices attached');
+      expect(adb.publicKey()).toMatch(/^[A-Za-z0-9+/=]+ /);
+    } finally {
+      await adb.stop();
+    }
+  }, 30_000);
+
+  it('Appium comes up on another port when its port is taken before it binds it', async () => {
+    const dir = home();
+    const { taken, pick } = await racedPicker();
+    const lines: string[] = [];
+    const appium = new AppiumServer({ home: dir, env: {}, startTimeoutMs: 60_000, pidFile: join(dir, 'pids', 'appium.json'), freePort: pick, log: (m) => lines.push(m) });
+    try {
+      const url = new URL(await appium.ensure());
+      expect(Number(url.port)).not.toBe(taken);
+      expect((await appium.call('GET', '/status')).status).toBe(200);
+      expect(lines.join('\n')).toContain("Appium's port was taken before it could bind it");
+    } finally {
+      await appium.stop();
+    }
+  }, 90_000);
+
+  it.runIf(hasAdb)("a WebDriver session starts on other ports when one the lab gave Appium is taken before Appium's adb binds it", async () => {
+    const adb = await startAdbServer();
+    const phone = new SimulatedPhone({ model: 'Race Pixel' });
+    const dataDir = home();
+    // The engine's ports come from the OS, as always; the test takes the next `take` of them as soon as they are picked.
+    let take = 0;
+    const taken: number[] = [];
+    const pick = async () => {
+      const port = await freePort();
+      if (take > 0) {
+        take--;
+        taken.push(await squat(port));
+      }
+      return port;
+    };
+    const engine = createEngine(
+      { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ownerEmail: OWNER_EMAIL, ownerPassword: OWNER_PASSWORD, logLevel: 'silent', adb: { host: '127.0.0.1', port: adb.port }, usbmuxd: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 },
+      { freePort: pick },
+    );
+    try {
+      await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+      const api = `${(await engine.start()).url}/api/v1`;
+      const c = client(api);
+      const key = await c.createKey(await c.login());
+      await waitFor('the phone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token: await c.login() })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
+      const caps = { platformName: 'Android', 'appium:automationName': 'UiAutomator2' };
+      // A first session starts Appium and its adb server: the next two ports picked are the next session's own.
+      await (await labSession(api, key, caps)).deleteSession();
+      take = 2;
+      const driver = await labSession(api, key, caps);
+      expect(taken).toHaveLength(2);
+      const given = driver.capabilities as Record<string, unknown>;
+      expect(taken).not.toContain(given['appium:systemPort']);
+      expect(taken).not.toContain(given['appium:mjpegServerPort']);
+      expect(await driver.getPageSource()).toContain('<hierarchy');
+      await driver.deleteSession();
+    } finally {
+      await engine.stop();
+      await phone.stop();
+      await adb.stop();
+    }
+  }, 120_000);
+});
