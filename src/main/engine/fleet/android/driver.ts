@@ -193,7 +193,11 @@ export class AndroidDriver implements PhoneDriver {
     const packages = await this.packages();
     const files = await this.files();
     const running = await this.processes(packages);
-    return { packages, processes: { packages: running.packages, shell: running.shell.map((p) => p.pid) }, ...(files ? { files } : {}) };
+    return {
+      packages,
+      ...(running ? { processes: { packages: running.packages, shell: running.shell.map((p) => p.pid) } } : {}),
+      ...(files ? { files } : {}),
+    };
   }
 
   async cleanup(before: PhoneBaseline): Promise<void> {
@@ -203,16 +207,17 @@ export class AndroidDriver implements PhoneDriver {
       if (!kept.has(pkg) && !LAB_KEPT_PACKAGES.has(pkg)) await this.shell(`pm uninstall ${quote(pkg)}`);
     }
     // What ran before the allocation (the launcher, the keyboard, the system's own) goes on running; a third-party
-    // app is stopped whatever the case, as it always was.
-    const thirdParty = new Set(await this.packages('-3'));
+    // app that runs is stopped whatever the case, as it always was.
+    const thirdParty = await this.packages('-3');
     const now = await this.processes(installed);
     const wasRunning = new Set(before.processes?.packages);
-    for (const pkg of now.packages) {
-      if (thirdParty.has(pkg) || (before.processes && !wasRunning.has(pkg))) await this.shell(`am force-stop ${quote(pkg)}`);
+    // A phone whose ps cannot list every process (Android 7 and older) gets every third-party package stopped.
+    for (const pkg of now ? now.packages : thirdParty) {
+      if (thirdParty.includes(pkg) || (before.processes && !wasRunning.has(pkg))) await this.shell(`am force-stop ${quote(pkg)}`);
     }
     // What the holder left running from adb's shell (a nohup'd loop, a screenrecord) ends; adbd is the lab's way in.
     const shellBefore = new Set(before.processes?.shell);
-    const strays = now.shell.filter((p) => before.processes && !shellBefore.has(p.pid) && p.name !== 'adbd' && p.name !== 'ps');
+    const strays = (now?.shell ?? []).filter((p) => before.processes && !shellBefore.has(p.pid) && p.name !== 'adbd' && p.name !== 'ps');
     if (strays.length) await this.shell(`kill -9 ${strays.map((p) => p.pid).join(' ')}`);
     if (before.files) await this.removeAddedFiles(before.files);
     // A build whose clipboard service takes no shell command says so and keeps its clip (docs/sharing.md).
@@ -256,14 +261,15 @@ export class AndroidDriver implements PhoneDriver {
 
   /**
    * What runs now, from one `ps`: the installed packages with a process (`ps` names an app's processes `package` or
-   * `package:name`), and the processes adb's `shell` user runs.
+   * `package:name`), and the processes adb's `shell` user runs; undefined where `ps` cannot list them all.
    */
-  private async processes(installed: readonly string[]): Promise<{ packages: string[]; shell: Array<{ pid: number; name: string }> }> {
+  private async processes(installed: readonly string[]): Promise<{ packages: string[]; shell: Array<{ pid: number; name: string }> } | undefined> {
     const known = new Set(installed);
-    const rows = (await this.shell('ps -A -o USER,PID,NAME')).split('\n').slice(1).map((l) => l.trim().split(/\s+/)).filter((r) => r.length >= 3);
+    const [header, ...rows] = (await this.shell('ps -A -o USER,PID,NAME')).split('\n').map((l) => l.trim().split(/\s+/));
+    if (header?.join(' ') !== 'USER PID NAME') return undefined;
     return {
-      packages: [...new Set(rows.map(([, , name]) => name!.split(':')[0]!).filter((n) => known.has(n)))].sort(),
-      shell: rows.filter(([user]) => user === 'shell').map(([, pid, name]) => ({ pid: Number(pid), name: name! })),
+      packages: [...new Set(rows.filter((r) => r.length === 3).map(([, , name]) => name!.split(':')[0]!).filter((n) => known.has(n)))].sort(),
+      shell: rows.filter((r) => r.length === 3 && r[0] === 'shell').map(([, pid, name]) => ({ pid: Number(pid), name: name! })),
     };
   }
 
