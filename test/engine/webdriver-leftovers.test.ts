@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endLeftovers } from '../../src/main/engine/fleet/guarded-child.js';
 import { call } from '../support/engine.js';
-import { demoSession, processesUnder, startDemoLab, type DemoLab } from '../support/lab-processes.js';
+import { DEMO_OWNER, demoSession, processesUnder, startDemoLab, type DemoLab } from '../support/lab-processes.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 
 /**
@@ -79,7 +79,7 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
 
     // The run the stop ended is kept as ended by it, and its phone was released.
     engine = await lab.serve();
-    const token = (await call(engine.api, 'POST', '/auth/login', { body: { email: lab.env.BENCHTOP_OWNER_EMAIL, password: lab.env.BENCHTOP_OWNER_PASSWORD } })).body.token as string;
+    const token = (await call(engine.api, 'POST', '/auth/login', { body: DEMO_OWNER })).body.token as string;
     const results = (await call(engine.api, 'GET', '/test-results', { token })).body.data as Array<{ name: string; status: string; sessionId: string; stats: Record<string, unknown> }>;
     const result = results.find((r) => r.name === 'stopped')!;
     expect(result).toMatchObject({ status: 'interrupted', stats: { ended: 'engine_stopped' } });

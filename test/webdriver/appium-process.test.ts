@@ -60,6 +60,7 @@ describe.skipIf(!hasAdb)("Appium's own port (issue 41.4)", () => {
     expect((await fetch(`http://127.0.0.1:${ports[0]}${secret}/appium/sessions`)).status).not.toBe(200);
     // No command line shows it (any local user reads those), nor does any answer to a client.
     expect(processesUnder([dir]).filter((p) => p.cmdline.includes(secret.slice(1)))).toEqual([]);
+    expect(JSON.stringify(driver.capabilities)).not.toContain(secret.slice(1));
     const bidi = await fetch(`${new URL(engine.api).origin}/wd/hub/session`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
