@@ -366,6 +366,9 @@ export class WebDriverRuns {
       return {
         'appium:udid': view.address,
         'appium:adbPort': adbPort,
+        // Named, so that Appium's adb client never starts a server of its own (one no guard would end) when the lab's
+        // private one is gone: adb starts a server only for a host it was not told.
+        'appium:remoteAdbHost': '127.0.0.1',
         ...(await this.ports(run)),
         'appium:suppressKillServer': true,
         'appium:newCommandTimeout': 0,
