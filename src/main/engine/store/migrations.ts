@@ -410,8 +410,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE invitations ADD COLUMN secret_hash TEXT;
   CREATE UNIQUE INDEX invitations_by_secret ON invitations(secret_hash);
   `,
-  // What an Android phone held at allocation besides its packages, so that release puts it back: the paths in the
-  // folders a holder may write (cleared once cleaned) and the packages that were running.
+  // What a phone held at allocation besides its packages, so that release puts it back: the paths in the folders a
+  // holder may write (cleared once cleaned) and, on Android, what was running (packages and adb shell processes).
   `
   ALTER TABLE device_allocations ADD COLUMN files_before TEXT;
   ALTER TABLE device_allocations ADD COLUMN running_before TEXT;
