@@ -2,7 +2,45 @@
  * Demo mode (`npm run demo`, or BENCHTOP_DEMO_PHONES=N npm run serve): simulated phones attached through the real
  * adb server, so that a newcomer with no phone at hand can try the whole lab. adb is the only prerequisite.
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { connectToAdb, runAdb, SimulatedPhone } from '../sim/android/index.js';
+
+/**
+ * Who each demo phone is, kept in the data dir: a real phone keeps its serial (an iPhone its UDID) when the lab
+ * restarts, so a held phone stays held and a booking keeps its phone. An Android demo phone's serial is its adb
+ * address, `127.0.0.1:<port>`, so its port is what it keeps.
+ */
+export const DEMO_IDENTITIES_FILE = 'demo-phones.json';
+
+interface DemoIdentities {
+  android: Array<{ model: string; port: number; serialNo: string }>;
+  iphones: Array<{ name: string; udid: string }>;
+}
+
+function readIdentities(dataDir: string): DemoIdentities {
+  const path = join(dataDir, DEMO_IDENTITIES_FILE);
+  const kept = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Partial<DemoIdentities>) : {};
+  return { android: kept.android ?? [], iphones: kept.iphones ?? [] };
+}
+
+/** Rewrites the file with one platform's phones, keeping the other's. */
+function keepIdentities(dataDir: string, patch: Partial<DemoIdentities>): void {
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(join(dataDir, DEMO_IDENTITIES_FILE), `${JSON.stringify({ ...readIdentities(dataDir), ...patch }, null, 2)}\n`);
+}
+
+/** Listens on the port it had; when another program has taken it since, on a new one, saying so: a new serial is a new phone to the lab. */
+async function listenAsBefore(phone: SimulatedPhone, model: string, port: number | undefined, log: (line: string) => void): Promise<number> {
+  if (port === undefined) return phone.start();
+  try {
+    return await phone.start(port);
+  } catch (error) {
+    const next = await phone.start();
+    log(`Demo: ${model} could not listen on its port ${port} again (${(error as Error).message}); it is now 127.0.0.1:${next}, a new phone to the lab, and what was held on 127.0.0.1:${port} is released when its grace period ends.`);
+    return next;
+  }
+}
 
 const MODELS = [
   { model: 'Pixel 8', osVersion: '14', sdk: 34, battery: 92 },
@@ -16,8 +54,10 @@ export interface DemoPhones {
   stop(): Promise<void>;
 }
 
-export async function startDemoPhones(count: number, adbServerPort: number): Promise<DemoPhones> {
+export async function startDemoPhones(count: number, adbServerPort: number, dataDir: string, log: (line: string) => void = console.warn): Promise<DemoPhones> {
+  const kept = readIdentities(dataDir).android;
   const phones: SimulatedPhone[] = [];
+  const identities: DemoIdentities['android'] = [];
   const serials: string[] = [];
   const stop = async () => {
     for (const serial of serials) await runAdb(['disconnect', serial], { serverPort: adbServerPort, timeoutMs: 10_000 }).catch(() => undefined);
@@ -26,11 +66,16 @@ export async function startDemoPhones(count: number, adbServerPort: number): Pro
   try {
     for (let i = 0; i < count; i++) {
       const spec = MODELS[i % MODELS.length]!;
-      const phone = new SimulatedPhone({ ...spec, model: count > MODELS.length ? `${spec.model} #${i + 1}` : spec.model });
+      const model = count > MODELS.length ? `${spec.model} #${i + 1}` : spec.model;
+      const before = kept.find((k) => k.model === model);
+      const phone = new SimulatedPhone({ ...spec, model, ...(before && { serialNo: before.serialNo }) });
       phones.push(phone);
+      const port = await listenAsBefore(phone, model, before?.port, log);
       // `adb connect` starts the adb server if none is running, as a USB phone would not need.
-      serials.push(await connectToAdb(await phone.start(), adbServerPort));
+      serials.push(await connectToAdb(port, adbServerPort));
+      identities.push({ model, port, serialNo: phone.serialNo });
     }
+    keepIdentities(dataDir, { android: identities });
   } catch (error) {
     await stop();
     throw new Error(`Demo phones could not attach through adb: ${(error as Error).message}. Is adb installed (apt-get install adb)?`, {
@@ -68,17 +113,21 @@ export interface DemoIphones {
  * Demo iPhones (BENCHTOP_DEMO_IPHONES=N): a simulated usbmuxd on loopback with simulated iPhones plugged in, each
  * trusted and running WebDriverAgent. Nothing to install: the engine reaches them as it reaches real ones.
  */
-export async function startDemoIphones(count: number): Promise<DemoIphones> {
+export async function startDemoIphones(count: number, dataDir: string): Promise<DemoIphones> {
   const { SimulatedIPhone, SimulatedUsbmuxd } = await import('../sim/ios/index.js');
+  const kept = readIdentities(dataDir).iphones;
   const usbmuxd = new SimulatedUsbmuxd();
   const address = await usbmuxd.start();
   const phones: Array<InstanceType<typeof SimulatedIPhone>> = [];
   for (let i = 0; i < count; i++) {
     const spec = IPHONES[i % IPHONES.length]!;
-    const phone = new SimulatedIPhone({ ...spec, name: count > IPHONES.length ? `${spec.name} #${i + 1}` : spec.name, userApps: [DEMO_SHARING_APP] });
+    const name = count > IPHONES.length ? `${spec.name} #${i + 1}` : spec.name;
+    const udid = kept.find((k) => k.name === name)?.udid;
+    const phone = new SimulatedIPhone({ ...spec, name, udid, userApps: [DEMO_SHARING_APP] });
     await phone.plugInto(usbmuxd);
     phones.push(phone);
   }
+  keepIdentities(dataDir, { iphones: phones.map((p) => ({ name: p.name, udid: p.udid })) });
   return {
     address,
     udids: phones.map((p) => p.udid),

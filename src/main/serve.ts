@@ -30,12 +30,12 @@ try {
     if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
     // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
     const { startDemoPhones } = await import('./demo.js');
-    demo = await startDemoPhones(config.demoPhones, config.adb.port);
+    demo = await startDemoPhones(config.demoPhones, config.adb.port, config.dataDir);
     console.log(`Demo: ${demo.serials.length} simulated phones attached through adb (${demo.serials.join(', ')})`);
   }
   if (config.demoIphones > 0) {
     const { startDemoIphones } = await import('./demo.js');
-    demoIphones = await startDemoIphones(config.demoIphones);
+    demoIphones = await startDemoIphones(config.demoIphones, config.dataDir);
     // The engine tracks the demo's usbmuxd instead of the system's: read at start, so set before it.
     config.usbmuxd = parseUsbmuxdAddress(demoIphones.address);
     console.log(`Demo: ${demoIphones.udids.length} simulated iPhones on usbmuxd ${demoIphones.address} (${demoIphones.udids.join(', ')})`);
@@ -56,32 +56,18 @@ try {
   process.exit(1);
 }
 
-/** adb reports a disconnected phone within moments; a phone it still shows after a second is left listed. */
-async function waitUntilGone(serials: string[], stateOf: (serial: string) => string | undefined): Promise<void> {
-  const deadline = Date.now() + 1000;
-  while (serials.some((s) => stateOf(s) !== 'gone') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-}
-
 let signalled = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (signalled) return;
     signalled = true;
     console.log(`${signal}: finishing in-flight requests, then closing the database.`);
-    // The demo's phones go once the chats have stopped (a message running on one ends failed), while the engine
-    // still sees them leave: new ones, under new serials, attach at the next start, so these are dropped from the
-    // inventory rather than listed as gone forever.
+    // The demo's phones go once the chats have stopped (a message running on one ends failed), unplugged as a real
+    // phone would be: they come back under the same serials at the next start (demo.ts keeps who they are), so what
+    // they were held for stays held through the device grace period, and the inventory keeps their names.
     const detachDemo = async () => {
-      const { fleet } = engine.stores;
-      if (demoIphones) {
-        await demoIphones.stop();
-        await waitUntilGone(demoIphones.udids, (serial) => fleet.get(serial)?.state);
-        for (const serial of demoIphones.udids) fleet.forget(serial);
-      }
-      if (!demo) return;
-      await demo.stop();
-      await waitUntilGone(demo.serials, (serial) => fleet.get(serial)?.state);
-      for (const serial of demo.serials) fleet.forget(serial);
+      await demoIphones?.stop();
+      await demo?.stop();
     };
     const beforeFleetStops = () => detachDemo().catch((error: Error) => console.error(`The demo phones did not detach: ${error.message}`));
     engine.stop({ beforeFleetStops }).then(
