@@ -79,6 +79,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/auth/signup'],
   ['get', '/api/v1/auth/invitations/{secret}'],
   ['delete', '/api/v1/organizations/{id}/members/{userId}'],
+  ['get', '/api/v1/lab/certificate.pem'],
   ['get', '/api/v1/lab/settings'],
   ['patch', '/api/v1/lab/settings'],
   ['put', '/api/v1/billing/plan'],

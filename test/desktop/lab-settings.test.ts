@@ -28,6 +28,7 @@ describe('GET /lab/settings', () => {
       usbmuxd: { enabled: false, address: 'UNIX:/var/run/usbmuxd' },
       quotas: { devices: 3, instances: 2 },
       deviceIdleSeconds: 900,
+      deviceIdleMinSeconds: 10,
       reservationMaxHours: 8,
       // Off until the lab owner switches it on; the address it would use is the machine's first LAN address.
       remoteConnectOnLan: { enabled: false, host: t.engine.services.lanSharing.lanAddress() },

@@ -81,6 +81,7 @@ export const LabSettings = Type.Object({
   ),  deviceIdleSeconds: Type.Integer({
     description: 'An allocation with no activity (an action, screenshot, elements, install or logs call, or a connected live screen) for this long is released with releaseReason idle_timeout; 0 means never.',
   }),
+  deviceIdleMinSeconds: Type.Integer({ description: 'The least non-zero deviceIdleSeconds the lab accepts.' }),
   reservationMaxHours: Type.Integer({ description: 'The longest window a reservation may book.' }),
   remoteConnectOnLan: Type.Object(
     {

@@ -52,6 +52,10 @@ export class LanServer implements LanSharing {
     return lanAddresses()[0] ?? null;
   }
 
+  certificatePem(): string | null {
+    return this.stored()?.cert ?? null;
+  }
+
   enable(): Promise<void> {
     return this.serially(async () => {
       if (this.app) return;

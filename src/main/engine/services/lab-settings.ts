@@ -3,7 +3,7 @@ import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
 import type { SecretStore } from '../secrets.js';
-import { conflict, invalid } from '../domain/errors.js';
+import { conflict, invalid, ServiceError } from '../domain/errors.js';
 
 const SIGNUP_OPEN = 'signup_open';
 export const LAN_SHARING = 'lan_sharing';
@@ -21,6 +21,8 @@ export interface LanSharing {
   disable(): Promise<void>;
   /** The machine's LAN address teammates reach (the first of the URLs LAN sharing shows); null when it has none. */
   lanAddress(): string | null;
+  /** The self-signed certificate LAN sharing serves, as PEM; null until LAN sharing was first switched on. */
+  certificatePem(): string | null;
 }
 
 type Settings = Stores['settings'];
@@ -83,6 +85,13 @@ export class LabSettingsService {
     return Number(this.stores.settings.get(RESERVATION_MAX_HOURS) ?? this.config.reservationMaxHours);
   }
 
+  /** Public: any TLS handshake with the LAN port shows it anyway, and a teammate's client needs it to trust that port. */
+  certificatePem(): string {
+    const pem = this.lanSharing.certificatePem();
+    if (!pem) throw new ServiceError('not_found', 'certificate_not_found', 'This lab has no LAN certificate: it is made the first time the lab owner switches LAN sharing on.');
+    return pem;
+  }
+
   get(): LabSettings {
     const adb = savedAdb(this.stores.settings) ?? this.config.adb ?? DEFAULT_ADB;
     return {
@@ -93,6 +102,7 @@ export class LabSettingsService {
       usbmuxd: { enabled: this.config.usbmuxd !== null, address: formatUsbmuxdAddress(this.config.usbmuxd ?? { path: DEFAULT_USBMUXD_SOCKET }) },
       quotas: this.quotas(),
       deviceIdleSeconds: this.deviceIdleSeconds(),
+      deviceIdleMinSeconds: this.config.deviceIdleMinSeconds,
       reservationMaxHours: this.reservationMaxHours(),
       remoteConnectOnLan: { enabled: isRemoteConnectOnLan(this.stores.settings), host: this.lanSharing.lanAddress() },
     };

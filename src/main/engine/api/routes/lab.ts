@@ -6,6 +6,7 @@ import type { UsageReport } from '../../services/usage.js';
 import { LabUsage, LabUsageQuery } from '../../../../shared/api/sharing.js';
 import { iso } from '../../domain/time.js';
 import { BEARER, callerOf, responses, type App } from '../http.js';
+import { served } from '../media.js';
 
 /** Lab administration: for the lab owner (the first account) with an interactive token. */
 export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabOwner, usage: UsageReport, version: string): void {
@@ -15,6 +16,20 @@ export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabO
     config: { public: true },
     schema: { tags, operationId: 'health', summary: 'Liveness; no credentials needed', response: { 200: Health } },
   }, () => ({ status: 'ok' as const, version }));
+
+  app.get('/lab/certificate.pem', {
+    config: { public: true },
+    schema: {
+      tags,
+      operationId: 'getLabCertificate',
+      summary: 'The self-signed certificate of LAN sharing (PEM), for a teammate\'s client to trust; its SHA-256 fingerprint is in the lab settings. No credentials needed: a TLS handshake with the LAN port shows it anyway',
+      response: responses({ 200: served<string>(['application/x-pem-file'], 'One X.509 certificate, PEM-encoded.', { type: 'string' }) }, [404]),
+    },
+  }, (_req, reply) => reply
+    .type('application/x-pem-file')
+    .header('content-disposition', 'attachment; filename="benchtop-lan-certificate.pem"')
+    .header('cache-control', 'no-cache')
+    .send(settings.certificatePem()));
 
   app.get('/lab/settings', {
     schema: { tags, operationId: 'getLabSettings', summary: 'Lab settings (lab owner)', security: BEARER, response: responses({ 200: LabSettings }, [401, 403]) },
