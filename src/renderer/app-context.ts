@@ -18,18 +18,34 @@ export const accountAskedEarly = prefetched?.has('/api/v1/me') ?? false;
 /** Whether prefetch.ts asked for the Fleet screen's lists (a signed-in tab opening the Fleet screen). */
 export const fleetAskedEarly = prefetched?.has('/api/v1/fleet/devices') ?? false;
 
+/** At most this often, a refusal makes the page read the person's organizations and roles again. */
+const RECHECK_MS = 2000;
+let rechecked = 0;
+
+/**
+ * A 403 or 404 for a request made in an organization may mean the person's role there changed or they were removed
+ * from it: the sidebar's role and the organization shown follow at once, not at the next reload.
+ */
+function membershipMayHaveChanged(): void {
+  if (Date.now() - rechecked < RECHECK_MS || !authStore.getState().token) return;
+  rechecked = Date.now();
+  void authStore.getState().refreshOrganizations().catch(() => undefined);
+}
+
 /**
  * The page's fetch, which answers a request that prefetch.ts already made (the first screen's first few) with that
  * answer, once, when it was asked with the same token and organization.
  */
-const pageFetch: typeof fetch = (input, init) => {
+const pageFetch: typeof fetch = async (input, init) => {
+  const headers = (init?.headers ?? {}) as Record<string, string>;
   const early = typeof input === 'string' && (init?.method ?? 'GET') === 'GET' ? prefetched?.get(input) : undefined;
   if (early) {
     prefetched!.delete(input as string);
-    const headers = (init?.headers ?? {}) as Record<string, string>;
     if (headers.authorization === early.authorization && (headers['x-organization-id'] ?? null) === early.organization) return early.response;
   }
-  return fetch(input, init);
+  const response = await fetch(input, init);
+  if ((response.status === 403 || response.status === 404) && headers['x-organization-id']) membershipMayHaveChanged();
+  return response;
 };
 
 export const authStore = createAuthStore(() => api, typeof sessionStorage === 'undefined' ? undefined : sessionStorage);

@@ -21,6 +21,12 @@ const TestResultScreen = lazy(() => import('./screens/test-results.js').then((m)
 const TestResultsScreen = lazy(() => import('./screens/test-results.js').then((m) => ({ default: m.TestResultsScreen })));
 const UsageScreen = lazy(() => import('./screens/usage.js').then((m) => ({ default: m.UsageScreen })));
 
+/**
+ * How often a signed-in page reads the person's organizations and roles again: a role an admin changed shows in the
+ * sidebar without a reload, even when nothing the person did was refused (a refusal rereads them at once).
+ */
+const ORGANIZATIONS_POLL_MS = 5000;
+
 const NAV = [
   { path: '/fleet', label: 'Fleet' },
   { path: '/sessions', label: 'Sessions' },
@@ -65,6 +71,24 @@ function OrganizationSwitcher() {
   );
 }
 
+/** Why the page moved to another organization on its own; it stays until read. */
+function MembershipNotice() {
+  const notice = useAuth((s) => s.notice);
+  const path = usePath();
+  // A session or a test result of the organization left is no longer there: its list in the new one is.
+  useEffect(() => {
+    const detail = /^\/(sessions|test-results)\/./.exec(path);
+    if (notice && detail) navigate(`/${detail[1]}`);
+  }, [notice]);
+  if (!notice) return null;
+  return (
+    <div className="warning membership-notice" role="alert">
+      <span>{notice}</span>
+      <button type="button" className="link" onClick={() => authStore.getState().dismissNotice()}>Dismiss</button>
+    </div>
+  );
+}
+
 function skipToContent(event: React.MouseEvent) {
   event.preventDefault();
   document.getElementById('main')?.focus();
@@ -97,6 +121,17 @@ export function App() {
     if (!active || active === document.body) document.getElementById('main')?.focus({ preventScroll: true });
   }, [path]);
 
+  useEffect(() => {
+    if (!token) return;
+    const recheck = () => void authStore.getState().refreshOrganizations().catch(() => undefined);
+    const timer = setInterval(recheck, ORGANIZATIONS_POLL_MS);
+    window.addEventListener('focus', recheck);
+    return () => {
+      clearInterval(timer);
+      window.removeEventListener('focus', recheck);
+    };
+  }, [token]);
+
   if (!token) return starting ? <main className="centered"><Spinner label="Signing in" /></main> : <LoginScreen />;
 
   return (
@@ -123,6 +158,7 @@ export function App() {
       </nav>
       {/* Keyed by the switches: every screen reloads what it shows when the user changes organization. */}
       <main id="main" tabIndex={-1} key={switches}>
+        <MembershipNotice />
         <ReleaseWarnings />
         <Suspense fallback={<Spinner label="Loading" />}>{route(path)}</Suspense>
       </main>

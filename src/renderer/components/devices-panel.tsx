@@ -6,17 +6,21 @@ import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { DeviceFilters, type Filter } from './device-filters.js';
 import { PhoneView } from './phone-view.js';
-import { IdleCountdown } from './release-warnings.js';
+import { releaseByMe, wasReleasedHere } from './released-here.js';
 
 const DEVICES_POLL_MS = 1500;
 
+/** A request still in line names no phone yet: it is for the next free one of its platform. */
+const nameOf = (d: Device) => d.info.name || `the next free ${platformName(d.info.platform)} phone`;
+
 function DeviceCard({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
   const release = useAction();
+  const queued = device.status === 'queued';
   return (
-    <article className="card device" aria-label={`${device.info.name} ${device.status}`}>
+    <article className="card device" aria-label={`${nameOf(device)} ${device.status}`}>
       <header className="card-header">
         <div>
-          <h3>{device.info.name}</h3>
+          <h3>{device.info.name || `Next free ${platformName(device.info.platform)} phone`}</h3>
           <span className="muted">{platformName(device.info.platform)} {device.info.osVersion}{device.info.serial && <> · <code>{device.info.serial}</code></>}</span>
         </div>
         <Status value={device.status} />
@@ -31,15 +35,16 @@ function DeviceCard({ sessionId, device, onChange }: { sessionId: string; device
           className="danger"
           disabled={release.pending}
           onClick={() => void release.run(async () => {
-            await api.releaseDevice(sessionId, device.info.serial ?? device.id);
+            await releaseByMe(sessionId, device);
             onChange();
           })}
         >
-          Release {device.info.name}
+          {/* A request in line holds no phone yet: it is left, not released. */}
+          {queued ? 'Leave the queue' : `Release ${device.info.name}`}
         </button>
-        <span className="muted">since {fmtTime(device.createdAt)}</span>
+        <span className="muted">{queued ? 'waiting' : 'held'} since {fmtTime(device.createdAt)}</span>
+        {release.error && <span role="alert" className="error inline">{release.error}</span>}
       </footer>
-      <ErrorBanner error={release.error} />
     </article>
   );
 }
@@ -48,10 +53,17 @@ const FLEET_POLL_MS = 5000;
 /** Releases listed in full; older ones of a long session fold under them. */
 const RELEASES_SHOWN = 5;
 
-/** Why a phone left the session, as a sentence: the lab's reasons, or a person's (or a client's) release. */
-export function releaseWhy(reason: string | undefined): string {
+/**
+ * Why a phone left the session, as a sentence: the lab's reasons, or a person's (or a client's) release. `byYou`: this
+ * tab released it; `queued`: it never got a phone (it left the queue).
+ */
+export function releaseWhy(reason: string | undefined, { byYou = false, queued = false } = {}): string {
   switch (reason) {
-    case undefined: return 'released by a member of your organization (here, through the API or by a test run).';
+    case undefined:
+      if (byYou) return queued ? 'you left the queue before a phone was free.' : 'you released it.';
+      return queued
+        ? 'the request left the queue before a phone was free: a member of your organization cancelled it (here, through the API or a test run).'
+        : 'released by a member of your organization (here, through the API or by a test run).';
     case 'idle_timeout': return 'nobody used it for the lab\'s idle time, so the lab gave it back to the pool (idle timeout).';
     case 'reserved': return 'another team\'s booking of it started, so the lab handed it to them (reserved by another team).';
     case 'device_lost': return 'it was unplugged and did not come back within the grace period (device lost).';
@@ -63,9 +75,13 @@ export function releaseWhy(reason: string | undefined): string {
 }
 
 function Release({ device: d }: { device: Device }) {
+  const queued = !d.info.serial;
+  const why = releaseWhy(d.releaseReason, { byYou: wasReleasedHere(d.id), queued });
   return (
     <li className={d.releaseReason ? 'by-lab' : undefined}>
-      <strong>{d.info.name}</strong>{d.info.serial && <> (<code>{d.info.serial}</code>)</>} was released at {fmtTime(d.releasedAt)}: {releaseWhy(d.releaseReason)}
+      {queued
+        ? <>The request for <strong>{nameOf(d)}</strong> ended at {fmtTime(d.releasedAt)}: {why}</>
+        : <><strong>{d.info.name}</strong> (<code>{d.info.serial}</code>) was released at {fmtTime(d.releasedAt)}: {why}</>}
     </li>
   );
 }
@@ -136,7 +152,7 @@ export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; 
   return (
     <div className="panel">
       {/* With a phone in use its screen comes first, above the fold; taking another phone is one click away. */}
-      {live.map((d) => <div key={d.id}><IdleCountdown at={d.idleReleaseAt} /><PhoneView sessionId={sessionId} device={d} onChange={reload} heldBy={heldBy} /></div>)}
+      {live.map((d) => <PhoneView key={d.id} sessionId={sessionId} device={d} onChange={reload} heldBy={heldBy} />)}
       <div className="device-grid">
         {waiting.map((d) => <DeviceCard key={d.id} sessionId={sessionId} device={d} onChange={reload} />)}
       </div>

@@ -10,6 +10,8 @@ import { saveBlob, stampedName } from './download.js';
 import { LogcatPane } from './logcat-pane.js';
 import { PhoneApps, type InstallJob } from './phone-apps.js';
 import { PhoneFiles } from './phone-files.js';
+import { IdleCountdown } from './release-warnings.js';
+import { releaseByMe } from './released-here.js';
 import { RemoteConnectPanel } from './remote-connect-panel.js';
 import { PhoneScreen, type ScreenCodec, type ScreenFeed } from './phone-screen.js';
 import { PhoneShell } from './phone-shell.js';
@@ -89,6 +91,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
   const [jobs, setJobs] = useState<InstallJob[]>([]);
   const [error, setError] = useState<string>();
   const [restart, setRestart] = useState<'idle' | 'confirm' | 'restarting'>('idle');
+  const [restartError, setRestartError] = useState<string>();
   const [releasing, setReleasing] = useState(false);
   const [recording, setRecording] = useState<'idle' | 'starting' | 'recording' | 'stopping'>('idle');
   /** Bumped when the phone is back from a restart: the screen connects again (its feed ended when the phone left). */
@@ -138,12 +141,12 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
 
   const restartPhone = async () => {
     setRestart('restarting');
+    setRestartError(undefined);
     try {
       await api.rebootDevice(sessionId, serial);
-      setError(undefined);
       setScreenGeneration((g) => g + 1);
     } catch (e) {
-      setError((e as Error).message);
+      setRestartError((e as Error).message);
     } finally {
       setRestart('idle');
     }
@@ -212,27 +215,21 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
             {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
           </button>
         </div>
-        <div className="group">
-          <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
-            {!feed.source ? 'Connecting…' : `${feed.source} · ${FORMATS[feed.format ?? ''] ?? (feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}${feed.reason ? ` (${feed.reason})` : ''}`}
-          </span>
-          {platform === 'android' && (
-            <span role="group" aria-label="Screen codec">
-              {(['h264', 'jpeg'] as const).map((c) => (
-                <button
-                  key={c}
-                  type="button"
-                  aria-pressed={codec === c || (codec === 'auto' && (feed.format === 'h264') === (c === 'h264') && feed.source !== undefined)}
-                  onClick={() => setCodec(c)}
-                  title={c === 'h264' ? 'H.264 from the phone\'s own encoder (screenrecord): a tenth of the bytes, where this browser decodes it' : 'JPEG frames from minicap'}
-                >
-                  {FORMATS[c]}
-                </button>
-              ))}
-            </span>
-          )}
-          <Status value={device.status} />
-        </div>
+        {platform === 'android' && (
+          <div className="group" role="group" aria-label="Screen codec">
+            {(['h264', 'jpeg'] as const).map((c) => (
+              <button
+                key={c}
+                type="button"
+                aria-pressed={codec === c || (codec === 'auto' && (feed.format === 'h264') === (c === 'h264') && feed.source !== undefined)}
+                onClick={() => setCodec(c)}
+                title={c === 'h264' ? 'H.264 from the phone\'s own encoder (screenrecord): a tenth of the bytes, where this browser decodes it' : 'JPEG frames from minicap'}
+              >
+                {FORMATS[c]}
+              </button>
+            ))}
+          </div>
+        )}
         <div className="group" role="group" aria-label="Restart">
           {restart === 'idle' && <button type="button" onClick={() => setRestart('confirm')}>Restart…</button>}
           {restart === 'confirm' && (
@@ -243,6 +240,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
             </>
           )}
           {restart === 'restarting' && <span role="status"><Spinner label="Restarting" /> Restarting {name}: it stays yours while it is away.</span>}
+          {restartError && <span role="alert" className="error inline">{restartError}</span>}
         </div>
         <div className="group" role="group" aria-label="Release">
           {!releasing ? <button type="button" className="danger" onClick={() => setReleasing(true)}>Release {name}…</button> : (
@@ -253,16 +251,28 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
                 className="danger"
                 disabled={release.pending}
                 onClick={() => void release.run(async () => {
-                  await api.releaseDevice(sessionId, serial);
+                  await releaseByMe(sessionId, device);
                   onChange();
                 })}
               >
                 Release now
               </button>
-              <button type="button" onClick={() => setReleasing(false)}>Cancel</button>
+              <button type="button" onClick={() => { setReleasing(false); release.setError(undefined); }}>Cancel</button>
             </>
           )}
+          {/* A refusal shows where the click was, not in the panel below the screen. */}
+          {release.error && <span role="alert" className="error inline">{release.error}</span>}
         </div>
+      </div>
+
+      {/* One line of fixed height, every text that changes on its own in it: what it says never moves the toolbar or
+          the screen (a countdown appearing above the screen pushed it down under a second tap). */}
+      <div className="phone-status">
+        <Status value={device.status} />
+        <IdleCountdown at={device.idleReleaseAt} />
+        <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
+          {!feed.source ? 'Connecting…' : `${feed.source} · ${FORMATS[feed.format ?? ''] ?? (feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}${feed.reason ? ` (${feed.reason})` : ''}`}
+        </span>
       </div>
 
       {/* The panel comes before the screen in the page's order: the screen takes Tab for the phone, so it is the
@@ -327,7 +337,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
             </>
           )}
         </p>
-        <ErrorBanner error={error ?? release.error} onDismiss={() => { setError(undefined); release.setError(undefined); }} />
+        <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
         <RemoteConnectPanel sessionId={sessionId} serial={serial} platform={platform} />
       </div>
     </section>

@@ -1,8 +1,11 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
 import type { AssistantProvider } from '../../shared/api/chats.js';
+import type { LabSettings } from '../../shared/api/account.js';
+import type { ApiError } from '../../shared/client/api-client.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api, useAuth } from '../app-context.js';
+import { CERTIFICATE_FILE, CERTIFICATE_PATH } from '../components/api-key-usage.js';
 import { ProvidersSection } from '../components/providers-section.js';
 import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
 
@@ -13,8 +16,6 @@ function LabSection() {
   const [adbPort, setAdbPort] = useState('');
   const [devices, setDevices] = useState('');
   const [instances, setInstances] = useState('');
-  const [idleMinutes, setIdleMinutes] = useState('');
-  const [reservationHours, setReservationHours] = useState('');
   const [askSignup, setAskSignup] = useState(false);
   const s = settings.data;
   useEffect(() => {
@@ -23,8 +24,6 @@ function LabSection() {
     setAdbPort(String(s.adb.port));
     setDevices(String(s.quotas.devices));
     setInstances(String(s.quotas.instances));
-    setIdleMinutes(String(Number((s.deviceIdleSeconds / 60).toFixed(2))));
-    setReservationHours(String(s.reservationMaxHours));
   }, [s]);
   const patch = (body: Parameters<typeof api.updateLabSettings>[0]) => void save.run(async () => {
     await api.updateLabSettings(body);
@@ -62,7 +61,11 @@ function LabSection() {
         {s.lanSharing.enabled && (
           <dl className="facts">
             <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>
-            <dt>Certificate SHA-256</dt><dd><code className="wrap">{s.lanSharing.certificateSha256 ?? '—'}</code></dd>
+            <dt>Certificate SHA-256</dt>
+            <dd>
+              <code className="wrap">{s.lanSharing.certificateSha256 ?? '—'}</code>
+              {s.lanSharing.certificateSha256 && <div><a href={CERTIFICATE_PATH} download={CERTIFICATE_FILE}>Download the certificate</a> for teammates&apos; clients to trust</div>}
+            </dd>
           </dl>
         )}
         <label className="toggle">
@@ -107,26 +110,77 @@ function LabSection() {
           <button type="submit">Save quotas</button>
         </form>
       </section>
-      <section aria-labelledby="sharing-title" className="card">
-        <h2 id="sharing-title">Sharing the phones</h2>
-        <form className="inline-form" onSubmit={(e: FormEvent) => {
-          e.preventDefault();
-          patch({ deviceIdleSeconds: Math.round(Number(idleMinutes) * 60), reservationMaxHours: Number(reservationHours) });
-        }}>
-          <label>Release an idle phone after (minutes, 0: never)
-            <input type="number" min={0} max={7 * 24 * 60} step="any" required value={idleMinutes} onChange={(e) => setIdleMinutes(e.target.value)} />
-          </label>
-          <label>Longest reservation (hours)
-            <input type="number" min={1} max={24 * 31} required value={reservationHours} onChange={(e) => setReservationHours(e.target.value)} />
-          </label>
-          <button type="submit">Save sharing</button>
-        </form>
-        <p className="muted">
-          A held phone with no action, screenshot, install, logs or live screen for that long goes back to the pool (its holder is warned first).
-          A reservation books a phone for at most the longest reservation.
-        </p>
-      </section>
+      <SharingSection settings={s} onSaved={() => void settings.reload()} />
     </>
+  );
+}
+
+/** Minutes as the form shows them: at most two decimals ("0.5", "15"). */
+const minutes = (seconds: number) => String(Number((seconds / 60).toFixed(2)));
+
+/**
+ * The idle time and the longest reservation, in the form's units: minutes and hours. What the lab would refuse is
+ * refused in the field, and the lab's own answer (a refusal or "Saved.") shows beside the Save button.
+ */
+function SharingSection({ settings, onSaved }: { settings: LabSettings; onSaved(): void }) {
+  const [idleMinutes, setIdleMinutes] = useState(minutes(settings.deviceIdleSeconds));
+  const [reservationHours, setReservationHours] = useState(String(settings.reservationMaxHours));
+  const [answer, setAnswer] = useState<{ ok: boolean; text: string }>();
+  const [pending, setPending] = useState(false);
+  const least = settings.deviceIdleMinSeconds;
+  const idleRule = `0 (never) or at least ${minutes(least)} minute${least === 60 ? '' : 's'}${least % 60 ? ` (${least} seconds)` : ''}`;
+  const checkIdle = (field: HTMLInputElement) => {
+    const value = Number(field.value);
+    field.setCustomValidity(field.value !== '' && value !== 0 && value * 60 < least ? `The idle time is ${idleRule}.` : '');
+  };
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setPending(true);
+    setAnswer(undefined);
+    try {
+      await api.updateLabSettings({ deviceIdleSeconds: Math.round(Number(idleMinutes) * 60), reservationMaxHours: Number(reservationHours) });
+      setAnswer({ ok: true, text: `Saved: ${Number(idleMinutes) === 0 ? 'no idle release' : `idle phones go back after ${idleMinutes} min`}, reservations of up to ${reservationHours} h.` });
+      onSaved();
+    } catch (e) {
+      // The lab speaks in seconds (deviceIdleSeconds); the form in minutes.
+      const error = e as ApiError;
+      setAnswer({ ok: false, text: error.code === 'idle_too_short' ? `The lab refused: the idle time is ${idleRule}.` : error.message });
+    } finally {
+      setPending(false);
+    }
+  };
+  return (
+    <section aria-labelledby="sharing-title" className="card">
+      <h2 id="sharing-title">Sharing the phones</h2>
+      <form className="inline-form" onSubmit={(e) => void submit(e)} onInput={() => setAnswer(undefined)}>
+        <label>Release an idle phone after (minutes, 0: never)
+          <input
+            aria-describedby="idle-rule"
+            type="number"
+            min={0}
+            max={7 * 24 * 60}
+            step="any"
+            required
+            value={idleMinutes}
+            onChange={(e) => { checkIdle(e.target); setIdleMinutes(e.target.value); }}
+            onInvalid={(e) => checkIdle(e.currentTarget)}
+          />
+        </label>
+        <label>Longest reservation (hours)
+          <input type="number" min={1} max={24 * 31} step={1} required value={reservationHours} onChange={(e) => setReservationHours(e.target.value)} />
+        </label>
+        {/* The answer wraps beside the button, never under the form, where it would go unseen. */}
+        <div className="form-answer">
+          <button type="submit" disabled={pending}>Save sharing</button>
+          {answer && <span role={answer.ok ? 'status' : 'alert'} className={answer.ok ? 'ok' : 'error inline'}>{answer.text}</span>}
+        </div>
+      </form>
+      <p className="muted">
+        <span id="idle-rule">The idle time is {idleRule}.</span>{' '}
+        A held phone with no action, screenshot, install, logs or live screen for that long goes back to the pool (its holder is warned first).
+        A reservation books a phone for at most the longest reservation.
+      </p>
+    </section>
   );
 }
 

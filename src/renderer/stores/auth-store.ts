@@ -23,14 +23,21 @@ export interface AuthState {
   switches: number;
   busy: boolean;
   error: string | undefined;
+  /** Why the page moved to another organization on its own (the person was removed from the one it showed). */
+  notice: string | undefined;
   login(email: string, password: string): Promise<void>;
   signup(email: string, password: string): Promise<void>;
   /** Signs in with a token obtained elsewhere: the desktop window's local owner token. */
   useToken(token: string): Promise<void>;
   /** Checks a stored token and loads who it belongs to; signs out when it no longer works. */
   restore(): Promise<void>;
+  /**
+   * Reads the person's organizations and roles again. When the one the page shows is no longer among them, it moves
+   * to their Personal organization (or their first), says why in `notice`, and counts a switch so that screens reload.
+   */
   refreshOrganizations(): Promise<void>;
   switchOrganization(id: string): void;
+  dismissNotice(): void;
   logout(): void;
 }
 
@@ -73,6 +80,7 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
       switches: 0,
       busy: false,
       error: undefined,
+      notice: undefined,
       login: (email, password) => attempt(async () => signedIn((await api().login(email, password)).token)),
       signup: (email, password) => attempt(async () => signedIn((await api().signup(email, password)).token)),
       useToken: (token) => attempt(() => signedIn(token)),
@@ -85,18 +93,28 @@ export function createAuthStore(api: () => ApiClient, storage?: TokenStorage) {
       },
       async refreshOrganizations() {
         const orgs = await api().organizations();
-        const stillThere = orgs.data.some((o) => o.id === get().organizationId);
-        set({ organizations: orgs.data, organizationId: stillThere ? get().organizationId : orgs.data.find((o) => o.personal)?.id });
+        const shown = get().organizationId;
+        if (!shown || orgs.data.some((o) => o.id === shown)) return set({ organizations: orgs.data });
+        const next = orgs.data.find((o) => o.personal) ?? orgs.data[0];
+        const left = get().organizations.find((o) => o.id === shown)?.name ?? 'the organization this page showed';
+        if (next) storage?.setItem(ORG_KEY, next.id);
+        set({
+          organizations: orgs.data,
+          organizationId: next?.id,
+          switches: get().switches + 1,
+          notice: `You are no longer a member of ${left}: an admin removed you, and what you held there was released. This page now shows ${next ? next.name : 'none of your organizations'}.`,
+        });
       },
       switchOrganization(id) {
         if (!get().organizations.some((o) => o.id === id)) return;
         storage?.setItem(ORG_KEY, id);
-        set({ organizationId: id, switches: get().switches + 1 });
+        set({ organizationId: id, switches: get().switches + 1, notice: undefined });
       },
+      dismissNotice: () => set({ notice: undefined }),
       logout() {
         storage?.removeItem(TOKEN_KEY);
         storage?.removeItem(ORG_KEY);
-        set({ token: undefined, user: undefined, organizations: [], organizationId: undefined, error: undefined });
+        set({ token: undefined, user: undefined, organizations: [], organizationId: undefined, error: undefined, notice: undefined });
       },
     };
   });
