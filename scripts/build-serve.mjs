@@ -43,6 +43,21 @@ const loadedOnFirstUse = {
   },
 };
 
+/**
+ * usbmux.ts imports fleet/android/adbkit-first.ts so that, unbundled, adbkit turns on Bluebird's cancellation before
+ * appium-ios-device's @appium/support loads the same node_modules/bluebird. In the bundle adbkit has a Bluebird of its
+ * own, which appium-ios-device (required from node_modules) never shares: there the import would only load adbkit,
+ * Bluebird and node-forge (650 KB) on the way to the first answer, which the Android fleet loads right after it.
+ */
+const adbkitWithTheFleet = {
+  name: 'adbkit-with-the-fleet',
+  setup(build) {
+    build.onResolve({ filter: /\/adbkit-first\.js$/ }, (args) =>
+      args.importer.endsWith(join('fleet', 'ios', 'usbmux.ts')) ? { path: args.path, namespace: 'nothing' } : undefined);
+    build.onLoad({ filter: /.*/, namespace: 'nothing' }, () => ({ contents: '', loader: 'js' }));
+  },
+};
+
 // The demo mode bundles the simulated phone from src/sim.
 const bundleIsFresh = () =>
   isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'src/protocols', 'package-lock.json', 'scripts/build-serve.mjs']);
@@ -69,7 +84,7 @@ export async function buildServe({ force = false } = {}) {
     // The rest are large and loaded on first use (a model request, an app upload, LAN sharing's certificate): left
     // out of the bundle, a lab that never uses them does not parse them at every start.
     external: ['better-sqlite3', 'sharp', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
-    plugins: [loadedOnFirstUse],
+    plugins: [loadedOnFirstUse, adbkitWithTheFleet],
     // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
     // Whitespace and comments out, identifiers kept (stack traces still name functions): V8 reads the whole bundle

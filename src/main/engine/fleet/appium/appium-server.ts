@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { withoutHostDetails } from '../../domain/webdriver-commands.js';
 import { killGroup, spawnGuarded, stopGuarded } from '../guarded-child.js';
 
@@ -76,11 +76,18 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
   private starting: Promise<string> | undefined;
   private url: string | undefined;
   private stopping = false;
-  /** Appium keeps connections to it alive; so do we, so that a command does not pay for a TCP handshake. */
-  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+  /**
+   * Appium keeps connections to it alive; so do we, so that a command does not pay for a TCP handshake. Made on first
+   * use: undici is loaded then, not on the way to the engine's first answer in a lab that may never start Appium.
+   */
+  private agent: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
 
   constructor(private readonly options: AppiumServerOptions) {
     super();
+  }
+
+  private client(): Promise<{ agent: Agent; request: typeof import('undici').request }> {
+    return (this.agent ??= import('undici').then(({ Agent, request }) => ({ agent: new Agent({ keepAliveTimeout: 30_000, connections: 64 }), request })));
   }
 
   /** Appium's URL, starting it first if it is not running. */
@@ -166,7 +173,8 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
         throw /EADDRINUSE|port may already be in use/.test(last) ? new PortTaken() : new Error(`Appium exited while starting:\n${last}`);
       }
       // Briefly: until Appium binds the port, whatever else holds it may accept and never answer.
-      const ready = await request(`${url}/status`, { dispatcher: this.agent, headersTimeout: 1_000, bodyTimeout: 1_000 }).then(
+      const { agent, request } = await this.client();
+      const ready = await request(`${url}/status`, { dispatcher: agent, headersTimeout: 1_000, bodyTimeout: 1_000 }).then(
         async (r) => (await r.body.dump(), r.statusCode === 200),
         () => false,
       );
@@ -199,7 +207,8 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
 
   private async send(method: string, path: string, body: Buffer | Readable | undefined, headers: Record<string, string>, timeoutMs: number): Promise<AppiumReply> {
     const url = await this.ensure();
-    const reply = await request(`${url}${path}`, { method: method as 'GET', dispatcher: this.agent, headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const { agent, request } = await this.client();
+    const reply = await request(`${url}${path}`, { method: method as 'GET', dispatcher: agent, headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const answer = Buffer.from(await reply.body.arrayBuffer());
     return {
       status: reply.statusCode,
@@ -216,6 +225,6 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
     this.url = undefined;
     if (child) await stopGuarded(child, STOP_GRACE_MS);
     this.child = undefined;
-    await this.agent.close();
+    await (await this.agent)?.agent.close();
   }
 }
