@@ -5,6 +5,7 @@
  * refusal shows beside the button that caused it; a removed member's page moves to an organization they still belong
  * to, saying why. Screenshots go to test-artifacts/e2e/second-week/.
  */
+import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, type Client } from '../support/engine.js';
@@ -15,6 +16,7 @@ const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'second-week';
 const SIZES = [{ width: 1440, height: 900 }, { width: 1280, height: 800 }, { width: 1024, height: 768 }];
 const MATE = 'mate@team.test';
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'e2e', SUITE);
 
 type Box = { x: number; y: number; width: number; height: number };
 
@@ -29,7 +31,6 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
   let session: string;
   let serial: string;
   let errors: string[];
-  const phone = () => page.getByRole('region', { name: /^Pixel 7 (in_use|offline)$/ });
   const toolbar = () => page.getByRole('toolbar', { name: 'Controls of Pixel 7' });
   const badge = () => page.locator('.source-badge');
   const act = (body: unknown) => c.call('POST', `/sessions/${session}/devices/${encodeURIComponent(serial)}/actions`, { token: mate.token, org: team, body });
@@ -124,11 +125,14 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
     const galaxy = await allocateInTeam(owner, 'Galaxy S21');
     const queued = await c.call('POST', `/sessions/${session}/devices`, { token: mate.token, org: team, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] } });
     expect(queued.body.status).toBe('queued');
-    const card = page.getByRole('article', { name: /queued$/ });
+    const card = page.getByRole('article', { name: 'the next free Android phone queued' });
+    await card.getByRole('button', { name: 'Leave the queue' }).waitFor();
+    // The card is under the screen, which a whole-page capture (a window as tall as the page) makes taller still.
+    await card.screenshot({ path: join(ARTIFACTS, '02-queued-card.png') });
     await card.getByRole('button', { name: 'Leave the queue' }).click();
     await page.getByRole('region', { name: 'Released phones' }).getByText(/you left the queue before a phone was free/).waitFor();
     expect(await page.getByRole('region', { name: 'Released phones' }).textContent()).not.toMatch(/member of your organization/);
-    await snap(page, SUITE, '02-left-the-queue');
+    await page.getByRole('region', { name: 'Released phones' }).screenshot({ path: join(ARTIFACTS, '02-left-the-queue.png') });
     // The owner's Galaxy stays held for the next test: a phone the teammate may not release.
     serialOfGalaxy = galaxy;
   });
@@ -153,8 +157,14 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
     await snap(page, SUITE, '03-refused-beside-the-button');
     expect(errors.splice(0)).toEqual([expect.stringContaining('status of 403')]);
 
-    // Their own Pixel 7: released, and the session says they did it.
+    // On their own Pixel 7, Home is refused now: beside Home, not under the screen.
     await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    const navigation = toolbar().getByRole('group', { name: 'Navigation' });
+    await navigation.getByRole('button', { name: 'Home' }).click();
+    await alertBeside(navigation.getByRole('alert').filter({ hasText: 'readwrite' }), navigation.getByRole('button', { name: 'Home' }));
+    expect(errors.splice(0)).toEqual([expect.stringContaining('status of 403')]);
+
+    // Their own Pixel 7: released, and the session says they did it.
     const own = toolbar().getByRole('group', { name: 'Release' });
     await own.getByRole('button', { name: 'Release Pixel 7…' }).click();
     await own.getByRole('button', { name: 'Release now' }).click();

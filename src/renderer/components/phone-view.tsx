@@ -77,6 +77,9 @@ export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: 
   return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} />;
 }
 
+/** The toolbar's groups: a button's refusal shows in its own. */
+type ToolbarGroup = 'Navigation' | 'Hardware buttons' | 'View' | 'Restart';
+
 /** How the status line and the codec switch name a live screen's format. */
 const FORMATS: Record<string, string> = { h264: 'H.264', jpeg: 'JPEG', png: 'PNG' };
 
@@ -91,7 +94,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
   const [jobs, setJobs] = useState<InstallJob[]>([]);
   const [error, setError] = useState<string>();
   const [restart, setRestart] = useState<'idle' | 'confirm' | 'restarting'>('idle');
-  const [restartError, setRestartError] = useState<string>();
+  const [refused, setRefused] = useState<{ group: ToolbarGroup; message: string }>();
   const [releasing, setReleasing] = useState(false);
   const [recording, setRecording] = useState<'idle' | 'starting' | 'recording' | 'stopping'>('idle');
   /** Bumped when the phone is back from a restart: the screen connects again (its feed ended when the phone left). */
@@ -101,26 +104,31 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
   const queue = useRef<Promise<unknown>>(Promise.resolve());
 
   /** Actions run one after another, in the order they were made: typed text, then the Backspace after it. */
-  const act = useCallback((action: DeviceAction) => {
+  const enqueue = useCallback((action: DeviceAction) => {
     const run = queue.current.then(() => api.act(sessionId, serial, action));
     queue.current = run.catch(() => undefined);
-    run.then(() => setError(undefined), (e: Error) => setError(e.message));
     return run;
   }, [sessionId, serial]);
+  /** What the screen sends (taps, keys, paste): a refusal shows under the screen, where the pointer was. */
+  const act = useCallback((action: DeviceAction) => {
+    const run = enqueue(action);
+    run.then(() => setError(undefined), (e: Error) => setError(e.message));
+    return run;
+  }, [enqueue]);
+  /** A toolbar button's work: a refusal shows in the button's own group, where the click was. */
+  const fromToolbar = (group: ToolbarGroup, work: () => Promise<unknown>) => () => {
+    setRefused(undefined);
+    void work().catch((e: Error) => setRefused({ group, message: e.message }));
+  };
+  const refusal = (group: ToolbarGroup) => refused?.group === group && <span role="alert" className="error inline">{refused.message}</span>;
 
   const rotate = async () => {
-    const { orientation } = await act({ type: 'getOrientation' }) as { orientation?: string };
-    await act({ type: 'setOrientation', orientation: orientation === 'landscape' ? 'portrait' : 'landscape' });
+    const { orientation } = await enqueue({ type: 'getOrientation' }) as { orientation?: string };
+    await enqueue({ type: 'setOrientation', orientation: orientation === 'landscape' ? 'portrait' : 'landscape' });
   };
 
   /** A lossless PNG captured now, not the live feed's JPEG. */
-  const screenshot = async () => {
-    try {
-      saveBlob(await api.screenshotPng(sessionId, serial), stampedName(name, 'png'));
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
+  const screenshot = async () => saveBlob(await api.screenshotPng(sessionId, serial), stampedName(name, 'png'));
 
   const toggleRecording = async () => {
     try {
@@ -134,19 +142,16 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
         setRecording('idle');
       }
     } catch (e) {
-      setError((e as Error).message);
       setRecording('idle');
+      throw e;
     }
   };
 
   const restartPhone = async () => {
     setRestart('restarting');
-    setRestartError(undefined);
     try {
       await api.rebootDevice(sessionId, serial);
       setScreenGeneration((g) => g + 1);
-    } catch (e) {
-      setRestartError((e as Error).message);
     } finally {
       setRestart('idle');
     }
@@ -191,7 +196,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
     document.getElementById(`side-tab-${serial}-${next}`)?.focus();
   };
 
-  const press = (button: Button) => () => void act({ type: 'pressButton', button }).catch(() => undefined);
+  const press = (group: ToolbarGroup, button: Button) => fromToolbar(group, () => enqueue({ type: 'pressButton', button }));
   const platform = device.info.platform === 'ios' ? 'ios' : 'android';
   const buttons = TOOLBAR[platform];
   const displaySize = info.data?.screen.width && info.data.screen.height ? { width: info.data.screen.width, height: info.data.screen.height } : undefined;
@@ -201,19 +206,22 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
     <section className="phone" aria-label={`${name} ${device.status}`}>
       <div className="phone-toolbar" role="toolbar" aria-label={`Controls of ${name}`}>
         <div className="group" role="group" aria-label="Navigation">
-          {buttons.navigation.map(([button, label]) => <button key={button} type="button" onClick={press(button)}>{label}</button>)}
+          {buttons.navigation.map(([button, label]) => <button key={button} type="button" onClick={press('Navigation', button)}>{label}</button>)}
+          {refusal('Navigation')}
         </div>
         <div className="group" role="group" aria-label="Hardware buttons">
-          {buttons.hardware.map(([button, label]) => <button key={button} type="button" onClick={press(button)}>{label}</button>)}
+          {buttons.hardware.map(([button, label]) => <button key={button} type="button" onClick={press('Hardware buttons', button)}>{label}</button>)}
+          {refusal('Hardware buttons')}
         </div>
         <div className="group" role="group" aria-label="View">
-          <button type="button" onClick={() => void rotate().catch(() => undefined)}>Rotate</button>
+          <button type="button" onClick={fromToolbar('View', rotate)}>Rotate</button>
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
           <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
-          <button type="button" onClick={() => void screenshot()} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
-          <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={() => void toggleRecording()}>
+          <button type="button" onClick={fromToolbar('View', screenshot)} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
+          <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={fromToolbar('View', toggleRecording)}>
             {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
           </button>
+          {refusal('View')}
         </div>
         {platform === 'android' && (
           <div className="group" role="group" aria-label="Screen codec">
@@ -235,12 +243,12 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           {restart === 'confirm' && (
             <>
               <span>Restart {name}?</span>
-              <button type="button" className="danger" onClick={() => void restartPhone()}>Restart now</button>
+              <button type="button" className="danger" onClick={fromToolbar('Restart', restartPhone)}>Restart now</button>
               <button type="button" onClick={() => setRestart('idle')}>Cancel</button>
             </>
           )}
           {restart === 'restarting' && <span role="status"><Spinner label="Restarting" /> Restarting {name}: it stays yours while it is away.</span>}
-          {restartError && <span role="alert" className="error inline">{restartError}</span>}
+          {refusal('Restart')}
         </div>
         <div className="group" role="group" aria-label="Release">
           {!releasing ? <button type="button" className="danger" onClick={() => setReleasing(true)}>Release {name}…</button> : (
