@@ -64,6 +64,13 @@ describe.skipIf(!hasAdb)('demo phones keep their identity across restarts of the
     expect(held.status).toBe(201);
     const device = () => call(serve!.api, 'GET', `/sessions/${session}/devices/${held.body.id}`, { token: first.token });
     await waitFor('Pixel 8 in use', async () => (await device()).body.status === 'in_use');
+    // A booking of the Galaxy tomorrow: after the restart it still names its phone.
+    const tomorrow = Date.now() + 24 * 3600_000;
+    const booked = await call(serve!.api, 'POST', '/reservations', {
+      token: first.token,
+      body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }, { attribute: 'name', operator: 'EQUALS', value: 'Galaxy S23' }], startsAt: new Date(tomorrow).toISOString(), endsAt: new Date(tomorrow + 3600_000).toISOString() },
+    });
+    expect(booked.status).toBe(201);
     await stop();
 
     const second = await start(env);
@@ -74,6 +81,8 @@ describe.skipIf(!hasAdb)('demo phones keep their identity across restarts of the
     });
     expect(after.releaseReason).toBeUndefined();
     expect(`Pixel 8 ${after.info.serial}`).toBe(first.phones.find((p) => p.startsWith('Pixel 8 ')));
+    const booking = (await call(serve!.api, 'GET', '/reservations', { token: second.token })).body.data.find((r: { id: string }) => r.id === booked.body.id);
+    expect(`${booking.name} ${booking.serial}`).toBe(first.phones.find((p) => p.startsWith('Galaxy S23 ')));
     await stop();
 
     // Another program took the Galaxy's port while the lab was stopped: the demo says so and takes another.
