@@ -71,6 +71,9 @@ export async function startDemoPhones(count: number, adbServerPort: number, data
       const phone = new SimulatedPhone({ ...spec, model, ...(before && { serialNo: before.serialNo }) });
       phones.push(phone);
       const port = await listenAsBefore(phone, model, before?.port, log);
+      // A run that crashed left adb a transport at this address, offline: adb answers "already connected" to it and
+      // waits for its own reconnect. Dropped first, the phone is back at once, as a replugged USB phone would be.
+      if (port === before?.port) await runAdb(['disconnect', `127.0.0.1:${port}`], { serverPort: adbServerPort, timeoutMs: 10_000 }).catch(() => undefined);
       // `adb connect` starts the adb server if none is running, as a USB phone would not need.
       serials.push(await connectToAdb(port, adbServerPort));
       identities.push({ model, port, serialNo: phone.serialNo });

@@ -147,7 +147,9 @@ describe.skipIf(!hasAdb)('demo phones after a crash (issue 22.4)', () => {
     }
     await killed(engine);
 
-    // The restarted demo has new phones; the old ones' allocations are lost once the grace period has passed.
+    // Demo phones keep their identity in the data dir (as real phones keep their serials); without it, the restarted
+    // demo has new phones, and the old ones' allocations are lost once the grace period has passed.
+    rmSync(join(dir, 'demo-phones.json'));
     engine = await serve(env);
     token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
     for (const h of held) {
@@ -172,6 +174,32 @@ describe.skipIf(!hasAdb)('demo phones after a crash (issue 22.4)', () => {
     engine = await serve(env);
     token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
     expect((await stale(engine.api)).map((d) => d.held)).toEqual([false, false]);
+    engine.child.kill('SIGTERM');
+    await engine.exited;
+  });
+
+  it('a held demo phone comes back under its serial after a crash, still held, when the lab is back within the grace period', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'benchtop-crash-demo-'));
+    dirs.push(dir);
+    const env = engineEnv(dir, { BENCHTOP_DEMO_PHONES: '1', BENCHTOP_DEVICE_GRACE_SECONDS: '60' });
+    let engine = await serve(env);
+    let token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
+    const session = (await call(engine.api, 'POST', '/sessions', { token })).body.id as string;
+    const id = (await call(engine.api, 'POST', `/sessions/${session}/devices`, { token, body: { filters: ANDROID } })).body.id as string;
+    const serial = await waitFor('in_use', async () => {
+      const d = (await call(engine.api, 'GET', `/sessions/${session}/devices/${id}`, { token })).body;
+      return d.status === 'in_use' ? (d.info.serial as string) : undefined;
+    });
+    await killed(engine);
+
+    engine = await serve(env);
+    token = (await call(engine.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
+    // adb kept the crashed run's transport, offline: the phone is back as a device at once, not after adb's own retry.
+    await waitFor(`${serial} back as a device`, async () => {
+      const fleet = (await call(engine.api, 'GET', '/fleet/devices', { token })).body.data as Array<{ serial: string; state: string }>;
+      return fleet.some((d) => d.serial === serial && d.state === 'device');
+    }, 5_000);
+    expect(await statusOf(engine.api, token, { session, id })).toBe('in_use');
     engine.child.kill('SIGTERM');
     await engine.exited;
   });
