@@ -21,10 +21,11 @@ import { DB_FILE } from '../src/main/engine/store/db.js';
 import { allocateUntilInUse, releaseUntilFree, startAndroidLab, type AndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP_ROUNDS = 3;
-const ROUNDS = 20;
-const HISTORY = 100_000;
+const WARMUP_ROUNDS = sized(3, 0);
+const ROUNDS = sized(20, 1);
+const HISTORY = sized(100_000, 10);
 const SEED_BATCH = 5_000;
 /** No loop runs longer than this, whatever its count. */
 const LOOP_BUDGET_MS = 60_000;

@@ -14,11 +14,12 @@ import { startAppium } from '../test/support/appium-server.js';
 import { forwardPhonePort, startIosBus } from '../test/support/ios-lab.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
+import { sized } from './support/smoke.js';
 
 const ANDROID_HOME = '/usr/lib/android-sdk';
 const SDK_ADB = `${ANDROID_HOME}/platform-tools/adb`;
 const INSTRUMENTATION = 'io.appium.uiautomator2.server.test/androidx.test.runner.AndroidJUnitRunner';
-const ROUNDS = 5;
+const ROUNDS = sized(5, 1);
 const IOS_VERSION = '17.5.1';
 
 /**

@@ -25,17 +25,18 @@ import { tempDir } from './support/cleanup.js';
 import { cpuMs, rssMb } from './support/processes.js';
 import { detail, fmtMb, fmtRatio, median, type Benchmark } from './support/report.js';
 import { call, ownerApiKey, startEngine } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
 const MiB = 1024 * 1024;
-const SIZE = 500 * MiB;
+const SIZE = sized(500, 1) * MiB;
 const CHUNK = MiB;
-const RUNS = 5;
+const RUNS = sized(5, 1);
 /**
  * Before each timed step: what the previous one left to the machine (the engine removing a duplicate's staged copy,
  * the kernel freeing a deleted file's pages) is done, and neither side pays for the other's.
  */
-const SETTLE_MS = 500;
-const IDLE_MS = 1000;
+const SETTLE_MS = sized(500, 0);
+const IDLE_MS = sized(1000, 0);
 const SAMPLE_MS = 10;
 const UPLOAD_TIMEOUT_MS = 120_000;
 const TARGET_RATIO = 0.8;

@@ -19,14 +19,15 @@ import { readEvents, startScriptedModel, type ScriptedModel } from '../test/supp
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const SUBSCRIBERS = 100;
-const DELTAS = 100;
+const SUBSCRIBERS = sized(100, 2);
+const DELTAS = sized(100, 2);
 const DELTA_INTERVAL_MS = 20;
 /** Time for every subscriber to attach before the first delta. */
-const ATTACH_MS = 1500;
-const FIRST_DELTA_WARMUP = 5;
-const FIRST_DELTA_SAMPLES = 40;
+const ATTACH_MS = sized(1500, 300);
+const FIRST_DELTA_WARMUP = sized(5, 0);
+const FIRST_DELTA_SAMPLES = sized(40, 1);
 const TARGET_P99_MS = 50;
 const TARGET_ADDED_MS = 20;
 
@@ -125,6 +126,7 @@ export const sseDelivery: Benchmark = {
     }
     for (const c of clients) c.end();
     const bareLatencies = await following;
+    if (bareLatencies.length !== engineLatencies.length) throw new Error(`the bare server delivered ${bareLatencies.length} deltas, the engine ${engineLatencies.length}`);
 
     const [p50, p99, b50, b99] = [percentile(engineLatencies, 50), percentile(engineLatencies, 99), percentile(bareLatencies, 50), percentile(bareLatencies, 99)];
     detail(`engine: p50 ${fmtMs(p50)}, p99 ${fmtMs(p99)}, max ${fmtMs(Math.max(...engineLatencies))} over ${engineLatencies.length} deliveries`);
@@ -177,6 +179,7 @@ export const firstDelta: Benchmark = {
     for (let i = 0; i < FIRST_DELTA_WARMUP + FIRST_DELTA_SAMPLES; i++) {
       const a = await throughEngine();
       const b = await direct();
+      if (!a || !b) throw new Error(`no delta ${a ? 'from the model directly' : 'through the engine'}`);
       if (i < FIRST_DELTA_WARMUP) continue;
       viaEngine.push(a);
       viaModel.push(b);

@@ -6,10 +6,11 @@ import autocannon from 'autocannon';
 import { tempDir } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, fmtRps, type Benchmark } from './support/report.js';
 import { call, ownerApiKey, startBareFastify, startEngine } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const CONNECTIONS = 50;
-const WARMUP_SECONDS = 1;
-const SECONDS = 5;
+const CONNECTIONS = sized(50, 1);
+const WARMUP_SECONDS = sized(1, 0);
+const SECONDS = sized(5, 1);
 const TARGET_RATIO = 0.5;
 
 interface Load {
@@ -19,7 +20,7 @@ interface Load {
 }
 
 async function load(url: string, headers: Record<string, string> = {}): Promise<Load> {
-  await autocannon({ url, headers, connections: CONNECTIONS, duration: WARMUP_SECONDS });
+  if (WARMUP_SECONDS > 0) await autocannon({ url, headers, connections: CONNECTIONS, duration: WARMUP_SECONDS });
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
   if (r.non2xx + r.errors > 0) {
     throw new Error(`${url}: ${r.non2xx} non-2xx replies and ${r.errors} errors in ${r.requests.total} requests`);

@@ -12,8 +12,11 @@ import type { Client } from 'ssh2';
 import type { MacHostSim } from '../test/support/mac-host/index.js';
 import { allocateReady, hostLogin, jumpToVm, releaseAndWait, sshConnect, sshExec, startMacLab } from './support/mac-lab.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
+import { sized } from './support/smoke.js';
 
-const ROUNDS = 21;
+const ROUNDS = sized(21, 1);
+/** Round 0 warms both up: the first SSH handshakes, the engine's first statements. */
+const FIRST_ROUND = sized(0, 1);
 const TARGET_OVERHEAD_MS = 300;
 /** What the engine puts before every step's command: where Homebrew puts tart on a Mac. */
 const WITH_PATH = 'export PATH="$PATH:/opt/homebrew/bin:/usr/local/bin"; ';
@@ -65,13 +68,12 @@ export const instanceReady: Benchmark = {
     const direct: number[] = [];
     const engine: number[] = [];
     const engineOwn: number[] = [];
-    for (let round = 0; round <= ROUNDS; round++) {
+    for (let round = FIRST_ROUND; round <= ROUNDS; round++) {
       const name = `bench-direct-${round}`;
       const d = await directProvision(lab.mac, name);
       await directTeardown(lab.mac, name);
       const e = await allocateReady(lab);
       await releaseAndWait(lab, e.id);
-      // Round 0 warms both up: the first SSH handshakes, the engine's first statements.
       if (round === 0) continue;
       direct.push(d);
       engine.push(e.ms);

@@ -20,13 +20,15 @@ import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, engineEnv, ownerApiKey, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
 const IPHONE_SCRIPT = fileURLToPath(new URL('./support/iphone-process.ts', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
-const ALLOCATIONS = 10;
-const SCREENSHOTS = 30;
-const WARMUP = 5;
-const WINDOW_MS = 5000;
+const ALLOCATIONS = sized(10, 1);
+const SCREENSHOTS = sized(30, 1);
+const WARMUP = sized(5, 0);
+const WARMUP_MS = sized(1000, 100);
+const WINDOW_MS = sized(5000, 500);
 
 interface Device {
   id: string;
@@ -40,10 +42,14 @@ const fmtFps = (fps: number) => `${fps.toFixed(1)} frames/s`;
 async function mjpegFps(driver: IosDriver): Promise<number> {
   const stop = new AbortController();
   let frames = 0;
+  let first = () => {};
+  const firstFrame = new Promise<void>((resolve) => (first = resolve));
   const counting = (async () => {
-    for await (const frame of driver.liveFrames(stop.signal)) if (jpegSize(frame.data)) frames++;
+    for await (const frame of driver.liveFrames(stop.signal)) if (jpegSize(frame.data) && ++frames === 1) first();
   })().catch(() => undefined);
-  await sleep(1000);
+  // Counted from the first frame on: the stream's start is not its rate.
+  await firstFrame;
+  await sleep(WARMUP_MS);
   const before = frames;
   const start = performance.now();
   await sleep(WINDOW_MS);
@@ -57,14 +63,13 @@ async function viewerFps(url: string): Promise<number> {
   const socket = new WebSocket(url);
   onCleanup(() => socket.terminate());
   let frames = 0;
-  socket.on('message', (_data, binary) => {
-    if (binary) frames++;
-  });
   await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve());
+    socket.on('message', (_data, binary) => {
+      if (binary && ++frames === 1) resolve();
+    });
     socket.once('error', reject);
   });
-  await sleep(1000);
+  await sleep(WARMUP_MS);
   const before = frames;
   const start = performance.now();
   await sleep(WINDOW_MS);
@@ -147,8 +152,9 @@ export const ios: Benchmark = {
       if (res.statusCode !== 200 || png.readUInt32BE(16) !== 750) throw new Error(`screenshot answered ${res.statusCode}`);
       const a = performance.now() - t;
       t = performance.now();
-      await direct.screenshot();
+      const wdaPng = await direct.screenshot();
       const b = performance.now() - t;
+      if (wdaPng.readUInt32BE(16) !== png.readUInt32BE(16)) throw new Error('the API and WDA sent screenshots of other sizes');
       if (i < WARMUP) continue;
       apiShots.push(a);
       wdaShots.push(b);

@@ -27,28 +27,30 @@ import { allocateUntilInUse, startAndroidLab, type AndroidLab } from './support/
 import { cleanup, onCleanup } from './support/cleanup.js';
 import { cpuMs } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
-import { call, OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './support/servers.js';
 import { readAll } from '../src/main/engine/fleet/android/adb.js';
 import { AccessUnitAssembler, NalSplitter } from '../src/main/engine/fleet/android/annex-b.js';
 import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js';
 import { SshConnection } from '../src/main/engine/fleet/macos/ssh.js';
 import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
 import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
+import { sized } from './support/smoke.js';
 
-const WINDOW_MS = 5000;
-const WARMUP_MS = 1000;
+const WINDOW_MS = sized(5000, 300);
+const WARMUP_MS = sized(1000, 100);
 const TARGET_RATIO = 0.9;
 /** A Pixel 7-sized display, as in the screenshot benchmark. */
 const PHONE = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
 /** Real phones' display rates: minicap sends a frame per refresh while the screen changes. */
-const RATES = [30, 60];
+const RATES = sized([30, 60], [30]);
 /** The longest side the viewers ask for: about what a 1440x900 window shows a phone at. */
 const MAX_SIZE = 800;
 const PROJECTION = `1080x2400@360x800/0`;
 /** The JPEG quality the engine asks minicap for. */
 const QUALITY = 80;
 const APK = fileURLToPath(new URL('../node_modules/@devicefarmer/minicap-prebuilt/prebuilt/noarch/minicap.apk', import.meta.url));
-const SCREENSHOT_SAMPLES = 30;
+const SCREENSHOT_SAMPLES = sized(30, 1);
+const STILL_SAMPLES = sized(10, 1);
 /** The published median of `adb exec-out screencap -p` on a real 1440x3120 phone, for scale. */
 const REAL_PHONE_SCREENCAP = '2.1 s';
 
@@ -185,12 +187,17 @@ const BYTES_TARGET = 0.15;
 const GAP_TARGET_MS = 300;
 const FIRST_PICTURE_TARGET_MS = 1000;
 /** screenrecord's time limit for the restart-gap measurement (180 s on a phone): restarts every few seconds. */
-const H264_TIME_LIMIT_S = 3;
-const FIRST_PICTURE_SAMPLES = 5;
+const H264_TIME_LIMIT_S = sized(3, 2);
+/** Time limits the restart-gap viewer watches for. */
+const H264_RESTARTS = sized(3, 2);
+const FIRST_PICTURE_SAMPLES = sized(5, 1);
 const fmtKBps = (bytesPerS: number) => `${(bytesPerS / 1024).toFixed(1)} KiB/s`;
 
-/** Access units per second the phone's own screenrecord writes (adb exec-out, as a person would run it), after a warm-up. */
-function directH264Fps(lab: AndroidLab): Promise<number> {
+/**
+ * Access units per second the phone's own screenrecord writes (adb exec-out, as a person would run it), after its
+ * first one and a warm-up: screenrecord's own start is not its rate.
+ */
+async function directH264Fps(lab: AndroidLab): Promise<number> {
   const adb = spawn('adb', ['-P', String(lab.adb.port), '-s', lab.serial, 'exec-out', `screenrecord --output-format=h264 --size ${H264_SIZE} --bit-rate ${DEFAULT_BIT_RATE} -`], { env: lab.adb.env, stdio: ['ignore', 'pipe', 'ignore'] });
   onCleanup(() => {
     adb.kill();
@@ -198,20 +205,20 @@ function directH264Fps(lab: AndroidLab): Promise<number> {
   const nals = new NalSplitter();
   const assembler = new AccessUnitAssembler();
   let units = 0;
-  adb.stdout.on('data', (chunk: Buffer) => {
-    for (const nal of nals.push(chunk)) if (assembler.push(nal)) units++;
-  });
-  return new Promise((resolve, reject) => {
+  await new Promise<void>((resolve, reject) => {
+    adb.stdout.on('data', (chunk: Buffer) => {
+      for (const nal of nals.push(chunk)) if (assembler.push(nal)) units++;
+      if (units > 0) resolve();
+    });
     adb.once('error', reject);
-    setTimeout(() => {
-      const before = units;
-      const start = performance.now();
-      setTimeout(() => {
-        adb.kill();
-        resolve((units - before) / ((performance.now() - start) / 1000));
-      }, WINDOW_MS);
-    }, WARMUP_MS * 2);
+    adb.once('exit', (code) => reject(new Error(`screenrecord ended (${code}) before its first picture`)));
   });
+  await sleep(WARMUP_MS * 2);
+  const before = units;
+  const start = performance.now();
+  await sleep(WINDOW_MS);
+  adb.kill();
+  return (units - before) / ((performance.now() - start) / 1000);
 }
 
 /** Each H.264 message's arrival and keyframe flag, for `ms`, to one viewer. */
@@ -248,7 +255,7 @@ async function firstPictureMs(url: string): Promise<number> {
 }
 
 /** Direct, one viewer and four viewers take turns this many times at each rate: a busy machine's drift falls on all. */
-const ROUNDS = 3;
+const ROUNDS = sized(3, 1);
 
 /**
  * H.264 (screenrecord through the engine, `codecs=h264`) against minicap's JPEG measured just before on the same lab:
@@ -279,7 +286,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   const first: number[] = [];
   for (let i = 0; i < FIRST_PICTURE_SAMPLES; i++) {
     first.push(await firstPictureMs(url));
-    await sleep(700);
+    await sleep(sized(700, 0));
   }
   watcher.close();
   detail(`H.264: a new viewer's first picture: ${first.map((ms) => fmtMs(ms)).join(', ')}`);
@@ -289,7 +296,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   const { id: sessionId } = await call<{ id: string }>('POST', `${short.engine.api}/sessions`, { bearer: short.apiKey });
   await allocateUntilInUse(short, sessionId, REQUEST_TIMEOUT_MS);
   await animate(short);
-  const arrivals = await h264Arrivals(`${short.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(short.serial)}/screen?token=${short.apiKey}&maxSize=${MAX_SIZE}&codecs=h264`, (H264_TIME_LIMIT_S * 3 + 1) * 1000);
+  const arrivals = await h264Arrivals(`${short.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(short.serial)}/screen?token=${short.apiKey}&maxSize=${MAX_SIZE}&codecs=h264`, (H264_TIME_LIMIT_S * H264_RESTARTS + 1) * 1000);
   const gaps = arrivals.slice(1).map((a, i) => ({ ms: a.at - arrivals[i]!.at, keyframe: a.keyframe }));
   const restartGaps = gaps.filter((g) => g.keyframe).map((g) => g.ms);
   const usual = median(gaps.filter((g) => !g.keyframe).map((g) => g.ms));
@@ -308,9 +315,9 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
 }
 
 /** Clicks per codec and round on the phone page; the codecs take turns, ROUNDS times, so drift falls on both. */
-const PAGE_TAPS = 5;
+const PAGE_TAPS = sized(5, 1);
 const LATENCY_TARGET = 1.1;
-const LINK_PHONES = 4;
+const LINK_PHONES = sized(4, 1);
 
 /**
  * The phone page in Chromium at 1440x900, on the same lab: frames/s the page shows against the frames the engine relays
@@ -406,7 +413,7 @@ async function providerLinkRows(benchmark: string): Promise<Figure[]> {
   const started = startNetnsProvider(0, { phones: Array.from({ length: LINK_PHONES }, (_, i) => ({ port: 21101 + i, options: { ...PHONE, model: `Link Bench ${i}`, refreshRate: H264_RATE } })) });
   onCleanup(async () => (await started.catch(() => undefined))?.stop());
   const provider = await started;
-  const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: provider.body({ name: 'bench-screen-link' }) });
+  const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: provider.body({ name: 'bench-screen-link' }), timeoutMs: PROVIDER_ADD_TIMEOUT_MS });
   if (added.health !== 'up') throw new Error(`the provider is ${added.health}: ${added.healthMessage}`);
   const { id: sessionId } = await call<{ id: string }>('POST', `${api}/sessions`, { bearer: lab.apiKey });
   const devices: string[] = [];
@@ -593,7 +600,7 @@ export const screenshotDuringFeed: Benchmark = {
     // The same phone with a still screen: it re-encodes nothing and answers from its cached PNG.
     await adb(lab, 'shell', 'input keyevent KEYCODE_HOME');
     const still: number[] = [];
-    for (let i = 0; i < 13; i++) {
+    for (let i = 0; i < 3 + STILL_SAMPLES; i++) {
       const start = performance.now();
       await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
       if (i >= 3) still.push(performance.now() - start);

@@ -9,9 +9,10 @@ import { LoginThrottle } from '../src/main/engine/domain/login-throttle.js';
 import { tempDir } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
 import { OWNER, startEngine, type Server } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const ROUNDS = 10;
-const PER_ROUND = 10;
+const ROUNDS = sized(10, 1);
+const PER_ROUND = sized(10, 1);
 const TARGET_RATIO = 1.05;
 
 async function timedLogin(api: string): Promise<number> {
@@ -71,7 +72,7 @@ export const loginThrottle: Benchmark = {
   },
 };
 
-const BURST = 200;
+const BURST = sized(200, 20);
 /** The account policy's burst: what the burst may be checked at most. */
 const POLICY_CHECKS = 10;
 /** Every attempt of an unthrottled burst is a password hash, 200 of them queued on libuv's 4 threads: minutes on a busy machine. */

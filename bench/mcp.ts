@@ -16,9 +16,10 @@ import { startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { REQUEST_TIMEOUT_MS } from './support/servers.js';
 import { REAL_INPUT_TAP_MS, REAL_INPUT_TAP_SOURCE, REAL_SCREENCAP_MS, REAL_SCREENCAP_SOURCE } from './support/real-phone.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP = 5;
-const SAMPLES = 60;
+const WARMUP = sized(5, 0);
+const SAMPLES = sized(60, 1);
 const LOOP_BUDGET_MS = 90_000;
 const TARGET_RATIO = 1.3;
 /** A Pixel 7-sized display, so the PNG is as large as a real phone's home screen. */

@@ -11,7 +11,6 @@
  *   hub's idle CPU over BENCH_IDLE_SECONDS (30), each against the lab before the providers joined.
  * The local phone runs in its own process, as the provider's do, so neither shares an event loop with the engine.
  */
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { Adb, readAll } from '../src/main/engine/fleet/android/adb.js';
@@ -21,29 +20,35 @@ import { buildApk } from '../src/sim/android/index.js';
 import { startNetnsProvider, type NetnsProvider } from '../test/support/provider/index.js';
 import { startAndroidLab } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
+import { cpuMs } from './support/processes.js';
 import { REAL_SCREENCAP_MS } from './support/real-phone.js';
 import { USB3_PUSH_BYTES_PER_SECOND } from './support/usb-link.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
-import { call, OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const SAMPLES = 40;
-const WARMUP = 5;
+const SAMPLES = sized(40, 1);
+const WARMUP = sized(5, 0);
 /**
  * Both bench phones take in what the hub sends at a real phone's USB 3.0 rate: the simulated phone alone reads from
  * memory at several times that, and the install figure then weighed the SSH hop against a phone no one owns.
  */
 const PHONE = { width: 1080, height: 2400, density: 420, usbReadBytesPerSecond: USB3_PUSH_BYTES_PER_SECOND };
-const FPS_WARMUP_MS = 1000;
-const FPS_WINDOW_MS = 5000;
+const FPS_WARMUP_MS = sized(1000, 200);
+const FPS_WINDOW_MS = sized(5000, 1000);
 const MAX_SIZE = 800;
-const INSTALL_BYTES = 8 * 1024 * 1024;
+const INSTALL_BYTES = sized(8, 1) * 1024 * 1024;
 /** A few hundred ms each: five left the median to one busy moment of a shared machine (0.70x in one run). */
-const INSTALLS = 15;
+const INSTALLS = sized(15, 1);
 /** A screenshot takes ~2 ms here: 20 pairs spanned 0.1 s, which one busy moment could cover whole (1.68x in one run). */
-const SCREENSHOTS = 150;
-const FLEET_PROVIDERS = 4;
-const FLEET_PHONES_EACH = 25;
-const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS || 30);
+const SCREENSHOTS = sized(150, 1);
+const FLEET_PROVIDERS = sized(4, 1);
+const FLEET_PHONES_EACH = sized(25, 1);
+/** The provider phone allocated in the large fleet. */
+const FLEET_PHONE = sized('Fleet 2-7', 'Fleet 0-0');
+const LIST_SAMPLES = sized(20, 1);
+const UNGUARDED_SAMPLES = sized(10, 1);
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS || sized(30, 1));
 
 const figure = (name: string, value: number, baseline: number, fmt: (n: number) => string, target: string, met: boolean, ratio = fmtRatio(value, baseline)): Figure => ({
   benchmark: 'providers',
@@ -86,17 +91,11 @@ async function interleaved(a: () => Promise<unknown>, b: () => Promise<unknown>,
   return [as, bs];
 }
 
-/** The engine process's CPU time so far, in seconds, from /proc. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
+/** The engine's CPU over IDLE_SECONDS, as a share of one core in per cent. */
 async function idleCpu(pid: number): Promise<number> {
-  const before = cpuSeconds(pid);
+  const before = cpuMs(pid);
   await sleep(IDLE_SECONDS * 1000);
-  return ((cpuSeconds(pid) - before) / IDLE_SECONDS) * 100;
+  return ((cpuMs(pid) - before) / (IDLE_SECONDS * 1000)) * 100;
 }
 
 export const providers: Benchmark = {
@@ -110,7 +109,7 @@ export const providers: Benchmark = {
 
     // The hub before any provider: the baselines of the fleet figures.
     const fleetList = async () => call<{ data: unknown[] }>('GET', `${api}/fleet/devices`, { bearer });
-    const [listBefore] = await interleaved(fleetList, async () => undefined, 20);
+    const [listBefore] = await interleaved(fleetList, async () => undefined, LIST_SAMPLES);
     detail(`measuring the hub's idle CPU for ${IDLE_SECONDS} s with its one local phone`);
     const idleBefore = await idleCpu(lab.engine.child.pid);
 
@@ -121,7 +120,7 @@ export const providers: Benchmark = {
       return p;
     };
     const remote = await start(0, [{ port: 21001, options: { model: 'Remote Bench', ...PHONE } }]);
-    const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: remote.body({ name: 'bench-provider' }) });
+    const added = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: remote.body({ name: 'bench-provider' }), timeoutMs: PROVIDER_ADD_TIMEOUT_MS });
     if (added.health !== 'up') throw new Error(`the provider is ${added.health}: ${added.healthMessage}`);
     const remoteSerial = remote.serials[0]!;
     const phoneIn = async (serial: string) => {
@@ -149,7 +148,7 @@ export const providers: Benchmark = {
       if (!out.includes('ok')) throw new Error(`adb shell answered ${out}`);
     };
     const [throughGuard, direct] = await interleaved(shell(viaGuarded, remoteSerial), shell(local, lab.serial));
-    const [withoutGuard] = await interleaved(shell(viaBare, remoteSerial), async () => undefined, 10);
+    const [withoutGuard] = await interleaved(shell(viaBare, remoteSerial), async () => undefined, UNGUARDED_SAMPLES);
     detail(`adb shell echo: through the provider ${fmtMs(median(throughGuard))}, without the Nagle guard ${fmtMs(median(withoutGuard))}, local adb server ${fmtMs(median(direct))}`);
 
     // Allocate both phones, then tap and screenshot through REST.
@@ -184,8 +183,11 @@ export const providers: Benchmark = {
       const ws = new WebSocket(`${base(held).replace(/^http/, 'ws')}/screen?token=${bearer}&maxSize=${MAX_SIZE}`);
       onCleanup(() => ws.terminate());
       let frames = 0;
-      ws.on('message', (_data, binary) => void (binary && frames++));
-      await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+      // Counted from the first frame on: minicap's start is not its rate.
+      await new Promise<void>((resolve, reject) => {
+        ws.on('message', (_data, binary) => binary && ++frames === 1 && resolve());
+        ws.once('error', reject);
+      });
       await sleep(FPS_WARMUP_MS);
       const before = frames;
       const begin = performance.now();
@@ -218,7 +220,7 @@ export const providers: Benchmark = {
       ),
     );
     for (const [k, p] of fleetProviders.entries()) {
-      const r = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: p.body({ name: `fleet-${k}` }) });
+      const r = await call<{ health: string; healthMessage?: string }>('POST', `${api}/lab/providers`, { bearer: token, body: p.body({ name: `fleet-${k}` }), timeoutMs: PROVIDER_ADD_TIMEOUT_MS });
       if (r.health !== 'up') throw new Error(`fleet-${k} is ${r.health}: ${r.healthMessage}`);
     }
     for (;;) {
@@ -226,12 +228,13 @@ export const providers: Benchmark = {
       if ((data as Array<{ state: string }>).filter((d) => d.state === 'device').length >= 2 + FLEET_PROVIDERS * FLEET_PHONES_EACH) break;
       await sleep(200);
     }
-    const [listAfter] = await interleaved(fleetList, async () => undefined, 20);
-    const allocRemote = (await allocate('Fleet 2-7')).ms;
+    const [listAfter] = await interleaved(fleetList, async () => undefined, LIST_SAMPLES);
+    const allocRemote = (await allocate(FLEET_PHONE)).ms;
     const allocLocal = (await allocate('Local Bench')).ms;
     detail(`measuring the hub's idle CPU for ${IDLE_SECONDS} s with ${2 + FLEET_PROVIDERS * FLEET_PHONES_EACH} phones on ${1 + FLEET_PROVIDERS} providers`);
     const idleAfter = await idleCpu(lab.engine.child.pid);
 
+    const phones = 2 + FLEET_PROVIDERS * FLEET_PHONES_EACH;
     const ms = (n: number) => fmtMs(n);
     const pct = (n: number) => `${n.toFixed(2)} % of a core`;
     return [
@@ -244,9 +247,9 @@ export const providers: Benchmark = {
       figure('minicap frames/s to one viewer', fpsRemote, fpsLocal, (n) => `${n.toFixed(1)} frames/s`, '>= 0.9x', fpsRemote / fpsLocal >= 0.9),
       // A throughput: the local install's time over the provider's, pair by pair.
       figure(`8 MiB APK install via REST, phones at a real phone's USB 3.0 rate (${USB3_PUSH_BYTES_PER_SECOND / 1e6} MB/s)`, mbps(median(installRemote)), mbps(median(installLocal)), (n) => `${n.toFixed(1)} MB/s`, '>= 0.8x', pairedRatio(installLocal, installRemote) >= 0.8, `${pairedRatio(installLocal, installRemote).toFixed(2)}x (paired)`),
-      figure('GET /fleet/devices, 102 phones on 5 providers (vs 1 local phone)', median(listAfter), median(listBefore), ms, 'report', true),
-      figure('allocation to in_use, provider phone in a 102-phone fleet (vs local phone)', allocRemote, allocLocal, ms, 'report', true),
-      figure(`hub idle CPU over ${IDLE_SECONDS} s, 102 phones (vs 1 local phone)`, idleAfter, idleBefore, pct, 'report', true),
+      figure(`GET /fleet/devices, ${phones} phones on ${1 + FLEET_PROVIDERS} providers (vs 1 local phone)`, median(listAfter), median(listBefore), ms, 'report', true),
+      figure(`allocation to in_use, provider phone in a ${phones}-phone fleet (vs local phone)`, allocRemote, allocLocal, ms, 'report', true),
+      figure(`hub idle CPU over ${IDLE_SECONDS} s, ${phones} phones (vs 1 local phone)`, idleAfter, idleBefore, pct, 'report', true),
     ];
   },
 };

@@ -20,12 +20,13 @@ import { buildApk } from '../src/sim/android/apk.js';
 import { startAndroidLab } from './support/android-lab.js';
 import { tempDir } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP_ROUNDS = 2;
-const ROUNDS = 15;
+const WARMUP_ROUNDS = sized(2, 0);
+const ROUNDS = sized(15, 1);
 /** The lab's own files in shared storage, which every cleanup lists twice and keeps. */
-const LAB_FILES = 2_000;
-const HOLDER_FILES = 20;
+const LAB_FILES = sized(2_000, 10);
+const HOLDER_FILES = sized(20, 1);
 const ASSUMED_REAL_COMMAND_MS = 100;
 const HOLDER_APP = 'com.example.holder';
 

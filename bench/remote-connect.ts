@@ -15,11 +15,12 @@ import { onCleanup, tempDir } from './support/cleanup.js';
 import { USB3_PUSH_BYTES_PER_SECOND } from './support/usb-link.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const FILE_BYTES = 8 * 1024 * 1024;
-const TRANSFERS = 12;
-const SHELLS = 30;
-const WARMUP = 2;
+const FILE_BYTES = sized(8, 1) * 1024 * 1024;
+const TRANSFERS = sized(12, 1);
+const SHELLS = sized(30, 1);
+const WARMUP = sized(2, 0);
 const PUSH_PULL_TARGET = 0.8;
 const SHELL_TARGET = 1.5;
 const MB = 1024 * 1024;

@@ -11,10 +11,11 @@
 import { allocateUntilInUse, releaseUntilFree, startAndroidLab, type AndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP_ROUNDS = 10;
-const ROUNDS = 20;
-const RESERVATIONS = 1_000;
+const WARMUP_ROUNDS = sized(10, 0);
+const ROUNDS = sized(20, 1);
+const RESERVATIONS = sized(1_000, 10);
 const STEP_TIMEOUT_MS = 10_000;
 const TARGET_RATIO = 1.2;
 

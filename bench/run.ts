@@ -3,7 +3,10 @@
  * baseline measured in the same run. Benchmarks report; they do not fail on a missed target.
  * npm run bench -- --compare <ref> [--rounds N] name...: the same benchmarks on this checkout and on a git ref,
  * interleaved in one run, with each figure's ratio between the two (support/compare.ts).
+ * npm run bench -- --smoke [name...]: each benchmark once at its smallest size (support/smoke.ts), as CI runs it: a
+ * benchmark that cannot finish, or whose baseline no longer does the same work, fails the run.
  */
+import { readdirSync } from 'node:fs';
 import { allocation } from './allocation.js';
 import { appiumDirect } from './appium-direct.js';
 import { appium } from './appium.js';
@@ -30,6 +33,7 @@ import { guiTapLatency } from './gui-tap-latency.js';
 import { cleanup } from './support/cleanup.js';
 import { compare } from './support/compare.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
+import { SMOKE } from './support/smoke.js';
 
 
 const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, releaseCleanup, remoteConnect, providers, appiumDirect, appium];
@@ -40,6 +44,7 @@ const option = (flag: string): string | undefined => {
   const i = args.indexOf(flag);
   return i < 0 ? undefined : args.splice(i, 2)[1];
 };
+if (SMOKE) args.splice(args.indexOf('--smoke'), 1);
 const compareWith = option('--compare');
 const rounds = Number(option('--rounds') ?? 2);
 const wanted = args;
@@ -56,6 +61,20 @@ if (compareWith !== undefined) {
   }
   await compare(compareWith, wanted, rounds);
   process.exit(0);
+}
+
+// A benchmark someone adds to bench/ but not to ALL would never run, in CI or anywhere.
+if (SMOKE) {
+  const files = readdirSync(new URL('.', import.meta.url)).filter((f) => f.endsWith('.ts') && f !== 'run.ts');
+  for (const file of files) {
+    const exported = Object.values(await import(`./${file.replace(/\.ts$/, '.js')}`) as Record<string, unknown>)
+      .filter((value): value is Benchmark => typeof value === 'object' && value !== null && 'name' in value && typeof (value as Benchmark).run === 'function');
+    const missing = exported.filter((b) => !ALL.includes(b));
+    if (missing.length > 0) {
+      console.error(`bench/${file} exports ${missing.map((b) => b.name).join(', ')}, which bench/run.ts does not run: add it to ALL.`);
+      process.exit(2);
+    }
+  }
 }
 
 // Whatever ends the run early, the servers it started are stopped and its temp dirs removed.
@@ -75,20 +94,26 @@ const started = performance.now();
 for (const bench of ALL.filter((b) => wanted.length === 0 || wanted.includes(b.name))) {
   if (aborted) break;
   console.log(`\n${bench.name}: ${bench.title}`);
+  const begun = performance.now();
   try {
-    figures.push(...(await bench.run()));
+    const own = await bench.run();
+    // A baseline that measured nothing (no samples, a zero) gives no ratio: the figure beside it compares nothing.
+    const blind = own.filter((f) => /NaN|Infinity/.test(f.ratio));
+    if (own.length === 0 || blind.length > 0) throw new Error(`no comparable figure: ${own.length === 0 ? 'none reported' : blind.map((f) => `${f.figure}: ${f.ratio}`).join('; ')}`);
+    figures.push(...own);
   } catch (error) {
     failed = true;
     if (aborted) break;
     console.error(`  ${bench.name} could not finish: ${(error as Error).stack ?? error}`);
   } finally {
     await cleanup();
+    if (SMOKE) console.log(`  ${bench.name}: ${((performance.now() - begun) / 1000).toFixed(1)} s`);
   }
 }
 
 // An interrupted run exits from abort(), once its cleanup is done.
 if (!aborted) {
-  console.log(`\nSummary (${((performance.now() - started) / 1000).toFixed(0)} s, ${process.platform}, node ${process.version}):\n`);
+  console.log(`\n${SMOKE ? 'Smoke run, one round at the smallest size: these figures measure nothing' : 'Summary'} (${((performance.now() - started) / 1000).toFixed(0)} s, ${process.platform}, node ${process.version}):\n`);
   printTable(figures);
   process.exit(failed ? 1 : 0);
 }

@@ -11,9 +11,10 @@ import { AndroidFleet } from '../src/main/engine/fleet/android/android-fleet.js'
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP = 5;
-const SAMPLES = 30;
+const WARMUP = sized(5, 0);
+const SAMPLES = sized(30, 1);
 /** No loop runs longer than this, whatever its count. */
 const LOOP_BUDGET_MS = 60_000;
 const TARGET_RATIO = 1.2;

@@ -14,15 +14,16 @@ import { DB_FILE } from '../src/main/engine/store/db.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { OWNER, REQUEST_TIMEOUT_MS, ownerApiKey, startEngine } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const SMALL = 1_000;
-const LARGE = 1_000_000;
+const SMALL = sized(1_000, 200);
+const LARGE = sized(1_000_000, 2_000);
 const PAGE = 100;
-const WARMUP_REQUESTS = 30;
-const REQUESTS = 300;
-const DEEP_START = 900_000;
-const WALK_PAGES = 50;
-const WALK_WARMUP_PAGES = 10;
+const WARMUP_REQUESTS = sized(30, 0);
+const REQUESTS = sized(300, 1);
+const DEEP_START = sized(900_000, 1_800);
+const WALK_PAGES = sized(50, 1);
+const WALK_WARMUP_PAGES = sized(10, 0);
 /** No loop runs longer than this, whatever its count. */
 const LOOP_BUDGET_MS = 30_000;
 const SPACING_MS = 1000;

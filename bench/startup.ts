@@ -11,11 +11,12 @@ import { tempDir } from './support/cleanup.js';
 import { descendants, freePort, listeningPid, rssMb, startChild, type Child } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
 import { BARE_FASTIFY_SCRIPT, ROOT, engineEnv } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
 // Five, not three: the ratio sits near its target, and on two shared cores a median of three moved it by 0.25x
 // between runs.
-const RUNS = 5;
-const IDLE_MS = 2000;
+const RUNS = sized(5, 1);
+const IDLE_MS = sized(2000, 0);
 const READY_TIMEOUT_MS = 20_000;
 const POLL_MS = 5;
 const TARGET_RATIO = 2.5;

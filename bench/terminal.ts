@@ -19,15 +19,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detail, fmtMb, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { allocateReady, directShell, engineShell, PeakRss, socketShell, startMacLab, startRelay, transcript, type Tty } from './support/mac-lab.js';
+import { sized } from './support/smoke.js';
 
-const ROUND_TRIPS = 200;
-const BLOCKS = 3;
+const ROUND_TRIPS = sized(200, 1);
+const BLOCKS = sized(3, 1);
 const TARGET_ECHO_RATIO = 1.5;
 const TARGET_RELAY_RATIO = 1.2;
 const MiB = 1024 * 1024;
-const FILE_BYTES = 50 * MiB;
-const CATS = 3;
-const STALL_MS = 2000;
+const FILE_BYTES = sized(50, 1) * MiB;
+const CATS = sized(3, 1);
+const STALL_MS = sized(2000, 100);
 const TARGET_RISE_MB = 64;
 
 /** Leaves the shell in a state where each byte typed comes straight back: the tty's own echo, no line editing. */
@@ -72,7 +73,7 @@ export const terminalEcho: Benchmark = {
     const times: Record<keyof typeof sides, number[]> = { direct: [], relay: [], engine: [] };
     for (const tty of Object.values(sides)) await echoMode(tty);
     // A warm-up of each: the first round trips pay for JIT compilation on both sides.
-    for (const tty of Object.values(sides)) await echoes(tty, 50);
+    for (const tty of Object.values(sides)) await echoes(tty, sized(50, 0));
     for (let block = 1; block <= BLOCKS; block++) {
       for (const [side, tty] of Object.entries(sides)) times[side as keyof typeof sides].push(...(await echoes(tty, ROUND_TRIPS)));
     }
@@ -143,7 +144,7 @@ export const terminalThroughput: Benchmark = {
       await out.until(/made-42/);
       out.stop();
     }
-    await sleep(1000);
+    await sleep(sized(1000, 0));
     const rss = new PeakRss(lab.engine.child.pid);
     const idleMb = rss.peakMb;
     const d: number[] = [];

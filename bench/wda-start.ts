@@ -16,9 +16,11 @@ import { parseUsbmuxdAddress } from '../src/main/engine/fleet/ios/usbmux.js';
 import { SimulatedIPhone, SimulatedUsbmuxd } from '../src/sim/ios/index.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
+import { sized } from './support/smoke.js';
 
 const WDA = 'com.facebook.WebDriverAgentRunner.xctrunner';
-const RUNS = 5;
+const RUNS = sized(5, 1);
+const APPIUM_RUNS = sized(3, 1);
 const APPIUM_XCTEST = fileURLToPath(new URL('../test/support/ios-host/appium-xctest.mjs', import.meta.url));
 
 async function until(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
@@ -78,7 +80,7 @@ export const wdaStart: Benchmark = {
     }
 
     const appiumMs: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < APPIUM_RUNS; i++) {
       const phone = new SimulatedIPhone({ name: `Appium ${i}`, version: '16.7.8', wda: false });
       await phone.plugInto(usbmuxd);
       appiumMs.push(await appiumXctestMs(address, phone.udid));

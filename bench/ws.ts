@@ -9,10 +9,11 @@ import { WebSocket } from 'ws';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { sized } from './support/smoke.js';
 
-const WARMUP = 10;
-const SAMPLES = 100;
-const SCREENSHOT_SAMPLES = 30;
+const WARMUP = sized(10, 0);
+const SAMPLES = sized(100, 1);
+const SCREENSHOT_SAMPLES = sized(30, 1);
 /** No loop runs longer than this, whatever its count. */
 const LOOP_BUDGET_MS = 60_000;
 const TARGET_RATIO = 1.2;

@@ -8,6 +8,8 @@ import { startChild, type Child } from './processes.js';
 export const ROOT = process.env.BENCH_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 /** No single request may hang a benchmark. */
 export const REQUEST_TIMEOUT_MS = 10_000;
+/** Adding a provider: SSH handshakes and the provider's adb server, which a busy machine can take seconds over. */
+export const PROVIDER_ADD_TIMEOUT_MS = 60_000;
 export const OWNER = { email: 'owner@bench.local', password: 'bench-owner-password' };
 
 export interface Server {
@@ -65,7 +67,7 @@ export async function ownerApiKey(api: string): Promise<string> {
 }
 
 /** One JSON request; anything but a 2xx is an error, since a benchmark of error replies measures nothing. */
-export async function call<T>(method: string, url: string, options: { bearer?: string; body?: unknown } = {}): Promise<T> {
+export async function call<T>(method: string, url: string, options: { bearer?: string; body?: unknown; timeoutMs?: number } = {}): Promise<T> {
   const headers: Record<string, string> = {};
   if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -73,7 +75,7 @@ export async function call<T>(method: string, url: string, options: { bearer?: s
     method,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    signal: AbortSignal.timeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS),
   });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
