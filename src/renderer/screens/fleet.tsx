@@ -65,8 +65,8 @@ export async function takePhone(device: Pick<FleetDevice, 'platform' | 'name' | 
   navigate(`/sessions/${session.id}`);
 }
 
-/** A provider's host name, which may break after its dots and dashes when its column is narrow, not mid-word. */
-const HostName = ({ name }: { name: string }) => <>{name.split(/(?<=[.-])/).map((part, i) => <span key={i}>{i > 0 && <wbr />}{part}</span>)}</>;
+/** A host name or serial ("127.0.0.1:38195"), which may break after its dots, colons and dashes when its column is narrow, not mid-word. */
+const Address = ({ text }: { text: string }) => <>{text.split(/(?<=[.:-])/).map((part, i) => <span key={i}>{i > 0 && <wbr />}{part}</span>)}</>;
 
 /**
  * The phone being taken, and what went wrong taking it: one state for the whole table rather than three hooks in each
@@ -110,8 +110,8 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onU
       <td role="cell" className="col-platform">{platformName(d.platform)}</td>
       <td role="cell" title={d.model}>{d.model ? modelName(d.model) : <span className="muted">—</span>}</td>
       <td role="cell">{d.osVersion}</td>
-      <td role="cell"><code>{d.serial}</code></td>
-      {hostColumn && <td role="cell">{d.host ? <HostName name={d.host} /> : <span className="muted">this workstation</span>}</td>}
+      <td role="cell"><code><Address text={d.serial} /></code></td>
+      {hostColumn && <td role="cell">{d.host ? <Address text={d.host} /> : <span className="muted">this workstation</span>}</td>}
       <td role="cell">
         <Status value={stateOf(d)} />
         {/* An unauthorized or wda_unavailable phone cannot be taken: the engine says what would fix that. */}
