@@ -19,6 +19,9 @@ describe('parseCommand: the path after the session id is a route of that session
     expect(parseCommand('POST', '/execute/sync').body).toBe('inspect');
     expect(parseCommand('POST', '/appium/device/push_file').body).toBe('stream');
     expect(parseCommand('DELETE', '/actions').template).toBe('actions');
+    // W3C's Back is a browser's, but on a phone it is the Back button (UiAutomator2, XCUITest's navigation bar).
+    expect(parseCommand('POST', '/back').template).toBe('back');
+    expect(() => parseCommand('POST', '/forward')).toThrow(/browser/);
   });
 
   it.each([

@@ -68,6 +68,7 @@ POST appium/element/:id/value
 POST appium/element/:id/replace_value
 GET source
 GET screenshot
+POST back
 POST execute/sync inspect
 POST execute/async inspect
 POST actions
@@ -161,7 +162,7 @@ const REFUSED: Array<[RegExp, string]> = [
   [/^appium\/device\/install_app$/, "installs an app from a path or URL that Appium would read on the lab's host; apps by reference (files stored in the lab) come in a later version: install the app before the run."],
   [/^appium\/app\/(strings|reset)$/, "reads the app's files on the lab's host; ask the app itself on the phone instead."],
   [/^(appium\/)?context$/, `(switching contexts) ${NO_BROWSER}`],
-  [/^(url|back|forward|refresh|title|cookie(\/.*)?|frame(\/.*)?|print|window(\/new|\/maximize|\/minimize|\/fullscreen)?|:?\w+\/cdp\/execute)$/, NO_BROWSER],
+  [/^(url|forward|refresh|title|cookie(\/.*)?|frame(\/.*)?|print|window(\/new|\/maximize|\/minimize|\/fullscreen)?|:?\w+\/cdp\/execute)$/, NO_BROWSER],
   [/^appium\/device\/(finger_print|send_sms|gsm_call|gsm_signal|gsm_voice|power_capacity|power_ac|network_speed)$/, EMULATOR],
 ];
 
