@@ -153,15 +153,15 @@ async function serveStaticCopy(html: string): Promise<string> {
 function writeNoFrameworkCopy(html: string, origin: string): string {
   const body = withoutScripts(html).replace(PHONES_BODY, '$1$3');
   // A plain script (no tsx helpers), the rows as FleetRow draws a phone that is attached, free or held by another org,
-  // booked or not, on this workstation or a provider (a serial and a host name as Address draws them: parts that may
-  // break after their dots, colons and dashes).
+  // booked or not, on this workstation or a provider (a serial and a host name as Address draws them: a <wbr> after
+  // their dots, colons and dashes).
   const script = `<script>(() => {
   const headers = { authorization: 'Bearer ' + sessionStorage.getItem('benchtop.token') };
   const esc = (v) => String(v).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
   const cell = (inner, attrs = '') => '<td role="cell"' + attrs + '>' + inner + '</td>';
   const muted = (text) => '<span class="muted">' + text + '</span>';
   const hhmm = (iso) => { const t = new Date(iso); return String(t.getHours()).padStart(2, '0') + ':' + String(t.getMinutes()).padStart(2, '0'); };
-  const address = (text) => text.split(/(?<=[.:-])/).map((part, i) => '<span>' + (i > 0 ? '<wbr>' : '') + esc(part) + '</span>').join('');
+  const address = (text) => text.split(/(?<=[.:-])/).map((part, i) => (i > 0 ? '<wbr>' : '') + esc(part)).join('');
   const booking = (b) => '<span class="' + (b.own ? 'booking-note own' : 'booking-note') + '">'
     + (b.own ? 'Booked for you from ' + hhmm(b.startsAt) + ' to ' + hhmm(b.endsAt) : 'Booked from ' + hhmm(b.startsAt) + ' to ' + hhmm(b.endsAt) + ' by another team') + '</span>';
   const row = (d, hostColumn) => {
