@@ -7,6 +7,10 @@
  *
  * Arguments: <lab origin> <tunnel secret> <certificate SHA-256> <local ports>: one port per listener of the checkout,
  * comma-separated (Android: adb's; iPhone: usbmuxd's, then WebDriverAgent's).
+ *
+ * The checkout's end (release, or its remote connection closed) is the tunnel URL's 404: the script asks every few
+ * seconds, and sees it at each connection, and then stops with one sentence. It used to print the 404 at each of
+ * adb's reconnects (51 times in 12 s) and keep running. A lab out of reach for a while is not an end: it keeps trying.
  */
 export const TUNNEL_CLIENT_SOURCE = String.raw`'use strict';
 const tls = require('tls'), net = require('net'), crypto = require('crypto');
@@ -28,18 +32,45 @@ function frame(opcode, payload) {
   return Buffer.concat([head, mask, masked]);
 }
 
+const CHECK_MS = 3000;
+const toLab = () => tls.connect({ host: lab.hostname, port: Number(lab.port || 443), servername: net.isIP(lab.hostname) ? undefined : lab.hostname, rejectUnauthorized: false });
+const pinned = (socket) => socket.getPeerCertificate().fingerprint256 === fingerprint;
+const tunnelPath = (which) => '/api/v1/remote-connect/tunnel/' + secret + '?port=' + which;
+const notFound = (status) => /^HTTP\/1\.1 404/.test(status);
+
+function ended() {
+  console.error('Benchtop tunnel: the lab has ended this remote connection (the phone was released, or its remote connection closed), so the tunnel stops.');
+  process.exit(1);
+}
+
+/** A plain GET of the tunnel URL: 404 once the checkout has ended (426 while it is open), sent after the pin is checked. */
+function checkStillOpen() {
+  const probe = toLab();
+  let head = '';
+  probe.on('error', () => probe.destroy());
+  probe.once('secureConnect', () => {
+    if (!pinned(probe)) return probe.destroy();
+    probe.write('GET ' + tunnelPath(0) + ' HTTP/1.1\r\nHost: ' + lab.host + '\r\nConnection: close\r\n\r\n');
+  });
+  probe.on('data', (chunk) => {
+    head += chunk;
+    if (!head.includes('\r\n')) return;
+    if (notFound(head)) ended();
+    probe.destroy();
+  });
+}
+
 function carry(local, which) {
   local.pause();
-  const remote = tls.connect({ host: lab.hostname, port: Number(lab.port || 443), servername: net.isIP(lab.hostname) ? undefined : lab.hostname, rejectUnauthorized: false });
+  const remote = toLab();
   const close = () => { local.destroy(); remote.destroy(); };
   remote.on('error', (e) => { console.error('tunnel: ' + e.message); close(); });
   local.on('error', close);
   local.on('close', () => remote.destroy());
   remote.on('close', () => local.destroy());
   remote.once('secureConnect', () => {
-    const seen = remote.getPeerCertificate().fingerprint256;
-    if (seen !== fingerprint) { console.error('tunnel: the lab\'s certificate is ' + seen + ', not ' + fingerprint + '; refusing'); return close(); }
-    remote.write('GET /api/v1/remote-connect/tunnel/' + secret + '?port=' + which + ' HTTP/1.1\r\nHost: ' + lab.host +
+    if (!pinned(remote)) { console.error('tunnel: the lab\'s certificate is ' + remote.getPeerCertificate().fingerprint256 + ', not ' + fingerprint + '; refusing'); return close(); }
+    remote.write('GET ' + tunnelPath(which) + ' HTTP/1.1\r\nHost: ' + lab.host +
       '\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ' + crypto.randomBytes(16).toString('base64') + '\r\n\r\n');
   });
   let pending = Buffer.alloc(0);
@@ -50,6 +81,7 @@ function carry(local, which) {
       const end = pending.indexOf('\r\n\r\n');
       if (end < 0) return;
       const status = pending.subarray(0, end).toString().split('\r\n')[0];
+      if (notFound(status)) return ended();
       if (!/^HTTP\/1\.1 101/.test(status)) { console.error('tunnel: the lab answered ' + status + ' (is the phone still open?)'); return close(); }
       open = true;
       pending = pending.subarray(end + 4);
@@ -78,4 +110,5 @@ localPorts.split(',').forEach((localPort, which) => {
     console.error('Benchtop tunnel: 127.0.0.1:' + localPort + ' now reaches the phone through ' + lab.origin + ' (Ctrl+C to stop)');
   });
 });
+setInterval(checkStillOpen, CHECK_MS);
 `;
