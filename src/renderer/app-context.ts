@@ -60,7 +60,9 @@ export const api = createApiClient({
 
 export const fleetStore = createFleetStore(() => api);
 export const sessionsStore = createSessionsStore(() => api);
-export const uploadsStore = createUploadsStore(() => api, browserUploadTransport(() => authStore.getState().token));
+/** Hashing in a worker and a PUT with upload progress: the Apps' uploads and the phone's Files tab both send by it. */
+export const uploadTransport = browserUploadTransport(() => authStore.getState().token);
+export const uploadsStore = createUploadsStore(() => api, uploadTransport);
 
 export const useAuth = <T>(pick: (s: ReturnType<typeof authStore.getState>) => T) => useStore(authStore, pick);
 export const useFleet = <T>(pick: (s: ReturnType<typeof fleetStore.getState>) => T) => useStore(fleetStore, pick);

@@ -201,7 +201,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     await page.keyboard.type('world');
     await waitFor('"hello\\nworld" in the note', () => board().notesText === 'hello\nworld');
     // A paste types this computer's clipboard.
-    await page.getByRole('application', { name: `Live screen of ${ANA}` }).evaluate((el) => {
+    await page.getByRole('textbox', { name: `Live screen of ${ANA}` }).evaluate((el) => {
       const data = new DataTransfer();
       data.setData('text/plain', '!');
       el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
@@ -247,7 +247,7 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
   });
 
   it('an .ipa dropped on the screen is uploaded, installed on the iPhone and opened; an .apk is refused', async () => {
-    const screen = page.getByRole('application', { name: `Live screen of ${ANA}` });
+    const screen = page.getByRole('textbox', { name: `Live screen of ${ANA}` });
     const drop = (name: string, bytes: Buffer, type: string) => screen.evaluate((el, file) => {
       const data = new DataTransfer();
       data.items.add(new File([Uint8Array.from(atob(file.base64), (ch) => ch.charCodeAt(0))], file.name, { type: file.type }));

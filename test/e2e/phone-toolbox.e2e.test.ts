@@ -218,7 +218,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     const elements = (await c().call('GET', `/sessions/${sessionId}/devices/${encodeURIComponent(serial)}/elements`, { token })).body.data;
     const field = elements.find((e: { resourceId: string }) => e.resourceId === 'com.example.notes:id/note_text');
     await act({ type: 'tap', x: field.bounds.x + 5, y: field.bounds.y + 5 });
-    await page.getByRole('application', { name: 'Live screen of Pixel 7' }).focus();
+    await page.getByRole('textbox', { name: 'Live screen of Pixel 7' }).focus();
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Input.imeSetComposition', { text: 'u', selectionStart: 1, selectionEnd: 1 });
     await cdp.send('Input.imeSetComposition', { text: '¨u', selectionStart: 2, selectionEnd: 2 });

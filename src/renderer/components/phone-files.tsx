@@ -1,10 +1,23 @@
 import { useRef, useState } from 'react';
 import { APP_DOCUMENTS_ROOT, PHONE_FILE_ROOTS } from '../../shared/api/devices.js';
-import { api } from '../app-context.js';
-import { ErrorBanner, fmtBytes, fmtTime, Spinner, useAction, useLoad } from '../ui.js';
+import { API_PREFIX } from '../../shared/client/api-client.js';
+import { api, authStore, uploadTransport } from '../app-context.js';
+import { ErrorBanner, fmtBytes, fmtTime, Progress, Spinner, useAction, useLoad } from '../ui.js';
 import { saveBlob } from './download.js';
 
 const parentOf = (path: string) => path.slice(0, path.lastIndexOf('/')) || '/';
+
+/**
+ * Writes a file on the phone as api.putPhoneFile does, but by the Apps' upload transport (XMLHttpRequest), whose upload
+ * events say how far it is: fetch has none, and a 50 MB file was a spinner for a minute.
+ */
+function putPhoneFile(sessionId: string, serial: string, path: string, file: File, app: string | undefined, onProgress: (fraction: number) => void): Promise<void> {
+  const query = new URLSearchParams({ path, ...(app ? { app } : {}) });
+  const organization = authStore.getState().organizationId;
+  const headers = { 'content-type': 'application/octet-stream', ...(organization ? { 'x-organization-id': organization } : {}) };
+  const url = `${API_PREFIX}/sessions/${encodeURIComponent(sessionId)}/devices/${encodeURIComponent(serial)}/files/content?${query}`;
+  return uploadTransport.put(url, headers, file, onProgress);
+}
 
 /**
  * The phone's files: on Android its shared storage and adb's scratch folder, as adb sync sees them; on an iPhone an
@@ -64,6 +77,7 @@ function FileBrowser({ sessionId, serial, name, roots, app }: { sessionId: strin
   const action = useAction();
   const [done, setDone] = useState<string>();
   const [confirm, setConfirm] = useState<string>();
+  const [sending, setSending] = useState<{ name: string; progress: number }>();
   const picker = useRef<HTMLInputElement>(null);
   const atRoot = roots.includes(path);
 
@@ -82,7 +96,14 @@ function FileBrowser({ sessionId, serial, name, roots, app }: { sessionId: strin
     if (chosen.length === 0) return;
     setDone(undefined);
     void action.run(async () => {
-      for (const file of chosen) await api.putPhoneFile(sessionId, serial, `${path}/${file.name}`, file, app);
+      try {
+        for (const file of chosen) {
+          setSending({ name: file.name, progress: 0 });
+          await putPhoneFile(sessionId, serial, `${path}/${file.name}`, file, app, (progress) => setSending({ name: file.name, progress }));
+        }
+      } finally {
+        setSending(undefined);
+      }
       await listing.reload();
       setDone(`Uploaded ${chosen.map((f) => f.name).join(', ')} to ${path}.`);
     });
@@ -104,7 +125,12 @@ function FileBrowser({ sessionId, serial, name, roots, app }: { sessionId: strin
         <button type="button" disabled={atRoot} onClick={() => setPath(parentOf(path))}>Up</button>
         <button type="button" onClick={() => picker.current?.click()} disabled={action.pending || !!listing.error}>Upload files…</button>
         <input ref={picker} type="file" multiple hidden aria-label={`Files to upload to ${path}`} onChange={(e) => upload(e.target.files)} />
-        {action.pending && <Spinner label="Transferring" />}
+        {sending ? (
+          <>
+            <span className="muted">Uploading {sending.name}</span>
+            <Progress label={`Uploading ${sending.name}`} value={sending.progress} />
+          </>
+        ) : action.pending && <Spinner label="Transferring" />}
       </div>
       <p className="muted" aria-live="polite"><code>{path}</code>{done && <span role="status" className="ok"> · {done}</span>}</p>
       <ErrorBanner error={action.error ?? listing.error} onDismiss={action.error ? () => action.setError(undefined) : undefined} />

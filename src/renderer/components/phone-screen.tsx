@@ -442,11 +442,12 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
         onPaste={onPaste}
       >
         {/* What has the keyboard focus is a text field, so that an input method (composition, dead keys, the emoji
-            picker) delivers its text here too; it covers the screen, but clicks go through it to the image. */}
+            picker) delivers its text here too; it covers the screen, but clicks go through it to the image. It keeps
+            a text field's own role (a screen reader passes keys on to a text field as it is; ARIA allows a textarea
+            no other role). */}
         <textarea
           ref={keys}
           className="screen-keys"
-          role="application"
           aria-label={`Live screen of ${name}`}
           aria-describedby={`keys-help-${serial}`}
           autoCapitalize="off"

@@ -204,6 +204,8 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
 
   return (
     <section className="phone" aria-label={`${name} ${device.status}`}>
+      {/* The headings of the panel beside the screen (h3) come under the phone's own, as axe's heading order asks. */}
+      <h2 className="visually-hidden">{name}</h2>
       <div className="phone-toolbar" role="toolbar" aria-label={`Controls of ${name}`}>
         <div className="group" role="group" aria-label="Navigation">
           {buttons.navigation.map(([button, label]) => <button key={button} type="button" onClick={press('Navigation', button)}>{label}</button>)}
