@@ -47,8 +47,7 @@ async function commands(driver: Driver): Promise<{ click: number; screenshot: nu
   const shots: number[] = [];
   for (let i = 0; i < COMMANDS; i++) {
     clicks.push((await timed(async () => driver.$('android=new UiSelector().text("Wi-Fi")').click()))[1]);
-    // Android's Back key as a mobile: command: the lab refuses W3C `back` as a browser command (docs/webdriver.md).
-    await driver.execute('mobile: pressKey', { keycode: 4 });
+    await driver.back();
     shots.push((await timed(() => driver.takeScreenshot()))[1]);
   }
   return { click: median(clicks), screenshot: median(shots) };
