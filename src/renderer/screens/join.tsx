@@ -17,6 +17,12 @@ async function landIn(organizationId: string): Promise<void> {
   navigate('/organization');
 }
 
+/** The lab's password rule (src/shared/api/account.ts: Password). */
+export const PASSWORD_MIN = 8;
+
+/** The rule under a new password's field (its aria-describedby): said before the lab refuses a password, not only after. */
+export const PasswordRule = () => <p id="password-rule" className="muted field-hint">At least {PASSWORD_MIN} characters.</p>;
+
 /**
  * An invitation's link (JOIN_PATH/<secret>): who invited whom, to which organization, with which role, and the way in
  * — a new account for the invited email (the secret lets it in even while sign-up is invitation-only), or signing in
@@ -90,11 +96,13 @@ export function JoinInvitation({ secret }: { secret: string }) {
               autoComplete={mode === 'signup' ? 'new-password' : 'current-password'}
               required
               autoFocus
-              minLength={mode === 'signup' ? 8 : 1}
+              minLength={mode === 'signup' ? PASSWORD_MIN : 1}
+              aria-describedby={mode === 'signup' ? 'password-rule' : undefined}
               value={password}
               onChange={(e) => setPassword(e.target.value)}
             />
           </label>
+          {mode === 'signup' && <PasswordRule />}
           <button type="submit" className="primary" disabled={act.pending}>
             {act.pending ? <Spinner label="Joining" /> : mode === 'signup' ? 'Create account and join' : 'Sign in and join'}
           </button>

@@ -3,7 +3,7 @@ import { JOIN_PATH } from '../../shared/api/join-path.js';
 import { authStore, useAuth } from '../app-context.js';
 import { match, usePath } from '../router.js';
 import { ErrorBanner, Spinner, useTitle } from '../ui.js';
-import { JoinInvitation } from './join.js';
+import { JoinInvitation, PASSWORD_MIN, PasswordRule } from './join.js';
 
 /** For browsers and LAN teammates; the desktop window signs its owner in by itself. An invitation's link shows the invitation. */
 export function LoginScreen() {
@@ -48,11 +48,13 @@ function SignIn() {
             name="password"
             autoComplete={mode === 'login' ? 'current-password' : 'new-password'}
             required
-            minLength={mode === 'signup' ? 8 : 1}
+            minLength={mode === 'signup' ? PASSWORD_MIN : 1}
+            aria-describedby={mode === 'signup' ? 'password-rule' : undefined}
             value={password}
             onChange={(e) => setPassword(e.target.value)}
           />
         </label>
+        {mode === 'signup' && <PasswordRule />}
         <ErrorBanner error={error} />
         <button type="submit" className="primary" disabled={busy}>
           {busy ? <Spinner label="Signing in" /> : mode === 'login' ? 'Sign in' : 'Create account'}

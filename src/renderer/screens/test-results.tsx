@@ -76,8 +76,15 @@ export function TestResultsScreen() {
         </label>
       </div>
       <ErrorBanner error={first.error ?? more.error} />
-      {first.loading && <Spinner label="Loading test results" />}
-      {!first.loading && shown.length === 0 ? <Empty>No test results. Reporters post them to /api/v1/test-results.</Empty> : (
+      {/* Only the first load spins: a poll of an empty list keeps its words rather than flash an empty table. */}
+      {!first.data && first.loading && <Spinner label="Loading test results" />}
+      {first.data && shown.length === 0 ? (
+        <Empty>
+          {status || needle
+            ? 'No test result matches these filters.'
+            : <>No test results yet. A test run shows here once its reporter posts to <code>/api/v1/test-results</code> (WebDriver runs through the lab post theirs themselves).</>}
+        </Empty>
+      ) : shown.length > 0 && (
         <table className="table" aria-label="Test results">
           <thead><tr><th>Name</th><th>Status</th><th>Branch</th><th>Commit</th><th>Passed / failed</th><th>Created</th></tr></thead>
           <tbody>
@@ -140,15 +147,18 @@ function AssetItem({ resultId, asset }: { resultId: string; asset: Asset }) {
   );
 }
 
+const BackToResults = () => <p><a href="/test-results" onClick={linkTo('/test-results')}>← All test results</a></p>;
+
 export function TestResultScreen({ id }: { id: string }) {
   const result = useLoad(() => api.testResult(id), [id]);
   const assets = useLoad(() => api.assets(id), [id]);
   const r = result.data;
-  if (!r) return <Page title="Test result">{result.loading ? <Spinner label="Loading" /> : <ErrorBanner error={result.error} />}</Page>;
+  if (!r) return <Page title="Test result"><BackToResults />{result.loading ? <Spinner label="Loading" /> : <ErrorBanner error={result.error} />}</Page>;
   const stats = statsOf(r);
   const duration = typeof stats.duration === 'number' ? fmtDuration(stats.duration) : undefined;
   return (
     <Page title={r.name} actions={<Status value={r.status} />}>
+      <BackToResults />
       <div className="stats" aria-label="Statistics">
         {(['expected', 'unexpected', 'flaky', 'skipped'] as const).map((k) => (
           <div key={k} className={`stat stat-${k}`}><span className="stat-value">{String(stats[k] ?? '—')}</span><span className="stat-label">{k}</span></div>
