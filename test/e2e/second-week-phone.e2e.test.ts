@@ -1,8 +1,8 @@
 /**
  * A team's second week on the phone page, in Chromium at 1440x900 with a phone held: the Files tab shows a 50 MB
- * upload's progress as the Apps tab does (a progress bar with how far it is, not a spinner), and axe-core, every rule
- * it runs by default (best practices such as heading order too), finds nothing on any tab. Screenshots go to
- * test-artifacts/e2e/second-week-phone/.
+ * upload's progress as the Apps tab does (a progress bar with how far it is, not a spinner), a recording shows its
+ * time, and axe-core, every rule it runs by default (best practices such as heading order too), finds nothing on any
+ * tab. Screenshots go to test-artifacts/e2e/second-week-phone/.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,10 +88,22 @@ describe.runIf(ready)('GUI: the phone page in a team\'s second week', () => {
     expect(errors).toEqual([]);
   }, 90_000);
 
+  it('a recording shows how long it has run, of the most the phone records, and nothing once it is saved', async () => {
+    const view = page.getByRole('group', { name: 'View' });
+    await view.getByRole('button', { name: 'Record screen' }).click();
+    const timer = page.getByRole('timer', { name: 'Recording time' });
+    await expect.poll(() => timer.textContent(), { timeout: 10_000 }).toMatch(/^Recording 0:0[0-2] of 3:00$/);
+    await expect.poll(() => timer.textContent(), { timeout: 10_000 }).toMatch(/^Recording 0:0[2-9] of 3:00$/);
+    await snap(page, SUITE, '03-recording');
+    const [download] = await Promise.all([page.waitForEvent('download'), view.getByRole('button', { name: 'Stop and download recording' }).click()]);
+    expect(download.suggestedFilename()).toMatch(/\.mp4$/);
+    await timer.waitFor({ state: 'detached' });
+  }, 60_000);
+
   it.each(TABS)('axe finds nothing on the %s tab with the phone held', async (name) => {
     await tab(name).click();
     await page.getByRole('tabpanel', { name }).waitFor();
-    await snap(page, SUITE, `03-axe-${name.toLowerCase()}`);
+    await snap(page, SUITE, `04-axe-${name.toLowerCase()}`);
     expect(await allAxeViolations(page)).toEqual([]);
   });
 });

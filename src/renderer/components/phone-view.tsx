@@ -4,7 +4,7 @@ import { modelName, platformName } from '../../shared/iphone-models.js';
 import type { Device } from '../../shared/api/sessions.js';
 import { api, uploadsStore } from '../app-context.js';
 import { isAppFile, notAnAppMessage } from '../file-errors.js';
-import { ErrorBanner, Spinner, Status, useAction, useLoad } from '../ui.js';
+import { ErrorBanner, fmtDuration, Spinner, Status, useAction, useLoad, useNow } from '../ui.js';
 import { ChatView } from './chats-panel.js';
 import { saveBlob, stampedName } from './download.js';
 import { LogcatPane } from './logcat-pane.js';
@@ -57,6 +57,12 @@ function DeviceDetails({ info, loading, error }: { info: DeviceInfo | undefined;
 
 let jobCounter = 0;
 
+/** "Recording 0:12 of 3:00": how long the screen has been recorded, of the most the phone records at once. */
+function RecordingTimer({ since, limitSeconds }: { since: number; limitSeconds: number }) {
+  const now = useNow(1000);
+  return <span className="recording-timer" role="timer" aria-label="Recording time">Recording {fmtDuration(now - since)} of {fmtDuration(limitSeconds * 1000)}</span>;
+}
+
 /**
  * One phone of the session, the way a lab engineer works with it: the screen as large as the window allows, its
  * buttons, its details, its live log, the assistant beside it, and apps dropped straight onto it.
@@ -97,6 +103,8 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
   const [refused, setRefused] = useState<{ group: ToolbarGroup; message: string }>();
   const [releasing, setReleasing] = useState(false);
   const [recording, setRecording] = useState<'idle' | 'starting' | 'recording' | 'stopping'>('idle');
+  /** When the recording started, on this computer's clock (the lab's may differ), and the most the phone records. */
+  const [recorded, setRecorded] = useState<{ since: number; limitSeconds: number }>();
   /** Bumped when the phone is back from a restart: the screen connects again (its feed ended when the phone left). */
   const [screenGeneration, setScreenGeneration] = useState(0);
   const info = useLoad(() => api.deviceInfo(sessionId, serial), [sessionId, serial], INFO_POLL_MS);
@@ -134,7 +142,8 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
     try {
       if (recording === 'idle') {
         setRecording('starting');
-        await api.startRecording(sessionId, serial);
+        const { timeLimitSeconds } = await api.startRecording(sessionId, serial);
+        setRecorded({ since: Date.now(), limitSeconds: timeLimitSeconds });
         setRecording('recording');
       } else if (recording === 'recording') {
         setRecording('stopping');
@@ -280,6 +289,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
       <div className="phone-status">
         <Status value={device.status} />
         <IdleCountdown at={device.idleReleaseAt} />
+        {recording === 'recording' && recorded && <RecordingTimer {...recorded} />}
         <span className="source-badge muted" role="status" title={slow ? 'minicap is not running on this phone: each frame is a full screencap, which takes seconds on a real phone.' : undefined}>
           {!feed.source ? 'Connecting…' : `${feed.source} · ${FORMATS[feed.format ?? ''] ?? (feed.format ?? '').toUpperCase()} · ${feed.fps === 0 ? 'waiting for the screen to change' : `${feed.fps.toFixed(feed.fps < 10 ? 1 : 0)} fps`}${feed.reason ? ` (${feed.reason})` : ''}`}
         </span>
