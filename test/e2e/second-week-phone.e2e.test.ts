@@ -90,8 +90,13 @@ describe.runIf(ready)('GUI: the phone page in a team\'s second week', () => {
 
   it('a recording shows how long it has run, of the most the phone records, and nothing once it is saved', async () => {
     const view = page.getByRole('group', { name: 'View' });
+    const boxes = async () => Promise.all((await page.getByRole('toolbar').getByRole('button').all()).map(async (b) => Object.values((await b.boundingBox())!).map(Math.round)));
+    const before = await boxes();
     await view.getByRole('button', { name: 'Record screen' }).click();
     const timer = page.getByRole('timer', { name: 'Recording time' });
+    await view.getByRole('button', { name: 'Stop and download recording' }).waitFor();
+    // Nothing on the toolbar moves when the Record button's label changes (issue 44.2).
+    expect(await boxes()).toEqual(before);
     await expect.poll(() => timer.textContent(), { timeout: 10_000 }).toMatch(/^Recording 0:0[0-2] of 3:00$/);
     await expect.poll(() => timer.textContent(), { timeout: 10_000 }).toMatch(/^Recording 0:0[2-9] of 3:00$/);
     await snap(page, SUITE, '03-recording');

@@ -16,6 +16,8 @@ import { RemoteConnectPanel } from './remote-connect-panel.js';
 import { PhoneScreen, type ScreenCodec, type ScreenFeed } from './phone-screen.js';
 import { PhoneShell } from './phone-shell.js';
 
+const RECORD_LABELS = ['Record screen', 'Stop and download recording', 'Saving the recording…'] as const;
+
 const INFO_POLL_MS = 30_000;
 const SIDE_TABS = ['Details', 'Logcat', 'Shell', 'Files', 'Apps', 'Assistant'] as const;
 type SideTab = (typeof SIDE_TABS)[number];
@@ -229,8 +231,13 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
           <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
           <button type="button" onClick={fromToolbar('View', screenshot)} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
-          <button type="button" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={fromToolbar('View', toggleRecording)}>
-            {recording === 'recording' ? 'Stop and download recording' : recording === 'stopping' ? 'Saving the recording…' : 'Record screen'}
+          <button type="button" className="steady-label" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={fromToolbar('View', toggleRecording)}>
+            {RECORD_LABELS.map((label) => {
+              const shown = label === (recording === 'recording' ? RECORD_LABELS[1] : recording === 'stopping' ? RECORD_LABELS[2] : RECORD_LABELS[0]);
+              // Every label takes the same cell, the others unseen: the button is as wide as its longest, so nothing
+              // beside it moves when a recording starts or stops.
+              return <span key={label} className={shown ? undefined : 'sizer'} aria-hidden={!shown}>{label}</span>;
+            })}
           </button>
           {refusal('View')}
         </div>
