@@ -304,7 +304,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
   it('a new test run shows in the list without a reload; the sidebar\'s controls stand out at 4.5:1', async () => {
     await page.getByRole('link', { name: 'Test results' }).click();
     const table = page.getByRole('table', { name: 'Test results' });
-    await page.getByText(/^No test results\./).waitFor();
+    await page.getByText(/^No test results yet\./).waitFor();
     expect((await c.call('POST', '/test-results', { token: owner, body: { name: 'nightly-android', status: 'passed' } })).status).toBe(201);
     await table.getByRole('link', { name: 'nightly-android' }).waitFor({ timeout: 15_000 });
 
