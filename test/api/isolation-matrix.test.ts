@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../support/app-fixtures.js';
 import { newAdbPublicKey } from '../support/adb-keys.js';
-import { client, type Reply } from '../support/engine.js';
+import { client, parsedBody, type Reply } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { sample, seeded, type Schema } from '../support/openapi-cases.js';
+import { operationsOf, sample, seeded, type Operation } from '../support/openapi-cases.js';
+import { upgradeAnswer } from '../support/ws.js';
 
 /*
  * The isolation matrix over every operation of the OpenAPI document, so that a route added in any round is in it the day
@@ -17,14 +17,6 @@ import { sample, seeded, type Schema } from '../support/openapi-cases.js';
  */
 
 const hasAdb = adbOrSkip();
-
-interface Operation {
-  key: string;
-  method: string;
-  path: string;
-  spec: Schema;
-  declared: number[];
-}
 
 /** Operations that are the lab owner's alone (B's admin is no lab owner): refused to B whatever the id, checked alike. */
 const LAB_OWNER_PATH = /^\/api\/v1\/lab\//;
@@ -115,34 +107,11 @@ describe.skipIf(!hasAdb)('isolation matrix: every operation of the document, wit
     });
   }
 
-  /** A WebSocket upgrade's status (101 or the refusal's), the socket then closed. */
-  function upgrade(url: string, bearer: string, org?: string): Promise<Reply> {
-    return new Promise((resolve) => {
-      // A connection of its own: a refused upgrade's socket is closed after the answer, and must not be reused.
-      const req = http.request(url, {
-        agent: false,
-        headers: {
-          connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'),
-          authorization: `Bearer ${bearer}`, ...(org ? { 'x-organization-id': org } : {}),
-        },
-      });
-      req.setTimeout(5000, () => req.destroy(new Error(`no answer to the upgrade of ${url}`)));
-      req.on('upgrade', (res, socket) => (socket.destroy(), resolve({ status: res.statusCode!, body: undefined, headers: new Headers() })));
-      req.on('response', (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: new Headers() }));
-      });
-      // A socket closed with no answer is an answer too: it must be the same for A's ids and for nothing's.
-      req.on('error', (error) => resolve({ status: 0, body: error.message, headers: new Headers() }));
-      req.end();
-    });
-  }
-
   async function send(op: Operation, path: string, caller: { bearer: string; org?: string }, body: unknown): Promise<Reply> {
     const url = `${new URL(lab.engine.api).origin}${path}`;
-    if (op.declared.includes(101)) return upgrade(url, caller.bearer, caller.org);
-    const abort = new AbortController();
     const headers: Record<string, string> = { authorization: `Bearer ${caller.bearer}`, ...(caller.org ? { 'x-organization-id': caller.org } : {}) };
+    if (op.declared.includes(101)) return { ...(await upgradeAnswer(url.replace(/^http/, 'ws'), { headers })), headers: new Headers() };
+    const abort = new AbortController();
     let payload: BodyInit | undefined;
     const content = op.spec.requestBody?.content ?? {};
     if (content['application/json']) {
@@ -163,21 +132,12 @@ describe.skipIf(!hasAdb)('isolation matrix: every operation of the document, wit
       abort.abort();
       return { status: res.status, body: 'an event stream', headers: res.headers };
     }
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, body: parsed, headers: res.headers };
+    return { status: res.status, body: parsedBody(await res.text()), headers: res.headers };
   }
 
   it('answers B, for every operation with a path, the same refusal for A\'s ids as for ids that exist nowhere; B\'s lists carry none of A\'s ids; A\'s things are untouched', async () => {
     const document = (await c.call('GET', '/openapi.json')).body;
-    const operations: Operation[] = Object.entries<Record<string, Schema>>(document.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, spec]) => ({ key: `${method} ${path}`, method, path, spec, declared: Object.keys(spec.responses ?? {}).map(Number) })),
-    );
+    const operations = operationsOf(document);
     const rng = seeded(41);
     const leaks: string[] = [];
     const aIds = [...['sessionId', 'allocation', 'testResultId', 'assetId', 'fileId', 'appId', 'chatId', 'messageId', 'reservation', 'key', 'adbKey', 'invitationId', 'organization', 'userId'].map((name) => a[name]!), 'alice@alpha.test', 'carol@alpha.test', 'com.alpha.secret'];

@@ -10,7 +10,7 @@ import { startAdbServer, type AdbServer } from '../../src/sim/android/adb-cli.js
 import { newAdbPublicKey } from '../support/adb-keys.js';
 import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
-import { broken, brokenParameter, sample, seeded, type Broken, type Rng, type Schema } from '../support/openapi-cases.js';
+import { broken, brokenParameter, operationsOf, sample, seeded, type Broken, type Operation, type Rng } from '../support/openapi-cases.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 /*
@@ -30,14 +30,6 @@ const SEED = Number(process.env.BENCHTOP_FUZZ_SEED) || 20261129;
 /** Requests that satisfy the document, per operation; broken ones, at most, per operation. */
 const VALID_PER_OPERATION = 6;
 const BROKEN_PER_OPERATION = 14;
-
-interface Operation {
-  key: string;
-  method: string;
-  path: string;
-  spec: Schema;
-  declared: number[];
-}
 
 /**
  * Operations whose valid requests would act outside this test: a Mac host or provider is an SSH connection to the host
@@ -218,9 +210,7 @@ describe.skipIf(!hasAdb)('the OpenAPI document, fuzzed as Schemathesis does (aga
 
   it('answers every generated request to every operation as the document says, and refuses every broken one with a 4xx', async () => {
     const document = (await call(api, 'GET', '/openapi.json')).body;
-    const operations: Operation[] = Object.entries<Record<string, Schema>>(document.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, spec]) => ({ key: `${method} ${path}`, method, path, spec, declared: Object.keys(spec.responses ?? {}).map(Number) })),
-    );
+    const operations = operationsOf(document);
     // Deletes and ends last, as a run of Schemathesis's stateful phase would leave them, so the others keep their ids.
     const rank = (op: Operation) => (op.method === 'delete' ? 2 : /\/(end|release|reboot)$/.test(op.path) ? 1 : 0);
     operations.sort((a, b) => rank(a) - rank(b));

@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
@@ -15,6 +14,7 @@ import { call } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
+import { upgradeAnswer } from '../support/ws.js';
 
 /**
  * What users run is the esbuild bundle `npm run serve` builds (out/serve), not the sources the rest of the suite runs:
@@ -136,40 +136,6 @@ function rank(op: Operation): number {
 const upgradeOf = (op: Operation) => op.declared.includes('101');
 const streamsEvents = (op: Operation) =>
   op.method === 'get' && Object.values<Schema>(op.spec.responses ?? {}).some((r) => r.content?.['text/event-stream']);
-
-/** A WebSocket upgrade: the status of the answer (101, or the refusal's), the connection then dropped. */
-function upgrade(url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, {
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': randomBytes(16).toString('base64'),
-        authorization: `Bearer ${token}`,
-      },
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`no answer to the upgrade of ${url} in 5 s`));
-    }, 5000);
-    req.on('upgrade', (res, socket) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(res.statusCode!);
-    });
-    req.on('response', (res) => {
-      clearTimeout(timer);
-      res.resume();
-      resolve(res.statusCode!);
-    });
-    req.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    req.end();
-  });
-}
 
 describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'benchtop-bundle-'));
@@ -410,7 +376,7 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
       const url = `${origin}${path}${query.size ? `?${query}` : ''}`;
       let status: number;
       if (upgradeOf(op)) {
-        status = await upgrade(url, token);
+        status = (await upgradeAnswer(url.replace(/^http/, 'ws'), { headers: { authorization: `Bearer ${token}` } })).status;
         streamed++;
       } else if (streamsEvents(op)) {
         // An event stream runs until the client goes: its status, then a short abort.

@@ -84,14 +84,16 @@ export async function call(api: string, method: string, path: string, options: C
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['content-type'] ??= 'application/json';
   const res = await fetch(api + path, { method, headers, body });
-  const text = await res.text();
-  let parsed: unknown = text;
+  return { status: res.status, body: parsedBody(await res.text()), headers: res.headers };
+}
+
+/** A reply's body: its JSON, or its text when it is not JSON, or undefined when empty. */
+export function parsedBody(text: string): unknown {
   try {
-    parsed = text ? JSON.parse(text) : undefined;
+    return text ? JSON.parse(text) : undefined;
   } catch {
-    /* not JSON: keep the text */
+    return text;
   }
-  return { status: res.status, body: parsed, headers: res.headers };
 }
 
 /** A client bound to one engine, with shortcuts for the accounts every test needs. */

@@ -8,6 +8,22 @@ import { randomUUID } from 'node:crypto';
 
 export type Schema = any;
 
+/** One operation of the OpenAPI document, with the statuses it declares. */
+export interface Operation {
+  key: string;
+  method: string;
+  path: string;
+  spec: Schema;
+  declared: number[];
+}
+
+/** Every operation of an OpenAPI document, in its order. */
+export function operationsOf(document: { paths: Record<string, Record<string, Schema>> }): Operation[] {
+  return Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, spec]) => ({ key: `${method} ${path}`, method, path, spec, declared: Object.keys(spec.responses ?? {}).map(Number) })),
+  );
+}
+
 /** A small seeded generator (mulberry32): the same seed makes the same requests, so a failure can be replayed. */
 export function seeded(seed: number) {
   let a = seed >>> 0;

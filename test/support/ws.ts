@@ -33,3 +33,19 @@ export async function refusedUpgrade(url: string, options: WsOptions = {}): Prom
   ws.once('open', () => ws.close());
   return { ...(await refusal), headers: new Headers() };
 }
+
+/**
+ * What an upgrade is answered, whichever way it goes: 101 once the socket opens (then closed), the refusal's status and
+ * body, or status 0 with the error when the connection fails with no answer.
+ */
+export function upgradeAnswer(url: string, options: WsOptions = {}): Promise<Refusal> {
+  const { ws, refusal } = connectWs(url, options);
+  return new Promise((resolve) => {
+    ws.once('open', () => {
+      ws.terminate();
+      resolve({ status: 101, body: undefined });
+    });
+    ws.once('error', (error) => resolve({ status: 0, body: error.message }));
+    void refusal.then(resolve);
+  });
+}

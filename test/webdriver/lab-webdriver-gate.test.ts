@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServe } from '../../scripts/build-serve.mjs';
-import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { call, client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { remotePorts } from '../support/remote.js';
-import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
+import { DEMO_OWNER, startDemoLab, type DemoLab } from '../support/lab-processes.js';
+import type { ServeProcess } from '../support/serve-process.js';
 import { labSession } from '../support/webdriver.js';
 
 /**
@@ -343,44 +343,32 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
 });
 
 describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', () => {
-  let adb: AdbServer;
+  let lab: DemoLab;
   let serve: ServeProcess;
   let dir: string;
-  const OWNER = { email: 'gate@lab.test', password: 'password-1' };
 
   beforeAll(async () => {
     await buildServe();
-    adb = await startAdbServer();
     dir = mkdtempSync(join(tmpdir(), 'benchtop-gate-bundle-'));
-    const ports = remotePorts(6);
-    serve = await startServeProcess({
-      ...(adb.env as Record<string, string>),
-      BENCHTOP_DATA_DIR: dir,
-      BENCHTOP_OWNER_EMAIL: OWNER.email,
-      BENCHTOP_OWNER_PASSWORD: OWNER.password,
-      BENCHTOP_ADB: 'on',
-      BENCHTOP_ADB_PORT: String(adb.port),
-      BENCHTOP_DEMO_PHONES: '1',
-      BENCHTOP_REMOTE_PORTS: `${ports.first}-${ports.last}`,
-      BENCHTOP_REMOTE_PORT_REST_SECONDS: '1',
-    });
+    lab = await startDemoLab(dir);
+    serve = await lab.serve();
   }, 120_000);
 
   afterAll(async () => {
     serve?.child.kill('SIGTERM');
     await serve?.exited;
-    await adb?.stop();
+    await lab?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('refuses the traversals on a raw socket', async () => {
     const c = client(serve.api);
-    const token = (await call(serve.api, 'POST', '/auth/login', { body: OWNER })).body.token as string;
+    const token = (await call(serve.api, 'POST', '/auth/login', { body: DEMO_OWNER })).body.token as string;
     const key = await c.createKey(token);
     const fleet = await waitFor('the demo phone in the fleet', async () =>
       ((await call(serve.api, 'GET', '/fleet/devices', { token })).body.data as Array<{ serial: string; state: string }>).find((d) => d.state === 'device'), 30_000);
     const driver = await labSession(serve.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2' });
-    const replies = await traversals(Number(new URL(serve.api).port), driver.sessionId, fleet.serial, adb.port);
+    const replies = await traversals(Number(new URL(serve.api).port), driver.sessionId, fleet.serial, lab.adb.port);
     for (const reply of replies) expectRefused(reply);
     expect(await driver.getPageSource()).toContain('<hierarchy');
     await driver.deleteSession();

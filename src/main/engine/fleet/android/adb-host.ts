@@ -91,14 +91,19 @@ export async function openDeviceService(address: AdbServerAddress, serial: strin
   }
 }
 
-/** A host query that answers with one hex-length payload (host:devices-l, host-serial:<serial>:features). */
-export async function hostQuery(address: AdbServerAddress, query: string): Promise<string> {
+/**
+ * A host query that answers with one hex-length payload (host:devices-l, host-serial:<serial>:features, host:version).
+ * With `timeoutMs`, a peer that accepts and never answers (not an adb server) fails the query then.
+ */
+export async function hostQuery(address: AdbServerAddress, query: string, timeoutMs?: number): Promise<string> {
   const socket = await open(address);
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => socket.destroy(new AdbFail(`no answer to ${query} in ${timeoutMs} ms`)), timeoutMs);
   try {
     await request(socket, query);
     const length = parseInt((await readBytes(socket, 4)).toString('latin1'), 16);
     return (await readBytes(socket, length)).toString('utf8');
   } finally {
+    clearTimeout(timer);
     socket.destroy();
   }
 }

@@ -1,8 +1,8 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
-import { connect } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { hostQuery } from '../android/adb-host.js';
 import { spawnGuarded, stopGuarded } from '../guarded-child.js';
 import { freePort } from './appium-server.js';
 
@@ -33,25 +33,14 @@ const PORT_ATTEMPTS = 3;
 const START_TIMEOUT_MS = 10_000;
 
 /**
- * Whether an adb server answers on the port: `host:version` gets OKAY. Whatever else took the port (the race a free
- * port is open to) does not answer so.
+ * Whether an adb server answers on the port (`host:version`): whatever else took the port (the race a free port is open
+ * to) does not answer so.
  */
 function answersAsAdb(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('000chost:version'));
-    let reply = '';
-    socket.on('data', (chunk: Buffer) => {
-      reply += chunk.toString('latin1');
-      if (reply.length >= 4) done(reply.startsWith('OKAY'));
-    });
-  });
+  return hostQuery({ host: '127.0.0.1', port }, 'host:version', 500).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
