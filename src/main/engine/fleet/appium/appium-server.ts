@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -22,6 +22,8 @@ export interface AppiumServerOptions {
   pidFile: string;
   /** Where Appium's port comes from (a free one of the OS's): a test takes the one it picks to make the race happen. */
   freePort?: () => Promise<number>;
+  /** The node_modules folder holding Appium and its drivers: the lab's own install unless a test moves one. */
+  modules?: string;
   log: (message: string) => void;
 }
 
@@ -38,14 +40,46 @@ interface AppiumServerEvents {
   died: [];
 }
 
+/** The drivers the lab runs; Appium finds them through the package.json of its APPIUM_HOME. */
+const DRIVERS = ['appium-uiautomator2-driver', 'appium-xcuitest-driver'];
+
+/** The node_modules folder that holds Appium and the drivers this project depends on: the lab's own install. */
+let modulesFound: string | undefined;
+function installedModules(): string {
+  return (modulesFound ??= dirname(dirname(createRequire(import.meta.url).resolve('appium/package.json'))));
+}
+
 /**
- * Appium's entry, and the folder whose package.json lists its drivers (APPIUM_HOME): the lab's own install, so that
- * Appium finds the UiAutomator2 and XCUITest drivers this project depends on and installs nothing.
+ * Appium's home, made in the lab's data dir at each start: a package.json that depends on Appium and the drivers, and
+ * links to them where they are installed now. Appium's extension manifest (node_modules/.cache/appium/extensions.yaml
+ * under APPIUM_HOME) records absolute install paths and is rebuilt only when that package.json changes: kept in the
+ * install, a copied or moved install (a packaged app, a moved checkout) got an Appium that said it was ready and had no
+ * drivers, and a read-only install could not be written at all. Here the links are remade and the manifest is rebuilt
+ * from them every start, in a folder the lab writes.
  */
-function appiumPaths(): { main: string; home: string } {
-  const require = createRequire(import.meta.url);
-  const main = require.resolve('appium/index.js');
-  return { main, home: dirname(dirname(dirname(require.resolve('appium/package.json')))) };
+export function prepareAppiumHome(home: string, modules = installedModules()): { main: string; home: string } {
+  const appiumHome = join(home, 'appium-home');
+  const links = join(appiumHome, 'node_modules');
+  rmSync(join(links, '.cache'), { recursive: true, force: true });
+  mkdirSync(links, { recursive: true, mode: 0o700 });
+  const dependencies: Record<string, string> = {};
+  for (const name of ['appium', ...DRIVERS]) {
+    const target = join(modules, name);
+    const link = join(links, name);
+    rmSync(link, { recursive: true, force: true });
+    let version: string;
+    try {
+      version = (JSON.parse(readFileSync(join(target, 'package.json'), 'utf8')) as { version: string }).version;
+    } catch {
+      continue;
+    }
+    // A junction on Windows, which needs no privilege; a plain symlink elsewhere.
+    symlinkSync(target, link, 'junction');
+    dependencies[name] = version;
+  }
+  if (!dependencies.appium) throw new Error(`Appium is not installed in ${modules}.`);
+  writeFileSync(join(appiumHome, 'package.json'), JSON.stringify({ name: 'benchtop-appium-home', private: true, dependencies }, null, 2));
+  return { main: join(modules, 'appium', 'index.js'), home: appiumHome };
 }
 
 /** How many ports Appium tries when the one chosen is taken before it binds it. */
@@ -122,7 +156,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
   }
 
   private async launch(port: number): Promise<string> {
-    const { main, home: appiumHome } = appiumPaths();
+    const { main, home: appiumHome } = prepareAppiumHome(this.options.home, this.options.modules);
     // A base path only the engine knows: Appium's port answers nothing else, so a local process that finds it can
     // neither start a session nor reach the lab's. It travels in a file of the lab's (0600), never on a command line
     // every local user can read in /proc.
@@ -214,7 +248,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
       status: reply.statusCode,
       contentType: String(reply.headers['content-type'] ?? 'application/json; charset=utf-8'),
       // Appium's errors carry its stack and the host's paths: callers get neither.
-      body: reply.statusCode >= 400 ? withoutHostDetails(answer, [dirname(this.options.home), appiumPaths().home, this.options.env.ANDROID_HOME, homedir(), tmpdir()]) : answer,
+      body: reply.statusCode >= 400 ? withoutHostDetails(answer, [dirname(this.options.home), dirname(this.options.modules ?? installedModules()), this.options.env.ANDROID_HOME, homedir(), tmpdir()]) : answer,
     };
   }
 
