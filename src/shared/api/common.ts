@@ -36,4 +36,8 @@ export const List = <T extends TSchema>(item: T) =>
     nextCursor: Type.Optional(Type.String()),
   });
 
-export const Health = Type.Object({ status: Type.Literal('ok'), version: Type.String() });
+export const Health = Type.Object({
+  status: Type.Literal('ok'),
+  version: Type.String(),
+  signupOpen: Type.Boolean({ description: 'Whether anyone who reaches the lab may create an account; false when sign-up is by invitation only. The sign-in page reads it to offer sign-up or not.' }),
+});

@@ -14,6 +14,7 @@ export const Device = Type.Object({
     serial: Type.Optional(Type.String()),
   }),
   releaseReason: Type.Optional(Type.String({ description: 'Why the lab released it: idle_timeout, reserved, device_lost, install_failed, provisioning_failed, member_removed (its holder left the organization); absent when a caller released it.' })),
+  releasedBy: Type.Optional(Nullable(Type.String({ format: 'uuid', description: 'Present once released: the id of the member who released it (through the API, /ws, MCP, WebDriver or the GUI, or by ending its session); null when the lab released it, for releaseReason.' }))),
   idleReleaseAt: Type.Optional(Nullable(DateTime)),
   releaseWarning: Type.Optional(
     Type.Object(

@@ -193,18 +193,19 @@ export class DeviceAllocator {
   release(scope: Scope, sessionId: string, deviceId: string): DeviceAllocationRow {
     const row = this.find(scope, sessionId, deviceId);
     if (this.holderOf(row) !== scope.caller.user.id) requireRole(scope.role, 'readwrite');
-    if (row.releasedAt === null) this.finish(row, this.now(), null);
+    if (row.releasedAt === null) this.finish(row, this.now(), null, true, scope.caller.user.id);
     return this.stores.devices.get(row.id)!;
   }
 
   /**
    * Releases an allocation for the lab's own reasons (idle_timeout, reserved): billing stops now, cleanup runs and
-   * the queue is served, as for any release. Answers whether it was still unreleased.
+   * the queue is served, as for any release. `by` is the member whose act it is (a WebDriver client ending its run);
+   * null when the lab ends it. Answers whether it was still unreleased.
    */
-  expire(allocationId: string, reason: string): boolean {
+  expire(allocationId: string, reason: string, by: string | null = null): boolean {
     const row = this.stores.devices.get(allocationId);
     if (!row || row.releasedAt !== null) return false;
-    this.finish(row, this.now(), reason);
+    this.finish(row, this.now(), reason, true, by);
     return true;
   }
 
@@ -425,12 +426,15 @@ export class DeviceAllocator {
     this.stores.devices.requeue(row.id);
   }
 
-  /** Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. */
-  private finish(row: DeviceAllocationRow, at: number, reason: string | null, cleanPhone = true): void {
+  /**
+   * Releases an allocation (billing stops at `at`), then cleans its phone and serves the queue. `by` is the member who
+   * released it; null when the lab did, for `reason`.
+   */
+  private finish(row: DeviceAllocationRow, at: number, reason: string | null, cleanPhone = true, by: string | null = null): void {
     const { devices, usage } = this.stores;
     clearTimeout(this.graceTimers.get(row.id));
     this.graceTimers.delete(row.id);
-    if (!devices.release(row.id, at, reason)) return;
+    if (!devices.release(row.id, at, reason, by)) return;
     usage.stop(row.id, at);
     const released = devices.get(row.id)!;
     // What still works on the phone for the allocation (a WebDriver session ending) finishes before cleanup starts.

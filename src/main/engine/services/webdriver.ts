@@ -586,7 +586,8 @@ export class WebDriverRuns {
       run.stopPhoneLog.abort();
       if (run.adbAddress) await this.options.privateAdb?.disconnect(run.adbAddress);
       this.logPrefixes.delete(run.appiumId.slice(0, 8));
-      if (reason !== 'released') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`);
+      // A client's DELETE is its user's release; every other end is the lab's.
+      if (reason !== 'released') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`, reason === 'deleted' ? run.scope.caller.user.id : null);
       this.byAllocation.delete(run.allocationId);
       this.endSession(run.scope.organization.id, run.target.sessionId, run.createdSession);
       this.stores.webDriverRuns.end(run.id, this.now(), reason);

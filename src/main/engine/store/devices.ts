@@ -16,6 +16,8 @@ export interface DeviceAllocationRow {
   osVersion: string;
   serial: string | null;
   releaseReason: string | null;
+  /** The member who released it; null while unreleased, or when the lab released it (releaseReason says why). */
+  releasedBy: string | null;
   filters: string;
   packagesBefore: string | null;
   /** JSON: the paths in the phone's holder-writable folders at allocation (Android), until its cleanup finished. */
@@ -39,7 +41,7 @@ export interface DeviceAllocationRow {
 }
 
 const COLUMNS = `id, session_id AS sessionId, organization_id AS organizationId, status, platform, type, name,
-  os_version AS osVersion, serial, release_reason AS releaseReason, filters, packages_before AS packagesBefore,
+  os_version AS osVersion, serial, release_reason AS releaseReason, released_by AS releasedBy, filters, packages_before AS packagesBefore,
   files_before AS filesBefore, running_before AS runningBefore,
   created_at AS createdAt, assigned_at AS assignedAt, offline_since AS offlineSince, released_at AS releasedAt,
   cleaned_at AS cleanedAt, created_by AS createdBy, last_activity_at AS lastActivityAt, idle_deadline_at AS idleDeadlineAt,
@@ -88,7 +90,7 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
      WHERE id = ? AND released_at IS NULL`,
   );
   const release = db.prepare(
-    `UPDATE device_allocations SET status = 'released', released_at = ?, release_reason = ?, offline_since = NULL
+    `UPDATE device_allocations SET status = 'released', released_at = ?, release_reason = ?, released_by = ?, offline_since = NULL
      WHERE id = ? AND released_at IS NULL`,
   );
   // A cleaned phone's listing of files is no longer needed, and may be large.
@@ -124,7 +126,7 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
     setBaseline: (id: string, before: PhoneBaseline) =>
       void setBaseline.run(JSON.stringify(before.packages), before.files ? JSON.stringify(before.files) : null, before.processes ? JSON.stringify(before.processes) : null, id),
     requeue: (id: string) => write(requeue.run(id)).changes === 1,
-    release: (id: string, at: number, reason: string | null) => write(release.run(at, reason, id)).changes === 1,
+    release: (id: string, at: number, reason: string | null, by: string | null = null) => write(release.run(at, reason, by, id)).changes === 1,
     markCleaned: (id: string, at: number) => void cleaned.run(at, id),
     /** Persists activity and the idle deadline it gives, for many allocations in one transaction. */
     setActivity: db.transaction((entries: ReadonlyArray<{ id: string; lastActivityAt: number; idleDeadlineAt: number | null }>) => {

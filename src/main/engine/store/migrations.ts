@@ -416,4 +416,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE device_allocations ADD COLUMN files_before TEXT;
   ALTER TABLE device_allocations ADD COLUMN running_before TEXT;
   `,
+  // Who released an allocation: the member, or null when the lab did (release_reason then says why).
+  `
+  ALTER TABLE device_allocations ADD COLUMN released_by TEXT;
+  `,
 ];

@@ -35,6 +35,7 @@ export const presentDevice = (d: DeviceAllocationRow): Device => ({
     ...(d.serial && d.status !== 'provisioning' && d.status !== 'queued' ? { serial: d.serial } : {}),
   },
   ...(d.releaseReason ? { releaseReason: d.releaseReason } : {}),
+  ...(d.releasedAt !== null ? { releasedBy: d.releasedBy } : {}),
   // When the phone goes back to the pool unless someone uses it: for a phone in use, while idle release is on.
   ...(d.status === 'in_use' ? { idleReleaseAt: isoOrNull(d.idleDeadlineAt) } : {}),
   ...(d.warningReason && d.warningReleaseAt !== null && d.releasedAt === null

@@ -14,8 +14,8 @@ export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabO
 
   app.get('/health', {
     config: { public: true },
-    schema: { tags, operationId: 'health', summary: 'Liveness; no credentials needed', response: { 200: Health } },
-  }, () => ({ status: 'ok' as const, version }));
+    schema: { tags, operationId: 'health', summary: 'Liveness, and what a signed-out visitor needs to know (whether sign-up is open); no credentials needed', response: { 200: Health } },
+  }, () => ({ status: 'ok' as const, version, signupOpen: settings.isSignupOpen() }));
 
   app.get('/lab/certificate.pem', {
     config: { public: true },
