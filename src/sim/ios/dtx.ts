@@ -22,6 +22,14 @@ const AUX = { STRING: 1, OBJECT: 2, U32: 3, U64: 4, I64: 6 } as const;
 /** Message types of the payload header: a call wanting an object back, a reply with an object, an error. */
 export const DTX_TYPE = { ACK: 0, CALL: 2, OBJECT: 3, ERROR: 4 } as const;
 
+/**
+ * An object archived already, for classes nskeyed.ts has no JavaScript shape for (XCTCapabilities): sent as these
+ * bytes where an object would be archived.
+ */
+export class Archived {
+  constructor(readonly bytes: Buffer) {}
+}
+
 /** An auxiliary argument: an archived object, or a typed integer where the protocol wants one. */
 export type AuxValue = { u32: number } | { i64: number } | { object: unknown };
 
@@ -63,7 +71,7 @@ export function encodeDtx(message: {
       entries.push(head, body);
     } else {
       head.writeUInt32LE(AUX.OBJECT, 4);
-      const archived = archive(value.object);
+      const archived = value.object instanceof Archived ? value.object.bytes : archive(value.object);
       const length = Buffer.alloc(4);
       length.writeUInt32LE(archived.length);
       entries.push(head, length, archived);
@@ -77,7 +85,7 @@ export function encodeDtx(message: {
     aux.writeBigUInt64LE(BigInt(auxBody.length), 8);
     aux = Buffer.concat([aux, auxBody]);
   }
-  const object = message.payload === undefined ? Buffer.alloc(0) : archive(message.payload);
+  const object = message.payload === undefined ? Buffer.alloc(0) : message.payload instanceof Archived ? message.payload.bytes : archive(message.payload);
   const payloadHeader = Buffer.alloc(PAYLOAD_HEADER);
   payloadHeader.writeUInt32LE(message.type, 0);
   payloadHeader.writeUInt32LE(aux.length, 4);
@@ -231,6 +239,19 @@ export class DtxConnection {
   send(code: number, selector: string, aux: AuxValue[] = [], expectsReply = true): void {
     if (this.stream.destroyed) return;
     this.stream.write(encodeDtx({ identifier: this.nextIdentifier++, channel: code === 0 ? 0 : -code, expectsReply, type: DTX_TYPE.CALL, aux, payload: selector }));
+  }
+
+  /**
+   * Opens a channel from the phone's side (testmanagerd does for a test runner's XCTestDriverInterface) and sends a
+   * call on it: the phone's own channels carry their code as is, where replies to the host's are negated.
+   */
+  requestChannel(code: number, identifier: string): void {
+    this.send(0, '_requestChannelWithCode:identifier:', [{ u32: code }, { object: identifier }]);
+  }
+
+  sendOnOwnChannel(code: number, selector: string, aux: AuxValue[] = [], expectsReply = true): void {
+    if (this.stream.destroyed) return;
+    this.stream.write(encodeDtx({ identifier: this.nextIdentifier++, channel: code, expectsReply, type: DTX_TYPE.CALL, aux, payload: selector }));
   }
 
   /** The code under which the host opened a channel, for calls back on it. */

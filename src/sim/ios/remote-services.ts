@@ -1,5 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
+import { APP_SERVICE_FEATURES, serveAppService } from './remote/app-service.js';
+import { serveRsd, type RsdService } from './remote/rsd.js';
 import type { SimulatedIPhone } from './simulated-iphone.js';
+
+export const RSD_PORT = 58783;
+export const TESTMANAGERD_REMOTE_SERVICE = 'com.apple.dt.testmanagerd.remote';
+export const APP_SERVICE = 'com.apple.coredevice.appservice';
+export const OPEN_STDIO_SOCKET_SERVICE = 'com.apple.coredevice.openstdiosocket';
+
+/** Stdio sockets a phone keeps for launches at most; a host opening more closes its oldest. */
+const MAX_STDIO_SOCKETS = 32;
 
 /**
  * What an iOS 17.4+ phone serves inside its CoreDeviceProxy tunnel, by TCP port on the phone's tunnel address:
@@ -7,17 +18,80 @@ import type { SimulatedIPhone } from './simulated-iphone.js';
  * coredevice.appservice, ...). The tunnel's TCP endpoint (tunnel/) asks `listener(port)` for each SYN; a port with no
  * listener is answered with a reset, as a phone's closed port is.
  *
- * (Contract between the tunnel transport and the RemoteXPC services; the services fill this in.)
+ * The services, as Xcode 15+ (and go-ios's runwda) use them to run an XCUITest runner:
+ * - com.apple.dt.testmanagerd.remote: testmanagerd's DTX, plain (no RSDCheckin, no TLS: the tunnel is the trust);
+ * - com.apple.coredevice.appservice: RemoteXPC; launches the runner (XCTestManagerVariant DDI), lists and signals
+ *   processes;
+ * - com.apple.coredevice.openstdiosocket: raw; the phone writes the socket's UUID (16 bytes), which a launch names as
+ *   the process's standard I/O.
+ * Only what this phone serves is listed: a real one lists some 80 services.
  */
 export class RemoteServices {
   /** RSD's port, which the CDTunnel handshake announces as serverRSDPort. */
-  readonly rsdPort = 58783;
+  readonly rsdPort = RSD_PORT;
+  /** Changes with every boot of the phone, as RSD's BootSessionUUID does. */
+  private bootSession = randomUUID();
+  private readonly byName = new Map<string, RsdService & { serve: (socket: Duplex) => void }>();
+  private readonly stdioSockets = new Map<string, Duplex>();
 
-  constructor(readonly phone: SimulatedIPhone) {}
+  constructor(readonly phone: SimulatedIPhone) {
+    const testManager = () => this.phone.testManager;
+    this.add(TESTMANAGERD_REMOTE_SERVICE, 50061, 'com.apple.private.dt.testmanagerd.client', { UsesRemoteXPC: false }, (s) => testManager().serveTestmanagerd(s));
+    this.add(APP_SERVICE, 50056, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: APP_SERVICE_FEATURES, ServiceVersion: 1, UsesRemoteXPC: true }, (s) =>
+      serveAppService(s, {
+        testManager: this.phone.testManager,
+        apps: this.phone.apps,
+        stdio: (uuid) => this.stdioSockets.get(uuid),
+        log: (process, message) => this.phone.log(process, message),
+      }),
+    );
+    this.add(OPEN_STDIO_SOCKET_SERVICE, 50055, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: [], ServiceVersion: 1, UsesRemoteXPC: true }, (s) => this.openStdio(s));
+  }
 
   /** Who accepts a connection to `port` inside the tunnel, or undefined for a closed port. */
   listener(port: number): ((socket: Duplex) => void) | undefined {
-    void port;
+    if (port === this.rsdPort) {
+      return (socket) => {
+        socket.on('error', () => undefined);
+        serveRsd(socket, this.phone, this.byName, this.bootSession);
+      };
+    }
+    for (const service of this.byName.values()) {
+      if (service.port === port) {
+        return (socket) => {
+          socket.on('error', () => undefined);
+          service.serve(socket);
+        };
+      }
+    }
     return undefined;
+  }
+
+  /** The phone booted again: RSD says so with a new BootSessionUUID, and no stdio socket survives. */
+  rebooted(): void {
+    this.bootSession = randomUUID();
+    for (const socket of this.stdioSockets.values()) socket.destroy();
+    this.stdioSockets.clear();
+  }
+
+  private add(name: string, port: number, entitlement: string, properties: RsdService['properties'], serve: (socket: Duplex) => void): void {
+    this.byName.set(name, { port, entitlement, properties, serve });
+  }
+
+  private openStdio(socket: Duplex): void {
+    const uuid = randomUUID();
+    const bytes = Buffer.from(uuid.replace(/-/g, ''), 'hex');
+    if (this.stdioSockets.size >= MAX_STDIO_SOCKETS) {
+      const [oldest, stream] = this.stdioSockets.entries().next().value as [string, Duplex];
+      this.stdioSockets.delete(oldest);
+      stream.destroy();
+    }
+    this.stdioSockets.set(uuid, socket);
+    socket.on('close', () => {
+      if (this.stdioSockets.get(uuid) === socket) this.stdioSockets.delete(uuid);
+    });
+    // What the host writes is the process's standard input; nothing here reads it.
+    socket.on('data', () => undefined);
+    socket.write(bytes);
   }
 }

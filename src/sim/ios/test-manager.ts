@@ -1,9 +1,10 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { MediaFs, serveAfc } from './afc.js';
-import { DtxConnection } from './dtx.js';
+import { buildBinary, parseBinary } from 'plist';
+import { Archived, DtxConnection } from './dtx.js';
 import type { InstalledApp } from './installation-proxy.js';
-import { NSError, NSURL, unarchive } from './nskeyed.js';
+import { archive, NSError, NSURL, unarchive } from './nskeyed.js';
 import { PlistChannel } from '../../protocols/apple/plist-wire.js';
 
 export const HOUSE_ARREST_SERVICE = 'com.apple.mobile.house_arrest';
@@ -15,6 +16,12 @@ export const TESTMANAGERD_SECURE_SERVICE = 'com.apple.testmanagerd.lockdown.secu
 
 const PROCESS_CONTROL = 'com.apple.instruments.server.services.processcontrol';
 const DAEMON_CONNECTION = 'dtxproxy:XCTestManager_IDEInterface:XCTestManager_DaemonConnectionInterface';
+/** The channel a test runner's testmanagerd opens to the IDE on iOS 17+, by code 1 (go-ios answers on -1 whatever the code). */
+const DRIVER_INTERFACE = 'dtxproxy:XCTestDriverInterface:XCTestManager_IDEInterface';
+const DRIVER_INTERFACE_CODE = 1;
+/** What testmanagerd of iOS 17 says it can do, in answer to the IDE's capabilities. */
+const DAEMON_CAPABILITIES = { 'XCTIssue capability': 1, 'daemon container sandbox extension': 1, 'request diagnostics for specific devices': 1, 'skipped test capability': 1, 'test timeout capability': 1 };
+const RUNNER_CAPABILITIES = { 'XCTIssue capability': 1, 'delayed attachment transfer': 1, 'expected failure test capability': 1, 'skipped test capability': 1, 'test case run configurations': 1, 'test timeout capability': 1, 'ubiquitous test identifiers': 1 };
 /** XCTest's protocol version as testmanagerd announces it in _XCT_testBundleReadyWithProtocolVersion:minimumVersion:. */
 const XCTEST_PROTOCOL = 36;
 const XCTEST_MINIMUM_PROTOCOL = 16;
@@ -38,6 +45,11 @@ interface RunnerProcess {
   bundleId: string;
   /** The XCTest session the runner's configuration names; undefined for an app launched plainly. */
   sessionId?: string;
+  /**
+   * Launched as Xcode 15+ launches it on iOS 17 (XCTestManagerVariant DDI): no configuration file, the session in its
+   * environment; it asks the IDE for its configuration through testmanagerd once authorized.
+   */
+  ddi?: boolean;
   authorized: boolean;
   /** Whether WebDriverAgent's server runs in it. */
   servesWda?: boolean;
@@ -61,6 +73,11 @@ export class TestManager {
   private nextPid = 1200;
 
   constructor(private readonly host: DeveloperHost) {}
+
+  /** The processes it launched that still run, oldest first. */
+  running(): Array<{ pid: number; bundleId: string }> {
+    return [...this.processes.values()].map((p) => ({ pid: p.pid, bundleId: p.bundleId }));
+  }
 
   /** The pid of a running process of this app, if any. */
   pidOf(bundleId: string): number | undefined {
@@ -106,6 +123,15 @@ export class TestManager {
         switch (selector) {
           case '_IDE_initiateControlSessionWithProtocolVersion:':
             return XCTEST_PROTOCOL;
+          // Xcode 12+ (and go-ios) exchange capabilities instead of protocol versions.
+          case '_IDE_initiateControlSessionWithCapabilities:':
+            return capabilities(DAEMON_CAPABILITIES);
+          case '_IDE_initiateSessionWithIdentifier:capabilities:': {
+            sessionId = String(args[0]).toUpperCase();
+            this.sessions.set(sessionId, conn);
+            this.host.log('testmanagerd', `IDE session ${sessionId} with capabilities`);
+            return capabilities(DAEMON_CAPABILITIES);
+          }
           case '_IDE_initiateSessionWithIdentifier:forClient:atPath:protocolVersion:': {
             sessionId = String(args[0]).toUpperCase();
             this.sessions.set(sessionId, conn);
@@ -166,6 +192,13 @@ export class TestManager {
       const configured = this.readConfiguration(bundleId, env.XCTestConfigurationFilePath);
       if (configured instanceof NSError) return configured;
       runner.sessionId = configured;
+    } else if (app.executable?.endsWith('-Runner') && env.XCTestManagerVariant === 'DDI' && typeof env.XCTestSessionIdentifier === 'string') {
+      const plugin = `${app.path}/PlugIns/${app.executable.replace(/-Runner$/, '')}.xctest`;
+      if (env.XCTestBundlePath !== plugin) {
+        return new NSError('XCTestErrorDomain', 10, `${bundleId} cannot run its tests: XCTestBundlePath is not ${plugin}.`);
+      }
+      runner.sessionId = env.XCTestSessionIdentifier.toUpperCase();
+      runner.ddi = true;
     }
     this.processes.set(pid, runner);
     this.host.log(app.name, `launched (pid ${pid})`);
@@ -189,7 +222,8 @@ export class TestManager {
     if (running !== undefined && !terminateExisting) return running;
     const pid = this.launch('', bundleId, env);
     if (pid instanceof NSError) return pid;
-    if (this.host.apps.get(bundleId)?.executable?.endsWith('-Runner')) {
+    // A runner launched for an XCTest session waits for testmanagerd to authorize it rather than serve at once.
+    if (this.host.apps.get(bundleId)?.executable?.endsWith('-Runner') && !this.processes.get(pid)!.ddi) {
       this.processes.get(pid)!.servesWda = true;
       this.host.log('WebDriverAgentRunner-Runner', 'ServerURLHere->http://127.0.0.1:8100<-ServerURLHere');
       this.host.startWda();
@@ -252,7 +286,25 @@ export class TestManager {
     const session = runner.sessionId ? this.sessions.get(runner.sessionId) : undefined;
     if (!session || !runner.authorized || session.closed) return;
     runner.session = session;
+    if (runner.ddi) {
+      // iOS 17: testmanagerd opens the driver interface to the IDE on the runner's behalf, and the runner asks for its
+      // configuration there; the IDE then starts the test plan on it.
+      session.requestChannel(DRIVER_INTERFACE_CODE, DRIVER_INTERFACE);
+      session.sendOnOwnChannel(DRIVER_INTERFACE_CODE, '_XCT_testRunnerReadyWithCapabilities:', [{ object: capabilities(RUNNER_CAPABILITIES) }]);
+      return;
+    }
     const code = session.codeOf(DAEMON_CONNECTION) ?? 1;
     session.send(code, '_XCT_testBundleReadyWithProtocolVersion:minimumVersion:', [{ object: XCTEST_PROTOCOL }, { object: XCTEST_MINIMUM_PROTOCOL }]);
   }
+}
+
+/** An XCTCapabilities archived (nskeyed.ts knows no such class): its dictionary under "capabilities-dictionary". */
+function capabilities(dictionary: Record<string, number>): Archived {
+  const inner = parseBinary(new Uint8Array(archive(dictionary))) as { $objects: unknown[]; $top: { root: { UID: number } } };
+  const objects = inner.$objects;
+  const classUid = objects.length;
+  objects.push({ $classes: ['XCTCapabilities', 'NSObject'], $classname: 'XCTCapabilities' });
+  const root = objects.length;
+  objects.push({ 'capabilities-dictionary': inner.$top.root, $class: { UID: classUid } });
+  return new Archived(Buffer.from(buildBinary({ $version: 100000, $archiver: 'NSKeyedArchiver', $top: { root: { UID: root } }, $objects: objects } as never)));
 }
