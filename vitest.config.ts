@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/support/slow-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -18,6 +19,8 @@ export default defineConfig({
     maxWorkers: Number(process.env.BENCHTOP_TEST_WORKERS) || 3,
     // The default reporter, then the ten slowest files, so that a file that grew slow is seen the day it grows.
     reporters: ['default', './test/support/slowest-files-reporter.ts'],
+    // The slowest files first, so that none of them starts last (test/support/slow-first-sequencer.ts).
+    sequence: { sequencer: SlowFirstSequencer },
     // The end-to-end tests serve the built renderer: built once per run, and only when a source changed.
     globalSetup: ['test/e2e/support/global-setup.ts'],
   },
