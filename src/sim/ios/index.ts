@@ -4,7 +4,14 @@
  * installation_proxy, AFC, syslog_relay and WebDriverAgent through it.
  */
 export { SimulatedUsbmuxd, type UsbmuxDevice } from './usbmuxd.js';
+import { SimulatedIPhone } from './simulated-iphone.js';
+import { RemoteServices } from './remote-services.js';
+
+// Every phone made through this module serves RSD and its RemoteXPC services in its tunnel (see remoteServicesFor).
+SimulatedIPhone.remoteServicesFor = (phone) => new RemoteServices(phone);
+
 export { SimulatedIPhone, SYSLOG_SERVICE, type SimulatedIPhoneOptions } from './simulated-iphone.js';
+export { CORE_DEVICE_PROXY_SERVICE, CoreDeviceTunnel } from './tunnel/core-device-proxy.js';
 export { SETTINGS, SAFARI, NOTES, APP_STATE, type Springboard } from './springboard.js';
 export { WDA_PORT, MJPEG_PORT, WDA_BUNDLE_ID } from './wda.js';
 export { LOCKDOWN_PORT } from './lockdownd.js';

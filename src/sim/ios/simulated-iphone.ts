@@ -1,5 +1,6 @@
 import { createPublicKey, randomBytes, randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import { MediaFs, AFC_SERVICE, newDataContainer, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
@@ -12,6 +13,7 @@ import {
 } from './test-manager.js';
 import type { SimulatedUsbmuxd, UsbmuxDevice } from './usbmuxd.js';
 import { MJPEG_PORT, WDA_BUNDLE_ID, WDA_PORT, WebDriverAgent } from './wda.js';
+import { CORE_DEVICE_PROXY_SERVICE, CoreDeviceTunnel, type TunnelServices } from './tunnel/core-device-proxy.js';
 
 export const SYSLOG_SERVICE = 'com.apple.syslog_relay';
 
@@ -92,6 +94,16 @@ export class SimulatedIPhone implements UsbmuxDevice {
   readonly restartMs: number;
   /** Lines it wrote to its syslog, oldest first (bounded). */
   readonly syslog: string[] = [];
+  /**
+   * How a phone gets what it serves inside a CoreDeviceProxy tunnel (iOS 17.4+): RSD and the RemoteXPC services it
+   * lists (RemoteServices). Set by index.ts, because remote-services.ts depends on this module (its phone) and an
+   * import from here would make a cycle; a phone made without it serves WDA's ports in its tunnel and nothing else.
+   */
+  static remoteServicesFor: ((phone: SimulatedIPhone) => TunnelServices) | undefined;
+  /** What it serves inside a CoreDeviceProxy tunnel. */
+  readonly remoteServices: TunnelServices;
+  /** CoreDeviceProxy tunnels open to it now; unplugging or restarting ends them. */
+  readonly tunnels = new Set<CoreDeviceTunnel>();
   private pairingData: Pairing | undefined;
   private usbmuxd: SimulatedUsbmuxd | undefined;
   private readonly services = new Map<number, { ssl: boolean; serve: (stream: Socket | TLSSocket) => void }>();
@@ -159,6 +171,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.board = new Springboard(this.apps, { name: () => this.name, version: this.version, battery: () => this.battery });
     this.board.log = (process, message) => this.log(process, message);
     this.wda = new WebDriverAgent(this.board, { udid: this.udid, version: this.version });
+    this.remoteServices = SimulatedIPhone.remoteServicesFor?.(this) ?? { rsdPort: 58783, listener: () => undefined };
   }
 
   get pairing(): Pairing | undefined {
@@ -176,6 +189,8 @@ export class SimulatedIPhone implements UsbmuxDevice {
   unplug(): void {
     this.usbmuxd?.detach(this.udid);
     for (const socket of this.syslogClients) socket.destroy();
+    // The tunnel's TCP connections go with it: their users see them closed, as a pulled cable resets them.
+    for (const tunnel of this.tunnels) tunnel.close();
   }
 
   /** Someone tapped "Trust" on the phone: the host's usbmuxd gets the pair record. */
@@ -269,6 +284,23 @@ export class SimulatedIPhone implements UsbmuxDevice {
     return parseInt(this.version, 10);
   }
 
+  /** Whether it runs iOS `major.minor` or later. */
+  runsAtLeast(major: number, minor: number): boolean {
+    const [m = 0, n = 0] = this.version.split('.').map((part) => parseInt(part, 10));
+    return m > major || (m === major && n >= minor);
+  }
+
+  /**
+   * Who accepts a TCP connection to `port` on its tunnel address: WebDriverAgent's ports while it runs (as through
+   * usbmuxd), else the RemoteXPC services; undefined is a closed port.
+   */
+  tunnelListener(port: number): ((socket: Duplex) => void) | undefined {
+    // WDA's server takes the tunnel's streams as it takes usbmuxd's sockets: it calls only what both have.
+    if (port === WDA_PORT) return this.wdaRunning ? (socket) => this.wda.accept(socket as Socket) : undefined;
+    if (port === MJPEG_PORT) return this.wdaRunning ? (socket) => this.wda.acceptMjpeg(socket as Socket) : undefined;
+    return this.remoteServices.listener(port);
+  }
+
   log(process: string, message: string): void {
     const time = new Date().toString().slice(4, 24).replace(/ (\d{4}) /, ' ');
     // As iOS writes them: process(subsystem's library)[pid]; the kernel's pid is 0.
@@ -277,6 +309,12 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.syslog.push(line);
     if (this.syslog.length > 1000) this.syslog.shift();
     for (const socket of this.syslogClients) socket.write(`${line}\n\0`);
+  }
+
+  private openTunnel(stream: TLSSocket): void {
+    const tunnel = new CoreDeviceTunnel(stream, { rsdPort: this.remoteServices.rsdPort, listener: (port) => this.tunnelListener(port) });
+    this.tunnels.add(tunnel);
+    tunnel.onClose(() => this.tunnels.delete(tunnel));
   }
 
   private lockdownHost() {
@@ -336,6 +374,9 @@ export class SimulatedIPhone implements UsbmuxDevice {
         gasGauge: () => ({ CycleCount: 112, DesignCapacity: 2018, FullChargeCapacity: 1870, Status: 'Success' }),
       });
     } else if (name === HOUSE_ARREST_SERVICE) serve = (s) => this.testManager.serveHouseArrest(s);
+    // The tunnel came with iOS 17.4 (17.0 to 17.3 need a Mac's remote pairing); lockdown asks for TLS on it, as on
+    // the developer services.
+    else if (name === CORE_DEVICE_PROXY_SERVICE && this.runsAtLeast(17, 4)) serveTls = (s) => this.openTunnel(s);
     else if (developer && name === TESTMANAGERD_SECURE_SERVICE) serveTls = (s) => this.testManager.serveTestmanagerd(s);
     else if (developer && name === INSTRUMENTS_SECURE_SERVICE) serveTls = (s) => this.testManager.serveInstruments(s);
     else if (name === TESTMANAGERD_SERVICE || name === INSTRUMENTS_SERVICE) return undefined;
