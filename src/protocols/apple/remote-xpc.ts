@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import { readXpcMessage, encodeXpcMessage, XPC_FLAGS, XPC_LIMITS, XpcError, type XpcLimits, type XpcMessage, type XpcValue } from './xpc.js';
+import { readXpcMessage, encodeXpcMessage, XPC_FLAGS, XPC_LIMITS, XPC_WRAPPER_SIZE, type XpcLimits, type XpcMessage, type XpcValue } from './xpc.js';
 
 /**
  * RemoteXPC, the phone's side: XPC messages (xpc.ts) in the DATA frames of an HTTP/2 connection with no HTTP in it
@@ -61,12 +61,40 @@ function frame(type: number, flags: number, stream: number, payload: Buffer = Bu
   return Buffer.concat([head, payload]);
 }
 
+/**
+ * Bytes that arrive in pieces until a known length is there: kept as the pieces and joined once, so that a peer
+ * trickling a 1 MB frame a byte at a time costs 1 MB of copying, not a copy per byte.
+ */
+class Gather {
+  private parts: Buffer[] = [];
+  length = 0;
+  /** Bytes needed before the next look at them is worth it. */
+  private need = 0;
+  add(chunk: Buffer): Buffer | undefined {
+    this.parts.push(chunk);
+    this.length += chunk.length;
+    if (this.length < this.need) return undefined;
+    const all = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.length);
+    this.parts = [];
+    this.length = 0;
+    return all;
+  }
+  /** What was left over (copied, so the chunk it came from can be freed), and how long it must grow. */
+  keep(rest: Buffer, need: number): void {
+    if (rest.length) {
+      this.parts = [Buffer.from(rest)];
+      this.length = rest.length;
+    }
+    this.need = need;
+  }
+}
+
 export class RemoteXpcConnection {
   /** Bytes read but not yet a whole frame (at most one frame header plus `maxFrame`). */
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly pending = new Gather();
   private prefaceSeen = false;
   /** Per stream, bytes of DATA that are not yet a whole XPC message. */
-  private readonly streams = new Map<number, Buffer>();
+  private readonly streams = new Map<number, Gather>();
   /** Whether the host's first message on the ROOT_CHANNEL (an empty dictionary) came. */
   private sawRoot = false;
   private consumed = 0;
@@ -152,27 +180,27 @@ export class RemoteXpcConnection {
 
   private receive(chunk: Buffer): void {
     if (this.socket.destroyed) return;
-    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    let bytes = this.pending.add(chunk);
+    if (!bytes) return;
     if (!this.prefaceSeen) {
-      const have = Math.min(this.pending.length, PREFACE.length);
-      if (!this.pending.subarray(0, have).equals(PREFACE.subarray(0, have))) return this.fail(new Error('The peer did not send the HTTP/2 preface.'), ERROR.PROTOCOL);
-      if (this.pending.length < PREFACE.length) return;
-      this.pending = this.pending.subarray(PREFACE.length);
+      const have = Math.min(bytes.length, PREFACE.length);
+      if (!bytes.subarray(0, have).equals(PREFACE.subarray(0, have))) return this.fail(new Error('The peer did not send the HTTP/2 preface.'), ERROR.PROTOCOL);
+      if (bytes.length < PREFACE.length) return this.pending.keep(bytes, PREFACE.length);
+      bytes = bytes.subarray(PREFACE.length);
       this.prefaceSeen = true;
     }
-    while (this.pending.length >= FRAME_HEADER && !this.socket.destroyed) {
-      const length = this.pending.readUIntBE(0, 3);
+    while (bytes.length >= FRAME_HEADER && !this.socket.destroyed) {
+      const length = bytes.readUIntBE(0, 3);
       if (length > this.maxFrame) return this.fail(new Error(`A frame of ${length} bytes is over ${this.maxFrame}.`), ERROR.FRAME_SIZE);
-      if (this.pending.length < FRAME_HEADER + length) break;
-      const type = this.pending[3]!;
-      const flags = this.pending[4]!;
-      const stream = this.pending.readUInt32BE(5) & 0x7fffffff;
-      const payload = this.pending.subarray(FRAME_HEADER, FRAME_HEADER + length);
-      this.pending = this.pending.subarray(FRAME_HEADER + length);
+      if (bytes.length < FRAME_HEADER + length) break;
+      const type = bytes[3]!;
+      const flags = bytes[4]!;
+      const stream = bytes.readUInt32BE(5) & 0x7fffffff;
+      const payload = bytes.subarray(FRAME_HEADER, FRAME_HEADER + length);
+      bytes = bytes.subarray(FRAME_HEADER + length);
       this.frame(type, flags, stream, payload);
     }
-    // What is kept is at most one incomplete frame: copy it so the socket's chunk it came from can be freed.
-    if (this.pending.length) this.pending = Buffer.from(this.pending);
+    this.pending.keep(bytes, bytes.length >= FRAME_HEADER ? FRAME_HEADER + bytes.readUIntBE(0, 3) : FRAME_HEADER);
   }
 
   private frame(type: number, flags: number, stream: number, payload: Buffer): void {
@@ -214,18 +242,19 @@ export class RemoteXpcConnection {
     }
     this.grantWindow(stream, payload.length);
     if (stream !== ROOT_CHANNEL && stream !== REPLY_CHANNEL) return; // file transfer streams: nothing here uses them
-    const before = this.streams.get(stream);
-    let buffered = before?.length ? Buffer.concat([before, body]) : body;
+    let gather = this.streams.get(stream);
+    if (!gather) this.streams.set(stream, (gather = new Gather()));
+    let buffered = gather.add(body);
+    if (!buffered) return;
     for (;;) {
+      // Refuses a declared length over the limit at once, so no stream ever gathers more than one message.
       const read = readXpcMessage(buffered, this.limits);
       if (!read) break;
       buffered = buffered.subarray(read.length);
       this.message({ ...read.message, stream });
       if (this.socket.destroyed) return;
     }
-    // Never more than one incomplete message: readXpcMessage refused a declared length over the limit already.
-    if (buffered.length > this.limits.maxBytes) throw new XpcError('A stream holds more than one message of bytes.');
-    this.streams.set(stream, Buffer.from(buffered));
+    gather.keep(buffered, buffered.length >= XPC_WRAPPER_SIZE ? XPC_WRAPPER_SIZE + Number(buffered.readBigUInt64LE(8)) : XPC_WRAPPER_SIZE);
   }
 
   /** Gives the host back the window its DATA used, so that a long session never stalls it. */

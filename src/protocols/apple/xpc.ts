@@ -360,12 +360,12 @@ function decodeObject(r: Reader, depth: number): XpcValue {
     }
     case XPC_TYPE.FILE_TRANSFER: {
       const id = r.take(8, 'a file transfer id').readBigUInt64LE();
-      if (depth >= r.limits.maxDepth) throw new XpcError('The XPC message nests too deeply.');
+      if (depth > r.limits.maxDepth) throw new XpcError('The XPC message nests too deeply.');
       return new XpcFileTransfer(id, decodeObject(r, depth + 1));
     }
     case XPC_TYPE.ARRAY:
     case XPC_TYPE.DICTIONARY: {
-      if (depth >= r.limits.maxDepth) throw new XpcError('The XPC message nests too deeply.');
+      if (depth > r.limits.maxDepth) throw new XpcError('The XPC message nests too deeply.');
       // The length is not relied on: go-ios writes an array's without its count, Apple with it. It must fit, though.
       const length = r.u32('a container length');
       r.need(length, 'a container');
