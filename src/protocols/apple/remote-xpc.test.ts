@@ -182,7 +182,11 @@ describe('RemoteXPC over HTTP/2, the phone side', () => {
       ['nesting 10^4 deep', (h) => {
         h.open();
         const levels = Buffer.alloc(10_000 * 12);
-        for (let i = 0; i < 10_000; i++) levels.writeUInt32LE(0xe000, i * 12), levels.writeUInt32LE(4, i * 12 + 4), levels.writeUInt32LE(1, i * 12 + 8);
+        for (let i = 0; i < 10_000; i++) {
+          levels.writeUInt32LE(0xe000, i * 12);
+          levels.writeUInt32LE(4, i * 12 + 4);
+          levels.writeUInt32LE(1, i * 12 + 8);
+        }
         const body = Buffer.concat([Buffer.from([0x42, 0x37, 0x13, 0x42, 5, 0, 0, 0]), levels, Buffer.from([0, 0x10, 0, 0])]);
         const head = encodeXpcMessage({ flags: 1, id: 0n });
         head.writeBigUInt64LE(BigInt(body.length), 8);
