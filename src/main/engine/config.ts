@@ -3,6 +3,7 @@ import { join } from 'node:path';
 
 import { DEFAULT_PLANS, type PlanAllowance } from '../../shared/plans.js';
 import { DEFAULT_USBMUXD_SOCKET, parseUsbmuxdAddress, type UsbmuxdAddress } from './fleet/ios/usbmux.js';
+import { findGoIos } from './fleet/ios/tunnel.js';
 import { DEFAULT_WDA_BUNDLE_ID, findXcrun } from './fleet/ios/wda-launcher.js';
 
 export { DEFAULT_PLANS, type PlanAllowance };
@@ -32,6 +33,13 @@ export interface EngineConfig {
   wdaBundleId: string;
   /** The xcrun whose devicectl starts WDA on iOS 17+ (a Mac with Xcode 15+); null where there is none. */
   xcrun: string | null;
+  /** go-ios's binary, which opens userspace tunnels to iOS 17.4+ phones (BENCHTOP_GO_IOS; default npm's go-ios); null: none. */
+  goIos: string | null;
+  /**
+   * The personalized Developer Disk Image the lab mounts on iOS 17+ phones that lack it (BENCHTOP_DDI_PATH): the Restore
+   * folder of Xcode's image, with BuildManifest.plist, Image.dmg and Image.dmg.trustcache. The lab owner's setting alone.
+   */
+  ddiPath: string | null;
   /** How long an unplugged allocated phone may stay away before it is released as device_lost. */
   deviceGraceSeconds: number;
   /** Live screen frames per second at most (0: as fast as the phone answers). */
@@ -115,6 +123,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     demoIphones: intFrom(env.BENCHTOP_DEMO_IPHONES, 0, 'BENCHTOP_DEMO_IPHONES'),
     wdaBundleId: env.BENCHTOP_WDA_BUNDLE_ID || DEFAULT_WDA_BUNDLE_ID,
     xcrun: findXcrun(env),
+    goIos: findGoIos(env),
+    ddiPath: env.BENCHTOP_DDI_PATH || null,
     deviceGraceSeconds: intFrom(env.BENCHTOP_DEVICE_GRACE_SECONDS, 60, 'BENCHTOP_DEVICE_GRACE_SECONDS'),
     demoPhones: intFrom(env.BENCHTOP_DEMO_PHONES, 0, 'BENCHTOP_DEMO_PHONES'),
     screenMaxFps: intFrom(env.BENCHTOP_SCREEN_MAX_FPS, 30, 'BENCHTOP_SCREEN_MAX_FPS'),

@@ -28,6 +28,14 @@ export const FleetDevice = Type.Object({
   battery: Type.Union([Type.Integer(), Type.Null()]),
   model: Type.Optional(Type.String({ description: 'The hardware model while attached: ro.product.model on Android, the ProductType (e.g. iPhone14,6) on an iPhone.' })),
   steps: Type.Optional(Type.String({ description: 'While unauthorized or wda_unavailable: what to do on the phone or this computer so that it can be allocated.' })),
+  wdaLaunch: Type.Optional(
+    Type.Union([Type.Literal('lockdown'), Type.Literal('tunnel'), Type.Literal('devicectl'), Type.Literal('external')], {
+      description:
+        'An iPhone whose WebDriverAgent answers: how it runs. lockdown: the lab started it through testmanagerd over lockdown (before iOS 17); ' +
+        'tunnel: through a userspace CoreDeviceProxy tunnel (iOS 17.4+, any host); devicectl: with a Mac\'s xcrun devicectl; external: it was ' +
+        'already answering when the lab first asked. Absent on Android phones and while WDA does not answer (see steps, and docs/iphones.md).',
+    }),
+  ),
   host: Type.Union([Type.String(), Type.Null()], { description: 'The provider the phone is plugged into (its name), or null for this workstation\'s own USB.' }),
   held: Type.Boolean({ description: 'Whether an allocation holds it (or it is being cleaned after one).' }),
   heldBy: Type.Optional(
@@ -204,7 +212,8 @@ export type FileApp = Static<typeof FileApp>;
 /** An app installed on the phone by someone (not part of its system image). */
 export const PhoneApp = Type.Object({
   packageName: Type.String({ description: 'The Android package name or iOS bundle id.' }),
-  label: Type.Optional(Type.String({ description: 'The app\'s name, when a stored file of the organization carries it.' })),
+  label: Type.Optional(Type.String({ description: 'The app\'s name: as the phone names it (an iPhone\'s CFBundleDisplayName), else when a stored file of the organization carries it.' })),
+  version: Type.Optional(Type.String({ description: 'The app\'s version where the phone says it (an iPhone: CFBundleShortVersionString, with the build in parentheses when it differs).' })),
 });
 export type PhoneApp = Static<typeof PhoneApp>;
 

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { join } from 'node:path';
 import type { EngineConfig } from '../config.js';
 import type { AndroidFleet } from './android/android-fleet.js';
 import type { AdbServerAddress } from './android/adb-host.js';
@@ -154,6 +155,17 @@ class CombinedFleet extends EventEmitter implements Fleet {
   }
 }
 
+/** How the workstation's iOS fleet starts WDA: the runner, a Mac's xcrun, go-ios (its processes' files in the data dir), the DDI. */
+function iosLaunch(config: EngineConfig) {
+  const ios = join(config.dataDir, 'ios');
+  return {
+    bundleId: config.wdaBundleId,
+    xcrun: config.xcrun,
+    ...(config.goIos ? { goIos: { binary: config.goIos, pidDir: join(ios, 'pids'), workDir: join(ios, 'go-ios') } } : {}),
+    ddiPath: config.ddiPath,
+  };
+}
+
 export function createFleet(config: EngineConfig, log: (message: string) => void): Fleet {
   const { adb, usbmuxd } = config;
   // A bridge's serial is host:port with a remote-connect port: the lab's own adb server reaches it only if someone on
@@ -165,6 +177,6 @@ export function createFleet(config: EngineConfig, log: (message: string) => void
   };
   return new CombinedFleet({
     ...(adb ? { android: async () => new (await import('./android/android-fleet.js')).AndroidFleet(adb, log) } : {}),
-    ...(usbmuxd ? { ios: async () => new (await import('./ios/ios-fleet.js')).IosFleet(usbmuxd, log, { bundleId: config.wdaBundleId, xcrun: config.xcrun }) } : {}),
+    ...(usbmuxd ? { ios: async () => new (await import('./ios/ios-fleet.js')).IosFleet(usbmuxd, log, iosLaunch(config)) } : {}),
   }, bridge);
 }

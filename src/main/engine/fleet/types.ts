@@ -26,6 +26,12 @@ export interface Phone {
   host?: string;
   /** Its provider is paused: listed and kept by whoever holds it, but not handed to a new allocation. */
   paused?: boolean;
+  /**
+   * An iPhone whose WebDriverAgent answers: how it runs. lockdown, tunnel, devicectl: the lab started it (testmanagerd
+   * over lockdown before iOS 17, a go-ios userspace tunnel on 17.4+, a Mac's devicectl); external: it was answering
+   * already. Absent on Android phones and while WDA does not answer.
+   */
+  wdaLaunch?: 'lockdown' | 'tunnel' | 'devicectl' | 'external';
 }
 
 /** What a phone held when an allocation began: its release puts the phone back to it. */

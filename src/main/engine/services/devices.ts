@@ -233,10 +233,10 @@ export class DeviceAllocator {
 
   /** Every phone the lab has seen, with its last known state. */
   /** Every phone the lab has seen; an attached one with its model and, while it cannot be allocated, the steps to fix that. */
-  inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps'>> {
+  inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps' | 'wdaLaunch'>> {
     return this.stores.fleet.all().map((row) => {
       const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);
-      return live ? { ...row, model: live.model, steps: live.steps } : row;
+      return live ? { ...row, model: live.model, steps: live.steps, wdaLaunch: live.wdaLaunch } : row;
     });
   }
 

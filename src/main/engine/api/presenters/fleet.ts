@@ -9,7 +9,7 @@ import type { HostHealth } from '../../services/instances.js';
 /** The lab's inventory: phones and Mac hosts, free or held; who holds them only for the caller's own organization. */
 
 export const presentFleetDevice = (
-  d: FleetDeviceRow & { model?: string; steps?: string },
+  d: FleetDeviceRow & { model?: string; steps?: string; wdaLaunch?: FleetDevice['wdaLaunch'] },
   holder: ReturnType<DeviceAllocator['holder']>,
   booking?: { startsAt: number; endsAt: number; own: boolean },
   viaWebDriver = false,
@@ -24,6 +24,7 @@ export const presentFleetDevice = (
   host: d.host,
   ...(d.model ? { model: d.model } : {}),
   ...(d.steps ? { steps: d.steps } : {}),
+  ...(d.platform === 'ios' && d.wdaLaunch ? { wdaLaunch: d.wdaLaunch } : {}),
   held: holder.held,
   ...(holder.sessionId
     ? {

@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { XMLParser } from 'fast-xml-parser';
 import { once } from 'node:events';
+import type { Socket } from 'node:net';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { conflict, invalid, ServiceError } from '../../domain/errors.js';
@@ -97,6 +98,8 @@ export class IosDriver implements PhoneDriver {
     private readonly address: UsbmuxdAddress,
     readonly udid: string,
     readonly wda: WdaClient,
+    /** How WDA's MJPEG port is reached (an iOS 17.4+ phone's go-ios tunnel); usbmuxd's Connect when absent. */
+    private readonly route?: (port: number) => Promise<Socket>,
   ) {}
 
   private async scale(): Promise<number> {
@@ -499,7 +502,7 @@ export class IosDriver implements PhoneDriver {
 
   /** WDA's MJPEG stream (port 9100): JPEG frames as the phone encodes them, split on their multipart boundaries. */
   async *liveFrames(signal: AbortSignal): AsyncIterable<LiveFrame> {
-    const socket = await tunnel(this.address, this.udid, WDA_MJPEG_PORT);
+    const socket = await (this.route ? this.route(WDA_MJPEG_PORT) : tunnel(this.address, this.udid, WDA_MJPEG_PORT));
     const stop = () => socket.destroy();
     signal.addEventListener('abort', stop, { once: true });
     try {

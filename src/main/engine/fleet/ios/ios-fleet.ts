@@ -1,10 +1,14 @@
 import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { endLeftovers } from '../guarded-child.js';
 import type { Phone } from '../types.js';
 import { IosDriver } from './driver.js';
 import { formatUsbmuxdAddress, listen, openUsbmux, readLockdownValues, type MuxEvent, type UsbmuxdAddress } from './usbmux.js';
-import { WdaClient } from './wda-client.js';
-import { DEFAULT_WDA_BUNDLE_ID, manualSteps, startWda, WdaStartError, wdaStrategy, type StartedWda, type WdaLaunchOptions } from './wda-launcher.js';
+import { tunnel, WdaClient } from './wda-client.js';
+import {
+  DEFAULT_WDA_BUNDLE_ID, launchOf, manualSteps, startWda, WdaStartError, wdaStrategy, type StartedWda, type WdaLaunchOptions,
+} from './wda-launcher.js';
 
 const RETRY_MS = 2000;
 const BATTERY_REFRESH_MS = 60_000;
@@ -20,6 +24,8 @@ const WDA_START_READY_MS = 30_000;
 /** The engine's attempts to start WDA on one attached phone. */
 interface WdaStart {
   running?: StartedWda;
+  /** The run's processes (go-ios) ended on their own: WDA went with them. */
+  ended?: boolean;
   inFlight: boolean;
   failures: number;
   retryAt: number;
@@ -68,6 +74,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
 
   /** Resolves once the attached phones have been read, or after a first failure (it keeps retrying). */
   async start(): Promise<void> {
+    // What a crashed engine of this data dir left running: its go-ios tunnels and runners.
+    if (this.launch.goIos) endLeftovers(this.launch.goIos.pidDir, this.log);
     await this.subscribe();
     this.timers.push(setInterval(() => void this.refresh('battery'), BATTERY_REFRESH_MS), setInterval(() => void this.refresh('wda'), WDA_RECHECK_MS));
     for (const t of this.timers) t.unref();
@@ -80,8 +88,11 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     this.subscription?.close();
     await Promise.all([...this.clients.values()].map((c) => c.close()));
     this.clients.clear();
+    const tunnels = [...this.starts.values()].map((start) => start.running?.tunnel);
     for (const start of this.starts.values()) start.running?.close();
     this.starts.clear();
+    // Nothing of go-ios outlives the fleet.
+    await Promise.all(tunnels.map((t) => t?.close()));
   }
 
   list(): Phone[] {
@@ -93,13 +104,27 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   driver(serial: string): IosDriver {
-    return new IosDriver(this.address, serial, this.wda(serial));
+    return new IosDriver(this.address, serial, this.wda(serial), (port) => this.phonePort(serial, port));
+  }
+
+  /**
+   * A connection to a port of WebDriverAgent's (8100, 9100) on the phone, by the way its run reaches it: through the
+   * tunnel go-ios opened for it, or usbmuxd's Connect.
+   */
+  phonePort(udid: string, port: number): Promise<Socket> {
+    const running = this.starts.get(udid)?.running;
+    return running?.connect ? running.connect(port) : tunnel(this.address, udid, port);
+  }
+
+  /** The go-ios tunnel of a phone, while it has one (for a test, or a leak check). */
+  tunnelOf(udid: string) {
+    return this.starts.get(udid)?.running?.tunnel;
   }
 
   private wda(udid: string): WdaClient {
     let client = this.clients.get(udid);
     if (!client) {
-      client = new WdaClient(this.address, udid, () => void this.wdaLost(udid));
+      client = new WdaClient(this.address, udid, () => void this.wdaLost(udid), (port) => this.phonePort(udid, port));
       this.clients.set(udid, client);
     }
     return client;
@@ -153,7 +178,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   private onGone(udid: string): void {
-    // A new attach is a new chance: the next one tries to start WDA again at once.
+    // A new attach is a new chance: the next one tries to start WDA again at once. Its tunnel, if any, ends here.
     this.starts.get(udid)?.running?.close();
     this.starts.delete(udid);
     const client = this.clients.get(udid);
@@ -201,11 +226,12 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         model: model ? String(model) : undefined,
         steps: undefined,
       };
-      if (await this.wdaReady(udid)) return { ...described, state: 'device' };
+      // Answering before the lab started anything: someone else runs it (Xcode, devicectl, their own go-ios).
+      if (await this.wdaReady(udid)) return { ...described, state: 'device', wdaLaunch: 'external' };
       // Not answering: start the installed runner, once per attach, after this description is published; the
       // attempt's progress or failure replaces these steps.
       setImmediate(() => this.startWdaOn(udid));
-      return { ...described, state: 'wda_unavailable', steps: this.starts.get(udid)?.problem ?? `WebDriverAgent is not answering on port 8100, so it cannot be allocated yet.` };
+      return { ...described, state: 'wda_unavailable', wdaLaunch: undefined, steps: this.starts.get(udid)?.problem ?? `WebDriverAgent is not answering on port 8100, so it cannot be allocated yet.` };
     } catch (error) {
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
       this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
@@ -233,7 +259,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     if (!start) this.starts.set(udid, (start = { inFlight: false, failures: 0, retryAt: 0 }));
     if (start.inFlight || Date.now() < start.retryAt) return;
     const attempt = start;
-    const strategy = wdaStrategy(phone.osVersion, this.launch.xcrun);
+    const strategy = wdaStrategy(phone.osVersion, this.launch.xcrun, !!this.launch.goIos && !('open' in this.address));
     if (strategy === 'none') {
       // Nothing this host can do: the steps, once; the 5 s /status recheck picks up a WDA someone else starts.
       attempt.problem = `WebDriverAgent is not answering on port 8100, so it cannot be allocated. ${manualSteps(udid, phone.osVersion, this.launch.bundleId)}`;
@@ -250,18 +276,21 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     void (async () => {
       try {
         attempt.running?.close();
-        attempt.running = await startWda(this.address, udid, phone.osVersion, this.launch);
+        attempt.ended = false;
+        attempt.running = await startWda(this.address, udid, phone.osVersion, this.launch, () => this.runEnded(udid, attempt), this.log);
         const deadline = Date.now() + WDA_START_READY_MS;
         while (!(await this.wdaReady(udid))) {
           if (this.stopped || this.starts.get(udid) !== attempt) return attempt.running.close();
+          // go-ios's runwda or tunnel ended before WDA answered: its last words say why.
+          if (attempt.ended) throw new WdaStartError(`go-ios ended before WebDriverAgent answered: ${attempt.running.tunnel?.lastComplaint() ?? 'no reason given'}`);
           if (Date.now() > deadline) throw new WdaStartError(`the runner started but WDA did not answer /status within ${WDA_START_READY_MS / 1000} s`);
-          await new Promise((r) => setTimeout(r, 100));
+          await new Promise((r) => setTimeout(r, 50));
         }
         if (this.starts.get(udid) !== attempt) return attempt.running.close();
         attempt.failures = 0;
         attempt.problem = undefined;
         this.log(`${udid} (${phone.name}): WebDriverAgent started through ${attempt.running.via} in ${Date.now() - begun} ms`);
-        this.publishWda(udid, true);
+        this.publishWda(udid, true, launchOf(attempt.running.via));
       } catch (error) {
         attempt.running?.close();
         attempt.running = undefined;
@@ -302,6 +331,21 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     }
   }
 
+  /**
+   * A process the run lives in (go-ios's tunnel or runwda) ended on its own while the phone is attached: during a
+   * start, the start fails with its reason; after, WDA is gone, and it is started again as when it dies (wdaLost).
+   */
+  private runEnded(udid: string, attempt: WdaStart): void {
+    if (this.stopped || this.starts.get(udid) !== attempt) return;
+    attempt.ended = true;
+    if (attempt.inFlight) return;
+    this.log(`${udid}: the go-ios process WebDriverAgent ran through ended; starting it again`);
+    attempt.running?.close();
+    this.starts.delete(udid);
+    this.publishWda(udid, false);
+    this.startWdaOn(udid);
+  }
+
   /** A wda_unavailable phone's row says what is happening about it: the start under way, or why it failed and what to do. */
   private showSteps(udid: string, steps: string): void {
     const phone = this.phones.get(udid);
@@ -311,10 +355,10 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     this.emit('phone', updated);
   }
 
-  private publishWda(udid: string, ready: boolean): void {
+  private publishWda(udid: string, ready: boolean, launch?: Phone['wdaLaunch']): void {
     const phone = this.phones.get(udid);
     if (!phone || (phone.state === 'device') === ready) return;
-    const updated: Phone = { ...phone, state: ready ? 'device' : 'wda_unavailable', steps: ready ? undefined : phone.steps };
+    const updated: Phone = { ...phone, state: ready ? 'device' : 'wda_unavailable', steps: ready ? undefined : phone.steps, wdaLaunch: ready ? launch : undefined };
     this.phones.set(udid, updated);
     this.emit('phone', updated);
   }
@@ -327,7 +371,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
           if (await this.wdaReady(phone.serial)) {
             const start = this.starts.get(phone.serial);
             if (start) start.problem = undefined;
-            updated = { ...phone, state: 'device', steps: undefined };
+            updated = { ...phone, state: 'device', steps: undefined, wdaLaunch: start?.running ? launchOf(start.running.via) : 'external' };
           } else this.startWdaOn(phone.serial);
         }
         if (what === 'battery' && phone.state === 'device') {

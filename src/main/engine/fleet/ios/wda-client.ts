@@ -52,6 +52,8 @@ export class WdaClient {
     private readonly address: UsbmuxdAddress,
     private readonly udid: string,
     private readonly onUnreachable?: () => void,
+    /** How a connection to the phone's port is made (an iOS 17.4+ phone's go-ios tunnel); usbmuxd's Connect by default. */
+    private readonly route: (port: number) => Promise<Socket> = (port) => tunnel(address, udid, port),
   ) {}
 
   private connections(): Promise<Pool> {
@@ -60,7 +62,7 @@ export class WdaClient {
         new Pool('http://localhost:8100', {
           connections: 4,
           connect: (_options, callback) => {
-            tunnel(this.address, this.udid, WDA_PORT).then(
+            this.route(WDA_PORT).then(
               (socket) => callback(null, socket),
               (error: Error) => {
                 if (/refused/i.test(error.message)) {

@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { appiumIosDevice, installationProxy, replyAsDecoded, startService, type DtxClient, type DtxReply, type UsbmuxdAddress } from './usbmux.js';
+import { GoIosError, UserspaceTunnel, type UserspaceTunnelOptions } from './tunnel.js';
+import { appiumIosDevice, formatUsbmuxdAddress, installationProxy, replyAsDecoded, startService, type DtxClient, type DtxReply, type UsbmuxdAddress } from './usbmux.js';
 
 /** What Appium's WebDriverAgent project builds its runner as, unless a team renames it. */
 export const DEFAULT_WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunner';
@@ -12,9 +13,14 @@ export const DEFAULT_WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunne
 /**
  * How this host can start WebDriverAgent's runner on a phone of that iOS version: through lockdown's testmanagerd
  * (iOS < 17, any host, what Xcode did before CoreDevice), with `xcrun devicectl` (iOS 17+, a Mac with Xcode 15+),
- * or not at all (iOS 17+ elsewhere: testmanagerd is only behind a RemoteXPC tunnel, which needs root and a TUN device).
+ * through a userspace CoreDeviceProxy tunnel that go-ios opens (iOS 17.4+ anywhere, no root), or not at all (iOS
+ * 17.0-17.3 without a Mac: no CoreDeviceProxy, and the tunnel they need takes root and a TUN device).
  */
-export type WdaStrategy = 'testmanagerd' | 'devicectl' | 'none';
+export type WdaStrategy = 'testmanagerd' | 'devicectl' | 'tunnel' | 'none';
+
+/** How the fleet row says WDA runs: the strategy that started it, or `external` when it was answering already. */
+export type WdaLaunch = 'lockdown' | 'tunnel' | 'devicectl' | 'external';
+export const launchOf = (via: Exclude<WdaStrategy, 'none'>): WdaLaunch => (via === 'testmanagerd' ? 'lockdown' : via);
 
 export interface WdaLaunchOptions {
   /** The runner's bundle id (BENCHTOP_WDA_BUNDLE_ID). */
@@ -23,6 +29,10 @@ export interface WdaLaunchOptions {
   xcrun: string | null;
   /** Where xcrun runs: on this host when absent; on a Mac provider, over SSH on that Mac (the phone is plugged in there). */
   runXcrun?: XcrunRunner;
+  /** go-ios, for iOS 17.4+ userspace tunnels; absent where there is none (BENCHTOP_GO_IOS=off, or a provider's phones). */
+  goIos?: Omit<UserspaceTunnelOptions, 'usbmuxd' | 'log'>;
+  /** The personalized Developer Disk Image the lab mounts on iOS 17+ phones (BENCHTOP_DDI_PATH): Xcode's Restore folder. */
+  ddiPath?: string | null;
 }
 
 /** What one xcrun run left: why it failed (its last line of stderr), if it did, and its --json-output report, if it wrote one. */
@@ -61,17 +71,44 @@ export const runXcrunHere: XcrunRunner = async (xcrun, args, timeoutMs) => {
 /** A runner this engine started; for testmanagerd, the connections its test run lives on. */
 export interface StartedWda {
   via: Exclude<WdaStrategy, 'none'>;
-  /** Ends the run (testmanagerd: closes the IDE's sessions, which stops the runner). */
+  /** Ends the run (testmanagerd: closes the IDE's sessions, which stops the runner; tunnel: stops go-ios). */
   close(): void;
+  /** A connection to a port on the phone by the way this run reaches it (the tunnel); absent: through usbmuxd. */
+  connect?(port: number): Promise<Socket>;
+  /** The tunnel it runs in, if any. */
+  tunnel?: UserspaceTunnel;
 }
 
 /** A start that failed, with why and what to do, in the words the fleet shows. */
 export class WdaStartError extends Error {}
 
-export function wdaStrategy(osVersion: string, xcrun: string | null): WdaStrategy {
-  const major = parseInt(osVersion, 10);
+/** The dotted parts of a version as numbers: "17.4.1" is [17, 4, 1], "17.4" is [17, 4, 0]. */
+function versionParts(osVersion: string): [number, number, number] {
+  const [major = NaN, minor = 0, patch = 0] = osVersion.split('.').map((p) => parseInt(p, 10));
+  return [major, Number.isFinite(minor) ? minor : 0, Number.isFinite(patch) ? patch : 0];
+}
+
+/** iOS 17.0 to 17.3: no CoreDeviceProxy, so no tunnel without root. */
+export function isIos17Early(osVersion: string): boolean {
+  const [major, minor] = versionParts(osVersion);
+  return major === 17 && minor < 4;
+}
+
+/**
+ * iOS 17.4.0 exactly: go-ios 1.2.0 (up to 1.3.2) opens a userspace tunnel only on a version greater than 17.4.0
+ * (tunnel_api.go: `version.GreaterThan(semver.MustParse("17.4.0"))`), and refuses 17.4 itself as older.
+ */
+export function isIos174Exactly(osVersion: string): boolean {
+  const [major, minor, patch] = versionParts(osVersion);
+  return major === 17 && minor === 4 && patch === 0;
+}
+
+export function wdaStrategy(osVersion: string, xcrun: string | null, goIos = false): WdaStrategy {
+  const [major] = versionParts(osVersion);
   if (Number.isFinite(major) && major < 17) return 'testmanagerd';
-  return xcrun ? 'devicectl' : 'none';
+  if (xcrun) return 'devicectl';
+  if (!goIos || isIos17Early(osVersion) || isIos174Exactly(osVersion)) return 'none';
+  return 'tunnel';
 }
 
 /** BENCHTOP_XCRUN names the xcrun to use ("off": none); by default xcrun on a Mac, or wherever PATH has one. */
@@ -89,6 +126,21 @@ const installSteps = (udid: string) =>
 
 /** The steps for a phone this host cannot start WDA on (iOS 17+ without a Mac). */
 export function manualSteps(udid: string, osVersion: string, bundleId: string): string {
+  if (isIos17Early(osVersion)) {
+    return (
+      `iOS ${osVersion}: iOS 17.0-17.3 starts XCTest runners only through a RemoteXPC tunnel that needs root and a TUN ` +
+      'device (they have no CoreDeviceProxy, which 17.4 added), so Benchtop cannot start WebDriverAgent on it here. What ' +
+      'works: plug it into a Mac provider (Xcode 15+), whose devicectl starts it; or update the phone to iOS 17.4 or later ' +
+      `(Settings > General > Software Update), which Benchtop starts through a userspace tunnel on any host. ${installSteps(udid)}`
+    );
+  }
+  if (isIos174Exactly(osVersion)) {
+    return (
+      `iOS ${osVersion}: the go-ios release Benchtop uses (1.2.0) opens its userspace tunnel on iOS later than 17.4.0 only, ` +
+      'so it cannot start WebDriverAgent on this phone. Update the phone to iOS 17.4.1 or later (Settings > General > ' +
+      `Software Update), or plug it into a Mac provider (Xcode 15+). ${installSteps(udid)}`
+    );
+  }
   return (
     `iOS ${osVersion}: from iOS 17 on, XCTest runners start only through a RemoteXPC tunnel (root and a TUN device on ` +
     'Linux), which Benchtop does not open, so it cannot start WebDriverAgent here. Start it yourself: on a Mac with ' +
@@ -98,11 +150,140 @@ export function manualSteps(udid: string, osVersion: string, bundleId: string): 
   );
 }
 
-export async function startWda(address: UsbmuxdAddress, udid: string, osVersion: string, options: WdaLaunchOptions): Promise<StartedWda> {
-  const strategy = wdaStrategy(osVersion, options.xcrun);
+export async function startWda(
+  address: UsbmuxdAddress,
+  udid: string,
+  osVersion: string,
+  options: WdaLaunchOptions,
+  /** For a run that lives in processes of the lab's (go-ios): one ended on its own, so WDA is gone with it. */
+  onEnded: () => void = () => undefined,
+  log: (message: string) => void = () => undefined,
+): Promise<StartedWda> {
+  const strategy = wdaStrategy(osVersion, options.xcrun, !!options.goIos && !('open' in address));
   if (strategy === 'testmanagerd') return startOverTestmanagerd(address, udid, osVersion, options.bundleId);
   if (strategy === 'devicectl') return startWithDevicectl(options.xcrun!, udid, options.bundleId, options.runXcrun ?? runXcrunHere);
+  if (strategy === 'tunnel') return startThroughTunnel(address, udid, osVersion, options, onEnded, log);
   throw new WdaStartError(manualSteps(udid, osVersion, options.bundleId));
+}
+
+// ---- iOS 17.4+ anywhere: go-ios's userspace tunnel ----
+
+/** What go-ios's complaints mean, in the words the fleet shows. */
+function tunnelProblem(udid: string, osVersion: string, why: string, options: WdaLaunchOptions): string {
+  if (/CoreDeviceProxy/.test(why) && /InvalidService/.test(why)) {
+    return (
+      `the phone refused a CoreDeviceProxy tunnel (${why}). iOS ${osVersion} offers it from 17.4 on to a trusted host with ` +
+      'Developer Mode on (Settings > Privacy & Security > Developer Mode): check both, then unplug and plug it in again.'
+    );
+  }
+  if (/testmanagerd|dt\.|Developer ?Disk ?Image|ddi/i.test(why)) return `${ddiSteps(osVersion, options.ddiPath)} (go-ios: ${why})`;
+  return `go-ios could not start WebDriverAgent through the tunnel: ${why}. ${installSteps(udid)}`;
+}
+
+/**
+ * The personalized Developer Disk Image (iOS 17+): without it RSD lists no testmanagerd, and no test runner starts.
+ * Xcode keeps it at Xcode.app/Contents/Resources/CoreDevice/Device Support/iOS.ddi/Restore (BuildManifest.plist,
+ * Image.dmg, Image.dmg.trustcache); mounting it asks Apple's signing server (TSS) for a signature for this phone.
+ */
+export function ddiSteps(osVersion: string, ddiPath: string | null | undefined): string {
+  const where =
+    'Copy the Restore folder of Xcode 15+\'s personalized image (Xcode.app/Contents/Resources/CoreDevice/Device Support/' +
+    'iOS.ddi/Restore, holding BuildManifest.plist, Image.dmg and Image.dmg.trustcache) to this computer and set ' +
+    'BENCHTOP_DDI_PATH to that folder; the lab mounts it when it sees the phone. Mounting asks Apple\'s signing server ' +
+    '(TSS, gs.apple.com) to sign it for this phone, so this computer needs the internet the first time (docs/iphones.md).';
+  return ddiPath
+    ? `the Developer Disk Image for iOS ${osVersion} is not mounted, and mounting ${ddiPath} failed. ${where}`
+    : `the phone's personalized Developer Disk Image (iOS ${osVersion}) is not mounted: without it no test runner starts. ${where}`;
+}
+
+/** Runs one go-ios command to its end; resolves with its exit code and output. */
+function runGoIos(binary: string, args: string[], usbmuxd: string, timeoutMs: number): Promise<{ code: number | null; stdout: string; output: string }> {
+  return new Promise((resolve) => {
+    execFile(binary, args, { timeout: timeoutMs, env: { ...process.env, USBMUXD_SOCKET_ADDRESS: usbmuxd } }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout: String(stdout), output: `${String(stdout)}${String(stderr)}` });
+    });
+  });
+}
+
+/** The services `ios rsd ls` printed (a JSON object by name); none when it reached no RSD (it then prints {}). */
+function rsdServices(stdout: string): string[] {
+  try {
+    const listed = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as unknown;
+    return listed && typeof listed === 'object' ? Object.keys(listed) : [];
+  } catch {
+    return [];
+  }
+}
+
+const RSD_TESTMANAGERD = 'com.apple.dt.testmanagerd.remote';
+const GO_IOS_COMMAND_MS = 30_000;
+
+/**
+ * The tunnel (tunnel.ts), then RSD's service list: no testmanagerd there means no Developer Disk Image, which the lab
+ * mounts when BENCHTOP_DDI_PATH names one (`ios image mount --path`) and otherwise explains; then `ios runwda`.
+ */
+async function startThroughTunnel(
+  address: UsbmuxdAddress,
+  udid: string,
+  osVersion: string,
+  options: WdaLaunchOptions,
+  onEnded: () => void,
+  log: (message: string) => void,
+): Promise<StartedWda> {
+  const usbmuxd = formatUsbmuxdAddress(address);
+  let ended = false;
+  const tunnel = new UserspaceTunnel(udid, { ...options.goIos!, usbmuxd, log }, () => {
+    if (ended) return;
+    ended = true;
+    onEnded();
+  });
+  try {
+    await tunnel.open();
+    const binary = options.goIos!.binary;
+    const rsd = ['rsd', 'ls', `--udid=${udid}`, `--tunnel-info-port=${tunnel.agentPort}`];
+    const listed = await runGoIos(binary, rsd, usbmuxd, GO_IOS_COMMAND_MS);
+    let services = rsdServices(listed.stdout);
+    if (listed.code !== 0 || services.length === 0) {
+      throw new WdaStartError(tunnelProblem(udid, osVersion, `RSD listed no services (${lastLine(listed.output)})`, options));
+    }
+    if (!services.includes(RSD_TESTMANAGERD)) {
+      if (!options.ddiPath) throw new WdaStartError(ddiSteps(osVersion, null));
+      log(`${udid}: mounting the personalized Developer Disk Image from ${options.ddiPath}`);
+      const mounted = await runGoIos(binary, ['image', 'mount', `--path=${options.ddiPath}`, `--udid=${udid}`], usbmuxd, GO_IOS_COMMAND_MS);
+      if (mounted.code !== 0) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} go-ios said: ${lastLine(mounted.output)}`);
+      services = rsdServices((await runGoIos(binary, rsd, usbmuxd, GO_IOS_COMMAND_MS)).stdout);
+      if (!services.includes(RSD_TESTMANAGERD)) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} (it mounted, yet RSD lists no testmanagerd)`);
+    }
+    tunnel.runWda(options.bundleId);
+    return {
+      via: 'tunnel',
+      tunnel,
+      connect: (port) => tunnel.connect(port),
+      close: () => {
+        ended = true;
+        void tunnel.close();
+      },
+    };
+  } catch (error) {
+    ended = true;
+    await tunnel.close();
+    if (error instanceof WdaStartError) throw error;
+    throw new WdaStartError(tunnelProblem(udid, osVersion, error instanceof GoIosError ? error.message : (error as Error).message, options));
+  }
+}
+
+/** go-ios's last complaint in a command's output (its JSON log lines), else its last line. */
+function lastLine(output: string): string {
+  const lines = output.trim().split('\n').filter((l) => l.trim());
+  for (const line of lines.reverse()) {
+    try {
+      const entry = JSON.parse(line) as { level?: string; msg?: string; error?: string; err?: string };
+      if (entry.level === 'ERROR' || entry.level === 'WARN') return [entry.msg, entry.error ?? entry.err].filter(Boolean).join(': ');
+    } catch {
+      return line;
+    }
+  }
+  return 'no output';
 }
 
 // ---- iOS 17+ on a Mac: devicectl ----
