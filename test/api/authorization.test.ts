@@ -47,6 +47,8 @@ const WO404: Expect = [404, 'wrong_organization'];
 const NO_CAPACITY: Expect = [409, 'no_capacity'];
 const NO_INSTANCE: Expect = [404, 'instance_not_found'];
 const NOT_IN_USE: Expect = [409, 'device_not_in_use'];
+/** No WebDriver run drives the session's phone: nothing to take over. */
+const NO_RUN: Expect = [404, 'webdriver_run_not_found'];
 const NO_IMAGE: Expect = [404, 'image_not_found'];
 /** Neither the reservation's creator nor an admin of its organization. */
 const NRO: Expect = [403, 'not_reservation_owner'];
@@ -86,6 +88,7 @@ const MATRIX = {
   // Devices (the lab's one phone is unplugged: an allocation queues)
   'GET /sessions/{sessionId}/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /sessions/{sessionId}/webdriver-runs': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  'POST /sessions/{sessionId}/webdriver-runs/{runId}/takeover': { interactive: [NO_RUN, NO_RUN, LOW, NM], key: [NO_RUN, NO_RUN, LOW, WO] },
   'POST /sessions/{sessionId}/devices': { interactive: [201, 201, LOW, NM], key: [201, 201, LOW, WO] },
   'GET /sessions/{sessionId}/devices/{deviceId}': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/devices/{deviceId}/release': { interactive: [202, 202, LOW, NM], key: [202, 202, LOW, WO] },
@@ -601,6 +604,10 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
       },
     };
   },
+
+  'POST /sessions/{sessionId}/webdriver-runs/{runId}/takeover': async (c) => ({
+    reply: await as(c, 'POST', `${s()}/webdriver-runs/00000000-0000-4000-8000-000000000000/takeover`, { scoped: true }),
+  }),
 
   'POST /sessions': async (c) => {
     const before = await ownerSessionIds();

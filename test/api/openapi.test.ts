@@ -102,6 +102,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['post', '/api/v1/lab/providers/host-key'],
   ['get', '/api/v1/lab/usage'],
   ['get', '/api/v1/sessions/{sessionId}/webdriver-runs'],
+  ['post', '/api/v1/sessions/{sessionId}/webdriver-runs/{runId}/takeover'],
   ['get', '/api/v1/lab/providers/{providerId}'],
   ['patch', '/api/v1/lab/providers/{providerId}'],
   ['delete', '/api/v1/lab/providers/{providerId}'],

@@ -128,7 +128,7 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     const assets = (await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data as Array<{ name: string; size: number; contentType: string }>;
     expect(assets.map((a) => a.name).sort()).toEqual(['appium.log', 'commands.log', 'logcat.txt', 'screenshot.png', 'video.mp4']);
     const commands = await assetText(result.id, 'commands.log');
-    expect(commands).toMatch(/POST \/element 200 \d+ ms/);
+    expect(commands).toMatch(/POST \/element \(xpath [^)]*\) 200 \d+ ms/);
     expect(commands).toMatch(/POST \/element\/[^/]+\/click 200/);
     expect(commands).toContain('Reason given: the assertion on Wi-Fi failed');
     // The session's own lines of Appium's log: the driver installed its server on this phone's first session.

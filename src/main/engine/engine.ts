@@ -126,7 +126,8 @@ function wire(
     flushMs: config.activityFlushSeconds * 1000,
     log,
   });
-  const control = new DeviceControl(stores, allocator, fleet, files, idleRelease, { screenMaxFps: config.screenMaxFps });
+  // A phone a WebDriver run drives is watch-only (`webdriver` is made below and only asked later).
+  const control = new DeviceControl(stores, allocator, fleet, files, idleRelease, { screenMaxFps: config.screenMaxFps, drivenBy: (id) => webdriver.heldBy(id)?.by });
   const remote = new RemoteConnect(stores, control, fleet, now, {
     ports: config.remotePorts,
     restMs: config.remotePortRestSeconds * 1000,

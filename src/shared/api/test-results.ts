@@ -34,6 +34,7 @@ const Environment = Nullable(
   }),
 );
 const Stats = Nullable(FreeForm('The run\'s statistics, free-form: Playwright sends expected, unexpected, flaky, skipped, duration and startTime.'));
+const Reason = Nullable(Type.String({ maxLength: 1000, description: 'Why the run ended with its status, in the words of its client or reporter: a WebDriver run\'s is the reason its client gave with `benchtop: status`.' }));
 const SessionId = Nullable(Type.String({ format: 'uuid', description: 'A session of the same organization the run used.' }));
 
 export const TestResult = Type.Object({
@@ -42,6 +43,7 @@ export const TestResult = Type.Object({
   name: Type.String(),
   userAgent: Nullable(Type.String()),
   status: TestResultStatus,
+  reason: Reason,
   git: Nullable(Git),
   tags: Type.Array(Type.String()),
   environment: Environment,
@@ -63,6 +65,7 @@ export const CreateTestResultBody = Type.Object({
   name: Name,
   userAgent: Type.Optional(UserAgent),
   status: Type.Optional(TestResultStatus),
+  reason: Type.Optional(Reason),
   git: Type.Optional(Nullable(Git)),
   tags: Type.Optional(Tags),
   environment: Type.Optional(Environment),

@@ -8,6 +8,7 @@ export const WebDriverCommand = Type.Object({
   status: Type.Integer(),
   ms: Type.Number(),
   error: Type.Optional(Type.String({ description: 'The W3C error name, or why it failed.' })),
+  label: Type.Optional(Type.String({ description: 'What it was, in words: a script\'s name (`mobile: swipe`), a find\'s locator (`xpath //...`), how the session ended.' })),
 });
 
 /** A WebDriver session running on one of a lab session's phones (its secret id is never shown here). */

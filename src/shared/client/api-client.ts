@@ -170,6 +170,8 @@ export function createApiClient(options: ApiClientOptions) {
     renameSession: (sid: string, name: string | null) => json<Session>('PATCH', `/sessions/${seg(sid)}`, { body: { name } }),
     endSession: (sid: string) => json<Session>('POST', `/sessions/${seg(sid)}/end`),
     webDriverRuns: (sid: string) => json<List<WebDriverRun>>('GET', `/sessions/${seg(sid)}/webdriver-runs`),
+    /** Ends the run as interrupted; the phone stays in the session, no longer watch-only. */
+    takeOverWebDriverRun: (sid: string, runId: string) => json<void>('POST', `/sessions/${seg(sid)}/webdriver-runs/${seg(runId)}/takeover`),
 
     devices: (sid: string) => json<List<Device>>('GET', `/sessions/${seg(sid)}/devices`),
     allocateDevice: (sid: string, body: AllocateDeviceBody) => json<Device>('POST', `/sessions/${seg(sid)}/devices`, { body }),

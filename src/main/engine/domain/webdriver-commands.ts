@@ -44,10 +44,10 @@ GET window/handles
 GET window/rect
 GET window/:handle/size
 GET element/active
-POST element
-POST elements
-POST element/:id/element
-POST element/:id/elements
+POST element inspect
+POST elements inspect
+POST element/:id/element inspect
+POST element/:id/elements inspect
 GET element/:id/selected
 GET element/:id/displayed
 GET element/:id/enabled
@@ -392,4 +392,34 @@ export function readInspected(template: string, text: string, platform: Platform
   if (template === 'appium/settings') checkSettingsBody(text, platform);
   else checkRecording(text, template);
   return { forward: text };
+}
+
+// ---- the run's log ----
+
+/** Finds: their body is read (it is small), so that the run's log names the locator. */
+const FINDS = new Set(['element', 'elements', 'element/:id/element', 'element/:id/elements']);
+export const isFind = (template: string): boolean => FINDS.has(template);
+
+/** The most of a locator or a script the run's log keeps. */
+const LABEL_LIMIT = 200;
+const clip = (text: string, limit = LABEL_LIMIT) => (text.length > limit ? `${text.slice(0, limit - 1)}…` : text);
+
+/**
+ * What a command was, in words for the run's log, or undefined when its route says it all: a script's name
+ * (`mobile: swipe`; a plain script cut short, never its whole text) and a find's locator (`xpath //...`).
+ */
+export function commandLabel(template: string, text: string): string | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(body)) return undefined;
+  if (template.startsWith('execute/') && typeof body.script === 'string') {
+    const script = body.script.trim().replace(/\s+/g, ' ');
+    return /^(mobile|benchtop):/.test(script) ? clip(script, 80) : clip(script, 60);
+  }
+  if (isFind(template) && typeof body.using === 'string' && typeof body.value === 'string') return clip(`${body.using} ${body.value}`);
+  return undefined;
 }

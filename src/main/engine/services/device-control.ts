@@ -6,6 +6,7 @@ import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { APP_DOCUMENTS_ROOT, PHONE_FILE_ROOTS } from '../../../shared/api/devices.js';
 import { documentsPath, phonePath } from '../domain/phone-paths.js';
+import { chainedRecording } from '../fleet/chained-recording.js';
 import { FileMissing, type Phone, type PhoneDriver, type PhoneFileEntry, type PhoneShell, type PhoneSource, type ScreenRecording, type ShellHandlers, type TerminalSize } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
@@ -39,6 +40,9 @@ async function onPhone<T>(work: () => Promise<T>, what = 'complete the command')
 }
 
 /** A folder the file explorer starts from (a phone's shared folder, an app's Documents): not a file to write or delete. */
+/** Actions that only read the phone: a watcher may still ask them while a WebDriver run drives it. */
+const READING: ReadonlySet<DeviceAction['type']> = new Set(['listApps', 'foregroundApp', 'getOrientation', 'screenSize']);
+
 const isFileRoot = (path: string) => path === posix.dirname(path) || path === APP_DOCUMENTS_ROOT || (PHONE_FILE_ROOTS as readonly string[]).includes(path);
 
 /**
@@ -57,8 +61,24 @@ export class DeviceControl {
     private readonly phones: PhoneSource,
     private readonly appFiles: AppFiles,
     private readonly activity: Activity,
-    private readonly options: { screenMaxFps: number },
+    private readonly options: {
+      screenMaxFps: number;
+      /** Who drives the allocation's phone through a WebDriver run, if one does: the phone is then watch-only. */
+      drivenBy?: (allocationId: string) => string | undefined;
+    },
   ) {}
+
+  /**
+   * A phone a WebDriver run drives is watch-only, for everyone: a tap or a key under the run's feet would fail it for
+   * no fault of its own. Whoever means to act on it takes it over first, which ends the run as interrupted.
+   */
+  private notDriven(row: DeviceAllocationRow): DeviceAllocationRow {
+    const by = this.options.drivenBy?.(row.id);
+    if (by !== undefined) {
+      throw conflict('webdriver_running', `A WebDriver run of ${by} drives this phone: it is watch-only until the run ends. Take it over (POST /sessions/{sessionId}/webdriver-runs/{runId}/takeover) to end the run as interrupted and act on the phone.`);
+    }
+    return row;
+  }
 
   /** The allocation through which the caller drives the phone. Throws not_found, or device_not_in_use. */
   holding(scope: Scope, target: DeviceTarget): DeviceAllocationRow {
@@ -110,6 +130,7 @@ export class DeviceControl {
 
   act(scope: Scope, target: DeviceTarget, action: DeviceAction, signal?: AbortSignal): Promise<ActionResult> {
     requireRole(scope.role, 'readwrite');
+    if (!READING.has(action.type)) this.notDriven(this.holding(scope, target));
     const driver = this.driver(scope, target);
     return onPhone(() => driver.act(action, signal));
   }
@@ -121,7 +142,7 @@ export class DeviceControl {
    */
   async reboot(scope: Scope, target: DeviceTarget, options: { timeoutMs: number; pollMs?: number }): Promise<void> {
     requireRole(scope.role, 'readwrite');
-    const { id } = this.use(scope, target);
+    const { id } = this.notDriven(this.use(scope, target));
     const driver = this.phones.driver(target.serial);
     // Back means seen away first. The fleet's events say so: a phone may be away for less than any polling interval.
     let away = false;
@@ -158,7 +179,7 @@ export class DeviceControl {
    */
   async install(scope: Scope, target: DeviceTarget, body: InstallBody): Promise<InstallResult> {
     requireRole(scope.role, 'readwrite');
-    const device = this.use(scope, target);
+    const device = this.notDriven(this.use(scope, target));
     const file = this.appFiles.readyFile(scope, body.file);
     if (file.platform !== device.platform) {
       throw invalid('wrong_platform', `The file is an ${file.platform} app; the device is ${device.platform}.`);
@@ -230,7 +251,7 @@ export class DeviceControl {
    */
   shell(scope: Scope, target: DeviceTarget): { open(size: TerminalSize, handlers: ShellHandlers): Promise<PhoneShell>; ended(): FeedEnd | undefined } {
     requireRole(scope.role, 'readwrite');
-    const { id } = this.holding(scope, target);
+    const { id } = this.notDriven(this.holding(scope, target));
     const driver = this.phones.driver(target.serial);
     if (!driver.openShell) {
       throw conflict('shell_unsupported', 'An iPhone offers no shell: iOS runs no shell for a connected computer, and its developer services do not include one.');
@@ -257,6 +278,7 @@ export class DeviceControl {
 
   async writeFile(scope: Scope, target: DeviceTarget, path: string, content: Readable, app?: string): Promise<void> {
     requireRole(scope.role, 'readwrite');
+    this.notDriven(this.holding(scope, target));
     const { driver, at } = this.filesAt(scope, target, path, app);
     if (isFileRoot(at.path)) throw invalid('path_not_allowed', 'Name the file to write, inside a folder.');
     await onPhone(() => driver.writeFile!(at.path, content, at.app), 'store the file');
@@ -265,6 +287,7 @@ export class DeviceControl {
   /** Deletes a file, or a folder with what is in it; never one of the roots themselves. */
   async deleteFile(scope: Scope, target: DeviceTarget, path: string, app?: string): Promise<void> {
     requireRole(scope.role, 'readwrite');
+    this.notDriven(this.holding(scope, target));
     const { driver, at } = this.filesAt(scope, target, path, app);
     if (isFileRoot(at.path)) throw invalid('path_not_allowed', `${at.path} itself cannot be deleted: name a file or folder inside it.`);
     if (!driver.deleteFile) throw conflict('files_unsupported', 'This device cannot delete its files.');
@@ -306,8 +329,11 @@ export class DeviceControl {
     return names.map((packageName) => ({ packageName, ...(labels.get(packageName) ? { label: labels.get(packageName) } : {}) }));
   }
 
-  /** Starts recording the screen; one recording per allocation at a time. */
-  async startRecording(scope: Scope, target: DeviceTarget): Promise<{ startedAt: Date; timeLimitSeconds: number }> {
+  /**
+   * Starts recording the screen; one recording per allocation at a time. `continuous`: no time limit (segments chained
+   * past the phone's own, joined when it stops), for a run that lasts as long as it lasts.
+   */
+  async startRecording(scope: Scope, target: DeviceTarget, options: { continuous?: boolean } = {}): Promise<{ startedAt: Date; timeLimitSeconds: number }> {
     requireRole(scope.role, 'readwrite');
     const { id } = this.holding(scope, target);
     const driver = this.phones.driver(target.serial);
@@ -315,7 +341,8 @@ export class DeviceControl {
     this.dropEndedRecordings();
     if (this.recordings.has(id)) throw conflict('recording_running', 'The screen is being recorded already: stop that recording first.');
     const startedAt = new Date();
-    const pending = onPhone(() => driver.startRecording!(), 'start recording');
+    const start = () => driver.startRecording!();
+    const pending = onPhone(() => (options.continuous ? chainedRecording(start) : start()), 'start recording');
     this.recordings.set(id, pending);
     try {
       const recording = await pending;

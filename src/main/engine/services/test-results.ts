@@ -47,6 +47,7 @@ export class TestResults {
       name: body.name,
       userAgent: body.userAgent ?? null,
       status: body.status ?? 'queued',
+      reason: body.reason ?? null,
       git: (body.git as JsonObject | null | undefined) ?? null,
       tags: body.tags ?? [],
       environment: (body.environment as JsonObject | string | null | undefined) ?? null,
@@ -71,6 +72,7 @@ export class TestResults {
     if (body.name !== undefined) row.name = body.name;
     if (body.userAgent !== undefined) row.userAgent = body.userAgent;
     if (body.status !== undefined) row.status = body.status;
+    if (body.reason !== undefined) row.reason = body.reason;
     if (body.git !== undefined) row.git = body.git as JsonObject | null;
     if (body.tags !== undefined) row.tags = body.tags;
     if (body.environment !== undefined) row.environment = body.environment as JsonObject | string | null;

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
-import { CommandError, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
+import { CommandError, commandLabel, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
+import { notFound } from '../domain/errors.js';
 import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
 import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
 import type { PhoneSource } from '../fleet/types.js';
@@ -46,6 +47,8 @@ export interface CommandEntry {
   status: number;
   ms: number;
   error?: string;
+  /** What it was, in words: a script's name, a find's locator, how the session ended. */
+  label?: string;
 }
 
 /** What a command sends on to Appium: text the lab has read, a stream it passes on, or nothing. */
@@ -118,6 +121,8 @@ interface Run {
   phoneLog: TextLog;
   stopPhoneLog: AbortController;
   recording?: Promise<unknown>;
+  /** When the video's first picture was taken: where a command's place in the video is counted from. */
+  recordingStartedAt?: number;
   /** What the client said of its run (`benchtop: status`). */
   verdict?: { status: 'passed' | 'failed'; reason?: string };
   ending?: Promise<void>;
@@ -139,7 +144,7 @@ export interface WebDriverRunView {
 }
 
 /** How each end of a run is told in the test result and to the allocation. */
-type EndReason = 'deleted' | 'new_command_timeout' | 'released' | 'appium_died' | 'appium_session_lost' | 'start_failed' | 'engine_stopped' | 'engine_restarted';
+type EndReason = 'deleted' | 'taken_over' | 'new_command_timeout' | 'released' | 'appium_died' | 'appium_session_lost' | 'start_failed' | 'engine_stopped' | 'engine_restarted';
 
 /**
  * WebDriver sessions of the whole lab (/wd/hub): each holds its phone through an ordinary allocation, is driven by
@@ -254,6 +259,8 @@ export class WebDriverRuns {
     };
     this.stores.webDriverRuns.insert({ id: run.id, organizationId: scope.organization.id, allocationId: held.id, testResultId: testResult.id, createdBy: scope.caller.user.id, startedAt: run.startedAt });
     this.byAllocation.set(held.id, run);
+    // The video covers the whole run, its start on the phone too (the driver's server installed, Appium's session).
+    this.startVideo(run);
     try {
       const connecting = performance.now();
       const labCaps = await this.connect(scope, run, request, phone?.osVersion);
@@ -429,13 +436,15 @@ export class WebDriverRuns {
     const run = this.find(secret, scope);
     const path = `/${command.segments.join('/')}`;
     let payload: Buffer | undefined;
-    if (body && 'text' in body) {
+    const label = body && 'text' in body ? commandLabel(command.template, body.text) : undefined;
+    if (body && 'text' in body && isFind(command.template)) payload = Buffer.from(body.text);
+    else if (body && 'text' in body) {
       let read: ReturnType<typeof readInspected>;
       try {
         read = readInspected(command.template, body.text, run.platform);
       } catch (error) {
         if (!(error instanceof CommandError)) throw error;
-        this.log(run, { at: this.now(), method: command.method, path, status: 400, ms: 0, error: error.w3c });
+        this.log(run, { at: this.now(), method: command.method, path, status: 400, ms: 0, error: error.w3c, ...(label ? { label } : {}) });
         throw new WebDriverError(error.w3c, error.message);
       }
       if ('lab' in read) return this.verdict(run, read.lab);
@@ -463,7 +472,7 @@ export class WebDriverRuns {
       reply = await (stream && stream.length !== 0 ? this.parts.appium.stream(command.method, url, stream.stream, stream.length) : this.parts.appium.call(command.method, url, payload));
     } catch (error) {
       run.inFlight--;
-      this.log(run, { at, method: command.method, path, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message });
+      this.log(run, { at, method: command.method, path, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message, ...(label ? { label } : {}) });
       if (!this.parts.appium.running()) throw new WebDriverError('invalid session id', 'Appium stopped while it ran the command; the session has ended.');
       throw new WebDriverError('unknown error', `Appium did not answer: ${(error as Error).message}`);
     } finally {
@@ -477,7 +486,7 @@ export class WebDriverRuns {
     run.inFlight--;
     run.lastCommandAt = this.now();
     const error = reply.status >= 400 ? w3cErrorOf(reply.body) : undefined;
-    this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}) });
+    this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}), ...(label ? { label } : {}) });
     if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
     else this.armTimeout(run);
     return reply;
@@ -489,16 +498,26 @@ export class WebDriverRuns {
    */
   private verdict(run: Run, verdict: NonNullable<Run['verdict']>): AppiumReply {
     run.verdict = verdict;
-    this.log(run, { at: this.now(), method: 'POST', path: `/execute/sync (${LAB_SCRIPT})`, status: 200, ms: 0 });
+    this.log(run, { at: this.now(), method: 'POST', path: '/execute/sync', status: 200, ms: 0, label: LAB_SCRIPT });
     this.armTimeout(run);
     return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value: null })) };
   }
 
   /** DELETE /session/{id}: ends Appium's session and releases the phone, then answers. */
   async delete(secret: string, scope: Scope | undefined): Promise<void> {
-    const run = this.find(secret, scope);
-    this.log(run, { at: this.now(), method: 'DELETE', path: '', status: 200, ms: 0 });
-    await this.end(run, 'deleted');
+    await this.end(this.find(secret, scope), 'deleted');
+  }
+
+  /**
+   * A member who means to act on a phone a run drives takes it over: the run ends as interrupted (its video, logs and
+   * last screenshot kept), and the phone stays in the session, no longer watch-only, for whoever took it.
+   */
+  async takeOver(scope: Scope, sessionId: string, runId: string): Promise<void> {
+    requireRole(scope.role, 'readwrite');
+    this.parts.sessions.getSession(scope, sessionId);
+    const run = [...this.byAllocation.values()].find((r) => r.id === runId && r.target.sessionId === sessionId && r.scope.organization.id === scope.organization.id);
+    if (!run || run.ending) throw notFound('WebDriver run');
+    await this.end(run, 'taken_over', scope.caller.user.email);
   }
 
   /** The organization's running sessions with their ids: what Appium Inspector lists to attach to one. */
@@ -567,17 +586,20 @@ export class WebDriverRuns {
     run.ending ??= (async () => {
       clearTimeout(run.timer);
       this.runs.delete(run.secret);
+      const endedAt = this.now();
+      this.log(run, { at: endedAt, method: reason === 'deleted' ? 'DELETE' : '', path: '', status: 200, ms: 0, label: `session ended (${endedWhy(reason, detail)})` });
       // Stopping, the lab keeps nothing more from the phone: it releases it at once.
       const held = reason !== 'released' && reason !== 'engine_stopped';
       const assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }> = [];
-      if (held && run.appiumId) {
-        const shot = await withTimeout(this.parts.control.screenshot(run.scope, run.target), END_STEP_TIMEOUT_MS, 'The last screenshot').catch(() => undefined);
-        if (shot) assets.push({ name: `screenshot.${shot.format}`, type: `image/${shot.format}`, data: async () => shot.data });
-      }
+      // The video ends where the run does: stopped before the last screenshot and Appium's own cleanup.
       if (held && run.recording) {
         const video = withTimeout(run.recording.then(() => this.parts.control.stopRecording(run.scope, run.target)), END_STEP_TIMEOUT_MS, 'Finishing the video');
-        video.catch(() => undefined);
+        video.catch((error: Error) => run.appiumLog.add(`[benchtop] the video was not kept: ${error.message}`));
         assets.push({ name: 'video.mp4', type: 'video/mp4', data: () => video.catch(() => undefined) });
+      }
+      if (held && run.appiumId) {
+        const shot = await withTimeout(this.parts.control.screenshot(run.scope, run.target), END_STEP_TIMEOUT_MS, 'The last screenshot').catch(() => undefined);
+        if (shot) assets.unshift({ name: `screenshot.${shot.format}`, type: `image/${shot.format}`, data: async () => shot.data });
       }
       if (run.appiumId && this.parts.appium.running() && reason !== 'appium_session_lost' && reason !== 'engine_stopped') {
         const deleted = await withTimeout(this.parts.appium.call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS), END_STEP_TIMEOUT_MS, 'Deleting Appium\'s session').catch((error: Error) => error);
@@ -587,21 +609,22 @@ export class WebDriverRuns {
       if (run.adbAddress) await this.options.privateAdb?.disconnect(run.adbAddress);
       this.logPrefixes.delete(run.appiumId.slice(0, 8));
       // A client's DELETE is its user's release; every other end is the lab's.
-      if (reason !== 'released') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`, reason === 'deleted' ? run.scope.caller.user.id : null);
+      // Taken over, the phone stays in the session for the member who took it.
+      if (reason !== 'released' && reason !== 'taken_over') this.parts.allocator.expire(run.allocationId, reason === 'deleted' ? 'webdriver_ended' : `webdriver_${reason}`, reason === 'deleted' ? run.scope.caller.user.id : null);
       this.byAllocation.delete(run.allocationId);
       this.endSession(run.scope.organization.id, run.target.sessionId, run.createdSession);
       this.stores.webDriverRuns.end(run.id, this.now(), reason);
-      await this.report(run, reason, detail, assets).catch((error: Error) => this.options.log(`WebDriver run ${run.id}: its test result was not completed: ${error.message}`));
+      await this.report(run, reason, detail, endedAt, assets).catch((error: Error) => this.options.log(`WebDriver run ${run.id}: its test result was not completed: ${error.message}`));
     })();
     return run.ending;
   }
 
   /** The test result: passed or failed as the client said; a run the lab ended without a word is interrupted. */
-  private async report(run: Run, reason: EndReason, detail: string | undefined, assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }>): Promise<void> {
+  private async report(run: Run, reason: EndReason, detail: string | undefined, endedAt: number, assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }>): Promise<void> {
     const status = run.verdict?.status ?? (reason === 'deleted' ? 'passed' : 'interrupted');
-    const why = reason === 'deleted' ? 'the client ended the session' : reason === 'released' ? `its phone was released (${detail})` : reason.replaceAll('_', ' ');
+    const why = endedWhy(reason, detail);
     const text = (lines: string) => async () => Buffer.from(lines);
-    const commands = run.commands.map((c) => `${new Date(c.at).toISOString()} ${c.method} ${c.path || '/'} ${c.status} ${c.ms} ms${c.error ? ` ${c.error}` : ''}`).join('\n');
+    const commands = run.commands.map(commandLine).join('\n');
     const all = [
       { name: 'commands.log', type: 'text/plain', data: text(`${commands}\n\nEnded: ${why}.${run.verdict?.reason ? `\nReason given: ${run.verdict.reason}` : ''}\n`) },
       { name: 'appium.log', type: 'text/plain', data: text(run.appiumLog.text()) },
@@ -615,8 +638,16 @@ export class WebDriverRuns {
     }
     this.parts.testResults.updateTestResult(run.scope, run.testResultId, {
       status,
-      finishedAt: new Date(this.now()).toISOString(),
-      stats: { commands: run.commands.length, duration: this.now() - run.startedAt, ended: reason, ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}) },
+      // The client's words; a run the lab ended says why the lab did.
+      reason: run.verdict?.reason ?? (status === 'interrupted' ? why : null),
+      finishedAt: new Date(endedAt).toISOString(),
+      stats: {
+        commands: run.commands.length,
+        duration: endedAt - run.startedAt,
+        ended: reason,
+        ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}),
+        ...(run.recordingStartedAt !== undefined ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
+      },
     });
   }
 
@@ -633,7 +664,14 @@ export class WebDriverRuns {
         if (!run.stopPhoneLog.signal.aborted) run.phoneLog.add(`[the phone's log stopped: ${(error as Error).message}]`);
       }
     })();
-    run.recording = this.parts.control.startRecording(scope, target);
+  }
+
+  /** The run's video, with no time limit: segments chained past the phone's own three minutes. */
+  private startVideo(run: Run): void {
+    const asked = this.now();
+    run.recording = this.parts.control.startRecording(run.scope, run.target, { continuous: true }).then((started) => {
+      run.recordingStartedAt = Math.max(asked, started.startedAt.getTime());
+    });
     run.recording.catch((error: Error) => run.appiumLog.add(`[benchtop] the screen recording did not start: ${error.message}`));
   }
 
@@ -694,3 +732,19 @@ function w3cErrorOf(body: Buffer): string | undefined {
   return typeof error === 'string' ? error : undefined;
 }
 
+/** How a run ended, in words: the run's log and its test result's reason say it. */
+function endedWhy(reason: EndReason, detail: string | undefined): string {
+  switch (reason) {
+    case 'deleted': return 'deleted by the client';
+    case 'taken_over': return `taken over by ${detail}`;
+    case 'released': return `its phone was released (${detail})`;
+    case 'new_command_timeout': return 'no command within appium:newCommandTimeout';
+    default: return reason.replaceAll('_', ' ');
+  }
+}
+
+/** A line of commands.log: `<time> <method> <path> (<label>) <status> <ms> ms [<error>]`; the session's end in words. */
+function commandLine(c: CommandEntry): string {
+  const what = c.path === '' && c.label ? c.label : `${c.method} ${c.path || '/'}${c.label ? ` (${c.label})` : ''}`;
+  return `${new Date(c.at).toISOString()} ${what} ${c.status} ${c.ms} ms${c.error ? ` ${c.error}` : ''}`;
+}

@@ -420,4 +420,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE device_allocations ADD COLUMN released_by TEXT;
   `,
+  // Why a run ended as it did, in the words of whoever said (a WebDriver client's benchtop: status, a reporter).
+  `
+  ALTER TABLE test_results ADD COLUMN reason TEXT;
+  `,
 ];

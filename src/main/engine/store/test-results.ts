@@ -9,6 +9,8 @@ export interface TestResultFields {
   name: string;
   userAgent: string | null;
   status: string;
+  /** Why the run ended with its status, as its client or reporter said. */
+  reason: string | null;
   git: JsonObject | null;
   tags: string[];
   environment: JsonObject | string | null;
@@ -45,7 +47,7 @@ type StoredTestResult = Omit<TestResultRow, 'git' | 'tags' | 'environment' | 'st
 };
 
 const COLUMNS = `id, organization_id AS organizationId, session_id AS sessionId, created_by AS createdBy, name,
-  user_agent AS userAgent, status, git, tags, environment, stats, started_at AS startedAt, finished_at AS finishedAt,
+  user_agent AS userAgent, status, reason, git, tags, environment, stats, started_at AS startedAt, finished_at AS finishedAt,
   created_at AS createdAt, updated_at AS updatedAt`;
 const ASSET_COLUMNS = `id, test_result_id AS testResultId, name, content_type AS contentType, size, sha256, created_at AS createdAt`;
 
@@ -63,6 +65,7 @@ const params = (f: TestResultFields) => ({
   name: f.name,
   userAgent: f.userAgent,
   status: f.status,
+  reason: f.reason,
   git: json(f.git),
   tags: JSON.stringify(f.tags),
   environment: json(f.environment),
@@ -86,13 +89,13 @@ export function testResultStore(db: Db) {
     'SELECT created_at AS createdAt FROM test_results WHERE organization_id = ? ORDER BY created_at DESC LIMIT 1',
   );
   const insert = db.prepare(
-    `INSERT INTO test_results (id, organization_id, session_id, created_by, name, user_agent, status, git, tags, environment,
+    `INSERT INTO test_results (id, organization_id, session_id, created_by, name, user_agent, status, reason, git, tags, environment,
        stats, started_at, finished_at, created_at, updated_at)
-     VALUES (@id, @organizationId, @sessionId, @createdBy, @name, @userAgent, @status, @git, @tags, @environment,
+     VALUES (@id, @organizationId, @sessionId, @createdBy, @name, @userAgent, @status, @reason, @git, @tags, @environment,
        @stats, @startedAt, @finishedAt, @createdAt, @createdAt)`,
   );
   const update = db.prepare(
-    `UPDATE test_results SET session_id = @sessionId, name = @name, user_agent = @userAgent, status = @status, git = @git,
+    `UPDATE test_results SET session_id = @sessionId, name = @name, user_agent = @userAgent, status = @status, reason = @reason, git = @git,
        tags = @tags, environment = @environment, stats = @stats, started_at = @startedAt, finished_at = @finishedAt,
        updated_at = @updatedAt
      WHERE id = @id AND organization_id = @organizationId`,

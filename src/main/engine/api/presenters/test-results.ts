@@ -10,6 +10,7 @@ export const presentTestResult = (r: TestResultRow): TestResult => ({
   name: r.name,
   userAgent: r.userAgent,
   status: r.status as TestResultStatus,
+  reason: r.reason,
   git: r.git,
   tags: r.tags,
   environment: r.environment,

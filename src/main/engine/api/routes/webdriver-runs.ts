@@ -32,4 +32,20 @@ export function webDriverRunRoutes(app: App, runs: WebDriverRuns): void {
       commands: run.commands.map((c) => ({ ...c, at: iso(c.at) })),
     })),
   }));
+
+  app.post('/sessions/:sessionId/webdriver-runs/:runId/takeover', {
+    schema: {
+      tags: ['Extensions'],
+      operationId: 'takeOverWebDriverRun',
+      summary: 'Take over a phone a WebDriver run drives: the run ends as interrupted, and the phone stays in the session',
+      description: 'While a WebDriver run drives a phone, the phone is watch-only for everyone: its control routes (actions, install, reboot, files, shell) answer 409 webdriver_running. Taking it over is the deliberate step that ends the run (its test result becomes interrupted, with the reason "taken over by <email>"; its video, logs and last screenshot are kept) and leaves the phone in_use in this session. A run that already ended is 404.',
+      security: BEARER,
+      headers: OrganizationHeader,
+      params: Type.Object({ sessionId: Uuid, runId: Uuid }),
+      response: responses({ 204: Type.Null() }, [401, 403, 404]),
+    },
+  }, async (req, reply) => {
+    await runs.takeOver(scopeOf(req), req.params.sessionId, req.params.runId);
+    return reply.code(204).send();
+  });
 }

@@ -1,0 +1,157 @@
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../support/engine.js';
+import { labSession } from '../support/webdriver.js';
+import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+
+/**
+ * A WebDriver run as the lab keeps it (issue 43.5 and 43.6), driven by WebdriverIO, unchanged, through /wd/hub on a
+ * simulated Android phone: the command log names scripts, locators and the session's end; the reason a client gives
+ * is a field of the test result; the video covers the whole run, chained past the recorder's limit (shortened here to
+ * a few seconds); the phone is watch-only while the run drives it, and taking it over ends the run as interrupted.
+ */
+
+const hasAdb = adbOrSkip();
+/** Each segment of the run's video: short, so that a run of a few seconds is chained and joined. */
+const SEGMENT_SECONDS = 3;
+
+function ffprobeOrFail(): void {
+  if (spawnSync('ffprobe', ['-version']).status === 0) return;
+  throw new Error('ffprobe is missing: install the Debian package `ffmpeg` (apt-get install -y ffmpeg).');
+}
+
+/** The video's duration, in seconds, as ffprobe reads the container. */
+function videoSeconds(mp4: Buffer): number {
+  const probe = spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', '-i', 'pipe:0'], { input: mp4 });
+  if (probe.status !== 0) throw new Error(`ffprobe could not read the video: ${probe.stderr.toString()}`);
+  return Number(probe.stdout.toString().trim());
+}
+
+interface Result {
+  id: string;
+  name: string;
+  status: string;
+  reason: string | null;
+  sessionId: string;
+  stats: { duration: number; videoStartedAt?: string };
+  startedAt: string;
+  finishedAt: string;
+}
+
+describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, and the phone watch-only while it runs', () => {
+  let lab: TestLab;
+  let c: ReturnType<typeof client>;
+  let owner: string;
+  let key: string;
+  const segment = process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS;
+
+  beforeAll(async () => {
+    ffprobeOrFail();
+    process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = String(SEGMENT_SECONDS);
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14' }]);
+    c = client(lab.engine.api);
+    owner = await c.login();
+    key = await c.createKey(owner);
+    await waitFor('the phone in the fleet', async () => {
+      const fleet = (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ name: string; state: string }>;
+      return fleet.some((d) => d.name === 'Pixel 8' && d.state === 'device');
+    }, 30_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    if (segment === undefined) delete process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS;
+    else process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = segment;
+    await lab?.stop();
+  });
+
+  const session = (name: string) => labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name } });
+  const ended = (name: string) =>
+    waitFor(`test result ${name} to end`, async () => {
+      const list = (await c.call('GET', '/test-results', { token: owner })).body.data as Result[];
+      const r = list.find((x) => x.name === name);
+      return r && r.status !== 'running' ? r : undefined;
+    }, 30_000);
+  const asset = async (resultId: string, name: string) => {
+    const assets = (await c.call('GET', `/test-results/${resultId}/assets`, { token: owner })).body.data as Array<{ id: string; name: string }>;
+    const found = assets.find((a) => a.name === name);
+    if (!found) throw new Error(`no asset ${name}: ${assets.map((a) => a.name).join(', ')}`);
+    return Buffer.from(await (await fetch(`${lab.engine.api}/test-results/${resultId}/assets/${found.id}`, { headers: { authorization: `Bearer ${owner}` } })).arrayBuffer());
+  };
+  const act = (sessionId: string, action: Record<string, unknown>) =>
+    c.call('POST', `/sessions/${sessionId}/devices/${lab.serials[0]}/actions`, { token: owner, body: action });
+
+  it('logs scripts by name, finds by locator and the end in words; keeps the reason as a field; the video lasts the run', async () => {
+    const driver = await session('kept run');
+    const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
+    await driver.activateApp('com.android.settings');
+    await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
+    await driver.execute('mobile: pressKey', { keycode: 4 });
+    // A webview's script is refused (the lab drives native apps); its log line keeps the start of it, not all of it.
+    const long = `return document.title + "${'x'.repeat(500)}"`;
+    await expect(driver.execute(long)).rejects.toThrow(/webview/);
+
+    // Watch-only while the run drives the phone: a person's Home is refused in a sentence, a read still answers.
+    const home = await act(labSessionId, { type: 'pressButton', button: 'HOME' });
+    expect(home.status).toBe(409);
+    expect(home.body.error).toMatchObject({ code: 'webdriver_running', message: expect.stringContaining('watch-only') });
+    expect((await act(labSessionId, { type: 'getOrientation' })).status).toBe(200);
+    expect((await c.call('POST', `/sessions/${labSessionId}/devices/${lab.serials[0]}/reboot`, { token: owner })).status).toBe(409);
+
+    // Past two segments of the recorder, so that the video is chained and joined.
+    await waitFor('the run to outlast two segments', async () => Date.now() - Date.parse((await c.call('GET', `/sessions/${labSessionId}/webdriver-runs`, { token: owner })).body.data[0].startedAt) > (2 * SEGMENT_SECONDS + 1) * 1000, 20_000);
+    await driver.execute('benchtop: status', { status: 'failed', reason: 'Wi-Fi never turned on' });
+    await driver.deleteSession();
+
+    const result = await ended('kept run');
+    expect(result).toMatchObject({ status: 'failed', reason: 'Wi-Fi never turned on' });
+    expect((await c.call('GET', `/test-results/${result.id}`, { token: owner })).body.reason).toBe('Wi-Fi never turned on');
+    const listed = ((await c.call('GET', '/test-results', { token: owner })).body.data as Result[]).find((r) => r.id === result.id)!;
+    expect(listed.reason).toBe('Wi-Fi never turned on');
+    // The OpenAPI document declares the field, on the result and in the list.
+    const spec = (await c.call('GET', '/openapi.json')).body;
+    const ok = (path: string) => spec.paths[path].get.responses['200'].content['application/json'].schema;
+    expect(ok('/api/v1/test-results/{testResultId}').properties.reason).toMatchObject({ description: expect.stringContaining('benchtop: status') });
+    expect(ok('/api/v1/test-results').properties.data.items.properties.reason).toBeDefined();
+
+    const log = (await asset(result.id, 'commands.log')).toString();
+    expect(log).toMatch(/POST \/element \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200 \d+ ms/);
+    expect(log).toMatch(/POST \/execute\/sync \(mobile: pressKey\) 200/);
+    expect(log).toMatch(/POST \/execute\/sync \(benchtop: status\) 200/);
+    expect(log).toMatch(/POST \/execute\/sync \(return document\.title \+ "x+…\) 400 0 ms invalid argument/);
+    expect(log).not.toContain('x'.repeat(100));
+    expect(log).toMatch(/Z session ended \(deleted by the client\) 200/);
+    expect(log).not.toMatch(/DELETE \/ /);
+
+    // The video: from the phone's first moment in the run to its end.
+    const video = await asset(result.id, 'video.mp4');
+    const seconds = videoSeconds(video);
+    const runSeconds = result.stats.duration / 1000;
+    expect(runSeconds).toBeGreaterThan(2 * SEGMENT_SECONDS + 1);
+    // What it may miss is the recorder's own start on the phone and its hang-up at the end (each a fraction of a second, more on a busy machine).
+    expect(seconds).toBeGreaterThan(runSeconds - 2);
+    expect(seconds).toBeLessThan(runSeconds + 0.5);
+    expect(Date.parse(result.stats.videoStartedAt!) - Date.parse(result.startedAt)).toBeLessThan(1000);
+  }, 90_000);
+
+  it('takes the phone over in one deliberate step: the run ends as interrupted and the phone stays, no longer watch-only', async () => {
+    const driver = await session('taken over');
+    const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
+    await driver.getPageSource();
+    const runs = (await c.call('GET', `/sessions/${labSessionId}/webdriver-runs`, { token: owner })).body.data as Array<{ id: string }>;
+    expect((await act(labSessionId, { type: 'pressButton', button: 'HOME' })).status).toBe(409);
+
+    expect((await c.call('POST', `/sessions/${labSessionId}/webdriver-runs/${runs[0]!.id}/takeover`, { token: owner })).status).toBe(204);
+    // Taken over once: the run is gone.
+    expect((await c.call('POST', `/sessions/${labSessionId}/webdriver-runs/${runs[0]!.id}/takeover`, { token: owner })).status).toBe(404);
+    await expect(driver.getPageSource()).rejects.toThrow(/invalid session id|No running session/);
+
+    const result = await ended('taken over');
+    expect(result).toMatchObject({ status: 'interrupted', reason: 'taken over by owner@lab.test' });
+    expect((await asset(result.id, 'commands.log')).toString()).toContain('session ended (taken over by owner@lab.test)');
+    // The phone stayed in the session, and a person drives it now.
+    const devices = (await c.call('GET', `/sessions/${labSessionId}/devices`, { token: owner })).body.data as Array<{ status: string }>;
+    expect(devices.map((d) => d.status)).toEqual(['in_use']);
+    expect((await act(labSessionId, { type: 'pressButton', button: 'HOME' })).status).toBe(200);
+    await c.call('POST', `/sessions/${labSessionId}/devices/${lab.serials[0]}/release`, { token: owner });
+  }, 60_000);
+});
