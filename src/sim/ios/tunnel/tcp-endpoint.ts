@@ -79,9 +79,9 @@ export class TcpEndpoint {
 
   /** Ends every connection with a reset (the tunnel is going away) and takes no more packets. */
   close(): void {
-    this.closed = true;
     for (const connection of this.connections.values()) connection.abort(true);
     this.connections.clear();
+    this.closed = true;
   }
 
   /** Sends a segment from the phone's address to `peer`. */
@@ -116,6 +116,8 @@ export class TcpConnection extends Duplex {
   /** The peer's window, from its last segment, and its MSS (the IPv6 minimum's, 1220, if it sent none). */
   private sndWnd = 0;
   private readonly mss: number;
+  /** The MSS the phone announces: what its MTU leaves for data. */
+  private readonly ownMss: number;
   /** Data written and not yet acknowledged, from sndUna on; `sent` of its bytes are on the wire. */
   private readonly queue: Buffer[] = [];
   private queued = 0;
@@ -149,8 +151,8 @@ export class TcpConnection extends Duplex {
     this.rcvNxt = (syn.seq + 1) >>> 0;
     this.sndUna = this.iss;
     this.sndWnd = syn.window;
-    const ownMss = endpoint.options.mtu - IPV6_HEADER_LENGTH - TCP_HEADER_LENGTH;
-    this.mss = Math.max(1, Math.min(ownMss, syn.mss ?? 1220));
+    this.ownMss = endpoint.options.mtu - IPV6_HEADER_LENGTH - TCP_HEADER_LENGTH;
+    this.mss = Math.max(1, Math.min(this.ownMss, syn.mss ?? 1220));
     this.sendSynAck();
   }
 
@@ -363,7 +365,7 @@ export class TcpConnection extends Duplex {
   private sendSynAck(): void {
     this.endpoint.send(this.peer, {
       sourcePort: this.localPort, destinationPort: this.remotePort, seq: this.iss, ack: this.rcvNxt,
-      flags: TCP_SYN | TCP_ACK, window: this.receiveWindow(), mss: this.mss, payload: Buffer.alloc(0),
+      flags: TCP_SYN | TCP_ACK, window: this.receiveWindow(), mss: this.ownMss, payload: Buffer.alloc(0),
     });
     this.startTimer();
   }
