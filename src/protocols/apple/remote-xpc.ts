@@ -167,19 +167,20 @@ export class RemoteXpcConnection {
   }
 
   private fail(error: Error, code: number): void {
-    if (this.socket.destroyed) return;
+    if (this.socket.destroyed || this.socket.writableEnded) return;
     this.options.onError?.(error);
     const payload = Buffer.alloc(8 + Math.min(error.message.length, 200));
     payload.writeUInt32BE(0, 0);
     payload.writeUInt32BE(code, 4);
     payload.write(error.message.slice(0, 200), 8, 'latin1');
     this.write(frame(H2.GOAWAY, 0, 0, payload));
+    // GOAWAY, then a FIN after it, so the host reads why; a host that does not close its side is cut off a second later.
     this.socket.end();
-    this.socket.destroy();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 
   private receive(chunk: Buffer): void {
-    if (this.socket.destroyed) return;
+    if (this.socket.destroyed || this.socket.writableEnded) return;
     let bytes = this.pending.add(chunk);
     if (!bytes) return;
     if (!this.prefaceSeen) {
@@ -189,7 +190,7 @@ export class RemoteXpcConnection {
       bytes = bytes.subarray(PREFACE.length);
       this.prefaceSeen = true;
     }
-    while (bytes.length >= FRAME_HEADER && !this.socket.destroyed) {
+    while (bytes.length >= FRAME_HEADER && !this.socket.destroyed && !this.socket.writableEnded) {
       const length = bytes.readUIntBE(0, 3);
       if (length > this.maxFrame) return this.fail(new Error(`A frame of ${length} bytes is over ${this.maxFrame}.`), ERROR.FRAME_SIZE);
       if (bytes.length < FRAME_HEADER + length) break;
@@ -252,7 +253,7 @@ export class RemoteXpcConnection {
       if (!read) break;
       buffered = buffered.subarray(read.length);
       this.message({ ...read.message, stream });
-      if (this.socket.destroyed) return;
+      if (this.socket.destroyed || this.socket.writableEnded) return;
     }
     gather.keep(buffered, buffered.length >= XPC_WRAPPER_SIZE ? XPC_WRAPPER_SIZE + Number(buffered.readBigUInt64LE(8)) : XPC_WRAPPER_SIZE);
   }

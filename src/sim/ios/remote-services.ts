@@ -29,8 +29,8 @@ const MAX_STDIO_SOCKETS = 32;
 export class RemoteServices {
   /** RSD's port, which the CDTunnel handshake announces as serverRSDPort. */
   readonly rsdPort = RSD_PORT;
-  /** Changes with every boot of the phone, as RSD's BootSessionUUID does. */
-  private bootSession = randomUUID();
+  /** RSD's BootSessionUUID, one per boot of the phone (by its boot count). */
+  private readonly bootSessions = new Map<number, string>();
   private readonly byName = new Map<string, RsdService & { serve: (socket: Duplex) => void }>();
   private readonly stdioSockets = new Map<string, Duplex>();
 
@@ -48,30 +48,25 @@ export class RemoteServices {
     this.add(OPEN_STDIO_SOCKET_SERVICE, 50055, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: [], ServiceVersion: 1, UsesRemoteXPC: true }, (s) => this.openStdio(s));
   }
 
-  /** Who accepts a connection to `port` inside the tunnel, or undefined for a closed port. */
+  /**
+   * Who accepts a connection to `port` inside the tunnel, or undefined for a closed port. Every service closes its side
+   * when the host closes its own (the tunnel's connections are half-open capable): an IDE that goes away ends its
+   * testmanagerd session, and with it the test runner.
+   */
   listener(port: number): ((socket: Duplex) => void) | undefined {
+    const accept = (serve: (socket: Duplex) => void) => (socket: Duplex) => {
+      socket.on('error', () => undefined);
+      socket.once('end', () => socket.end());
+      serve(socket);
+    };
     if (port === this.rsdPort) {
-      return (socket) => {
-        socket.on('error', () => undefined);
-        serveRsd(socket, this.phone, this.byName, this.bootSession);
-      };
+      return accept((socket) => {
+        if (!this.bootSessions.has(this.phone.bootCount)) this.bootSessions.set(this.phone.bootCount, randomUUID());
+        serveRsd(socket, this.phone, this.byName, this.bootSessions.get(this.phone.bootCount)!);
+      });
     }
-    for (const service of this.byName.values()) {
-      if (service.port === port) {
-        return (socket) => {
-          socket.on('error', () => undefined);
-          service.serve(socket);
-        };
-      }
-    }
+    for (const service of this.byName.values()) if (service.port === port) return accept(service.serve);
     return undefined;
-  }
-
-  /** The phone booted again: RSD says so with a new BootSessionUUID, and no stdio socket survives. */
-  rebooted(): void {
-    this.bootSession = randomUUID();
-    for (const socket of this.stdioSockets.values()) socket.destroy();
-    this.stdioSockets.clear();
   }
 
   private add(name: string, port: number, entitlement: string, properties: RsdService['properties'], serve: (socket: Duplex) => void): void {
