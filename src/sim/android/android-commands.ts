@@ -587,6 +587,12 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
   const appiumSettingsReceiver = (intent: Intent): string | undefined => {
     const to = intent.component;
     if (to?.pkg !== APPIUM_SETTINGS || !to.cls.startsWith(`${APPIUM_SETTINGS}.receivers.`) || !appOf(APPIUM_SETTINGS)) return undefined;
+    // WiFiConnectionSettingReceiver: how Appium turns Wi-Fi on and off below Android 11, which has no shell command for it.
+    if (intent.action === `${APPIUM_SETTINGS}.wifi`) {
+      const status = intent.extras.get('setstatus');
+      if (status === 'enable' || status === 'disable') device.setWifi(status === 'enable');
+      return 'result=-1';
+    }
     if (intent.action === `${APPIUM_SETTINGS}.clipboard.get`) return `result=-1, data="${Buffer.from(device.clipboard, 'utf8').toString('base64')}"`;
     return 'result=-1';
   };
@@ -878,7 +884,7 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
   // ---- dumpsys ----
 
   const focusWindow = () => {
-    if (device.locked) return 'NotificationShade';
+    if (device.locked || device.shade) return 'NotificationShade';
     const top = device.foreground;
     if (device.screen === 'recents') return `${LAUNCHER_PACKAGE}/${LAUNCHER_ACTIVITY}`;
     return top ? `${top.packageName}/${top.activity}` : `${LAUNCHER_PACKAGE}/${LAUNCHER_ACTIVITY}`;
@@ -928,13 +934,25 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
       return lines.join('\n');
     },
     input_method: () => {
-      const typing = device.interactive && (device.notes.focused || device.browser.urlFocused) && device.screen === 'app';
+      // mInputShown: the keyboard was asked to show; mIsInputViewShown (the IME's own state): it draws a window.
+      const shown = device.imeShown;
       return (
         'Current Input Method Manager state:\n' +
         `  mCurMethodId=${device.settings.secure.get('default_input_method') ?? LATIN_IME}\n` +
-        `  mInputShown=${typing}\n  mShowRequested=${typing}\n  mSystemReady=true\n  mInteractive=${device.awake}\n`
+        `  mInputShown=${shown}\n  mShowRequested=${shown}\n  mSystemReady=true\n  mInteractive=${device.awake}\n` +
+        `  InputMethodService state:\n    mWindowVisible=${shown && device.imeHasView} mWindowWasVisible=${shown}\n` +
+        `    mIsInputViewShown=${shown && device.imeHasView}\n`
       );
     },
+    wifi: () =>
+      `Wi-Fi is ${device.wifi ? 'enabled' : 'disabled'}\nVerbose logging is off\nStayAwakeWhilePluggedIn 0\n` +
+      `mWifiInfo SSID: ${device.wifi ? '"BenchtopLab"' : '<unknown ssid>'}, BSSID: ${device.wifi ? '02:00:00:00:00:00' : '<none>'}, ` +
+      `Supplicant state: ${device.wifi ? 'COMPLETED' : 'DISCONNECTED'}, Link speed: ${device.wifi ? 433 : -1}Mbps, Frequency: ${device.wifi ? 5180 : -1}MHz\n`,
+    connectivity: () =>
+      'NetworkProvider info:\n' +
+      (device.wifi
+        ? 'Active default network: 100\n\nCurrent Networks:\n  NetworkAgentInfo{network{100}  handle{432902426637}  ni{WIFI CONNECTED extra: "BenchtopLab"}  Score(Validated)}\n'
+        : 'Active default network: none\n\nCurrent Networks:\n'),
     display: () => {
       const { width, height } = device.logicalSize;
       return (
@@ -1116,9 +1134,37 @@ export function androidCommands(device: Device, screen: Screen, host: CommandHos
     return 1;
   };
 
+  /** WifiShellCommand: `set-wifi-enabled enabled|disabled` and `status`. */
+  const wifi: CommandFn = async (ctx) => {
+    const [sub, state] = ctx.args;
+    if (sub === 'set-wifi-enabled' && (state === 'enabled' || state === 'disabled')) {
+      device.setWifi(state === 'enabled');
+      return 0;
+    }
+    if (sub === 'status') {
+      await print(ctx, device.wifi ? 'Wifi is enabled\nWifi is connected to "BenchtopLab"\n' : 'Wifi is disabled\n');
+      return 0;
+    }
+    await complain(ctx, sub === 'set-wifi-enabled' ? "Invalid argument: expected 'enabled' or 'disabled'" : `Unknown command: ${sub ?? ''}`);
+    return sub === 'set-wifi-enabled' ? 255 : 1;
+  };
+
+  /** StatusBarShellCommand: the shade pulled down and put away. */
+  const statusbar: CommandFn = async (ctx) => {
+    const [sub] = ctx.args;
+    if (sub === 'expand-notifications' || sub === 'expand-settings') device.openShade();
+    else if (sub === 'collapse') device.closeShade();
+    else {
+      await complain(ctx, `Unknown command: ${sub ?? ''}`);
+      return 1;
+    }
+    return 0;
+  };
+
   commands.set('cmd', async (ctx) => {
-    const [service, ...rest] = ctx.args;
-    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings, notification, appops, clipboard };
+    // `cmd -w SERVICE`: wait for the service to be published, which every service here already is.
+    const [service, ...rest] = ctx.args[0] === '-w' ? ctx.args.slice(1) : ctx.args;
+    const delegate: Record<string, CommandFn> = { package: pm, activity: am, input, window: wm, settings, notification, appops, clipboard, wifi, statusbar };
     if (service === '-l') {
       await print(ctx, `Currently running services:\n${Object.keys(delegate).map((s) => `  ${s}\n`).join('')}`);
       return 0;

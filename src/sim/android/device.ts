@@ -205,6 +205,13 @@ export class Device {
   notes = { text: '', focused: false, selected: false };
   /** What the phone's clipboard holds: Copy and Cut in a text field put its selection there. */
   clipboard = '';
+  /** The notification shade is pulled down over whatever was showing. */
+  shade = false;
+  /**
+   * The input method asked to show its window: a tap into a text field does (showSoftInput), focus given by the app
+   * at launch or by accessibility's ACTION_SET_TEXT does not. Leaving the field, Back and Escape hide it.
+   */
+  private keyboardRequested = false;
   readonly pids = new Map<string, number>();
   /** Told of every force-stop (also by reinstall and uninstall), so what runs in the package's process can end. */
   readonly stopListeners = new Set<(packageName: string) => void>();
@@ -366,9 +373,9 @@ export class Device {
     return this.screen === 'app' ? this.tasks[0] : undefined;
   }
 
-  /** What the keyguard, the launcher or an app shows: the package uiautomator reports for the window. */
+  /** What the keyguard, the shade, the launcher or an app shows: the package uiautomator reports for the window. */
   get windowPackage(): string {
-    if (this.locked) return SYSTEMUI_PACKAGE;
+    if (this.locked || this.shade) return SYSTEMUI_PACKAGE;
     return this.foreground?.packageName ?? LAUNCHER_PACKAGE;
   }
 
@@ -398,6 +405,8 @@ export class Device {
     // No lock timeout: the keyguard engages the moment the screen goes off.
     this.locked = true;
     this.popup = undefined;
+    this.shade = false;
+    this.keyboardRequested = false;
     this.changed();
   }
 
@@ -419,11 +428,58 @@ export class Device {
   showHome(): void {
     this.screen = 'home';
     this.popup = undefined;
+    this.shade = false;
+    this.keyboardRequested = false;
     this.changed();
+  }
+
+  // ---- the notification shade and the soft keyboard ---------------------------------------------------------
+
+  /** UiDevice.openNotification and `cmd statusbar expand-notifications`: the shade comes down over the screen. */
+  openShade(): boolean {
+    if (!this.awake) return false;
+    if (!this.shade) this.log.append('I', 'StatusBar', 'Expanding the notification shade (expand-notifications)');
+    this.shade = true;
+    this.changed();
+    return true;
+  }
+
+  closeShade(): void {
+    if (!this.shade) return;
+    this.log.append('I', 'StatusBar', 'Collapsing the notification shade');
+    this.shade = false;
+    this.changed();
+  }
+
+  /** The soft keyboard's window is up: asked for, over a focused field of the app in front. */
+  get imeShown(): boolean {
+    return this.keyboardRequested && !this.shade && this.focusedField() !== undefined;
+  }
+
+  /** Whether the current input method draws a window (ADB Keyboard its one-line bar, the AOSP keyboard its keys). */
+  get imeHasView(): boolean {
+    const ime = this.settings.secure.get('default_input_method');
+    return ime === ADB_KEYBOARD_IME || ime === LATIN_IME;
+  }
+
+  private showKeyboard(): void {
+    if (!this.keyboardRequested) this.log.append('D', 'InputMethodManager', `showSoftInput: ${this.settings.secure.get('default_input_method') ?? LATIN_IME}`);
+    this.keyboardRequested = true;
+  }
+
+  /** InputMethodService.handleBack: a shown keyboard takes Back (and Escape) for itself and hides. */
+  private hideKeyboard(): boolean {
+    if (!this.imeShown) return false;
+    this.log.append('D', 'InputMethodManager', 'hideSoftInput: the input method window is hidden');
+    this.keyboardRequested = false;
+    this.changed();
+    return true;
   }
 
   showRecents(): void {
     if (!this.interactive) return;
+    this.shade = false;
+    this.keyboardRequested = false;
     if (this.screen === 'recents') {
       if (this.tasks.length > 0) this.screen = 'app';
     } else {
@@ -435,6 +491,11 @@ export class Device {
 
   back(): void {
     if (!this.interactive) return;
+    if (this.hideKeyboard()) return;
+    if (this.shade) {
+      this.closeShade();
+      return;
+    }
     if (this.popup) {
       this.popup = undefined;
     } else if (this.screen === 'recents') {
@@ -472,6 +533,8 @@ export class Device {
     if (!already) this.log.append('I', 'ActivityTaskManager', `Displayed ${component}: +${180 + (this.revision % 200)}ms`);
     this.screen = 'app';
     this.popup = undefined;
+    this.shade = false;
+    if (!already) this.keyboardRequested = false;
     if (packageName === NOTES_PACKAGE) this.notes.focused = true;
     if (packageName === CLOCK_PACKAGE) this.stopwatchStartedAt ??= Date.now();
     this.changed();
@@ -556,6 +619,9 @@ export class Device {
       case 164:
         this.volume = 0;
         return this.changed();
+      case 111:
+        this.hideKeyboard();
+        return;
       case 66:
         return this.enter();
       case 67:
@@ -650,6 +716,7 @@ export class Device {
 
   focusNotes(): void {
     this.notes.focused = true;
+    this.showKeyboard();
     this.changed();
   }
 
@@ -670,10 +737,15 @@ export class Device {
     this.browser.draft = this.browser.url;
     // Chrome selects the whole address on focus, so typing replaces it.
     this.browser.replaceDraft = true;
+    this.showKeyboard();
     this.changed();
   }
 
   setWifi(on: boolean): void {
+    if (this.wifi !== on) {
+      this.log.append('I', 'WifiService', `setWifiEnabled package=com.android.shell uid=2000 enable=${on}`);
+      this.log.append('I', 'WifiClientModeImpl', on ? 'Connected to "BenchtopLab"' : 'Disconnected from "BenchtopLab": Wi-Fi turned off');
+    }
     this.wifi = on;
     this.settings.global.set('wifi_on', on ? '1' : '0');
     this.changed();

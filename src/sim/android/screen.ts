@@ -2,7 +2,7 @@ import { PNG } from 'pngjs';
 import type { Canvas } from './canvas.js';
 import type { Device } from './device.js';
 import { encodeJpeg } from './jpeg.js';
-import { buildWindow, contains, dumpXml, hitTest, render, scrollTarget, type UiNode } from './ui.js';
+import { buildWindow, contains, dumpXml, hitTest, imeWindow, render, scrollTarget, type UiNode } from './ui.js';
 
 /** Below this travel a gesture is a touch in place, as ViewConfiguration's touch slop decides. */
 const TOUCH_SLOP = 16;
@@ -106,6 +106,9 @@ export class Screen {
     d.changed();
     if (d.locked || !tree) return;
     if (this.dismissPopupOutside(tree, x, y)) return;
+    // The keyboard's window is above the app's: a touch on it is the keyboard's.
+    const ime = imeWindow(d);
+    if (ime && contains(ime, x, y)) return hitTest(ime, x, y, 'tap')?.onTap?.();
     hitTest(tree, x, y, 'tap')?.onTap?.();
   }
 
@@ -135,7 +138,12 @@ export class Screen {
     }
     d.lastSwipe = { x1, y1, x2, y2, durationMs };
     d.log.append('I', 'InputDispatcher', `Delivering touch to ${d.windowPackage}: action=SWIPE from ${x1},${y1} to ${x2},${y2} in ${durationMs}ms`);
-    if (d.locked && y1 - y2 > d.logicalSize.height * 0.15) d.unlock();
+    const { height } = d.logicalSize;
+    const statusBar = Math.round((24 * d.options.density) / 160);
+    if (d.locked && y1 - y2 > height * 0.15) d.unlock();
+    // Down from the status bar pulls the shade; up on the shade puts it away.
+    else if (!d.locked && !d.shade && y1 < statusBar && y2 - y1 > height * 0.1) d.openShade();
+    else if (d.shade && y1 - y2 > height * 0.1) d.closeShade();
     else if (!d.locked) {
       const tree = this.tree();
       if (tree) scrollTarget(tree, x1, y1)?.onScroll?.(x1 - x2, y1 - y2);

@@ -88,6 +88,16 @@ export function screenrecord(host: MinicapHost): CommandFn {
       await ctx.stderr.write(`Unable to open '${file}': Permission denied\n`);
       return 1;
     }
+    // screenrecord opens (creates, truncates) its output before recording, so the file is there while it records:
+    // Appium waits for it to appear to know the recording started. The video is written into it at the end.
+    if (!toStdout) {
+      try {
+        ctx.fs.writeFile(path, Buffer.alloc(0));
+      } catch {
+        await ctx.stderr.write(`Unable to open '${file}': No such file or directory\n`);
+        return 1;
+      }
+    }
     const { width, height } = parsed.size ?? host.device.logicalSize;
     if (width % 2 === 1 || height % 2 === 1 || width === 0 || height === 0) {
       await ctx.stderr.write(`ERROR: unable to configure video/avc codec at ${width}x${height} (err=-2147483648)\n`);

@@ -1,5 +1,6 @@
 import { Canvas, ellipsize, textHeight, textWidth, wrap, type Rgb } from './canvas.js';
 import {
+  ADB_KEYBOARD_IME,
   BROWSER_PACKAGE,
   CLOCK_PACKAGE,
   LAUNCHER_PACKAGE,
@@ -134,6 +135,7 @@ export function buildWindow(device: Device, now: Date): UiNode | undefined {
   const { width, height } = device.logicalSize;
   const dp = device.options.density / 160;
   const l: Layout = { device, width, height, dp, statusBar: Math.round(24 * dp), toolbar: Math.round(56 * dp), now };
+  if (device.shade) return notificationShade(l);
   if (device.locked) return keyguard(l);
   if (device.screen === 'recents') return recents(l);
   const top = device.foreground;
@@ -165,6 +167,94 @@ function keyguard(l: Layout): UiNode {
         resourceId: 'com.android.systemui:id/keyguard_indication_text',
       }),
     ],
+  });
+}
+
+/**
+ * The notification shade pulled down (its own window, so what uiautomator dumps while it is open): the clock, the
+ * quick settings tiles, which read and flip the phone's Wi-Fi and Bluetooth, and the notifications, of which the
+ * simulated apps post none.
+ */
+function notificationShade(l: Layout): UiNode {
+  const pkg = SYSTEMUI_PACKAGE;
+  const { device, width: w, height: h, dp, now } = l;
+  const id = (name: string) => `com.android.systemui:id/${name}`;
+  const tileW = (w - 48 * dp) / 2;
+  const tileH = 72 * dp;
+  const tileTop = l.statusBar + 56 * dp;
+  const tile = (i: number, title: string, state: string, on: boolean, toggle: () => void) => {
+    const x = 16 * dp + i * (tileW + 16 * dp);
+    return node(pkg, 'android.widget.Switch', box(x, tileTop, x + tileW, tileTop + tileH), {
+      contentDesc: title,
+      checkable: true,
+      checked: on,
+      clickable: true,
+      focusable: true,
+      paint: [{ kind: 'fill', color: on ? [0xa8, 0xc7, 0xfa] : [0x3c, 0x40, 0x43], radius: 24 * dp }],
+      onTap: toggle,
+      children: [
+        label(pkg, title, x + 20 * dp, tileTop + 14 * dp, 3, on ? TEXT : WHITE, { resourceId: id('tile_label'), maxWidth: tileW - 32 * dp }),
+        label(pkg, state, x + 20 * dp, tileTop + 44 * dp, 2, on ? TEXT : [0xbd, 0xc1, 0xc6], { resourceId: id('app_label'), maxWidth: tileW - 32 * dp }),
+      ],
+    });
+  };
+  const tiles = node(pkg, 'android.view.ViewGroup', box(0, tileTop, w, tileTop + tileH), {
+    resourceId: id('quick_settings_panel'),
+    children: [
+      tile(0, 'Internet', device.wifi ? 'BenchtopLab' : 'Wi-Fi off', device.wifi, () => device.setWifi(!device.wifi)),
+      tile(1, 'Bluetooth', device.bluetooth ? 'On' : 'Off', device.bluetooth, () => device.setBluetooth(!device.bluetooth)),
+    ],
+  });
+  const listTop = tileTop + tileH + 32 * dp;
+  const notifications = node(pkg, 'android.widget.ScrollView', box(0, listTop, w, h), {
+    resourceId: id('notification_stack_scroller'),
+    children: [label(pkg, 'No notifications', w / 2, listTop + 24 * dp, 3, [0xbd, 0xc1, 0xc6], { center: true, resourceId: id('no_notifications') })],
+  });
+  return node(pkg, 'android.widget.FrameLayout', box(0, 0, w, h), {
+    resourceId: id('notification_shade'),
+    paint: [{ kind: 'fill', color: [0x20, 0x21, 0x24] }],
+    children: [label(pkg, clock(now), 16 * dp, l.statusBar + 12 * dp, 4, WHITE, { resourceId: id('clock') }), tiles, notifications],
+  });
+}
+
+/**
+ * The input method's window, over the bottom of the app while it shows: ADB Keyboard's one-line bar, or the AOSP
+ * keyboard's keys, which type as a finger on them does.
+ */
+export function imeWindow(device: Device): UiNode | undefined {
+  if (!device.imeShown || !device.imeHasView) return undefined;
+  const { width: w, height: h } = device.logicalSize;
+  const dp = device.options.density / 160;
+  if (device.settings.secure.get('default_input_method') === ADB_KEYBOARD_IME) {
+    const pkg = 'com.android.adbkeyboard';
+    const top = h - 48 * dp;
+    return node(pkg, 'android.widget.FrameLayout', box(0, top, w, h), {
+      paint: [{ kind: 'fill', color: [0x42, 0x42, 0x42] }],
+      children: [label(pkg, 'ADB Keyboard {ON}', w / 2, top + 16 * dp, 3, WHITE, { center: true })],
+    });
+  }
+  const pkg = 'com.android.inputmethod.latin';
+  const rows = ['qwertyuiop', 'asdfghjkl', 'zxcvbnm', ' '];
+  const rowH = 52 * dp;
+  const top = h - rows.length * rowH - 8 * dp;
+  const keyW = w / 10;
+  const keys = rows.flatMap((row, r) =>
+    [...row].map((ch, i) => {
+      const width = ch === ' ' ? keyW * 5 : keyW;
+      const x = ch === ' ' ? keyW * 2.5 : (w - row.length * keyW) / 2 + i * keyW;
+      const y = top + r * rowH;
+      return node(pkg, 'android.widget.TextView', box(x + 3 * dp, y + 4 * dp, x + width - 3 * dp, y + rowH - 4 * dp), {
+        text: ch,
+        clickable: true,
+        paint: [{ kind: 'fill', color: WHITE, radius: 6 * dp }, { kind: 'text', text: ch, scale: 3, color: TEXT, align: 'center' }],
+        onTap: () => device.typeText(ch),
+      });
+    }),
+  );
+  return node(pkg, 'android.widget.FrameLayout', box(0, top - 8 * dp, w, h), {
+    resourceId: 'com.android.inputmethod.latin:id/keyboard_view',
+    paint: [{ kind: 'fill', color: [0xe8, 0xea, 0xed] }],
+    children: keys,
   });
 }
 
@@ -757,7 +847,9 @@ export function render(device: Device, root: UiNode | undefined, now: Date): Can
   if (!root) return canvas;
   const dp = device.options.density / 160;
   paintNode(canvas, root, dp);
-  statusBar(canvas, device, now, Math.round(24 * dp), device.locked);
+  const ime = imeWindow(device);
+  if (ime) paintNode(canvas, ime, dp);
+  statusBar(canvas, device, now, Math.round(24 * dp), device.locked || device.shade);
   if (device.lastTap) canvas.ring(device.lastTap.x, device.lastTap.y, Math.round(14 * dp), Math.round(3 * dp), TAP_MARK);
   return canvas;
 }

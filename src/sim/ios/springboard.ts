@@ -35,6 +35,8 @@ export interface AxNode {
   children: AxNode[];
   onTap?: () => void;
   onLongPress?: () => void;
+  /** A scroll view: a finger's travel (points, up and left positive) moves its content; answers whether it moved. */
+  onScroll?: (dx: number, dy: number) => boolean;
 }
 
 export type Orientation = 'PORTRAIT' | 'LANDSCAPE';
@@ -85,6 +87,8 @@ export class Springboard {
   safariUrl = '';
   addressText = '';
   settingsPage: 'main' | 'wifi' | 'general' = 'main';
+  /** How far (points) Settings' list is scrolled up from its top. */
+  settingsScroll = 0;
   wifi = true;
   /** The general pasteboard's plain text: what WDA's setPasteboard put there. */
   pasteboard = '';
@@ -145,7 +149,10 @@ export class Springboard {
       this.foreground = undefined;
       this.focused = undefined;
     }
-    if (bundleId === SETTINGS) this.settingsPage = 'main';
+    if (bundleId === SETTINGS) {
+      this.settingsPage = 'main';
+      this.settingsScroll = 0;
+    }
     if (wasRunning) this.log('SpringBoard', `Application ${bundleId} terminated`);
     this.changed();
     return wasRunning;
@@ -255,6 +262,8 @@ export class Springboard {
     if (this.locked && y1 - y2 > height * 0.15) this.locked = false;
     // Swiping up from the home indicator leaves the app.
     else if (this.foreground && y1 > height - 30 && y1 - y2 > 100) this.home();
+    // Anywhere else the scroll view under the finger's start follows it.
+    else scrollable(this.tree(), x1, y1)?.onScroll?.(x1 - x2, y1 - y2);
     this.changed();
   }
 
@@ -282,12 +291,39 @@ export class Springboard {
       return app;
     }
     if (!this.foreground) window.children.push(this.homeScreen(width));
-    else if (this.foreground === SETTINGS) window.children.push(...this.settings(width));
+    else if (this.foreground === SETTINGS) window.children.push(...this.settings(width, height));
     else if (this.foreground === SAFARI) window.children.push(...this.safari(width, height));
     else if (this.foreground === NOTES) window.children.push(...this.notes(width, height));
     else window.children.push(...this.userApp(this.foreground, width, height));
-    if (this.focused) window.children.push(node('XCUIElementTypeKeyboard', 0, height - KEYBOARD, width, KEYBOARD, { name: 'keyboard' }));
+    if (this.focused) window.children.push(this.keyboard(width, height));
     return app;
+  }
+
+  /**
+   * The software keyboard while a field has focus: its keys in one view, as XCTest finds them, the return key named
+   * for the field (Safari's address bar goes, a note takes a new line). Tapping a key types it.
+   */
+  private keyboard(width: number, height: number): AxNode {
+    const top = height - KEYBOARD;
+    const rowHeight = KEYBOARD / 4;
+    const keyWidth = width / 10;
+    const key = (type: string, name: string, label: string, x: number, row: number, w: number, text: string) =>
+      node(type, Math.round(x), Math.round(top + row * rowHeight + 4), Math.round(w - 6), Math.round(rowHeight - 10), { name, label, onTap: () => this.type(text) });
+    const letters = (row: number, chars: string, inset: number) => [...chars].map((ch, i) => key('XCUIElementTypeKey', ch, ch, inset + i * keyWidth + 3, row, keyWidth, ch));
+    const go = this.focused === 'url';
+    const keys = [
+      ...letters(0, 'qwertyuiop', 0),
+      ...letters(1, 'asdfghjkl', keyWidth / 2),
+      node('XCUIElementTypeButton', 3, Math.round(top + 2 * rowHeight + 4), Math.round(keyWidth * 1.4 - 6), Math.round(rowHeight - 10), { name: 'shift', label: 'shift' }),
+      ...letters(2, 'zxcvbnm', keyWidth * 1.5),
+      key('XCUIElementTypeKey', 'delete', 'delete', width - keyWidth * 1.4 + 3, 2, keyWidth * 1.4, '\b'),
+      node('XCUIElementTypeKey', 3, Math.round(top + 3 * rowHeight + 4), Math.round(keyWidth * 1.4 - 6), Math.round(rowHeight - 10), { name: 'more', label: 'numbers' }),
+      key('XCUIElementTypeKey', 'space', 'space', keyWidth * 1.4 + 3, 3, width - keyWidth * 3.8, ' '),
+      key('XCUIElementTypeButton', go ? 'Go' : 'Return', go ? 'go' : 'return', width - keyWidth * 2.4 + 3, 3, keyWidth * 2.4, '\n'),
+    ];
+    return node('XCUIElementTypeKeyboard', 0, top, width, KEYBOARD, {
+      children: [node('XCUIElementTypeOther', 0, top, width, KEYBOARD, { children: keys })],
+    });
   }
 
   private homeScreen(width: number): AxNode {
@@ -314,15 +350,15 @@ export class Springboard {
     return bar;
   }
 
-  private settings(width: number): AxNode[] {
+  private settings(width: number, height: number): AxNode[] {
     const top = STATUS_BAR + NAV_BAR + 16;
-    const row = (i: number, label: string, value: string | undefined, onTap?: () => void) =>
-      node('XCUIElementTypeCell', 0, top + i * 44, width, 44, {
+    const row = (i: number, label: string, value: string | undefined, onTap?: () => void, scrolled = 0) =>
+      node('XCUIElementTypeCell', 0, top + i * 44 - scrolled, width, 44, {
         name: label,
         label,
         value,
         onTap,
-        children: [node('XCUIElementTypeStaticText', 16, top + i * 44 + 12, 200, 20, { name: label, label, value: label })],
+        children: [node('XCUIElementTypeStaticText', 16, top + i * 44 - scrolled + 12, 200, 20, { name: label, label, value: label })],
       });
     const back = { label: 'Settings', go: () => ((this.settingsPage = 'main'), this.changed()) };
     if (this.settingsPage === 'wifi') {
@@ -342,17 +378,28 @@ export class Springboard {
       ];
     }
     const open = (page: 'wifi' | 'general') => () => ((this.settingsPage = page), this.changed());
-    return [
-      this.navBar(width, 'Settings'),
-      node('XCUIElementTypeTable', 0, top, width, 44 * 4, {
-        children: [
-          row(0, 'Wi-Fi', this.wifi ? 'On' : 'Off', open('wifi')),
-          row(1, 'Bluetooth', 'On'),
-          row(2, 'General', undefined, open('general')),
-          row(3, 'Battery', `${this.device.battery()}%`),
-        ],
-      }),
+    const items: Array<[string, string | undefined, (() => void) | undefined]> = [
+      ['Wi-Fi', this.wifi ? 'On' : 'Off', open('wifi')],
+      ['Bluetooth', 'On', undefined],
+      ['General', undefined, open('general')],
+      ['Battery', `${this.device.battery()}%`, undefined],
+      // Rows with nothing behind them: they make the list longer than the screen, so it scrolls as an iPhone's does.
+      ...['Cellular', 'Notifications', 'Sounds & Haptics', 'Focus', 'Screen Time', 'Control Center', 'Display & Brightness', 'Accessibility', 'Wallpaper', 'Privacy & Security', 'App Store', 'Passwords']
+        .map((label): [string, undefined, undefined] => [label, undefined, undefined]),
     ];
+    // A UITableView: as tall as the screen below the bar, with cells only for the rows in view.
+    const tableHeight = height - top;
+    const maxScroll = Math.max(0, items.length * 44 - tableHeight);
+    const offset = Math.min(this.settingsScroll, maxScroll);
+    const cells = items.map(([label, value, onTap], i) => row(i, label, value, onTap, offset)).filter((cell) => cell.y >= top && cell.y < height);
+    const onScroll = (_dx: number, dy: number) => {
+      const next = Math.round(Math.max(0, Math.min(maxScroll, offset + dy)));
+      if (next === offset) return false;
+      this.settingsScroll = next;
+      this.changed();
+      return true;
+    };
+    return [this.navBar(width, 'Settings'), node('XCUIElementTypeTable', 0, top, width, tableHeight, { children: cells, onScroll })];
   }
 
   private safari(width: number, height: number): AxNode[] {
@@ -468,8 +515,12 @@ export class Springboard {
           break;
         case 'XCUIElementTypeKeyboard':
           c.fillRect(x, y, w, h, [209, 212, 217]);
-          for (let row = 0; row < 4; row++) for (let k = 0; k < 10; k++) c.fillRoundRect(x + (k * w) / 10 + 3 * s, y + (8 + row * 52) * s, w / 10 - 6 * s, 42 * s, 5 * s, WHITE);
-          break;
+          for (const k of n.children.flatMap((view) => view.children)) {
+            c.fillRoundRect(k.x * s, k.y * s, k.width * s, k.height * s, 5 * s, k.name === 'Go' ? BLUE : WHITE);
+            const caption = k.name!.length === 1 ? k.name! : k.label!;
+            text(caption, k.x + (k.width - textWidth(caption, s) / s) / 2, k.y + k.height / 2 - 6, k.name === 'Go' ? WHITE : BLACK, 2, k.width);
+          }
+          return;
       }
       for (const child of n.children) draw(child);
     };
@@ -481,6 +532,16 @@ export class Springboard {
     if (app) c.fillRoundRect(((width - 134) / 2) * s, (height - 10) * s, 134 * s, 5 * s, 3 * s, BLACK);
     return c;
   }
+}
+
+/** The deepest scroll view under the point: the one a drag starting there moves. */
+function scrollable(root: AxNode, x: number, y: number): AxNode | undefined {
+  if (x < root.x || y < root.y || x >= root.x + root.width || y >= root.y + root.height) return undefined;
+  for (let i = root.children.length - 1; i >= 0; i--) {
+    const found = scrollable(root.children[i]!, x, y);
+    if (found) return found;
+  }
+  return root.onScroll ? root : undefined;
 }
 
 /** The deepest element under the point that takes the gesture. */

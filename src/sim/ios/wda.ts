@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { APP_STATE, type Orientation, type Springboard } from './springboard.js';
-import { invalidArgument, invalidElementState, WdaError } from './wda/errors.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PNG } from 'pngjs';
+import { APP_STATE, type AxNode, type Orientation, type Springboard } from './springboard.js';
+import { invalidArgument, invalidElementState, unknownError, WdaError } from './wda/errors.js';
 import { findElements } from './wda/find.js';
+import { parsePredicate } from './wda/predicate.js';
 import { attributeGetter, descendants, jsonTree, snapshot, toXml, wd, type Snap } from './wda/snapshot.js';
 
 export const WDA_PORT = 8100;
@@ -12,6 +15,14 @@ export const WDA_BUNDLE_ID = 'com.facebook.WebDriverAgentRunner.xctrunner';
 
 const SPRINGBOARD = 'com.apple.springboard';
 const W3C_ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
+/** FBMinimumAppSwitchWait: fb_deactivateWithDuration stays on the home screen at least this long. */
+const MIN_APP_SWITCH_WAIT_S = 3;
+/** How many scrolls fb_scrollToVisible tries before it gives up on a child that does not appear. */
+const MAX_SCROLL_COUNT = 25;
+const DIRECTIONS = ['up', 'down', 'left', 'right'] as const;
+type Direction = (typeof DIRECTIONS)[number];
+/** UIDeviceBatteryState: charging on the lab's cable, full once it reads 100 %. */
+const BATTERY_STATE = { CHARGING: 2, FULL: 3 } as const;
 
 interface PointerAction {
   type: string;
@@ -95,6 +106,8 @@ export class WebDriverAgent {
   readonly requests: string[] = [];
   private readonly streams = new Set<Socket>();
   private readonly connections = new Set<Socket>();
+  /** UIDevice's identifierForVendor: WDA's, the same for the phone's life. */
+  private readonly vendorId = randomUUID().toUpperCase();
 
   constructor(
     private readonly board: Springboard,
@@ -313,6 +326,41 @@ export class WebDriverAgent {
         const id = b.foreground ?? SPRINGBOARD;
         return { bundleId: id, name: b.foreground ? b.apps.get(id)?.name ?? '' : '', pid: this.pid(id), processArguments: {} };
       }
+      // FBCustomCommands' dismiss: nothing to do without a keyboard; else a key of the keyboard named in keyNames
+      // (the driver adds "done") is tapped, and an error says so when none of them hid it.
+      case 'POST /wda/keyboard/dismiss':
+        return this.dismissKeyboard(body.keyNames);
+      // fb_deactivateWithDuration: the home screen for the duration (at least FBMinimumAppSwitchWait), then the app again.
+      case 'POST /wda/deactivateApp': {
+        const duration = body.duration === undefined ? 3 : Number(body.duration);
+        if (!Number.isFinite(duration)) throw invalidArgument(`The duration ${String(body.duration)} is not a number`);
+        const app = b.foreground;
+        b.home();
+        await delay(Math.max(duration, MIN_APP_SWITCH_WAIT_S) * 1000);
+        if (app && b.apps.has(app)) b.launch(app);
+        return null;
+      }
+      case 'GET /wda/batteryInfo': {
+        // UIDevice's batteryLevel (0 to 1) and batteryState.
+        const level = this.board.device.battery();
+        return { level: level / 100, state: level >= 100 ? BATTERY_STATE.FULL : BATTERY_STATE.CHARGING };
+      }
+      case 'GET /wda/device/info':
+        return {
+          currentLocale: 'en_US',
+          timeZone: 'UTC',
+          name: this.board.device.name(),
+          model: 'iPhone',
+          uuid: this.vendorId,
+          userInterfaceIdiom: 0,
+          userInterfaceStyle: 'light',
+          isSimulator: false,
+          thermalState: 0,
+        };
+      case 'POST /wda/scroll':
+        return this.scroll(this.root(), body);
+      case 'POST /wda/swipe':
+        return this.swipe(this.root(), body);
       case 'GET /appium/settings':
         return { ...this.settings };
       case 'POST /appium/settings': {
@@ -474,6 +522,12 @@ export class WebDriverAgent {
         return { value: wd.type(this.element(uuid)) };
       case 'GET attribute/focused':
         return { value: wd.focused(this.element(uuid)) };
+      case 'GET screenshot':
+        return { value: this.elementScreenshot(this.element(uuid).node) };
+      case 'POST wda/scroll':
+        return { value: this.scroll(this.element(uuid), body) };
+      case 'POST wda/swipe':
+        return { value: this.swipe(this.element(uuid), body) };
       case 'GET wda/accessible':
         return { value: wd.accessible(this.element(uuid)) };
       case 'GET wda/accessibilityContainer':
@@ -524,6 +578,94 @@ export class WebDriverAgent {
       return { value: value ?? null };
     }
     return undefined;
+  }
+
+  /** XCUIElement's screenshot: the screen's pixels under the element's frame, as a PNG. */
+  private elementScreenshot(n: AxNode): string {
+    const canvas = this.board.canvas();
+    const s = this.board.scale;
+    const left = Math.max(0, Math.round(n.x * s));
+    const top = Math.max(0, Math.round(n.y * s));
+    const width = Math.min(canvas.width, Math.round((n.x + n.width) * s)) - left;
+    const height = Math.min(canvas.height, Math.round((n.y + n.height) * s)) - top;
+    if (width <= 0 || height <= 0) throw unknownError(`Cannot take a screenshot of ${n.type}: it is not on the screen`);
+    const png = new PNG({ width, height });
+    for (let row = 0; row < height; row++) {
+      const from = ((top + row) * canvas.width + left) * 4;
+      canvas.data.copy(png.data, row * width * 4, from, from + width * 4);
+    }
+    return PNG.sync.write(png, { colorType: 2, inputHasAlpha: true }).toString('base64');
+  }
+
+  private dismissKeyboard(keyNames: unknown): null {
+    const keyboard = () => descendants(this.root()).find((s) => s.node.type === 'XCUIElementTypeKeyboard');
+    const shown = keyboard();
+    if (!shown) return null;
+    const names = Array.isArray(keyNames) ? keyNames.map(String) : [];
+    // The keys are the children of the keyboard's view that holds them.
+    const keys = shown.children.flatMap((view) => view.children).filter((k) => k.node.type === 'XCUIElementTypeKey' || k.node.type === 'XCUIElementTypeButton');
+    for (const key of keys.filter((k) => names.includes(k.node.name ?? '') || names.includes(k.node.label ?? ''))) {
+      this.board.tap(key.node.x + key.node.width / 2, key.node.y + key.node.height / 2);
+      if (!keyboard()) return null;
+    }
+    throw invalidElementState('Did not know how to dismiss the keyboard. Try to dismiss it in the way supported by your application under test.');
+  }
+
+  private direction(body: Record<string, unknown>): Direction {
+    const direction = String(body.direction ?? '').toLowerCase();
+    if (!(DIRECTIONS as readonly string[]).includes(direction)) throw invalidArgument(`Unsupported direction ${String(body.direction)}`);
+    return direction as Direction;
+  }
+
+  /**
+   * A finger dragged across the element's frame for `fraction` of its size, so that the content moves `direction`
+   * as a scroll names it (down: what is below comes into view), through the same gesture as a swipe of the screen.
+   */
+  private drag(n: AxNode, direction: Direction, fraction: number): void {
+    const vertical = direction === 'up' || direction === 'down';
+    const size = vertical ? n.height : n.width;
+    const cx = n.x + n.width / 2;
+    const cy = n.y + n.height / 2;
+    // No drag is longer than most of the frame, so the finger stays inside it: a long scroll is several drags.
+    let remaining = size * fraction;
+    while (remaining >= 1) {
+      const travel = Math.min(remaining, size * 0.8);
+      const sign = direction === 'down' || direction === 'right' ? 1 : -1;
+      const [from, to] = [(sign * travel) / 2, (-sign * travel) / 2];
+      if (vertical) this.board.gesture(cx, cy + from, cx, cy + to, 300);
+      else this.board.gesture(cx + from, cy, cx + to, cy, 300);
+      remaining -= travel;
+    }
+  }
+
+  /** FBElementCommands' scroll: by direction (a screenful, or `distance` of one), or until a named child is in view. */
+  private scroll(target: Snap, body: Record<string, unknown>): null {
+    const view = descendants(target).find((s) => s.node.onScroll)?.node ?? target.node;
+    if (body.name !== undefined || body.predicateString !== undefined) {
+      const wanted = body.name !== undefined ? (s: Snap) => wd.name(s) === String(body.name) : parsePredicate(String(body.predicateString));
+      const inView = () => descendants(this.root()).some((s) => wanted(s) && wd.visible(s));
+      const layout = () => descendants(this.root()).map((s) => `${wd.name(s) ?? ''}@${s.node.x},${s.node.y}`).join('|');
+      for (let i = 0; !inView(); i++) {
+        const before = layout();
+        this.drag(view, 'down', 0.5);
+        // Nothing moved: the end of the list, and what is wanted is not in it.
+        if (i + 1 >= MAX_SCROLL_COUNT || layout() === before) throw invalidElementState('Failed to perform scroll with visible cell due to max scroll count reached');
+      }
+      return null;
+    }
+    if (body.toVisible !== undefined) return null;
+    const distance = body.distance === undefined ? 1 : Number(body.distance);
+    if (!Number.isFinite(distance) || distance < 0) throw invalidArgument(`Unsupported distance ${String(body.distance)}`);
+    this.drag(view, this.direction(body), distance);
+    return null;
+  }
+
+  /** XCUIElement swipeUp/Down/Left/Right: the finger moves that way across half the element. */
+  private swipe(target: Snap, body: Record<string, unknown>): null {
+    const direction = this.direction(body);
+    const opposite: Record<Direction, Direction> = { up: 'down', down: 'up', left: 'right', right: 'left' };
+    this.drag(target.node, opposite[direction], 0.5);
+    return null;
   }
 
   private type(text: string): void {

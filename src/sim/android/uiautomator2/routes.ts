@@ -676,6 +676,15 @@ export const ROUTES: Route[] = [
       return null;
     },
   },
+  {
+    method: 'POST',
+    // OpenNotification: UiDevice.openNotification, which pulls the shade down, or fails on a screen that is off.
+    path: '/session/:sessionId/appium/device/open_notifications',
+    handle: (host) => {
+      if (!host.device.openShade()) throw new ServerError('unknown error', 500, 'Device failed to open notifications.');
+      return null;
+    },
+  },
   { method: 'GET', path: '/session/:sessionId/appium/device/info', handle: (host) => deviceInfo(host.device) },
   { method: 'GET', path: '/session/:sessionId/appium/device/pixel_ratio', handle: (host) => host.device.options.density / 160 },
   { method: 'GET', path: '/session/:sessionId/appium/device/display_density', handle: (host) => host.device.options.density },
