@@ -67,7 +67,7 @@ async function wdaStatus(tunnel: GoIosTunnel): Promise<number> {
  */
 async function coreDevice(tunnel: GoIosTunnel, port: number): Promise<{ request(body: XpcValue): Promise<XpcValue>; close(): void }> {
   const socket = await throughTunnel(tunnel, port);
-  const frame = (type: number, flags: number, stream: number, payload = Buffer.alloc(0)) => {
+  const frame = (type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)) => {
     const head = Buffer.alloc(9);
     head.writeUIntBE(payload.length, 0, 3);
     head[3] = type;
