@@ -102,7 +102,8 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
 
   beforeAll(async () => {
     bus = await startIosBus([
-      { name: 'iPhone 17.5', version: '17.5.1', buildVersion: '21F90' },
+      // WDA running, as once launched through the tunnel (the lab's part; here the phone is told it runs).
+      { name: 'iPhone 17.5', version: '17.5.1', buildVersion: '21F90', wda: true },
       { name: 'iPhone 17.2', version: '17.2.1', buildVersion: '21C66' },
     ]);
     [phone175, phone172] = bus.phones as [SimulatedIPhone, SimulatedIPhone];
@@ -135,6 +136,15 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
     });
     expect(tunnel.address).toMatch(/^fd[0-9a-f]{2}:[0-9a-f]{1,4}:[0-9a-f]{1,4}::1$/);
     expect(agentLog).toMatch(/"msg":"userspace tunnel negotiated".*"grantedMtu":1280/);
+    // go-ios's own clock: from its attempt (lockdown, StartService, TLS, the CDTunnel handshake) to the tunnel set up.
+    const at = (msg: string) => Date.parse(new RegExp(`"time":"([^"]+)","level":"INFO","msg":"${msg}"`).exec(agentLog)![1]!);
+    console.log(`go-ios: tunnel set up in ${at('userspace tunnel negotiated') - at('start tunnel')} ms from its attempt`);
+
+    // RSD through the tunnel: go-ios reads the phone's service list (RemoteXPC over HTTP/2) from serverRSDPort.
+    const rsd = await goIosRun(['rsd', 'ls', `--udid=${phone175.udid}`, `--tunnel-info-port=${infoPort}`]);
+    const services = JSON.parse(rsd.out.split('\n').find((l) => l.startsWith('{"com.apple'))!) as Record<string, { Port: number }>;
+    expect(services['com.apple.dt.testmanagerd.remote']?.Port).toEqual(expect.any(Number));
+    expect(services['com.apple.coredevice.appservice']?.Port).toEqual(expect.any(Number));
 
     const status = await http(await throughTunnel(tunnel, 8100), 'GET', '/status');
     expect(status.status).toBe(200);
