@@ -18,6 +18,7 @@ import { httpThroughput } from './http-throughput.js';
 import { instanceReady } from './instance-ready.js';
 import { ios } from './ios.js';
 import { wdaStart } from './wda-start.js';
+import { iosTunnel } from './ios-tunnel.js';
 import { liveScreen, screenshotDuringFeed } from './live-screen.js';
 import { loginBurst, loginThrottle } from './login-throttle.js';
 import { mcp } from './mcp.js';
@@ -36,7 +37,7 @@ import { printTable, type Benchmark, type Figure } from './support/report.js';
 import { SMOKE, smokeInParallel } from './support/smoke.js';
 
 
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, wsRpc, mcp, reservations, releaseCleanup, remoteConnect, providers, appiumDirect, appium];
+const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, iosTunnel, wsRpc, mcp, reservations, releaseCleanup, remoteConnect, providers, appiumDirect, appium];
 
 const args = process.argv.slice(2);
 /** Takes `--flag value` out of args. */

@@ -86,7 +86,7 @@ export function descendants(pid: number): number[] {
 }
 
 /** Alive and not a zombie: PID 1 here does not reap orphans, so exited grandchildren linger as <defunct>. */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
