@@ -8,7 +8,8 @@ import { stopWithParent } from '../../test/support/child-lifetime.js';
 
 const usbmuxd = new SimulatedUsbmuxd();
 const address = await usbmuxd.start();
-const phone = new SimulatedIPhone({ name: 'Bench iPhone', version: '17.5.1' });
+// WDA running, as a phone whose runner someone started: what the benchmarks measure is driving it.
+const phone = new SimulatedIPhone({ name: 'Bench iPhone', version: '17.5.1', wda: true });
 await phone.plugInto(usbmuxd);
 console.log(`Simulated usbmuxd on ${address} with ${phone.udid}`);
 

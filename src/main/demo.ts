@@ -103,6 +103,8 @@ const IPHONES = [
   { name: 'iPhone SE', version: '17.5.1', battery: 88 },
   { name: 'QA iPhone', version: '16.7.8', battery: 54 },
   { name: 'Design iPhone', version: '18.1', battery: 71 },
+  // iOS 17.0-17.3: no userspace tunnel, so on a box without a Mac it shows the steps that range needs.
+  { name: 'Support iPhone', version: '17.2.1', battery: 63 },
 ];
 
 export interface DemoIphones {
@@ -114,7 +116,9 @@ export interface DemoIphones {
 
 /**
  * Demo iPhones (BENCHTOP_DEMO_IPHONES=N): a simulated usbmuxd on loopback with simulated iPhones plugged in, each
- * trusted and running WebDriverAgent. Nothing to install: the engine reaches them as it reaches real ones.
+ * trusted, with WebDriverAgent's runner installed, as real ones would be: iOS 17.5.1, 16.7.8, 18.1 and 17.2.1 in turn,
+ * so that four give one of each kind the lab tells apart (docs/iphones.md). The engine starts WDA on them as on real
+ * ones: over lockdown before 17, through a go-ios userspace tunnel from 17.4; 17.2.1 shows the steps for 17.0-17.3.
  */
 export async function startDemoIphones(count: number, dataDir: string): Promise<DemoIphones> {
   const { SimulatedIPhone, SimulatedUsbmuxd } = await import('../sim/ios/index.js');

@@ -83,7 +83,9 @@ export async function startIosBus(phones: SimulatedIPhoneOptions[] = []): Promis
     address,
     phones: [],
     async plug(options = {}) {
-      const phone = new SimulatedIPhone(options);
+      // WDA running unless a test says otherwise: a phone whose runner someone started (Xcode, devicectl), as every
+      // test that does not start WDA itself expects. An iOS 17+ phone left to its default runs none.
+      const phone = new SimulatedIPhone({ wda: true, ...options });
       await phone.plugInto(usbmuxd);
       bus.phones.push(phone);
       return phone;

@@ -137,6 +137,7 @@ function wire(
     labAdb: () => adbAddressOf(config, stores.settings),
     adbServerOf: (serial) => fleet.adbServerOf(serial),
     usbmuxd: config.usbmuxd,
+    wdaPort: (serial, port) => fleet.wdaPort(serial, port),
     lan: () => {
       const { enabled, urls, certificateSha256 } = lanSharing.status();
       return enabled && urls[0] && certificateSha256 ? { origin: urls[0], certificateSha256 } : undefined;

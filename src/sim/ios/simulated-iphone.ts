@@ -28,7 +28,11 @@ export interface SimulatedIPhoneOptions {
   battery?: number;
   /** Whether it trusts the host: false shows the "Trust This Computer?" alert, with no pair record on the host. */
   trusted?: boolean;
-  /** Whether WebDriverAgent is running on it (on a real phone: an XCUITest runner started by xcodebuild or devicectl). */
+  /**
+   * Whether WebDriverAgent is running on it (on a real phone: an XCUITest runner started by xcodebuild, devicectl or
+   * a tunnel tool). Default: before iOS 17, yes (a host started it over lockdown); from 17 on, no: it answers only once
+   * something launches it through CoreDevice (a Mac's devicectl, or RSD's testmanagerd in a 17.4+ tunnel).
+   */
   wda?: boolean;
   /** Whether WebDriverAgent's runner is installed (developer-signed, bundle id `wdaBundleId`); default true. */
   wdaInstalled?: boolean;
@@ -120,7 +124,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.buildVersion = options.buildVersion ?? '21F90';
     this.battery = options.battery ?? 80;
     this.trusted = options.trusted ?? true;
-    this.wdaRunning = options.wda ?? true;
+    this.wdaRunning = options.wda ?? parseInt(this.version, 10) < 17;
     this.developerImage = options.developerImage ?? true;
     this.launchFailure = undefined;
     this.restartMs = options.restartMs ?? 1500;

@@ -18,7 +18,8 @@ const address = await usbmuxd.start();
 const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
 const phones: SimulatedIPhone[] = [];
 for (const o of options) {
-  const phone = new SimulatedIPhone(o);
+  // WDA running unless the test says otherwise, as ios-lab.ts plugs them.
+  const phone = new SimulatedIPhone({ wda: true, ...o });
   await phone.plugInto(usbmuxd);
   phones.push(phone);
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { EngineConfig } from '../config.js';
 import type { AndroidFleet } from './android/android-fleet.js';
@@ -19,6 +20,8 @@ export interface Fleet extends PhoneSource {
   adbServerOf(serial: string): AdbServerAddress | undefined;
   /** Moves the Android fleet to another adb server; absent when the Android fleet is off. */
   retarget?(address: { host: string; port: number }): Promise<void>;
+  /** A connection to a port on an iPhone through the tunnel its WebDriverAgent runs in (iOS 17.4+); undefined when none. */
+  wdaPort(serial: string, port: number): Promise<Socket> | undefined;
 }
 
 type Part = PhoneSource;
@@ -128,6 +131,10 @@ class CombinedFleet extends EventEmitter implements Fleet {
     return [...hostsOf]
       .filter(([, hosts]) => hosts.length > 1)
       .map(([serial, hosts]) => ({ serial, hosts, inFleet: this.owner.get(serial)?.get(serial)?.host ?? null }));
+  }
+
+  wdaPort(serial: string, port: number): Promise<Socket> | undefined {
+    return this.ios && this.owner.get(serial) === this.ios ? this.ios.tunnelPort(serial, port) : undefined;
   }
 
   adbServerOf(serial: string): AdbServerAddress | undefined {

@@ -4,6 +4,7 @@ import { NotAnAdbKey, parseAdbPublicKey, type AdbPublicKey } from '../../../prot
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { reachableOrigin } from '../domain/reachable-origin.js';
 import { AdbBridge } from '../fleet/android/adb-bridge.js';
+import type { Socket } from 'node:net';
 import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
 import type { PhoneSource } from '../fleet/types.js';
@@ -29,6 +30,8 @@ export interface RemoteConnectOptions {
   adbServerOf: (serial: string) => AdbServerAddress | undefined;
   /** The system usbmuxd the iOS fleet tracks; null when the iOS fleet is off. */
   usbmuxd: UsbmuxdAddress | null;
+  /** A connection to a port of an iPhone's WebDriverAgent the way the fleet reaches it (a 17.4+ phone's tunnel); undefined: usbmuxd. */
+  wdaPort?: (serial: string, port: number) => Promise<Socket> | undefined;
   /** LAN sharing now: where teammates reach the lab over HTTPS, and its certificate's fingerprint; undefined when off. */
   lan: () => { origin: string; certificateSha256: string } | undefined;
   log: (message: string) => void;
@@ -227,6 +230,8 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
       log: this.options.log,
       // A usbmuxd client with a request half sent is a stranger's silent socket, as an adb host not signed in is.
       limits: { idleMs: this.options.authTimeoutMs },
+      // Asked at each connection: the phone's WDA may move into or out of a tunnel while the checkout lasts.
+      wdaRoute: () => this.options.wdaPort?.(opened.serial, 8100),
     });
     return { start: ([mux, wda]) => usbmuxd.start(mux!, wda!), connections: () => usbmuxd.connections(), close: () => usbmuxd.close() };
   }

@@ -116,6 +116,11 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     return running?.connect ? running.connect(port) : tunnel(this.address, udid, port);
   }
 
+  /** A connection to the phone's port through the tunnel its WDA runs in; undefined when it runs in none. */
+  tunnelPort(udid: string, port: number): Promise<Socket> | undefined {
+    return this.starts.get(udid)?.running?.connect?.(port);
+  }
+
   /** The go-ios tunnel of a phone, while it has one (for a test, or a leak check). */
   tunnelOf(udid: string) {
     return this.starts.get(udid)?.running?.tunnel;

@@ -177,6 +177,11 @@ export interface PrivateUsbmuxdOptions {
   onTraffic?: () => void;
   log: (message: string) => void;
   limits?: Partial<PrivateUsbmuxdLimits>;
+  /**
+   * How the engine reaches WebDriverAgent's port on the phone, when not through usbmuxd: an iOS 17.4+ phone whose WDA
+   * the lab started through a go-ios tunnel is reached through that tunnel (ios-fleet.ts phonePort). Undefined: usbmuxd.
+   */
+  wdaRoute?: () => Promise<Socket> | undefined;
 }
 
 interface Client {
@@ -468,6 +473,12 @@ export class PrivateUsbmuxd {
   private async relayWda(socket: Socket): Promise<void> {
     socket.pause();
     try {
+      const routed = this.options.wdaRoute?.();
+      if (routed) {
+        const phone = await routed;
+        if (socket.destroyed || this.closed) return void phone.destroy();
+        return this.pipe(socket, this.upstream(phone));
+      }
       const held = await this.held();
       if (!held) return void socket.destroy();
       const opened = await upstreamRequest(this.options.upstream, { MessageType: 'Connect', DeviceID: held.DeviceID, PortNumber: swap16(WDA_PORT) });

@@ -222,7 +222,8 @@ export class UserspaceTunnel {
 
   private spawn(what: 'tunnel' | 'runner', args: string[]): ChildProcess {
     const child = spawnGuarded(this.options.binary, args, {
-      env: { ...process.env, USBMUXD_SOCKET_ADDRESS: this.options.usbmuxd, GO_IOS_AGENT_HOST: '127.0.0.1' },
+      // Any go-ios code path that asks the default agent finds this phone's.
+      env: { ...process.env, USBMUXD_SOCKET_ADDRESS: this.options.usbmuxd, GO_IOS_AGENT_HOST: '127.0.0.1', GO_IOS_AGENT_PORT: String(this.agentPort) },
       pidFile: join(this.options.pidDir, `${what}-${this.udid}.json`),
       output: 'pipe',
     });

@@ -218,9 +218,36 @@ function rsdServices(stdout: string): string[] {
 const RSD_TESTMANAGERD = 'com.apple.dt.testmanagerd.remote';
 const GO_IOS_COMMAND_MS = 30_000;
 
+/** How long `ios runwda` has to get WDA answering /status through the tunnel. */
+const TUNNEL_READY_MS = 30_000;
+
+/** GET /status through the tunnel: whether WDA answers 200 on port 8100. */
+async function statusAnswers(tunnel: UserspaceTunnel): Promise<boolean> {
+  const socket = await tunnel.connect(8100).catch(() => undefined);
+  if (!socket) return false;
+  try {
+    return await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 2000);
+      socket.once('data', (chunk: Buffer) => {
+        clearTimeout(timer);
+        resolve(/^HTTP\/1\.[01] 200/.test(chunk.toString('latin1')));
+      });
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      socket.write('GET /status HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    });
+  } finally {
+    socket.destroy();
+  }
+}
+
 /**
- * The tunnel (tunnel.ts), then RSD's service list: no testmanagerd there means no Developer Disk Image, which the lab
- * mounts when BENCHTOP_DDI_PATH names one (`ios image mount --path`) and otherwise explains; then `ios runwda`.
+ * The tunnel (tunnel.ts), then `ios runwda` through it until WDA answers. Should runwda end first, RSD's service list
+ * says why: no testmanagerd there means no personalized Developer Disk Image, which the lab mounts when
+ * BENCHTOP_DDI_PATH names one (`ios image mount --path`), then tries once more, and otherwise explains. (Listing RSD
+ * first would cost every start another go-ios process: 2.5 s on a busy 2-core box.)
  */
 async function startThroughTunnel(
   address: UsbmuxdAddress,
@@ -231,41 +258,48 @@ async function startThroughTunnel(
   log: (message: string) => void,
 ): Promise<StartedWda> {
   const usbmuxd = formatUsbmuxdAddress(address);
-  let ended = false;
+  // Until WDA answers, a process that ends is this start's failure; after, it is the run's end.
+  let live = false;
   const tunnel = new UserspaceTunnel(udid, { ...options.goIos!, usbmuxd, log }, () => {
-    if (ended) return;
-    ended = true;
+    if (!live) return;
+    live = false;
     onEnded();
   });
   try {
     await tunnel.open();
     const binary = options.goIos!.binary;
-    const rsd = ['rsd', 'ls', `--udid=${udid}`, `--tunnel-info-port=${tunnel.agentPort}`];
-    const listed = await runGoIos(binary, rsd, usbmuxd, GO_IOS_COMMAND_MS);
-    let services = rsdServices(listed.stdout);
-    if (listed.code !== 0 || services.length === 0) {
-      throw new WdaStartError(tunnelProblem(udid, osVersion, `RSD listed no services (${lastLine(listed.output)})`, options));
-    }
-    if (!services.includes(RSD_TESTMANAGERD)) {
+    for (let mounted = false; ; ) {
+      tunnel.runWda(options.bundleId);
+      const deadline = Date.now() + TUNNEL_READY_MS;
+      let ready = false;
+      while (!ready && tunnel.runnerAlive() && Date.now() < deadline) {
+        ready = await statusAnswers(tunnel);
+        if (!ready) await new Promise((r) => setTimeout(r, 50));
+      }
+      if (ready) break;
+      if (tunnel.runnerAlive()) throw new WdaStartError(`go-ios's runwda ran, but WebDriverAgent did not answer through the tunnel within ${TUNNEL_READY_MS / 1000} s (${tunnel.lastComplaint() ?? 'no complaint'}).`);
+      const why = tunnel.lastComplaint() ?? 'runwda ended';
+      const listed = await runGoIos(binary, ['rsd', 'ls', `--udid=${udid}`, `--tunnel-info-port=${tunnel.agentPort}`], usbmuxd, GO_IOS_COMMAND_MS);
+      const services = rsdServices(listed.stdout);
+      if (services.length === 0 || services.includes(RSD_TESTMANAGERD)) throw new WdaStartError(tunnelProblem(udid, osVersion, why, options));
       if (!options.ddiPath) throw new WdaStartError(ddiSteps(osVersion, null));
+      if (mounted) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} (it mounted, yet RSD lists no testmanagerd)`);
       log(`${udid}: mounting the personalized Developer Disk Image from ${options.ddiPath}`);
-      const mounted = await runGoIos(binary, ['image', 'mount', `--path=${options.ddiPath}`, `--udid=${udid}`], usbmuxd, GO_IOS_COMMAND_MS);
-      if (mounted.code !== 0) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} go-ios said: ${lastLine(mounted.output)}`);
-      services = rsdServices((await runGoIos(binary, rsd, usbmuxd, GO_IOS_COMMAND_MS)).stdout);
-      if (!services.includes(RSD_TESTMANAGERD)) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} (it mounted, yet RSD lists no testmanagerd)`);
+      const mount = await runGoIos(binary, ['image', 'mount', `--path=${options.ddiPath}`, `--udid=${udid}`], usbmuxd, GO_IOS_COMMAND_MS);
+      if (mount.code !== 0) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} go-ios said: ${lastLine(mount.output)}`);
+      mounted = true;
     }
-    tunnel.runWda(options.bundleId);
+    live = true;
     return {
       via: 'tunnel',
       tunnel,
       connect: (port) => tunnel.connect(port),
       close: () => {
-        ended = true;
+        live = false;
         void tunnel.close();
       },
     };
   } catch (error) {
-    ended = true;
     await tunnel.close();
     if (error instanceof WdaStartError) throw error;
     throw new WdaStartError(tunnelProblem(udid, osVersion, error instanceof GoIosError ? error.message : (error as Error).message, options));
