@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import type { Message, ScreenshotResult, ToolCall } from '../../shared/api/chats.js';
+import type { Chat, Message, ScreenshotResult, ToolCall } from '../../shared/api/chats.js';
 import type { Device } from '../../shared/api/sessions.js';
 import { followExecution } from '../../shared/client/execution-events.js';
 import { api } from '../app-context.js';
@@ -146,9 +146,10 @@ export function ChatView({ sessionId, chatId, inputLabel = 'Message to the assis
       <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
       {blocked && <p className="muted" role="status">{blocked}</p>}
       <form className="composer" onSubmit={(e) => void send(e)}>
-        <label className="grow">
-          <span className="visually-hidden">Message</span>
-          <input aria-label={inputLabel} value={text} disabled={Boolean(blocked)} onChange={(e) => setText(e.target.value)} placeholder="Tell the assistant what to do on the phone" />
+        {/* The words shown above the box are its whole accessible name: what a reader sees is what a speech user says. */}
+        <label className="grow composer-field">
+          <span className="composer-label">{inputLabel}</span>
+          <input value={text} disabled={Boolean(blocked)} onChange={(e) => setText(e.target.value)} placeholder="e.g. open Settings and turn on dark mode" />
         </label>
         <button type="submit" className="primary" disabled={!text.trim() || Boolean(blocked)}>Send</button>
       </form>
@@ -169,6 +170,12 @@ export function blockedReason(serial: string | undefined, devices: Device[]): st
   }
 }
 
+/** When a chat began, on the 24-hour clock the Calendar uses. */
+const startedAt = (iso: string) => {
+  const d = new Date(iso);
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+};
+
 export function ChatsPanel({ sessionId, active }: { sessionId: string; active: boolean }) {
   // Read again each time the tab is shown: a chat started from a phone's Assistant tab is then listed.
   const chats = useLoad(() => api.chats(sessionId), [sessionId, active]);
@@ -179,6 +186,9 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
   const inUse = (devices.data?.data ?? []).filter((d) => d.status === 'in_use' && d.info.serial);
   const all = chats.data?.data ?? [];
   const selected = chatId ?? all.at(-1)?.id;
+  // A chat about a phone goes by the phone's name, as everywhere else in the GUI; its time tells two of them apart.
+  const phoneName = (serial: string | undefined) => serial && devices.data?.data.find((d) => d.info.serial === serial)?.info.name;
+  const titleOf = (c: Chat) => c.title ?? (phoneName(c.metadata.deviceId) || `Chat ${c.id.slice(0, 8)}`);
 
   const start = async (event: FormEvent) => {
     event.preventDefault();
@@ -207,7 +217,7 @@ export function ChatsPanel({ sessionId, active }: { sessionId: string; active: b
           {all.map((c) => (
             <li key={c.id}>
               <button type="button" aria-current={c.id === selected} onClick={() => setChatId(c.id)}>
-                {c.title ?? `Chat ${c.id.slice(0, 8)}`}{c.metadata.deviceId && <span className="muted"> · {c.metadata.deviceId}</span>}
+                {titleOf(c)}<span className="muted"> · {startedAt(c.createdAt)}</span>
               </button>
             </li>
           ))}

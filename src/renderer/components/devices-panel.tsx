@@ -1,12 +1,12 @@
-import { useRef, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { Device } from '../../shared/api/sessions.js';
 import { platformName } from '../../shared/iphone-models.js';
-import { api } from '../app-context.js';
+import { api, useAuth } from '../app-context.js';
 import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { DeviceFilters, type Filter } from './device-filters.js';
 import { PhoneView } from './phone-view.js';
-import { releaseByMe, wasReleasedHere } from './released-here.js';
+import { releaseByMe, takesFocusAfterRelease, wasReleasedHere } from './released-here.js';
 
 const DEVICES_POLL_MS = 1500;
 
@@ -75,10 +75,16 @@ export function releaseWhy(reason: string | undefined, { byYou = false, queued =
 }
 
 function Release({ device: d }: { device: Device }) {
+  const me = useAuth((s) => s.user?.id);
+  const line = useRef<HTMLLIElement>(null);
+  // Release now (or Leave the queue) went away with the phone: what it did is where the reader is taken.
+  useEffect(() => {
+    if (takesFocusAfterRelease(d.id)) line.current?.focus();
+  }, [d.id]);
   const queued = !d.info.serial;
-  const why = releaseWhy(d.releaseReason, { byYou: wasReleasedHere(d.id), queued });
+  const why = releaseWhy(d.releaseReason, { byYou: wasReleasedHere(d.id) || (d.releasedBy != null && d.releasedBy === me), queued });
   return (
-    <li className={d.releaseReason ? 'by-lab' : undefined}>
+    <li ref={line} tabIndex={-1} className={d.releaseReason ? 'by-lab' : undefined}>
       {queued
         ? <>The request for <strong>{nameOf(d)}</strong> ended at {fmtTime(d.releasedAt)}: {why}</>
         : <><strong>{d.info.name}</strong> (<code>{d.info.serial}</code>) was released at {fmtTime(d.releasedAt)}: {why}</>}

@@ -123,7 +123,10 @@ export function PhoneApps({ sessionId, device, jobs, onFiles, onDismiss }: {
             const name = app.label ?? app.packageName;
             return (
               <li key={app.packageName} aria-label={name}>
-                <div className="app-name"><strong>{name}</strong>{app.label && <code className="muted">{app.packageName}</code>}</div>
+                <div className="app-name">
+                  <span><strong>{name}</strong>{app.version && <span className="muted"> {app.version}</span>}</span>
+                  {app.label && <code className="muted">{app.packageName}</code>}
+                </div>
                 <div className="button-row">
                   <button type="button" onClick={() => run(`Opened ${name}.`, () => act('launchApp', app.packageName))}>Launch</button>
                   <button type="button" onClick={() => run(`Stopped ${name}.`, () => act('terminateApp', app.packageName))}>Stop</button>

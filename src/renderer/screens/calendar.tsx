@@ -26,6 +26,29 @@ const localDate = (ms: number) => {
   const d = new Date(ms);
   return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 };
+/** The browser's time zone, which the grid and the form are in, and its offset from UTC now ("Europe/Berlin, UTC+01:00"). */
+export function timeZoneLabel(at = new Date()): string {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const minutes = -at.getTimezoneOffset();
+  const abs = Math.abs(minutes);
+  const offset = `UTC${minutes < 0 ? '−' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return zone ? `${zone}, ${offset}` : offset;
+}
+
+/** A line at the current time across today's rows, under the phone names when the day scrolls; drawn again each half minute. */
+function NowLine({ day }: { day: number }) {
+  useNow(30_000);
+  const now = Date.now();
+  if (now < day || now >= day + DAY_MS) return null;
+  const share = (now - day) / DAY_MS;
+  const time = hhmm(new Date(now).toISOString());
+  return (
+    <div className="calendar-now" style={{ left: `calc(${PHONE_COLUMN_PX}px + (100% - ${PHONE_COLUMN_PX}px) * ${share})` }} title={`Now, ${time}`} aria-hidden="true">
+      <span className="calendar-now-label">{time}</span>
+    </div>
+  );
+}
+
 const running = (slot: CalendarSlot, now: number) => Date.parse(slot.startsAt) <= now && now < Date.parse(slot.endsAt);
 
 /** The filters that name one phone: what a drag on its row books (the engine picks a phone that matches and is free). */
@@ -200,6 +223,7 @@ export function CalendarScreen() {
         <button type="button" onClick={() => setDay(startOfDay(Date.now()))}>Today</button>
         <button type="button" onClick={() => setDay(startOfDay(day + DAY_MS * 1.5))}>Next day</button>
         <strong aria-live="polite">{new Date(day).toLocaleDateString([], { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' })}</strong>
+        <span className="muted">Times in {timeZoneLabel(new Date(day + DAY_MS / 2))}</span>
       </div>
       {draft && <BookingForm key={`${draft.startsAt}-${draft.filters.map((f) => f.value).join()}`} draft={draft} onDone={booked} onCancel={() => setDraft(undefined)} />}
       <RunningNow slots={all} phones={phones} />
@@ -208,6 +232,7 @@ export function CalendarScreen() {
       {fleet.data && phones.length === 0 ? <Empty>No phones in the lab yet.</Empty> : (
         // The day is wider than a laptop's window: it scrolls sideways, the phone names staying in view.
         <div ref={scroller} className="calendar-scroll" role="region" aria-label="Reservations, from 00:00 to 24:00" tabIndex={0}>
+          <div className="calendar-day">
           <div className="calendar" role="grid" aria-label="Reservations" onPointerLeave={() => setDrag(undefined)}>
             <div className="calendar-row calendar-head" role="row">
               <div className="calendar-phone" role="columnheader">Phone</div>
@@ -238,6 +263,8 @@ export function CalendarScreen() {
                 })}
               </div>
             ))}
+          </div>
+          <NowLine day={day} />
           </div>
         </div>
       )}

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { ApiError } from '../../shared/client/api-client.js';
 import { api, authStore, useAuth } from '../app-context.js';
 import { navigate } from '../router.js';
 import { ErrorBanner, Spinner, useAction, useLoad, useTitle } from '../ui.js';
@@ -17,6 +18,9 @@ async function landIn(organizationId: string): Promise<void> {
   navigate('/organization');
 }
 
+/** A link the lab does not know, in what the person holding it can do about it. */
+const UNKNOWN_LINK = 'This invitation link does not work here: it may be mistyped or cut short, or the invitation was revoked, has expired or was used already. Ask whoever invited you to send the link again, or to make a new one.';
+
 /** The lab's password rule (src/shared/api/account.ts: Password). */
 export const PASSWORD_MIN = 8;
 
@@ -29,7 +33,9 @@ export const PasswordRule = () => <p id="password-rule" className="muted field-h
  * to an existing one and accepting. Shown both signed out (the whole page) and signed in (inside the app).
  */
 export function JoinInvitation({ secret }: { secret: string }) {
-  const invitation = useLoad(() => api.invitationBySecret(secret), [secret]);
+  const invitation = useLoad(() => api.invitationBySecret(secret).catch((error: unknown) => {
+    throw error instanceof ApiError && error.status === 404 ? new Error(UNKNOWN_LINK) : error;
+  }), [secret]);
   const user = useAuth((s) => s.user);
   const token = useAuth((s) => s.token);
   const [mode, setMode] = useState<'signup' | 'login'>('signup');

@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { JOIN_PATH } from '../../shared/api/join-path.js';
-import { authStore, useAuth } from '../app-context.js';
+import { api, authStore, useAuth } from '../app-context.js';
 import { match, usePath } from '../router.js';
-import { ErrorBanner, Spinner, useTitle } from '../ui.js';
+import { ErrorBanner, Spinner, useLoad, useTitle } from '../ui.js';
 import { JoinInvitation, PASSWORD_MIN, PasswordRule } from './join.js';
 
 /** For browsers and LAN teammates; the desktop window signs its owner in by itself. An invitation's link shows the invitation. */
@@ -24,6 +24,8 @@ function SignIn() {
   const [mode, setMode] = useState<'login' | 'signup'>('login');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  // Sign-up is offered only while the lab lets anyone make an account; by invitation, the link is the way in.
+  const signupOpen = useLoad(() => api.health(), []).data?.signupOpen;
   useTitle(mode === 'login' ? 'Sign in' : 'Sign up');
 
   const submit = (event: FormEvent) => {
@@ -59,9 +61,11 @@ function SignIn() {
         <button type="submit" className="primary" disabled={busy}>
           {busy ? <Spinner label="Signing in" /> : mode === 'login' ? 'Sign in' : 'Create account'}
         </button>
-        <button type="button" className="link" onClick={() => setMode(mode === 'login' ? 'signup' : 'login')}>
-          {mode === 'login' ? 'New here? Create an account' : 'Have an account? Sign in'}
-        </button>
+        {mode === 'signup' || signupOpen ? (
+          <button type="button" className="link" onClick={() => setMode(mode === 'login' ? 'signup' : 'login')}>
+            {mode === 'login' ? 'New here? Create an account' : 'Have an account? Sign in'}
+          </button>
+        ) : signupOpen === false && <p className="muted">New here? Sign-up is by invitation: ask a member of this lab for an invitation link.</p>}
       </form>
     </main>
   );

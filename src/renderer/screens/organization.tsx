@@ -44,10 +44,13 @@ function Organizations() {
 function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: string }) {
   const members = useLoad(() => api.members(orgId), [orgId]);
   const change = useAction();
+  // What a role change did, said where focus stays (the select), so that neither focus nor the reader is left behind.
+  const [changed, setChanged] = useState<string>();
   return (
     <section aria-labelledby="members-title">
       <h2 id="members-title">Members</h2>
       <ErrorBanner error={members.error ?? change.error} />
+      <p className="ok" role="status">{changed}</p>
       <table className="table" aria-label="Members">
         <thead><tr><th>Member</th><th>Role</th><th>Joined</th>{admin && <th><span className="visually-hidden">Actions</span></th>}</tr></thead>
         <tbody>
@@ -56,10 +59,19 @@ function Members({ orgId, admin, me }: { orgId: string; admin: boolean; me: stri
               <td>{m.name || m.email} <span className="muted">{m.email}</span></td>
               <td>
                 {admin && m.userId !== me ? (
-                  <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => void change.run(async () => {
-                    await api.changeRole(orgId, m.userId, e.target.value as Member['role']);
-                    await members.reload();
-                  })}>
+                  <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => {
+                    const select = e.currentTarget;
+                    const role = e.target.value as Member['role'];
+                    setChanged(undefined);
+                    void change.run(async () => {
+                      await api.changeRole(orgId, m.userId, role);
+                      await members.reload();
+                      setChanged(`${m.email} is now ${role}, from their next request.`);
+                    }).finally(() => {
+                      // Focus stays on the select it was changed with, whatever drew the list again meanwhile.
+                      if (document.activeElement === document.body) select.focus();
+                    });
+                  }}>
                     {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
                   </select>
                 ) : m.role}
@@ -118,7 +130,8 @@ function SentInvitations({ orgId }: { orgId: string }) {
         {invitations.data?.data.map((i) => (
           <li key={i.id}>
             <span>{i.email} · {i.role} · expires {fmtTime(i.expiresAt)}</span>
-            <input readOnly className="invite-link" aria-label={`Invitation link for ${i.email}`} value={i.link} onFocus={(e) => e.currentTarget.select()} />
+            {/* A text area that grows with the link: the whole link shows, at any width, however long the address. */}
+            <textarea readOnly rows={1} className="invite-link" aria-label={`Invitation link for ${i.email}`} value={i.link} onFocus={(e) => e.currentTarget.select()} />
             <button type="button" aria-label={`Copy link for ${i.email}`} onClick={() => void navigator.clipboard?.writeText(i.link).catch(() => undefined)}>Copy link</button>
             <button type="button" aria-label={`Revoke the invitation of ${i.email}`} onClick={() => void act.run(async () => {
               await api.revokeInvitation(orgId, i.id);

@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
 import type { AssistantProvider } from '../../shared/api/chats.js';
 import type { LabSettings } from '../../shared/api/account.js';
@@ -17,6 +17,13 @@ function LabSection() {
   const [devices, setDevices] = useState('');
   const [instances, setInstances] = useState('');
   const [askSignup, setAskSignup] = useState(false);
+  // The question's buttons go away once answered: focus moves to what it did (or back to the switch), not to the page.
+  const [shared, setShared] = useState<string>();
+  const sharedNote = useRef<HTMLParagraphElement>(null);
+  const lanSwitch = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (shared) sharedNote.current?.focus();
+  }, [shared]);
   const s = settings.data;
   useEffect(() => {
     if (!s) return;
@@ -29,6 +36,19 @@ function LabSection() {
     await api.updateLabSettings(body);
     await settings.reload();
   });
+  const share = (keepSignupOpen: boolean) => {
+    setAskSignup(false);
+    setShared(undefined);
+    void save.run(async () => {
+      await api.updateLabSettings(keepSignupOpen ? { lanSharing: true } : { lanSharing: true, signupOpen: false });
+      await settings.reload();
+      setShared(keepSignupOpen ? 'Shared on the LAN; sign-up stays open.' : 'Shared on the LAN; sign-up is by invitation only.');
+      return true;
+    }).then((done) => {
+      // Refused: back to the switch, once it is enabled again, beside the error.
+      if (!done) setTimeout(() => lanSwitch.current?.focus());
+    });
+  };
   if (!s) return settings.loading ? <Spinner label="Loading lab settings" /> : <ErrorBanner error={settings.error} />;
   return (
     <>
@@ -41,7 +61,8 @@ function LabSection() {
       <section aria-labelledby="lan-title" className="card">
         <h2 id="lan-title">LAN sharing</h2>
         <label className="toggle">
-          <input type="checkbox" checked={s.lanSharing.enabled || askSignup} disabled={save.pending || askSignup} onChange={(e) => {
+          <input ref={lanSwitch} type="checkbox" checked={s.lanSharing.enabled || askSignup} disabled={save.pending || askSignup} onChange={(e) => {
+            setShared(undefined);
             // Sharing with sign-up open lets anyone on the LAN make an account: ask first.
             if (e.target.checked && s.signupOpen) setAskSignup(true);
             else patch({ lanSharing: e.target.checked });
@@ -52,12 +73,17 @@ function LabSection() {
           <div className="warning" role="group" aria-label="Sign-up on the LAN">
             <p>Sign-up is open: anyone who reaches this lab on the LAN could create an account. Keep it open, or let people in by invitation only?</p>
             <div className="button-row">
-              <button type="button" className="primary" onClick={() => { setAskSignup(false); patch({ lanSharing: true, signupOpen: false }); }}>Share, invitations only</button>
-              <button type="button" onClick={() => { setAskSignup(false); patch({ lanSharing: true }); }}>Share, keep sign-up open</button>
-              <button type="button" onClick={() => setAskSignup(false)}>Cancel</button>
+              <button type="button" className="primary" onClick={() => share(false)}>Share, invitations only</button>
+              <button type="button" onClick={() => share(true)}>Share, keep sign-up open</button>
+              <button type="button" onClick={() => {
+                setAskSignup(false);
+                // The switch is enabled again only once drawn without the question.
+                setTimeout(() => lanSwitch.current?.focus());
+              }}>Cancel</button>
             </div>
           </div>
         )}
+        {shared && <p ref={sharedNote} className="ok" role="status" tabIndex={-1}>{shared}</p>}
         {s.lanSharing.enabled && (
           <dl className="facts">
             <dt>Teammates open</dt><dd>{s.lanSharing.urls.map((u) => <div key={u}><code>{u}</code></div>)}</dd>

@@ -60,7 +60,13 @@ export function UsageScreen() {
   return (
     <Page title="Usage">
       <ErrorBanner error={balance.error} />
-      {!b ? balance.loading && <Spinner label="Loading the balance" /> : (
+      {!b ? balance.loading && <Spinner label="Loading the balance" /> : labOwner ? (
+        // The lab is the owner's own: no plan limits them, so none is named; the plans they give others are in Settings.
+        <p className="plan-meaning">
+          Period {fmtTime(b.period.start)} to {fmtTime(b.period.end)}. This is your lab: no plan applies to you. The
+          allowance each organization gets is yours to set, under Settings → Plan.
+        </p>
+      ) : (
         <>
           <p>
             Plan <strong>{b.plan}</strong> · period {fmtTime(b.period.start)} to {fmtTime(b.period.end)}

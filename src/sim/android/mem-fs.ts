@@ -161,6 +161,11 @@ export class MemFs {
     this.writeFile(path, data);
   }
 
+  /** The storage names (/sdcard) that are links in a folder, as `ls -l` shows them; list() leaves them out. */
+  aliasesIn(folder: string): string[] {
+    return ALIASES.filter(([alias]) => posix.dirname(alias) === folder).map(([alias]) => posix.basename(alias));
+  }
+
   list(path: string): FsEntry[] {
     const node = this.lookup(this.resolve(path));
     if (!node) throw new FsError('ENOENT', path);

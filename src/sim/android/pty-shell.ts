@@ -6,10 +6,13 @@ const INTERRUPT = '\x03';
 /**
  * `adb shell` with no command: mksh behind a PTY. The terminal's line discipline echoes and uses CRLF; a command line
  * runs in the foreground while input keeps arriving, so that Ctrl+C (the PTY's SIGINT) interrupts it and the prompt
- * comes back. What is typed meanwhile waits for the next prompt. Tab completes a command or path name.
+ * comes back. What is typed meanwhile waits for the next prompt. Tab completes a command or path name. `env` holds
+ * what the client asked for in the service's arguments (TERM).
  */
-export function ptyShell(io: StreamIo, shell: Shell, deviceName: string): ServiceSession {
+export function ptyShell(io: StreamIo, shell: Shell, deviceName: string, env: Record<string, string> = {}): ServiceSession {
   const session = shell.session();
+  // What adbd puts in the shell's environment from the client's request (TERM=xterm-256color): `clear` and editors read it.
+  for (const [name, value] of Object.entries(env)) session.vars.set(name, value);
   const prompt = () => `${deviceName}:${session.cwd} $ `;
   const tty: Sink = { write: (data) => io.write(Buffer.from(data.toString().replace(/\r?\n/g, '\r\n'))) };
   let line = '';

@@ -487,9 +487,13 @@ export class Shell {
     const dir = word.slice(0, slash + 1);
     const prefix = word.slice(slash + 1);
     try {
-      return this.fs.list(this.fs.resolve(dir || '.', session.cwd))
+      const folder = this.fs.resolve(dir || '.', session.cwd);
+      // Android's storage names (/sdcard) are links to folders: completed as the folders they lead to.
+      const names = [...this.fs.list(folder).map((entry) => ({ name: entry.name, dir: entry.kind === 'dir' })), ...this.fs.aliasesIn(folder).map((name) => ({ name, dir: true }))];
+      return names
         .filter((entry) => entry.name.startsWith(prefix) && (prefix.startsWith('.') || !entry.name.startsWith('.')))
-        .map((entry) => `${dir}${entry.name}${entry.kind === 'dir' ? '/' : ''}`);
+        .map((entry) => `${dir}${entry.name}${entry.dir ? '/' : ''}`)
+        .sort();
     } catch (err) {
       if (err instanceof FsError) return [];
       throw err;

@@ -347,7 +347,8 @@ export class SimulatedPhone {
         if (flags.includes('v2')) {
           return openShellV2(io, arg, {
             run: (command, streams) => this.shellInterpreter.run(command, streams),
-            interactive: (framed) => this.interactiveShell(framed),
+            // adbd sets TERM from the client's request (`shell,v2,TERM=xterm-256color,pty:`).
+            interactive: (framed) => this.interactiveShell(framed, Object.fromEntries(flags.filter((f) => f.startsWith('TERM=')).map((f) => ['TERM', f.slice(5)]))),
           }, flags.includes('pty'));
         }
         // The v1 shell runs its command behind a PTY, as adbd does (which is why adb has -T).
@@ -418,8 +419,8 @@ export class SimulatedPhone {
   }
 
   /** `adb shell` with no command: the interactive shell behind a PTY. */
-  private interactiveShell(io: StreamIo): ServiceSession {
-    return ptyShell(io, this.shellInterpreter, this.device.options.deviceName);
+  private interactiveShell(io: StreamIo, env: Record<string, string> = {}): ServiceSession {
+    return ptyShell(io, this.shellInterpreter, this.device.options.deviceName, env);
   }
 
   /** The legacy `framebuffer:` service: a 52-byte fb_info header (version 1, RGBA 8888), then the pixels. */

@@ -587,6 +587,9 @@ export function toolbox(knownCommands: () => Iterable<string>): Map<string, Comm
     ['pwd', async (ctx) => (await print(ctx, ctx.cwd + '\n'), 0)],
     ['id', async (ctx) => (await print(ctx, 'uid=2000(shell) gid=2000(shell) groups=2000(shell),1004(input),1007(log),1011(adb),1015(sdcard_rw),1028(sdcard_r),3001(net_bt_admin),3002(net_bt),3003(inet) context=u:r:shell:s0\n'), 0)],
     ['whoami', async (ctx) => (await print(ctx, 'shell\n'), 0)],
+    // toybox's clear: the terminal's own erase-display and cursor-home sequences, whatever $TERM says.
+    ['clear', async (ctx) => (await print(ctx, '\x1b[2J\x1b[H'), 0)],
+    ['env', async (ctx) => (await print(ctx, [...ctx.vars].map(([name, value]) => `${name}=${value}\n`).join('')), 0)],
     [
       'uname',
       async (ctx) => {

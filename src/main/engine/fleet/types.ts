@@ -102,6 +102,8 @@ export interface PhoneDriver {
   fileApps?(): Promise<Array<{ bundleId: string; name: string }>>;
   /** The apps someone installed (not the system's own), by package name or bundle id. */
   installedApps?(): Promise<string[]>;
+  /** The same apps with what the phone says of each (an iPhone's installation_proxy: its name and version). */
+  installedAppDetails?(): Promise<Array<{ packageName: string; name?: string; version?: string }>>;
   /** Starts recording the screen; `stop` ends the recording and answers it as an MP4. */
   startRecording?(): Promise<ScreenRecording>;
 }

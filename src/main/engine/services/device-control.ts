@@ -321,12 +321,22 @@ export class DeviceControl {
     return driver;
   }
 
-  /** The apps someone installed on the phone, named by the label a stored file of the organization gives them. */
-  async apps(scope: Scope, target: DeviceTarget): Promise<Array<{ packageName: string; label?: string }>> {
+  /**
+   * The apps someone installed on the phone, named as the phone names them (an iPhone), else by the label a stored
+   * file of the organization gives them, with the version where the phone says it.
+   */
+  async apps(scope: Scope, target: DeviceTarget): Promise<Array<{ packageName: string; label?: string; version?: string }>> {
     const driver = this.driver(scope, target);
-    const names = await onPhone(async () => driver.installedApps ? driver.installedApps() : (await driver.act({ type: 'listApps' })).apps ?? [], 'list its apps');
+    const listed = await onPhone(async () => {
+      if (driver.installedAppDetails) return driver.installedAppDetails();
+      const names = driver.installedApps ? await driver.installedApps() : (await driver.act({ type: 'listApps' })).apps ?? [];
+      return names.map((packageName) => ({ packageName }) as { packageName: string; name?: string; version?: string });
+    }, 'list its apps');
     const labels = this.appFiles.labels(scope);
-    return names.map((packageName) => ({ packageName, ...(labels.get(packageName) ? { label: labels.get(packageName) } : {}) }));
+    return listed.map(({ packageName, name, version }) => {
+      const label = name ?? labels.get(packageName);
+      return { packageName, ...(label ? { label } : {}), ...(version ? { version } : {}) };
+    });
   }
 
   /**

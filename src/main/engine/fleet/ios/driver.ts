@@ -144,6 +144,29 @@ export class IosDriver implements PhoneDriver {
     return (await this.userApps()).filter((id) => !id.startsWith(WDA_RUNNER));
   }
 
+  /** The installed apps with the names and versions their Info.plist gives (CFBundleDisplayName, CFBundleShortVersionString, CFBundleVersion). */
+  async installedAppDetails(): Promise<Array<{ packageName: string; name?: string; version?: string }>> {
+    const proxy = await installationProxy(this.address, this.udid);
+    try {
+      const apps = await proxy.listApplications({ applicationType: 'User', returnAttributes: ['CFBundleIdentifier', 'CFBundleDisplayName', 'CFBundleName', 'CFBundleShortVersionString', 'CFBundleVersion'] });
+      const text = (value: unknown) => (typeof value === 'string' && value.trim() ? value.trim() : undefined);
+      return Object.entries(apps)
+        .filter(([id]) => !id.startsWith(WDA_RUNNER))
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([packageName, info]) => {
+          const plist = (info ?? {}) as Record<string, unknown>;
+          const name = text(plist.CFBundleDisplayName) ?? text(plist.CFBundleName);
+          const short = text(plist.CFBundleShortVersionString);
+          const build = text(plist.CFBundleVersion);
+          // "2.0 (7)", as the App Store and TestFlight write a version with its build.
+          const version = short && build && build !== short ? `${short} (${build})` : short ?? build;
+          return { packageName, ...(name ? { name } : {}), ...(version ? { version } : {}) };
+        });
+    } finally {
+      proxy.close();
+    }
+  }
+
   /** Bundle ids of the apps a user installed (ApplicationType User), WDA's runner included. */
   async userApps(): Promise<string[]> {
     const proxy = await installationProxy(this.address, this.udid);
