@@ -42,6 +42,7 @@ import { Sessions } from './services/sessions.js';
 import { TestResults } from './services/test-results.js';
 import { UsageReport } from './services/usage.js';
 import { WebDriverRuns } from './services/webdriver.js';
+import { WebDriverApps } from './services/webdriver-apps.js';
 import { AppiumServer } from './fleet/appium/appium-server.js';
 import { androidHomeFor, PrivateAdbServer } from './fleet/appium/private-adb.js';
 import { endLeftovers } from './fleet/guarded-child.js';
@@ -146,7 +147,9 @@ function wire(
   });
   const testResults = new TestResults(stores, blobs, now);
   const sessions = new Sessions(stores, now);
-  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, now, freePort: parts.freePort, log });
+  // Apps a WebDriver session names by URL are downloaded as uploads are received: bounded by the same size and silence.
+  const apps = new WebDriverApps(files, blobs, { maxBytes: config.maxAssetBytes, timeoutMs: config.uploadIdleSeconds * 1000 });
+  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, apps, now, freePort: parts.freePort, log });
   // A WebDriver session on the phone ends first (Appium cleans up through the remote connection), then remote
   // connections drop, and only then does the released phone's cleanup start, so that nobody races it.
   allocator.onRelease((row) => {

@@ -132,9 +132,11 @@ describe('appium:options and the allowlist: what reaches Appium', () => {
     [{ 'appium:chromedriverArgs': ['--x'] }, 'appium:chromedriverArgs'],
     [{ 'appium:chromedriverChromeMappingFile': '/tmp/map.json' }, 'appium:chromedriverChromeMappingFile'],
     [{ 'appium:keystorePath': '/home/lab/.android/debug.keystore' }, 'appium:keystorePath'],
-    [{ 'appium:app': 'http://127.0.0.1:8080/app.apk' }, 'apps by reference'],
-    [{ app: '/home/lab/app.apk' }, 'apps by reference'],
-    [{ 'appium:otherApps': ['/tmp/a.apk'] }, 'apps by reference'],
+    [{ 'appium:app': 'file:///tmp/app.apk' }, 'names a path'],
+    [{ app: '/home/lab/app.apk' }, 'names a path'],
+    [{ 'appium:otherApps': ['/tmp/a.apk'] }, 'appium:otherApps[0] names a path'],
+    [{ 'appium:app': `UEsDBBQ${'A'.repeat(400)}` }, 'takes no app as base64'],
+    [{ 'appium:app': 'lab://files/not-an-id' }, 'lab://files/<id>'],
     [{ 'appium:avd': 'Pixel', 'appium:avdArgs': '-x' }, 'appium:avd'],
     [{ 'appium:mjpegScreenshotUrl': 'http://127.0.0.1:9100' }, 'appium:mjpegScreenshotUrl'],
     [{ proxy: { proxyType: 'manual', httpProxy: '127.0.0.1:3128' } }, 'proxy'],
@@ -148,6 +150,14 @@ describe('appium:options and the allowlist: what reaches Appium', () => {
     const e = error(() => sets({ platformName: 'Android', ...caps }).map(readCapabilities));
     expect(e.w3c).toBe('invalid argument');
     expect(e.message).toContain(message);
+  });
+
+  it('reads apps by reference for the lab to install, and sends Appium none of them', () => {
+    const id = '0b7e8c1a-2f4d-4c6e-9a1b-3d5f7e9a1b2c';
+    const request = readCapabilities({ platformName: 'Android', 'appium:app': `lab://files/${id.toUpperCase()}`, 'appium:otherApps': '["https://ci.example.com/b.apk"]' });
+    expect(request.apps).toEqual({ app: { file: id }, otherApps: [{ url: 'https://ci.example.com/b.apk' }] });
+    expect(request.appium).not.toHaveProperty('appium:app');
+    expect(request.appium).not.toHaveProperty('appium:otherApps');
   });
 
   it('forwards what acts only on the held phone, with the lab\'s own left for the lab', () => {

@@ -1,4 +1,5 @@
 import { checkFilters, compareVersions, matches, type DeviceFilter, type MatchableDevice } from './device-filters.js';
+import { AppRefError, readAppRef, readOtherApps, type AppRef } from './app-refs.js';
 import { ServiceError } from './errors.js';
 import { refusedSetting } from './webdriver-commands.js';
 
@@ -40,6 +41,8 @@ export interface NewSessionRequest {
   options: RunOptions;
   /** The client's appium:newCommandTimeout: the lab enforces it (0: never). */
   newCommandTimeoutMs: number;
+  /** The apps to install before Appium starts (appium:otherApps, then appium:app), which the lab installs itself. */
+  apps: { app?: AppRef; otherApps: AppRef[] };
   /** What chose the phone, in the client's words: for the message when nothing matches. */
   asked: Array<{ capability: string; value: string; filters: DeviceFilter[] }>;
 }
@@ -68,6 +71,8 @@ const FORWARDED = {
     'appium:automationName', 'appium:platformVersion', 'appium:deviceName', 'appium:udid', 'appium:newCommandTimeout', 'appium:noReset',
     'appium:fullReset', 'appium:language', 'appium:locale', 'appium:orientation', 'appium:autoLaunch', 'appium:eventTimings',
     'appium:printPageSourceOnFindFailure', 'appium:shouldTerminateApp', 'appium:forceAppLaunch', 'appium:settings', 'benchtop:options',
+    // Read by the lab (lab://files/<id> or an http(s) URL), installed by the lab, never sent on to Appium.
+    'appium:app', 'appium:otherApps',
   ]),
   android: new Set([
     'appium:appPackage', 'appium:appActivity', 'appium:appWaitActivity', 'appium:appWaitPackage', 'appium:appWaitDuration',
@@ -103,9 +108,6 @@ export const LAB_OWNED = [
 /** Why the best-known refused capabilities are refused, in words a suite's author can act on. */
 function whyRefused(name: string): string {
   if ((LAB_OWNED as readonly string[]).includes(name)) return `The lab sets ${name} for each session: leave it out.`;
-  if (name === 'appium:app' || name === 'appium:otherApps') {
-    return `${name} names an app by a path or URL that Appium would read on the lab's host; apps by reference (files stored in the lab) come in a later version: install the app on the held phone before the run, and start it with appium:appPackage / appium:bundleId.`;
-  }
   if (name === 'browserName' || name === 'browserVersion' || /^appium:(chrome|autoWebview|nativeWebScreenshot|safari|includeSafari)/i.test(name)) {
     return `${name}: this lab drives native apps; it has no lab-managed Chrome or Safari driver yet (no browsers, no webviews).`;
   }
@@ -266,13 +268,25 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   }
   const timeout = caps['appium:newCommandTimeout'] ?? DEFAULT_NEW_COMMAND_TIMEOUT_S;
   if (typeof timeout !== 'number' || !(timeout >= 0)) throw bad('appium:newCommandTimeout is seconds, 0 or more.');
+  let apps: NewSessionRequest['apps'];
+  try {
+    apps = {
+      otherApps: caps['appium:otherApps'] === undefined ? [] : readOtherApps(caps['appium:otherApps']),
+      ...(caps['appium:app'] === undefined ? {} : { app: readAppRef(caps['appium:app'], 'appium:app') }),
+    };
+  } catch (error) {
+    if (error instanceof AppRefError) throw bad(error.message);
+    throw error;
+  }
   const appium = { ...caps };
+  delete appium['appium:app'];
+  delete appium['appium:otherApps'];
   delete appium['benchtop:options'];
   delete appium['appium:newCommandTimeout'];
   delete appium['appium:udid'];
   delete appium.browserName;
   appium['appium:automationName'] = AUTOMATION[platform];
-  return { platform, filters, appium, options, newCommandTimeoutMs: timeout * 1000, asked };
+  return { platform, filters, appium, options, newCommandTimeoutMs: timeout * 1000, apps, asked };
 }
 
 /**

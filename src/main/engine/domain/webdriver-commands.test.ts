@@ -47,7 +47,7 @@ describe('parseCommand: the path after the session id is a route of that session
   });
 
   it('says why a route of Appium\'s is refused', () => {
-    expect(error(() => parseCommand('POST', '/appium/device/install_app')).message).toContain('apps by reference');
+    expect(parseCommand('POST', '/appium/device/install_app')).toMatchObject({ template: 'appium/device/install_app', body: 'inspect' });
     expect(error(() => parseCommand('POST', '/url')).message).toContain('no lab-managed Chrome');
     expect(error(() => parseCommand('POST', '/context')).message).toContain('contexts');
     expect(error(() => parseCommand('POST', '/appium/device/gsm_call')).message).toContain("emulator's console");
@@ -63,11 +63,15 @@ describe('readScript and the bodies the lab reads', () => {
     expect(readScript(body('mobile:shell', { command: 'echo', args: ['hi'] }), 'android')).toEqual({ forward: { script: 'mobile: shell', args: [{ command: 'echo', args: ['hi'] }] }, name: 'shell' });
     expect(readScript(body('mobile: activateApp', { bundleId: 'com.apple.Preferences' }), 'ios')).toMatchObject({ name: 'activateApp' });
     expect(readScript(body('mobile: stopMediaProjectionRecording'), 'android')).toMatchObject({ name: 'stopMediaProjectionRecording' });
+    // An install is the lab's own: the app it names is read (and downloaded) by the lab, never by Appium.
+    expect(readScript(body('mobile: installApp', { appPath: 'https://ci.example.com/a.apk' }), 'android')).toEqual({ install: 'https://ci.example.com/a.apk' });
+    expect(readInspected('appium/device/install_app', JSON.stringify({ appPath: 'lab://files/x', options: {} }), 'ios')).toEqual({ install: 'lab://files/x' });
   });
 
   it.each([
-    [body('mobile: installApp', { appPath: 'http://127.0.0.1:9/app.apk' }), 'android', 'apps by reference'],
-    [body('mobile: installApp', { app: '/tmp/a.ipa' }), 'ios', 'apps by reference'],
+    [body('mobile: installApp', { app: '/tmp/a.ipa' }), 'ios', 'appPath'],
+    [body('mobile: installApp', { appPath: 'lab://files/x', grantPermissions: true }), 'android', 'no install options'],
+    [body('mobile: installMultipleApks', { apks: ['/tmp/a.apk'] }), 'android', 'mobile: installApp'],
     [body('mobile: stopMediaProjectionRecording', { remotePath: 'http://127.0.0.1:9/up' }), 'android', 'remotePath'],
     [body('mobile: startScreenRecording', { videoFilters: 'movie=/etc/passwd' }), 'ios', 'videoFilters'],
     [body('mobile: stopScreenRecording', { remotePath: 'http://127.0.0.1:9/up', user: 'u' }), 'ios', 'remotePath'],

@@ -112,6 +112,7 @@ POST appium/device/terminate_app
 POST appium/device/app_state
 POST appium/device/remove_app
 POST appium/device/app_installed
+POST appium/device/install_app inspect
 POST appium/device/hide_keyboard
 GET appium/device/is_keyboard_shown
 POST appium/device/push_file
@@ -159,7 +160,6 @@ const TABLE: Route[] = ROUTES.trim().split('\n').map((line) => {
 const NO_BROWSER = 'is a browser or webview command; this lab drives native apps and has no lab-managed Chrome or Safari driver yet.';
 const EMULATOR = "drives an emulator's console, which Appium would reach on the lab's host; the lab's phones are real (or simulated) phones.";
 const REFUSED: Array<[RegExp, string]> = [
-  [/^appium\/device\/install_app$/, "installs an app from a path or URL that Appium would read on the lab's host; apps by reference (files stored in the lab) come in a later version: install the app before the run."],
   [/^appium\/app\/(strings|reset)$/, "reads the app's files on the lab's host; ask the app itself on the phone instead."],
   [/^(appium\/)?context$/, `(switching contexts) ${NO_BROWSER}`],
   [/^(url|forward|refresh|title|cookie(\/.*)?|frame(\/.*)?|print|window(\/new|\/maximize|\/minimize|\/fullscreen)?|:?\w+\/cdp\/execute)$/, NO_BROWSER],
@@ -244,7 +244,7 @@ const ARGUMENTS: Record<string, string[]> = {
 
 /** Why the best-known refused extensions are refused. */
 const MOBILE_REFUSED: Array<[RegExp, string]> = [
-  [/^(installApp|installMultipleApks|installXCTestBundle)$/, "installs an app from a path or URL that Appium would read on the lab's host; apps by reference (files stored in the lab) come in a later version."],
+  [/^(installMultipleApks|installXCTestBundle)$/, "installs from a path that Appium would read on the lab's host; install an app with mobile: installApp and {appPath: \"lab://files/<id>\"} or an http(s) URL."],
   [/^(execEmuConsoleCommand|fingerprint|sendSms|gsmCall|gsmSignal|gsmVoice|powerAc|powerCapacity|networkSpeed|sensorSet|injectEmulatorCameraImage)$/, EMULATOR],
   [/^(simctl|pushNotification|clearKeychains|enrollBiometric|isBiometricEnrolled|sendBiometricMatch|getPermission|setPermission|resetPermission|configureLocalization|updateSafariPreferences)$/, "drives an iOS simulator on Appium's host; the lab's iPhones are phones."],
   [/^(getChromeCapabilities|startAutomationSession|stopAutomationSession|calibrateWebToRealCoordinatesTranslation)$/, NO_BROWSER],
@@ -257,6 +257,8 @@ export const LAB_SCRIPT_LIMIT = 64 * 1024;
 
 export type Script =
   | { lab: { status: 'passed' | 'failed'; reason?: string } }
+  /** An app for the lab to install itself (`mobile: installApp`): lab://files/<id> or an http(s) URL, read later. */
+  | { install: string }
   | { forward: { script: string; args: unknown[] }; name: string };
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -293,6 +295,7 @@ export function readScript(text: string, platform: Platform): Script {
   const mobile = /^mobile:\s*(\S+)\s*$/.exec(script);
   if (!mobile) throw invalid('Plain JavaScript runs in a webview, which this lab does not drive; a script here is "mobile: <extension>" or "benchtop: status".');
   const name = mobile[1]!;
+  if (name === 'installApp') return { install: appPathOf(args[0], 'mobile: installApp') };
   if (!MOBILE[platform].has(name)) {
     const why = MOBILE_REFUSED.find(([pattern]) => pattern.test(name))?.[1] ?? `is not an extension this lab forwards on ${platform === 'ios' ? 'iOS' : 'Android'} (docs/webdriver.md lists them).`;
     throw invalid(`mobile: ${name} ${why}`);
@@ -304,6 +307,17 @@ export function readScript(text: string, platform: Platform): Script {
     if (extra) throw invalid(`mobile: ${name} with "${extra}": the lab forwards ${allowed.length ? allowed.join(', ') : 'no arguments'} for it (an upload to a URL or a host's path is not one of them; the video comes back in the answer).`);
   }
   return { forward: { script: `mobile: ${name}`, args }, name };
+}
+
+/**
+ * The app an install command names (`{appPath}`, as Appium's clients send it), which the lab installs itself; Appium's
+ * install options are for its own install path, which the lab does not use, so none is taken.
+ */
+function appPathOf(body: unknown, command: string): string {
+  if (!isObject(body) || typeof body.appPath !== 'string') throw invalid(`${command} takes {"appPath": "lab://files/<id>" or an http(s) URL}.`);
+  const extra = Object.keys(body).find((key) => key !== 'appPath' && !(key === 'options' && isObject(body.options) && Object.keys(body.options).length === 0));
+  if (extra) throw invalid(`${command} with "${extra}": the lab installs the app itself and takes no install options.`);
+  return body.appPath;
 }
 
 /** A screen recording's `{options}`: the same allowlist as the `mobile:` recording extensions. */
@@ -384,11 +398,12 @@ export function withoutHostDetails(body: Buffer, roots: ReadonlyArray<string | u
  * A body the lab reads before Appium sees it, by the route it came to: a script (the lab's own, or a `mobile:`
  * extension rebuilt from what was checked), settings, or a screen recording's options.
  */
-export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { forward: string } {
+export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { install: string } | { forward: string } {
   if (template.startsWith('execute/')) {
     const script = readScript(text, platform);
-    return 'lab' in script ? script : { forward: JSON.stringify(script.forward) };
+    return 'forward' in script ? { forward: JSON.stringify(script.forward) } : script;
   }
+  if (template === 'appium/device/install_app') return { install: appPathOf(jsonBody(text, '{"appPath": "..."}'), 'install_app') };
   if (template === 'appium/settings') checkSettingsBody(text, platform);
   else checkRecording(text, template);
   return { forward: text };

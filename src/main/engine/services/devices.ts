@@ -226,6 +226,22 @@ export class DeviceAllocator {
     this.serveQueue();
   }
 
+  /**
+   * The phones a new allocation of this organization would be handed at once: attached, not paused, not held or being
+   * cleaned, not reserved by another organization; none while the organization holds its quota. What /wd/hub/status
+   * tells a caller, so it names nothing of other organizations' phones beyond what this one could use.
+   */
+  freeFor(organizationId: string): Phone[] {
+    const { devices } = this.stores;
+    if (!this.reconciled || devices.activeCount(organizationId) >= this.options.deviceQuota()) return [];
+    const dirty = new Set(devices.uncleaned().map((r) => r.serial));
+    const reserved = this.stores.reservations.runningAt(this.now());
+    return this.phones
+      .list()
+      .filter((p) => p.state === 'device' && !p.paused && !this.cleaning.has(p.serial) && !dirty.has(p.serial) && !devices.holding(p.serial))
+      .filter((p) => (reserved.get(p.serial) ?? organizationId) === organizationId);
+  }
+
   /** The organization's allocations not yet released, in every session, oldest first (what /ws's devices.list shows). */
   held(scope: Scope): DeviceAllocationRow[] {
     return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);

@@ -3,6 +3,9 @@ import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
 import { CommandError, commandLabel, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
+import { AppRefError, readAppRef } from '../domain/app-refs.js';
+import { answeredCapabilities } from '../domain/webdriver-answer.js';
+import type { FileRow } from '../store/files.js';
 import { notFound } from '../domain/errors.js';
 import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
 import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
@@ -15,6 +18,7 @@ import { withTimeout, type DeviceAllocator } from './devices.js';
 import type { RemoteConnect } from './remote-connect.js';
 import type { Sessions } from './sessions.js';
 import type { TestResults } from './test-results.js';
+import { AppUnavailable, type WebDriverApps } from './webdriver-apps.js';
 import type { Clock, Scope } from './scope.js';
 
 /** A W3C WebDriver error: its name (the `error` of the answer) says the HTTP status. */
@@ -27,6 +31,25 @@ export class WebDriverError extends Error {
   }
 }
 
+/** A retry of a new-session request its client gave up on within this long takes that request's place in the queue. */
+export const RETRY_WINDOW_MS = 30_000;
+
+/** A queued request whose client went away: its allocation waits for the same client's retry, briefly. */
+interface Abandoned {
+  allocationId: string;
+  labSessionId: string;
+  createdSession: boolean;
+  organizationId: string;
+  timer: NodeJS.Timeout;
+}
+
+/** The same request again: the same key (or member), the same organization and the same capabilities. */
+function retryKeyOf(scope: Scope, body: unknown): string {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value) ? value.map(canonical) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)])) : value;
+  return JSON.stringify([scope.organization.id, scope.caller.key?.id ?? scope.caller.user.id, canonical((body as { capabilities?: unknown })?.capabilities)]);
+}
+
 const invalidSession = () => new WebDriverError('invalid session id', 'No running session of this lab has that id (it ended, or it never existed).');
 
 export interface WebDriverOptions {
@@ -34,6 +57,8 @@ export interface WebDriverOptions {
   privateAdb: PrivateAdbServer | undefined;
   /** How often a queued request looks at its allocation. */
   pollMs: number;
+  /** How long the place of a request whose client went away is kept for that client's retry (30 s). */
+  retryWindowMs?: number;
   /** Where the ports the lab gives Appium come from (free ones of the OS's): a test takes them to make the race happen. */
   freePort?: () => Promise<number>;
   log: (message: string) => void;
@@ -163,18 +188,23 @@ export class WebDriverRuns {
   private recentLines: string[] = [];
   /** Large command bodies on their way to Appium, by caller (API key, or member): one caller's sessions share a bound. */
   private readonly largeBodies = new Map<string, number>();
+  /** Queued requests whose clients went away, by what a retry of each would be: the oldest first. */
+  private readonly abandoned = new Map<string, Abandoned[]>();
+  /** Requests waiting for a phone now, by what a retry of each would be. */
+  private readonly waiting = new Map<string, number>();
 
   constructor(
     private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults' | 'sessions'>,
     private readonly parts: {
       sessions: Pick<Sessions, 'createSession' | 'getSession'>;
-      allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory'>;
+      allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory' | 'freeFor'>;
       remote: Pick<RemoteConnect, 'open'>;
       control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'logs'>;
+      apps: Pick<WebDriverApps, 'file' | 'pathOf'>;
       activity: { touch(allocationId: string): void };
       testResults: Pick<TestResults, 'createTestResult' | 'updateTestResult' | 'addAsset'>;
       blobs: Pick<BlobStore, 'stage'>;
-      phones: Pick<PhoneSource, 'get'>;
+      phones: Pick<PhoneSource, 'get' | 'driver'>;
       appium: AppiumServer;
     },
     private readonly now: Clock,
@@ -205,18 +235,26 @@ export class WebDriverRuns {
     // Appium loads its drivers (seconds) while the phone is allocated.
     const appiumReady = this.parts.appium.ensure();
     appiumReady.catch(() => undefined);
-    const labSessionId = this.labSession(scope, request);
-    const createdSession = !request.options.sessionId;
+    // The apps before the queue: a download holds no phone. A retry finds them stored (or unchanged at their URL).
+    const apps = await this.appFiles(scope, request);
+    const retryKey = retryKeyOf(scope, body);
+    // A retry of a request its client gave up on (a client-side time-out) takes that request's place in the queue.
+    const place = await this.placeFor(retryKey);
+    const labSessionId = place?.labSessionId ?? this.labSession(scope, request);
+    const createdSession = place ? place.createdSession : !request.options.sessionId;
     let held: DeviceAllocationRow;
     const asked = performance.now();
     try {
-      let allocation: DeviceAllocationRow;
-      try {
-        allocation = this.parts.allocator.allocate(scope, labSessionId, { filters: request.filters });
-      } catch (error) {
-        throw new WebDriverError('session not created', (error as Error).message);
+      let allocationId = place?.allocationId;
+      if (!allocationId) {
+        try {
+          allocationId = this.parts.allocator.allocate(scope, labSessionId, { filters: request.filters, installApps: apps.map((file) => `file:${file.id}`) }).id;
+        } catch (error) {
+          throw new WebDriverError('session not created', (error as Error).message);
+        }
       }
-      held = await this.waitForPhone(allocation.id, request.options.queueTimeoutMs, signal);
+      const parked = { retryKey, labSessionId, createdSession, organizationId: scope.organization.id };
+      held = await this.waitForPhone(allocationId, request.options.queueTimeoutMs, signal, parked);
     } catch (error) {
       this.endSession(scope.organization.id, labSessionId, createdSession);
       throw error;
@@ -268,7 +306,8 @@ export class WebDriverRuns {
       await appiumReady;
       const started = performance.now();
       this.starting++;
-      const create = () => this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...request.appium, ...labCaps }, firstMatch: [{}] } });
+      const appCaps = launchCapabilities(request, apps.at(-1), request.apps.app !== undefined);
+      const create = () => this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...appCaps, ...labCaps }, firstMatch: [{}] } });
       const reply = await (async () => {
         let answer = await create();
         // A port the lab chose can be taken before Appium's adb binds it: the session starts on others.
@@ -291,14 +330,11 @@ export class WebDriverRuns {
       this.logPrefixes.set(prefix, run);
       // Where a session start's time went: the queue and the phone's preparation, Appium's connection, Appium's session.
       run.commands.push({ at: run.startedAt, method: 'POST', path: `/session (phone ${Math.round(phoneMs)} ms, connect ${Math.round(connectMs)} ms, Appium ${Math.round(performance.now() - started)} ms)`, status: 200, ms: Math.round(performance.now() - asked) });
-      run.capabilities = {
-        ...answer.value.capabilities,
-        // The phone as the lab knows it, not the bridge address Appium reached it by.
-        'appium:udid': held.serial,
-        'benchtop:session': labSessionId,
-        'benchtop:device': run.deviceName,
-        'benchtop:testResult': testResult.id,
-      };
+      // The phone as the lab knows it (its serial and name), not the bridge address or ports Appium reached it by.
+      run.capabilities = answeredCapabilities(
+        { ...answer.value.capabilities, 'appium:udid': held.serial, 'benchtop:session': labSessionId, 'benchtop:device': run.deviceName, 'benchtop:testResult': testResult.id },
+        { serial: held.serial!, deviceName: run.deviceName, newCommandTimeoutS: request.newCommandTimeoutMs / 1000, ...(run.adbAddress ? { bridge: run.adbAddress } : {}) },
+      );
       if (signal.aborted) throw new WebDriverError('session not created', 'The client went away while its session started.');
       this.runs.set(run.secret, run);
       this.armTimeout(run);
@@ -344,22 +380,92 @@ export class WebDriverRuns {
     }
   }
 
-  /** Until the allocation is in_use; a queue timeout, a disconnected client or a failed preparation releases it. */
-  private async waitForPhone(allocationId: string, timeoutMs: number, signal: AbortSignal): Promise<DeviceAllocationRow> {
+  /**
+   * Until the allocation is in_use; a queue timeout or a failed preparation releases it. A client that goes away
+   * leaves its allocation in its place for a while (parked, at once), for its retry to take over.
+   */
+  private async waitForPhone(allocationId: string, timeoutMs: number, signal: AbortSignal, parked: Omit<Abandoned, 'allocationId' | 'timer'> & { retryKey: string }): Promise<DeviceAllocationRow> {
     const deadline = this.now() + timeoutMs;
-    for (;;) {
-      const row = this.stores.devices.get(allocationId)!;
-      if (row.releasedAt !== null) {
-        throw new WebDriverError('session not created', `The phone could not be prepared (${row.releaseReason ?? 'released'}).`);
+    const park = () => this.park(parked.retryKey, { ...parked, allocationId });
+    if (signal.aborted) park();
+    else signal.addEventListener('abort', park, { once: true });
+    this.waiting.set(parked.retryKey, (this.waiting.get(parked.retryKey) ?? 0) + 1);
+    try {
+      for (;;) {
+        if (signal.aborted) throw new WebDriverError('session not created', 'The client went away while it waited for a phone.');
+        const row = this.stores.devices.get(allocationId)!;
+        if (row.releasedAt !== null) {
+          throw new WebDriverError('session not created', `The phone could not be prepared (${row.releaseReason ?? 'released'}).`);
+        }
+        if (row.status === 'in_use') return row;
+        if (this.now() >= deadline || this.stopped) {
+          this.parts.allocator.expire(allocationId, 'webdriver_queue_timeout');
+          throw new WebDriverError('session not created', `No matching phone was free within ${timeoutMs / 1000} s (benchtop:options.queueTimeout); every match is busy or reserved.`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));
       }
-      if (row.status === 'in_use') return row;
-      const gone = signal.aborted ? 'The client went away while it waited for a phone.' : this.now() >= deadline || this.stopped ? `No matching phone was free within ${timeoutMs / 1000} s (benchtop:options.queueTimeout); every match is busy or reserved.` : undefined;
-      if (gone) {
-        this.parts.allocator.expire(allocationId, signal.aborted ? 'webdriver_client_gone' : 'webdriver_queue_timeout');
-        throw new WebDriverError('session not created', gone);
-      }
+    } finally {
+      signal.removeEventListener('abort', park);
+      const left = this.waiting.get(parked.retryKey)! - 1;
+      if (left === 0) this.waiting.delete(parked.retryKey);
+      else this.waiting.set(parked.retryKey, left);
+    }
+  }
+
+  /**
+   * A retry's place: the request it repeats, if its client gave up on it. A client's retry can come the moment it gave
+   * up, on a new connection: while an identical request still waits, the lab looks again a moment later, in case that
+   * request's closed connection is not seen yet.
+   */
+  private async placeFor(retryKey: string): Promise<Abandoned | undefined> {
+    for (let tries = 0; ; tries++) {
+      const place = this.takeAbandoned(retryKey);
+      if (place || !this.waiting.has(retryKey) || tries === 2) return place;
       await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));
     }
+  }
+
+  /** Keeps an abandoned request's allocation for its client's retry; unclaimed, it is released and its session ends. */
+  private park(retryKey: string, entry: Omit<Abandoned, 'timer'>): void {
+    const timer = setTimeout(() => {
+      const list = this.abandoned.get(retryKey)?.filter((a) => a.allocationId !== entry.allocationId) ?? [];
+      if (list.length > 0) this.abandoned.set(retryKey, list);
+      else this.abandoned.delete(retryKey);
+      this.parts.allocator.expire(entry.allocationId, 'webdriver_client_gone');
+      this.endSession(entry.organizationId, entry.labSessionId, entry.createdSession);
+    }, this.stopped ? 0 : (this.options.retryWindowMs ?? RETRY_WINDOW_MS));
+    timer.unref();
+    this.abandoned.set(retryKey, [...(this.abandoned.get(retryKey) ?? []), { ...entry, timer }]);
+  }
+
+  /** The oldest abandoned request a retry would repeat, still unreleased; it is the retry's from now on. */
+  private takeAbandoned(retryKey: string): Abandoned | undefined {
+    const list = this.abandoned.get(retryKey) ?? [];
+    while (list.length > 0) {
+      const entry = list.shift()!;
+      clearTimeout(entry.timer);
+      if (this.stores.devices.get(entry.allocationId)?.releasedAt === null) {
+        if (list.length === 0) this.abandoned.delete(retryKey);
+        return entry;
+      }
+    }
+    this.abandoned.delete(retryKey);
+    return undefined;
+  }
+
+  /** The files of the apps a request names (appium:otherApps, then appium:app), stored and ready to install. */
+  private async appFiles(scope: Scope, request: NewSessionRequest): Promise<FileRow[]> {
+    const named = [...request.apps.otherApps.map((ref, i) => ({ ref, where: `appium:otherApps[${i}]` })), ...(request.apps.app ? [{ ref: request.apps.app, where: 'appium:app' }] : [])];
+    const files: FileRow[] = [];
+    for (const { ref, where } of named) {
+      try {
+        files.push(await this.parts.apps.file(scope, ref, request.platform, where));
+      } catch (error) {
+        if (error instanceof AppUnavailable) throw new WebDriverError('invalid argument', error.message);
+        throw error;
+      }
+    }
+    return files;
   }
 
   /** Opens the phone's remote connection for Appium, and answers the capabilities through which Appium reaches it. */
@@ -448,6 +554,7 @@ export class WebDriverRuns {
         throw new WebDriverError(error.w3c, error.message);
       }
       if ('lab' in read) return this.verdict(run, read.lab);
+      if ('install' in read) return this.install(run, read.install, command.method, path);
       payload = Buffer.from(read.forward);
     }
     const stream = body && 'stream' in body ? body : undefined;
@@ -489,7 +596,63 @@ export class WebDriverRuns {
     this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}), ...(label ? { label } : {}) });
     if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
     else this.armTimeout(run);
+    // Appium's own view of the session names the bridge and the lab's ports: the client sees the phone's names.
+    if (command.template === 'appium/capabilities' && reply.status === 200) return { ...reply, body: this.answered(run, reply.body) };
     return reply;
+  }
+
+  private answered(run: Run, body: Buffer): Buffer {
+    const answer = parseJson(body) as { value?: unknown } | undefined;
+    if (!answer || typeof answer.value !== 'object' || answer.value === null) return body;
+    const value = answeredCapabilities(answer.value as Record<string, unknown>, { serial: run.target.serial, deviceName: run.deviceName, newCommandTimeoutS: run.newCommandTimeoutMs / 1000, ...(run.adbAddress ? { bridge: run.adbAddress } : {}) });
+    return Buffer.from(JSON.stringify({ ...answer, value }));
+  }
+
+  /**
+   * `mobile: installApp` and `appium/device/install_app`: the lab installs the app the command names (lab://files/<id>
+   * or an http(s) URL, read and downloaded by the lab) with its own install path; Appium never sees the path.
+   */
+  private async install(run: Run, appPath: string, method: string, path: string): Promise<AppiumReply> {
+    clearTimeout(run.timer);
+    run.inFlight++;
+    const at = this.now();
+    const started = performance.now();
+    try {
+      const file = await this.parts.apps.file(run.scope, readAppRef(appPath, 'appPath'), run.platform, 'appPath');
+      // The run's own phone, installed by the lab's install path (the run's control; the phone is watch-only to others).
+      this.parts.activity.touch(run.allocationId);
+      await this.parts.phones.driver(run.target.serial).install(this.parts.apps.pathOf(file));
+      this.log(run, { at, method, path, status: 200, ms: Math.round(performance.now() - started) });
+      return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value: null })) };
+    } catch (error) {
+      const refused = error instanceof AppRefError || error instanceof AppUnavailable;
+      this.log(run, { at, method, path, status: refused ? 400 : 500, ms: Math.round(performance.now() - started), error: refused ? 'invalid argument' : 'unknown error' });
+      throw new WebDriverError(refused ? 'invalid argument' : 'unknown error', refused ? (error as Error).message : `The app was not installed: ${(error as Error).message}`);
+    } finally {
+      run.inFlight--;
+      run.lastCommandAt = this.now();
+      this.armTimeout(run);
+    }
+  }
+
+  /** GET /session/{id}: the session's capabilities, as its new-session answer gave them (what Inspector attaches by). */
+  capabilitiesOf(secret: string, scope: Scope | undefined): Record<string, unknown> {
+    return this.find(secret, scope).capabilities;
+  }
+
+  /**
+   * GET /status for a caller: ready only while a new session of theirs could start now (their role may start one, their
+   * organization is under its quota, and a phone is free to them), with how many phones are; nothing of other
+   * organizations' phones beyond that.
+   */
+  readiness(scope: Scope | undefined): { ready: boolean; freePhones: number; message: string } {
+    if (this.stopped) return { ready: false, freePhones: 0, message: 'The lab is stopping.' };
+    if (!scope) return { ready: false, freePhones: 0, message: 'Send an API key (HTTP Basic password, or Bearer) to learn whether a session of yours could start now.' };
+    if (scope.role === 'readonly') return { ready: false, freePhones: 0, message: 'This key is read-only: it cannot start a session.' };
+    const free = this.parts.allocator.freeFor(scope.organization.id).length;
+    return free > 0
+      ? { ready: true, freePhones: free, message: `${free} phone${free === 1 ? ' is' : 's are'} free: a session could start now.` }
+      : { ready: false, freePhones: 0, message: 'No phone is free for you now (all are busy or reserved, or your organization holds its quota): a new session would wait in the queue.' };
   }
 
   /**
@@ -711,12 +874,32 @@ export class WebDriverRuns {
   /** Engine stop: every run ends (its client's next command is an invalid session id) and Appium stops. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // No retry will come: what waited for one goes back to the lab now.
+    for (const entry of [...this.abandoned.values()].flat()) {
+      clearTimeout(entry.timer);
+      this.parts.allocator.expire(entry.allocationId, 'webdriver_client_gone');
+    }
+    this.abandoned.clear();
     await Promise.all([...this.byAllocation.values()].map((run) => this.end(run, 'engine_stopped')));
     // Appium before its adb server: an adb command Appium runs while it ends would start a new server of its own
     // (a daemon no guard ends) if it found none.
     await this.parts.appium.stop();
     await this.options.privateAdb?.stop();
   }
+}
+
+/**
+ * What goes to Appium for the app the lab installed: its package (Android) or bundle id (iOS), to launch, unless the
+ * client named one itself. `fullReset` goes: the lab installed the app fresh and its release uninstalls it, and the
+ * driver refuses a full reset without an app of its own to reinstall.
+ */
+function launchCapabilities(request: NewSessionRequest, app: FileRow | undefined, launches: boolean): Record<string, unknown> {
+  if (!app || !launches) return request.appium;
+  const caps = { ...request.appium };
+  delete caps['appium:fullReset'];
+  const name = request.platform === 'android' ? 'appium:appPackage' : 'appium:bundleId';
+  caps[name] ??= app.bundleId;
+  return caps;
 }
 
 function parseJson(body: Buffer): unknown {

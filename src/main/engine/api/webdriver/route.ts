@@ -113,9 +113,13 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
 
   const route = { config: { public: true }, schema: HIDDEN };
 
-  app.get(`${WEBDRIVER_PATH}/status`, route, async (_request, reply) =>
-    reply.send({ value: { ready: true, message: 'Benchtop: W3C WebDriver for the lab\'s phones, served by Appium.', build: { version: 'benchtop' } } }),
-  );
+  // Ready only while a session of the caller's could start now, as a grid's status says of its slots.
+  app.get(`${WEBDRIVER_PATH}/status`, route, async (request, reply) => {
+    const scope = await scopeOf(request, reply, false);
+    if (scope === null) return reply;
+    const { ready, freePhones, message } = runs.readiness(scope);
+    return reply.send({ value: { ready, message, freePhones, build: { version: 'benchtop' } } });
+  });
 
   app.post(`${WEBDRIVER_PATH}/session`, route, async (request, reply) => {
     const scope = await scopeOf(request, reply, true);
@@ -166,6 +170,16 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
     },
   };
   const scopeOfCommand = (request: FastifyRequest) => (request as { webDriverScope?: Scope }).webDriverScope;
+
+  // The session's capabilities, as Appium 2 answered GET /session/{id} (Appium Inspector attaches by it).
+  app.get(`${WEBDRIVER_PATH}/session/:sessionId`, known, async (request, reply) => {
+    const { sessionId } = request.params as { sessionId: string };
+    try {
+      return reply.header('content-type', 'application/json; charset=utf-8').send({ value: runs.capabilitiesOf(sessionId, scopeOfCommand(request)) });
+    } catch (error) {
+      return failed(reply, error);
+    }
+  });
 
   // Exactly this: the session's own DELETE ends it (and frees its phone); a DELETE of anything under it is a command.
   app.delete(`${WEBDRIVER_PATH}/session/:sessionId`, known, async (request, reply) => {
