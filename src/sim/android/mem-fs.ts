@@ -149,6 +149,24 @@ export class MemFs {
     parent.children.set(posix.basename(p), { kind: 'file', mode: 0o644, mtime: nowSeconds(), data });
   }
 
+  /** A file the kernel writes as it is read (procfs): its content is what `read` answers at that moment. */
+  provide(path: string, read: () => Buffer): void {
+    const p = this.resolve(path);
+    const parent = this.mkdirp(posix.dirname(p));
+    const node: FileNode = {
+      kind: 'file',
+      mode: 0o444,
+      mtime: nowSeconds(),
+      get data() {
+        return read();
+      },
+      set data(_ignored: Buffer) {
+        // Read-only, as /proc's files are to the shell user.
+      },
+    };
+    parent.children.set(posix.basename(p), node);
+  }
+
   appendFile(path: string, data: Buffer): void {
     const p = this.resolve(path);
     const node = this.lookup(p);

@@ -170,6 +170,8 @@ export class SimulatedPhone {
       return 0;
     });
     const host: MinicapHost = { device: this.device, screen: this.screen, processes: this.processes, sockets: this.abstractSockets };
+    // What Appium reads to find webviews' devtools sockets: the system's sockets and whatever listens now (minicap).
+    this.device.fs.provide('/proc/net/unix', () => procNetUnix(this.abstractSockets.keys()));
     commands.set('app_process', appProcess(host));
     commands.set('screenrecord', screenrecord(host));
     processCommands(commands, this.processes, this.device);
@@ -432,6 +434,18 @@ export class SimulatedPhone {
     void io.write(Buffer.concat([header, canvas.data])).then(() => io.end());
     return {};
   }
+}
+
+/**
+ * /proc/net/unix: the phone's listening Unix sockets (flags 00010000, state 01), the system's own and each abstract
+ * one a process listens on now. No app here embeds a WebView or runs Chrome's devtools, so none is a devtools socket.
+ */
+function procNetUnix(abstract: Iterable<string>): Buffer {
+  const system = ['/dev/socket/logdw', '/dev/socket/logdr', '/dev/socket/logd', '/dev/socket/zygote', '/dev/socket/usap_pool_primary', '/dev/socket/property_service', '/dev/socket/adbd', '@jdwp-control'];
+  const lines = [...system, ...[...abstract].map((name) => `@${name}`)].map(
+    (path, i) => `0000000000000000: 00000002 00000000 00010000 0001 01 ${20000 + i} ${path}`,
+  );
+  return Buffer.from(`Num       RefCount Protocol Flags    Type St Inode Path\n${lines.join('\n')}\n`);
 }
 
 /** toybox's `ps --help`, which appium-adb reads to learn whether `-A` lists every user's processes. */

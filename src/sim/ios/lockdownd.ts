@@ -47,8 +47,10 @@ export function serveLockdown(socket: Socket, host: LockdownHost): void {
         if (!values) return fail('MissingValue');
         const key = typeof request.Key === 'string' ? request.Key : undefined;
         if (!session) {
-          if (domain || !key) return fail('InvalidSession');
-          if (!PUBLIC_KEYS.has(key)) return fail('InvalidSession');
+          if (domain || (key !== undefined && !PUBLIC_KEYS.has(key))) return fail('InvalidSession');
+          // All values, asked for outside a session, are the public ones (what `ideviceinfo -s` and
+          // appium-ios-device's getDeviceInfo read).
+          if (key === undefined) return reply({ Domain: request.Domain, Value: Object.fromEntries(Object.entries(values).filter(([name]) => PUBLIC_KEYS.has(name))) });
         }
         if (key === undefined) return reply({ Domain: request.Domain, Value: values });
         if (!(key in values)) return fail('MissingValue');

@@ -13,6 +13,7 @@ import {
 } from './test-manager.js';
 import type { SimulatedUsbmuxd, UsbmuxDevice } from './usbmuxd.js';
 import { MJPEG_PORT, WDA_BUNDLE_ID, WDA_PORT, WebDriverAgent } from './wda.js';
+import { serveWebInspector, WEB_INSPECTOR_SERVICE } from './web-inspector.js';
 import { CORE_DEVICE_PROXY_SERVICE, CoreDeviceTunnel, type TunnelServices } from './tunnel/core-device-proxy.js';
 
 export const SYSLOG_SERVICE = 'com.apple.syslog_relay';
@@ -384,6 +385,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     else if (developer && name === TESTMANAGERD_SECURE_SERVICE) serveTls = (s) => this.testManager.serveTestmanagerd(s);
     else if (developer && name === INSTRUMENTS_SECURE_SERVICE) serveTls = (s) => this.testManager.serveInstruments(s);
     else if (name === TESTMANAGERD_SERVICE || name === INSTRUMENTS_SERVICE) return undefined;
+    else if (name === WEB_INSPECTOR_SERVICE) serveTls = serveWebInspector;
     if (name === AFC_SERVICE) serve = (s) => serveAfc(s, this.media);
     else if (name === INSTALLATION_PROXY_SERVICE) {
       serve = (s) =>

@@ -1,0 +1,160 @@
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
+import type { SimulatedPhone } from '../../src/sim/android/simulated-phone.js';
+import { APP_STATE, SAFARI, SETTINGS } from '../../src/sim/ios/springboard.js';
+import { client } from '../support/engine.js';
+import { ffmpegOrSkip, ffprobe } from '../support/ffmpeg.js';
+import { startIosBus, type IosBus } from '../support/ios-lab.js';
+import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { remotePorts } from '../support/remote.js';
+import { labSession } from '../support/webdriver.js';
+
+/**
+ * What typical suites call besides find and click (issue 43.7), through the lab's /wd/hub with WebdriverIO and real
+ * Appium, each checked against the phone's own state: its shell (dumpsys, settings, logcat, uiautomator) on Android,
+ * SpringBoard's screen and pasteboard on the iPhone. One engine, one session per platform.
+ */
+const hasAdb = adbOrSkip();
+const hasFfmpeg = ffmpegOrSkip();
+
+describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones through /wd/hub', () => {
+  let lab: TestLab;
+  let bus: IosBus;
+  let key: string;
+
+  beforeAll(async () => {
+    // iOS 16: WebDriverAgent is up as a lockdown-era phone's is, without a tunnel.
+    bus = await startIosBus([{ name: 'Suite iPhone', version: '16.7.2', battery: 64 }]);
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14' }], { usbmuxd: parseUsbmuxdAddress(bus.address), remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
+    const c = client(lab.engine.api);
+    const owner = await c.login();
+    key = await c.createKey(owner);
+    await waitFor('both phones in the fleet', async () => {
+      const fleet = (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ state: string }>;
+      return fleet.filter((d) => d.state === 'device').length === 2;
+    }, 30_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await lab?.stop();
+    await bus?.stop();
+  });
+
+  it('Android: hideKeyboard, openNotifications, getContexts, screen recording and Wi-Fi off act on the phone', async () => {
+    const phone: SimulatedPhone = lab.phones[0]!;
+    const sh = async (command: string) => (await phone.shell(command)).output.toString();
+    const d = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2' });
+    const { height } = phone.state;
+    const bottomPixel = () => {
+      const png = PNG.sync.read(phone.screenshot());
+      const i = ((height - 8) * png.width + 8) * 4;
+      return [...png.data.subarray(i, i + 3)];
+    };
+
+    await d.activateApp('com.example.notes');
+    const appBottom = bottomPixel();
+    // A tap into the field brings the keyboard up (ADB Keyboard, the phone's input method, shows its bar).
+    await (await d.$('id=com.example.notes:id/note_text')).click();
+    expect(await d.isKeyboardShown()).toBe(true);
+    expect(await sh('dumpsys input_method')).toContain('mInputShown=true');
+    expect(bottomPixel()).not.toEqual(appBottom);
+    expect(await d.hideKeyboard()).toBe(true);
+    expect(await sh('dumpsys input_method')).toContain('mInputShown=false');
+    expect(bottomPixel()).toEqual(appBottom);
+    // The key that hid it was the keyboard's: Notes is still in front, its field still focused.
+    expect(phone.state.foregroundPackage).toBe('com.example.notes');
+    // With no keyboard up, appium-adb has nothing to close and says so.
+    expect(await d.hideKeyboard()).toBe(false);
+
+    expect(await d.getContexts()).toEqual(['NATIVE_APP']);
+
+    await d.openNotifications();
+    expect(await sh('dumpsys window windows')).toMatch(/mCurrentFocus=Window\{\w+ u0 NotificationShade\}/);
+    const internet = await d.$('//android.widget.Switch[@content-desc="Internet"]');
+    expect(await internet.getAttribute('checked')).toBe('true');
+    expect(await d.getPageSource()).toContain('text="No notifications"');
+
+    await d.execute('mobile: setConnectivity', { wifi: false });
+    expect(await d.execute('mobile: getConnectivity', { services: ['wifi'] })).toEqual({ wifi: false });
+    expect(await sh('settings get global wifi_on')).toBe('0\n');
+    expect(await sh('dumpsys wifi')).toContain('Wi-Fi is disabled');
+    expect(await sh('cmd wifi status')).toContain('Wifi is disabled');
+    expect(await sh('logcat -d -s WifiService')).toContain('setWifiEnabled package=com.android.shell uid=2000 enable=false');
+    // The shade on the screen shows it too.
+    expect(await internet.getAttribute('checked')).toBe('false');
+    expect(await sh('uiautomator dump /dev/tty')).toContain('text="Wi-Fi off"');
+    await d.back();
+    expect(await sh('dumpsys window windows')).not.toContain('NotificationShade');
+
+    await d.startRecordingScreen();
+    // Something to see: Settings, whose Wi-Fi row now reads Off.
+    await d.activateApp('com.android.settings');
+    await d.$('//android.widget.TextView[@text="Off"]').waitForExist({ timeout: 5000 });
+    const video = Buffer.from(await d.stopRecordingScreen(), 'base64');
+    const probe = ffprobe({ bytes: video });
+    expect(probe.streams[0]).toMatchObject({ codec_type: 'video', codec_name: 'h264', width: phone.state.width, height });
+    expect(Number(probe.streams[0]!.nb_read_packets)).toBeGreaterThanOrEqual(2);
+
+    await d.execute('mobile: setConnectivity', { wifi: true });
+    expect(phone.state.wifi).toBe(true);
+    await d.deleteSession();
+  }, 180_000);
+
+  it('iPhone: element screenshot, scroll and swipe, hideKeyboard, background_app, clipboard, battery and device info, contexts', async () => {
+    const phone = bus.phones[0]!;
+    const board = phone.board;
+    const d = await labSession(lab.engine.api, key, { platformName: 'iOS' });
+
+    // WebDriverAgent's element screenshot: the screen's pixels under the element's frame.
+    const icon = await d.$('~Settings');
+    const rect = await d.getElementRect(icon.elementId);
+    const shot = PNG.sync.read(Buffer.from(await d.takeElementScreenshot(icon.elementId), 'base64'));
+    expect({ width: shot.width, height: shot.height }).toEqual({ width: rect.width * board.scale, height: rect.height * board.scale });
+    const screen = PNG.sync.read(board.png());
+    const row = (png: PNG, x: number, y: number, n: number) => png.data.subarray((y * png.width + x) * 4, (y * png.width + x + n) * 4);
+    expect(row(shot, 0, shot.height / 2, shot.width).equals(row(screen, rect.x * board.scale, rect.y * board.scale + shot.height / 2, shot.width))).toBe(true);
+
+    await d.activateApp(SETTINGS);
+    expect(await d.$$('~Passwords')).toHaveLength(0);
+    await d.execute('mobile: scroll', { direction: 'down' });
+    expect(board.settingsScroll).toBeGreaterThan(0);
+    expect(await d.$('~Passwords').isExisting()).toBe(true);
+    expect(await d.$('~General').isExisting()).toBe(false);
+    await d.execute('mobile: swipe', { direction: 'down' });
+    await d.execute('mobile: swipe', { direction: 'down' });
+    expect(board.settingsScroll).toBe(0);
+    await d.execute('mobile: scroll', { name: 'App Store' });
+    expect(await d.$('~App Store').isDisplayed()).toBe(true);
+
+    // Safari's address bar: its keyboard's return key is Go, which the default ("done") does not find.
+    await d.activateApp(SAFARI);
+    await d.$('~URL').click();
+    expect(await d.isKeyboardShown()).toBe(true);
+    await expect(d.hideKeyboard()).rejects.toThrow(/Did not know how to dismiss the keyboard/);
+    expect(board.focused).toBe('url');
+    await d.hideKeyboard('pressKey', 'Go');
+    expect(await d.isKeyboardShown()).toBe(false);
+    expect(board.focused).toBeUndefined();
+    // Nothing to dismiss: WebDriverAgent has nothing to do.
+    await d.hideKeyboard();
+
+    // Backgrounded for a second (WebDriverAgent stays away at least three), then in front again.
+    const away = d.background(1);
+    await waitFor('Safari in the background', () => board.foreground === undefined && board.state(SAFARI) === APP_STATE.RUNNING_BACKGROUND, 3000);
+    await away;
+    expect(board.state(SAFARI)).toBe(APP_STATE.RUNNING_FOREGROUND);
+
+    await d.setClipboard(Buffer.from('from the suite', 'utf8').toString('base64'), 'plaintext');
+    expect(board.pasteboard).toBe('from the suite');
+    board.pasteboard = 'from the phone';
+    expect(Buffer.from(await d.getClipboard('plaintext'), 'base64').toString('utf8')).toBe('from the phone');
+
+    expect(await d.execute('mobile: batteryInfo')).toMatchObject({ level: 0.64, state: 2 });
+    const info = (await d.execute('mobile: deviceInfo')) as Record<string, unknown>;
+    expect(info).toMatchObject({ name: 'Suite iPhone', model: 'iPhone', isSimulator: false, lockdownInfo: { ProductType: phone.productType, UniqueDeviceID: phone.udid } });
+
+    expect(await d.getContexts()).toEqual(['NATIVE_APP']);
+    await d.deleteSession();
+  }, 180_000);
+});
