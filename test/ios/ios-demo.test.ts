@@ -29,7 +29,8 @@ describe('demo mode: BENCHTOP_DEMO_IPHONES=N npm run serve', () => {
     const fleet = await waitFor('two demo iPhones', async () => {
       const r = await call(serve!.api, 'GET', '/fleet/devices', { token });
       return r.body.data.filter((p: { platform: string; state: string }) => p.platform === 'ios' && p.state === 'device').length === 2 ? r.body.data : undefined;
-    }, 15_000);
+      // The 17.5.1 iPhone's WDA starts through go-ios's tunnel first (seconds on a busy box).
+    }, 45_000);
     expect(fleet.map((p: { name: string }) => p.name).sort()).toEqual(['QA iPhone', 'iPhone SE']);
 
     const session = (await call(serve.api, 'POST', '/sessions', { token })).body.id;
@@ -47,5 +48,5 @@ describe('demo mode: BENCHTOP_DEMO_IPHONES=N npm run serve', () => {
 
     serve.child.kill('SIGTERM');
     expect((await serve.exited).code).toBe(0);
-  });
+  }, 120_000);
 });
