@@ -8,12 +8,15 @@
  * has $TERM, `clear` and Tab completion. axe-core (WCAG 2 A and AA) finds nothing on each screen. Screenshots go to
  * test-artifacts/e2e/second-week-details/.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { labSession } from '../support/webdriver.js';
 import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
@@ -21,6 +24,15 @@ const SUITE = 'second-week-details';
 const IPHONE = 'Field iPhone';
 const TEAMMATE = 'teammate@lab.test';
 const ZONE = 'Europe/Berlin';
+/** axe-core's default run (WCAG and best practices: heading order, ARIA roles), as "rule (impact): target". */
+async function allAxeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'));
+  const result = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: unknown): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    return axe.run(document);
+  });
+  return result.violations.flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${n.target.join(' ')}`));
+}
 
 describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
   let bus: IosBus;
@@ -250,4 +262,28 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     expect(await axeViolations(page)).toEqual([]);
     expect(errors).toEqual([]);
   });
+
+  it('axe finds nothing on the phone page, on any tab, while a WebDriver run (WebdriverIO) holds the phone', async () => {
+    const key = await c().createKey(owner);
+    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name: 'axe while running' } });
+    try {
+      const runSession = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
+      await driver.getPageSource();
+      await page.goto(`${origin}/sessions/${runSession}`);
+      await page.getByRole('img', { name: 'Screen of Pixel 7' }).waitFor({ timeout: 30_000 });
+      // Every tab the page offers during a run (a watch-only page may offer fewer than a holder's).
+      const tabs = await page.getByRole('tablist', { name: 'About Pixel 7' }).getByRole('tab').allInnerTexts();
+      expect(tabs.length).toBeGreaterThan(0);
+      const found: string[] = [];
+      for (const name of tabs) {
+        await page.getByRole('tab', { name, exact: true }).click();
+        await page.getByRole('tabpanel', { name, exact: true }).waitFor();
+        found.push(...(await allAxeViolations(page)).map((v) => `${name}: ${v}`), ...(await axeViolations(page)).map((v) => `${name}: ${v}`));
+      }
+      await snap(page, SUITE, '12-phone-page-webdriver-run');
+      expect(found).toEqual([]);
+    } finally {
+      await driver.deleteSession().catch(() => undefined);
+    }
+  }, 120_000);
 });
