@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_CHANNEL } from '../../src/protocols/apple/remote-xpc.js';
 import { encodeXpcMessage, readXpcMessage, XPC_FLAGS, xpcNumber, XpcInt64, type XpcMessage, type XpcValue } from '../../src/protocols/apple/xpc.js';
-import { APP_SERVICE, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE } from '../../src/sim/ios/remote-services.js';
+import { APP_SERVICE, DT_SERVICE_HUB, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE } from '../../src/sim/ios/remote-services.js';
 import type { SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { parseIpv6Address } from '../../src/sim/ios/tunnel/packets.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
@@ -186,9 +186,9 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
     console.log(`go-ios: \`ios rsd ls\` through the tunnel took ${(performance.now() - started).toFixed(0)} ms`);
     expect(code).toBe(0);
     const listed = JSON.parse(out.split('\n').find((l) => l.startsWith('{"com.apple.'))!) as Record<string, { Port: number }>;
-    expect(Object.keys(listed).sort()).toEqual([APP_SERVICE, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE]);
+    expect(Object.keys(listed).sort()).toEqual([APP_SERVICE, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE, DT_SERVICE_HUB].sort());
     const ports = Object.values(listed).map((s) => s.Port);
-    expect(new Set(ports).size).toBe(3);
+    expect(new Set(ports).size).toBe(4);
     expect(tunnel.rsdPort).toBe(58783);
 
     // Garbage, then a frame header declaring 16 MB: each gets the phone's GOAWAY (PROTOCOL_ERROR 1, FRAME_SIZE_ERROR 6)
@@ -233,7 +233,14 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
     const runner = phone.testManager.pidOf(phone.wdaBundleId)!;
     expect(runwda.out()).toContain(`"msg":"authorized","module":"go-ios/testmanagerd","udid":"${phone.udid}","pid":${runner},"authorized":true`);
 
-    // appservice's process list (our own RemoteXPC host: go-ios's `ios ps` asks instruments, which this phone does not serve).
+    // `ios ps --apps` (instruments' deviceinfo over dtservicehub) lists the runner under its pid.
+    const ps = await run(args('ps', '--apps'));
+    expect(ps.code).toBe(0);
+    const apps = JSON.parse(ps.out.split('\n').find((l) => l.startsWith('[{'))!) as Array<{ Name: string; Pid: number; IsApplication: boolean }>;
+    expect(apps).toContainEqual(expect.objectContaining({ Name: 'WebDriverAgentRunner-Runner', Pid: runner, IsApplication: true }));
+    expect(apps.map((p) => p.Name)).not.toContain('launchd');
+
+    // appservice's own process list and errors, through a RemoteXPC host of ours (go-ios prints neither).
     const appservice = await coreDevice(tunnel, (await run(args('rsd', 'ls'))).out.match(/"com\.apple\.coredevice\.appservice":\{"Port":(\d+)/)!.map(Number)[1]!);
     try {
       const listed = (await appservice.request(invocation('com.apple.coredevice.feature.listprocesses', {}))) as any;
@@ -246,6 +253,16 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
       expect(missing['CoreDevice.error']).toMatchObject({ code: new XpcInt64(10002), domain: 'com.apple.dt.CoreDeviceError', userInfo: { BundleIdentifier: 'com.example.missing', NSUnderlyingError: { domain: 'FBSOpenApplicationServiceErrorDomain', code: new XpcInt64(4) } } });
       const noSuch = (await appservice.request(invocation('com.apple.coredevice.feature.sendsignaltoprocess', { process: { processIdentifier: new XpcInt64(99999) }, signal: new XpcInt64(9) }))) as any;
       expect(noSuch['CoreDevice.error']).toMatchObject({ domain: 'NSPOSIXErrorDomain', code: new XpcInt64(3) });
+
+      // Safari launched through appservice, then `ios kill` (instruments' process control) ends it.
+      const safari = (await appservice.request(invocation('com.apple.coredevice.feature.launchapplication', { applicationSpecifier: { bundleIdentifier: { _0: 'com.apple.mobilesafari' } }, options: {} }))) as any;
+      const safariPid = xpcNumber(safari['CoreDevice.output'].processToken.processIdentifier)!;
+      expect(phone.testManager.pidOf('com.apple.mobilesafari')).toBe(safariPid);
+      const kill = await run(args('kill', 'com.apple.mobilesafari'));
+      expect(kill.code).toBe(0);
+      expect(kill.out).toContain(`"msg":"killed","bundleID":"com.apple.mobilesafari","pid":${safariPid}`);
+      expect(phone.testManager.pidOf('com.apple.mobilesafari')).toBeUndefined();
+      expect(phone.wdaRunning).toBe(true);
     } finally {
       appservice.close();
     }

@@ -8,6 +8,8 @@ export const RSD_PORT = 58783;
 export const TESTMANAGERD_REMOTE_SERVICE = 'com.apple.dt.testmanagerd.remote';
 export const APP_SERVICE = 'com.apple.coredevice.appservice';
 export const OPEN_STDIO_SOCKET_SERVICE = 'com.apple.coredevice.openstdiosocket';
+/** Instruments' remote server (process control, device info) on iOS 17+, what go-ios's ps, kill and launch use. */
+export const DT_SERVICE_HUB = 'com.apple.instruments.dtservicehub';
 
 /** Stdio sockets a phone keeps for launches at most; a host opening more closes its oldest. */
 const MAX_STDIO_SOCKETS = 32;
@@ -22,6 +24,7 @@ const MAX_STDIO_SOCKETS = 32;
  * - com.apple.dt.testmanagerd.remote: testmanagerd's DTX, plain (no RSDCheckin, no TLS: the tunnel is the trust);
  * - com.apple.coredevice.appservice: RemoteXPC; launches the runner (XCTestManagerVariant DDI), lists and signals
  *   processes;
+ * - com.apple.instruments.dtservicehub: instruments' DTX (process control, device info), plain;
  * - com.apple.coredevice.openstdiosocket: raw; the phone writes the socket's UUID (16 bytes), which a launch names as
  *   the process's standard I/O.
  * Only what this phone serves is listed: a real one lists some 80 services.
@@ -40,11 +43,11 @@ export class RemoteServices {
     this.add(APP_SERVICE, 50056, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: APP_SERVICE_FEATURES, ServiceVersion: 1, UsesRemoteXPC: true }, (s) =>
       serveAppService(s, {
         testManager: this.phone.testManager,
-        apps: this.phone.apps,
         stdio: (uuid) => this.stdioSockets.get(uuid),
         log: (process, message) => this.phone.log(process, message),
       }),
     );
+    this.add(DT_SERVICE_HUB, 49664, 'com.apple.private.dt.instruments.dtservicehub.client', { Features: ['com.apple.dt.profile'], version: 1 }, (s) => testManager().serveInstruments(s));
     this.add(OPEN_STDIO_SOCKET_SERVICE, 50055, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: [], ServiceVersion: 1, UsesRemoteXPC: true }, (s) => this.openStdio(s));
   }
 

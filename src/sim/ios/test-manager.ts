@@ -15,6 +15,13 @@ export const TESTMANAGERD_SERVICE = 'com.apple.testmanagerd.lockdown';
 export const TESTMANAGERD_SECURE_SERVICE = 'com.apple.testmanagerd.lockdown.secure';
 
 const PROCESS_CONTROL = 'com.apple.instruments.server.services.processcontrol';
+const DEVICE_INFO = 'com.apple.instruments.server.services.deviceinfo';
+/** Daemons every phone runs, listed with the apps it launched (as instruments' deviceinfo and CoreDevice list them). */
+const SYSTEM_PROCESSES: Array<{ pid: number; path: string; isApplication: boolean }> = [
+  { pid: 1, path: '/sbin/launchd', isApplication: false },
+  { pid: 58, path: '/System/Library/CoreServices/SpringBoard.app/SpringBoard', isApplication: true },
+  { pid: 211, path: '/Developer/usr/libexec/testmanagerd', isApplication: false },
+];
 const DAEMON_CONNECTION = 'dtxproxy:XCTestManager_IDEInterface:XCTestManager_DaemonConnectionInterface';
 /** The channel a test runner's testmanagerd opens to the IDE on iOS 17+, by code 1 (go-ios answers on -1 whatever the code). */
 const DRIVER_INTERFACE = 'dtxproxy:XCTestDriverInterface:XCTestManager_IDEInterface';
@@ -77,6 +84,16 @@ export class TestManager {
   /** The processes it launched that still run, oldest first. */
   running(): Array<{ pid: number; bundleId: string }> {
     return [...this.processes.values()].map((p) => ({ pid: p.pid, bundleId: p.bundleId }));
+  }
+
+  /** Every process of the phone by pid: its daemons, then the apps it launched, each with its executable's path. */
+  processTable(): Array<{ pid: number; path: string; name: string; isApplication: boolean; bundleId?: string }> {
+    const apps = this.running().map(({ pid, bundleId }) => {
+      const app = this.host.apps.get(bundleId);
+      const bundle = app?.path ?? `/private/var/containers/Bundle/Application/${bundleId}/${app?.name ?? bundleId}.app`;
+      return { pid, bundleId, path: `${bundle}/${app?.executable ?? app?.name ?? bundleId}`, isApplication: true };
+    });
+    return [...SYSTEM_PROCESSES, ...apps].map((p) => ({ ...p, name: p.path.slice(p.path.lastIndexOf('/') + 1) }));
   }
 
   /** The pid of a running process of this app, if any. */
@@ -237,6 +254,10 @@ export class TestManager {
   };
 
   private processControl(channel: string, selector: string, args: unknown[]): unknown {
+    if (channel === DEVICE_INFO) {
+      if (selector !== 'runningProcesses') return new NSError('DTXMessage', 4, `Unrecognized selector ${selector}`);
+      return this.processTable().map((p) => ({ pid: p.pid, name: p.name, realAppName: p.path, isApplication: p.isApplication }));
+    }
     if (channel !== PROCESS_CONTROL) return new NSError('DTXMessage', 3, `The instruments server has no channel ${channel}.`);
     switch (selector) {
       case 'processIdentifierForBundleIdentifier:':

@@ -1,7 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { RemoteXpcConnection } from '../../../protocols/apple/remote-xpc.js';
 import { isXpcDictionary, xpcNumber, XpcInt64, XpcUuid, type XpcDictionary, type XpcMessage, type XpcValue } from '../../../protocols/apple/xpc.js';
-import type { InstalledApp } from '../installation-proxy.js';
 import { NSError } from '../nskeyed.js';
 import type { TestManager } from '../test-manager.js';
 
@@ -15,18 +14,10 @@ export const APP_SERVICE_FEATURES = [
 /** What CoreDevice's app service needs of its phone. */
 export interface AppServiceHost {
   testManager: TestManager;
-  apps: Map<string, InstalledApp>;
   /** A stdio socket the host opened through com.apple.coredevice.openstdiosocket, by its UUID. */
   stdio(uuid: string): Duplex | undefined;
   log(process: string, message: string): void;
 }
-
-/** Daemons every phone runs, listed before the apps as iOS lists by pid. */
-const SYSTEM_PROCESSES: Array<[number, string]> = [
-  [1, '/sbin/launchd'],
-  [58, '/System/Library/CoreServices/SpringBoard.app/SpringBoard'],
-  [211, '/Developer/usr/libexec/testmanagerd'],
-];
 
 /** CoreDeviceError's codes, as devicectl prints them. */
 const CORE_DEVICE_ERROR = { LAUNCH_FAILED: 10002, UNSUPPORTED_FEATURE: 1, INVALID_INPUT: 2 } as const;
@@ -116,12 +107,7 @@ function launch(input: XpcValue | undefined, host: AppServiceHost): { output: Xp
 
 /** Process tokens as CoreDevice lists them: pid and executable URL. */
 function processes(host: AppServiceHost): XpcDictionary[] {
-  const apps = host.testManager.running().map(({ pid, bundleId }): [number, string] => {
-    const app = host.apps.get(bundleId);
-    const bundle = app?.path ?? `/private/var/containers/Bundle/Application/${bundleId}/${app?.name ?? bundleId}.app`;
-    return [pid, `${bundle}/${app?.executable ?? app?.name ?? bundleId}`];
-  });
-  return [...SYSTEM_PROCESSES, ...apps].map(([pid, path]) => ({
+  return host.testManager.processTable().map(({ pid, path }) => ({
     processIdentifier: new XpcInt64(pid),
     executableURL: { relative: `file://${path}` },
   }));
