@@ -23,49 +23,58 @@ export function codecOfSps(sps: Buffer): string {
 
 const isVcl = (type: number) => type >= NAL.SLICE && type <= NAL.IDR;
 
+/** A three-byte start code; a four-byte one is a zero byte and this. */
+const START = Buffer.from([0, 0, 1]);
+
 /**
  * Splits a byte stream into NAL units as it arrives. A unit is complete when the next start code appears, which for
  * the last unit of a burst (a screen that stopped changing) may be never: `flush` then takes it as complete.
+ *
+ * Start codes are found with Buffer#indexOf (native), and each push searches only the bytes it has not searched
+ * before: a picture that arrives in many chunks was searched again from its start at every chunk, and byte by byte
+ * for its zeros, which made the live screen's H.264 cost the engine more CPU than minicap's JPEG.
  */
 export class NalSplitter {
   private buffer: Buffer = Buffer.alloc(0);
+  /** Whether the buffer begins with a start code: it does from the first one on, until a flush. */
+  private started = false;
 
   /** The complete units in `chunk` and what came before it, each without its start code. */
   push(chunk: Buffer): Buffer[] {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    const units: Buffer[] = [];
-    let start = startCodeAt(this.buffer, 0);
-    if (start === undefined) return units;
-    for (;;) {
-      const next = startCodeAt(this.buffer, start.end);
-      if (next === undefined) break;
-      units.push(trimZeros(this.buffer.subarray(start.end, next.at)));
-      start = next;
+    const searched = this.buffer.length;
+    this.buffer = searched === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    // What was searched before holds no start code but perhaps in its last two bytes, which this chunk may complete.
+    let from = Math.max(this.started ? START.length : 0, searched - 2);
+    if (!this.started) {
+      const first = this.buffer.indexOf(START, from);
+      if (first === -1) return [];
+      this.buffer = this.buffer.subarray(first);
+      this.started = true;
+      from = START.length;
     }
-    this.buffer = this.buffer.subarray(start.at);
+    const units: Buffer[] = [];
+    let unitStart = START.length;
+    for (let next = this.buffer.indexOf(START, from); next !== -1; next = this.buffer.indexOf(START, unitStart)) {
+      units.push(trimZeros(this.buffer.subarray(unitStart, next)));
+      unitStart = next + START.length;
+    }
+    this.buffer = this.buffer.subarray(unitStart - START.length);
     return units;
   }
 
   /** The unit after the last start code, taken as complete: the stream paused after it. */
   flush(): Buffer | undefined {
-    const start = startCodeAt(this.buffer, 0);
-    if (start === undefined || start.end >= this.buffer.length) return undefined;
-    const unit = this.buffer.subarray(start.end);
+    if (!this.started || this.buffer.length <= START.length) return undefined;
+    const unit = this.buffer.subarray(START.length);
     this.buffer = Buffer.alloc(0);
+    this.started = false;
     return unit;
   }
 
   /** Bytes before the first start code: what a command printed instead of video (an error). */
   get text(): string {
-    return startCodeAt(this.buffer, 0) === undefined ? this.buffer.toString('utf8') : '';
+    return this.started ? '' : this.buffer.toString('utf8');
   }
-}
-
-function startCodeAt(buffer: Buffer, from: number): { at: number; end: number } | undefined {
-  for (let i = buffer.indexOf(0, from); i !== -1 && i + 2 < buffer.length; i = buffer.indexOf(0, i + 1)) {
-    if (buffer[i + 1] === 0 && buffer[i + 2] === 1) return { at: i, end: i + 3 };
-  }
-  return undefined;
 }
 
 /** A four-byte start code leaves its leading zero on the unit before it (trailing_zero_8bits are not the unit's). */
