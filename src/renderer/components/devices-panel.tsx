@@ -6,6 +6,7 @@ import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';
 import { DeviceFilters, type Filter } from './device-filters.js';
 import { PhoneView } from './phone-view.js';
+import { WEBDRIVER_POLL_MS } from './webdriver-runs.js';
 import { releaseByMe, takesFocusAfterRelease, wasReleasedHere } from './released-here.js';
 
 const DEVICES_POLL_MS = 1500;
@@ -142,6 +143,8 @@ function AllocateForm({ sessionId, onAllocated }: { sessionId: string; onAllocat
 
 export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; ended?: boolean; heldBy?: string }) {
   const devices = useLoad(() => api.devices(sessionId), [sessionId], DEVICES_POLL_MS);
+  // The WebDriver runs driving this session's phones: each shows beside its phone's screen, which is watch-only then.
+  const runs = useLoad(() => api.webDriverRuns(sessionId), [sessionId], WEBDRIVER_POLL_MS);
 
   const all = devices.data?.data ?? [];
   const active = all.filter((d) => d.status !== 'released');
@@ -154,11 +157,12 @@ export function DevicesPanel({ sessionId, ended, heldBy }: { sessionId: string; 
   for (const d of live) shown.current.add(d.id);
   const waiting = active.filter((d) => !live.includes(d));
   const reload = () => void devices.reload();
+  const runOf = (d: Device) => runs.data?.data.find((r) => r.serial === d.info.serial);
 
   return (
     <div className="panel">
       {/* With a phone in use its screen comes first, above the fold; taking another phone is one click away. */}
-      {live.map((d) => <PhoneView key={d.id} sessionId={sessionId} device={d} onChange={reload} heldBy={heldBy} />)}
+      {live.map((d) => <PhoneView key={d.id} sessionId={sessionId} device={d} onChange={reload} heldBy={heldBy} run={runOf(d)} onTakenOver={() => { void runs.reload(); reload(); }} />)}
       <div className="device-grid">
         {waiting.map((d) => <DeviceCard key={d.id} sessionId={sessionId} device={d} onChange={reload} />)}
       </div>

@@ -77,6 +77,8 @@ export interface PhoneScreenProps {
   /** Sends an action in order after the ones before it; rejects with the API's message. */
   act(action: DeviceAction): Promise<unknown>;
   onFeed(feed: ScreenFeed): void;
+  /** A WebDriver run drives the phone: the screen is shown, and takes no pointer, key or dropped file. */
+  watchOnly?: boolean;
   onFiles(files: File[]): void;
 }
 
@@ -85,7 +87,7 @@ export interface PhoneScreenProps {
  * click taps, a drag swipes, the wheel scrolls, keys go to the phone, a paste types the clipboard, and an app file
  * dropped on it is installed. The frames shown are counted in data-frames, which the benchmarks read.
  */
-export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, codec, act, onFeed, onFiles }: PhoneScreenProps) {
+export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zoom, codec, act, onFeed, onFiles, watchOnly = false }: PhoneScreenProps) {
   const img = useRef<HTMLImageElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
   /** The feed is H.264, drawn to the canvas; else pictures in the image. */
@@ -413,7 +415,7 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
   };
 
   const onDragOver = (event: DragEvent) => {
-    if (!event.dataTransfer.types.includes('Files')) return;
+    if (watchOnly || !event.dataTransfer.types.includes('Files')) return;
     event.preventDefault();
     event.dataTransfer.dropEffect = 'copy';
     setDropping(true);
@@ -421,6 +423,7 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
   const onDrop = (event: DragEvent) => {
     event.preventDefault();
     setDropping(false);
+    if (watchOnly) return;
     const files = Array.from(event.dataTransfer.files);
     if (files.length > 0) onFiles(files);
   };
@@ -436,6 +439,8 @@ export function PhoneScreen({ sessionId, serial, name, platform, displaySize, zo
     >
       <div
         className={`screen${dropping ? ' dropping' : ''}`}
+        // Watch-only: no pointer, wheel, key or focus reaches the screen (it stays visible, and named).
+        inert={watchOnly}
         onPointerDown={onPointerDown}
         onPointerUp={onPointerUp}
         onKeyDown={onKeyDown}

@@ -15,12 +15,16 @@ import { releaseByMe } from './released-here.js';
 import { RemoteConnectPanel } from './remote-connect-panel.js';
 import { PhoneScreen, type ScreenCodec, type ScreenFeed } from './phone-screen.js';
 import { PhoneShell } from './phone-shell.js';
+import { WebDriverRunPanel } from './webdriver-runs.js';
+import type { WebDriverRun } from '../../shared/api/webdriver.js';
 
 const RECORD_LABELS = ['Record screen', 'Stop and download recording', 'Saving the recording…'] as const;
 
 const INFO_POLL_MS = 30_000;
 const SIDE_TABS = ['Details', 'Logcat', 'Shell', 'Files', 'Apps', 'Assistant'] as const;
 type SideTab = (typeof SIDE_TABS)[number];
+/** What a watcher may open while a WebDriver run drives the phone: what only reads it. */
+const WATCH_TABS: readonly SideTab[] = ['Details', 'Logcat'];
 /** An iPhone's log is its syslog, not logcat. */
 const tabLabel = (tab: SideTab, platform: string) => (tab === 'Logcat' && platform === 'ios' ? 'Syslog' : tab);
 
@@ -69,10 +73,11 @@ function RecordingTimer({ since, limitSeconds }: { since: number; limitSeconds: 
  * One phone of the session, the way a lab engineer works with it: the screen as large as the window allows, its
  * buttons, its details, its live log, the assistant beside it, and apps dropped straight onto it.
  */
-export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: string; device: Device; onChange(): void; heldBy?: string }) {
+export function PhoneView({ sessionId, device, onChange, heldBy, run, onTakenOver }: { sessionId: string; device: Device; onChange(): void; heldBy?: string; run?: WebDriverRun; onTakenOver?(): void }) {
   const [asked, setAsked] = useState(false);
-  // Another member's phone: ask them first, rather than tap, type or release under their hands.
-  if (heldBy && !asked) {
+  // Another member's phone: ask them first, rather than tap, type or release under their hands. A phone a WebDriver
+  // run drives is watch-only anyway: anyone may watch it.
+  if (heldBy && !asked && !run) {
     return (
       <section className="card warning" aria-label={`${device.info.name} held by ${heldBy}`}>
         <p><strong>{heldBy}</strong> holds {device.info.name} in this session. Ask them before you act on it or release it.</p>
@@ -82,7 +87,7 @@ export function PhoneView({ sessionId, device, onChange, heldBy }: { sessionId: 
       </section>
     );
   }
-  return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} />;
+  return <HeldPhone sessionId={sessionId} device={device} onChange={onChange} run={run} onTakenOver={onTakenOver ?? onChange} />;
 }
 
 /** The toolbar's groups: a button's refusal shows in its own. */
@@ -91,7 +96,9 @@ type ToolbarGroup = 'Navigation' | 'Hardware buttons' | 'View' | 'Restart';
 /** How the status line and the codec switch name a live screen's format. */
 const FORMATS: Record<string, string> = { h264: 'H.264', jpeg: 'JPEG', png: 'PNG' };
 
-function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device: Device; onChange(): void }) {
+function HeldPhone({ sessionId, device, onChange, run, onTakenOver }: { sessionId: string; device: Device; onChange(): void; run?: WebDriverRun; onTakenOver(): void }) {
+  /** A WebDriver run drives the phone: every control that acts on it is off, for everyone, until someone takes it over. */
+  const watchOnly = run !== undefined;
   const serial = device.info.serial!;
   const name = device.info.name;
   const [zoom, setZoom] = useState<'fit' | 'actual'>('fit');
@@ -199,10 +206,12 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
     setTab(next);
     setOpened((o) => new Set(o).add(next));
   };
+  const sideTabs = watchOnly ? WATCH_TABS : SIDE_TABS;
+  const shownTab = sideTabs.includes(tab) ? tab : 'Details';
   const onTabKey = (event: KeyboardEvent) => {
     const step = event.key === 'ArrowRight' ? 1 : event.key === 'ArrowLeft' ? -1 : 0;
     if (!step) return;
-    const next = SIDE_TABS[(SIDE_TABS.indexOf(tab) + step + SIDE_TABS.length) % SIDE_TABS.length]!;
+    const next = sideTabs[(sideTabs.indexOf(shownTab) + step + sideTabs.length) % sideTabs.length]!;
     choose(next);
     document.getElementById(`side-tab-${serial}-${next}`)?.focus();
   };
@@ -219,19 +228,19 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
       <h2 className="visually-hidden">{name}</h2>
       <div className="phone-toolbar" role="toolbar" aria-label={`Controls of ${name}`}>
         <div className="group" role="group" aria-label="Navigation">
-          {buttons.navigation.map(([button, label]) => <button key={button} type="button" onClick={press('Navigation', button)}>{label}</button>)}
+          {buttons.navigation.map(([button, label]) => <button key={button} type="button" disabled={watchOnly} onClick={press('Navigation', button)}>{label}</button>)}
           {refusal('Navigation')}
         </div>
         <div className="group" role="group" aria-label="Hardware buttons">
-          {buttons.hardware.map(([button, label]) => <button key={button} type="button" onClick={press('Hardware buttons', button)}>{label}</button>)}
+          {buttons.hardware.map(([button, label]) => <button key={button} type="button" disabled={watchOnly} onClick={press('Hardware buttons', button)}>{label}</button>)}
           {refusal('Hardware buttons')}
         </div>
         <div className="group" role="group" aria-label="View">
-          <button type="button" onClick={fromToolbar('View', rotate)}>Rotate</button>
+          <button type="button" disabled={watchOnly} onClick={fromToolbar('View', rotate)}>Rotate</button>
           <button type="button" aria-pressed={zoom === 'fit'} onClick={() => setZoom('fit')} aria-label="Fit the screen to the window">Fit</button>
           <button type="button" aria-pressed={zoom === 'actual'} onClick={() => setZoom('actual')} aria-label="1:1, one phone pixel per screen pixel">1:1</button>
           <button type="button" onClick={fromToolbar('View', screenshot)} title="Saves a lossless PNG of the phone's screen">Screenshot</button>
-          <button type="button" className="steady-label" aria-pressed={recording === 'recording'} disabled={recording === 'starting' || recording === 'stopping'} onClick={fromToolbar('View', toggleRecording)}>
+          <button type="button" className="steady-label" aria-pressed={recording === 'recording'} disabled={watchOnly || recording === 'starting' || recording === 'stopping'} onClick={fromToolbar('View', toggleRecording)}>
             {RECORD_LABELS.map((label) => {
               const shown = label === (recording === 'recording' ? RECORD_LABELS[1] : recording === 'stopping' ? RECORD_LABELS[2] : RECORD_LABELS[0]);
               // Every label takes the same cell, the others unseen: the button is as wide as its longest, so nothing
@@ -257,7 +266,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           </div>
         )}
         <div className="group" role="group" aria-label="Restart">
-          {restart === 'idle' && <button type="button" onClick={() => setRestart('confirm')}>Restart…</button>}
+          {restart === 'idle' && <button type="button" disabled={watchOnly} onClick={() => setRestart('confirm')}>Restart…</button>}
           {restart === 'confirm' && (
             <>
               <span>Restart {name}?</span>
@@ -269,7 +278,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           {refusal('Restart')}
         </div>
         <div className="group" role="group" aria-label="Release">
-          {!releasing ? <button type="button" className="danger" onClick={() => setReleasing(true)}>Release {name}…</button> : (
+          {!releasing ? <button type="button" className="danger" disabled={watchOnly} onClick={() => setReleasing(true)}>Release {name}…</button> : (
             <>
               <span>Release {name}? The apps installed in this session are uninstalled.</span>
               <button
@@ -305,24 +314,25 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
       {/* The panel comes before the screen in the page's order: the screen takes Tab for the phone, so it is the
           last stop, and Shift+Tab leaves it back into the panel. */}
       <aside className="phone-side" aria-label={`${name}: details, log, shell, files, apps and assistant`}>
+        {run && <WebDriverRunPanel sessionId={sessionId} run={run} onTakenOver={onTakenOver} />}
         <div className="side-tabs" role="tablist" aria-label={`About ${name}`} onKeyDown={onTabKey}>
-          {SIDE_TABS.map((t) => (
+          {sideTabs.map((t) => (
             <button
               key={t}
               id={`side-tab-${serial}-${t}`}
               role="tab"
               type="button"
-              aria-selected={tab === t}
+              aria-selected={shownTab === t}
               aria-controls={`side-panel-${serial}-${t}`}
-              tabIndex={tab === t ? 0 : -1}
+              tabIndex={shownTab === t ? 0 : -1}
               onClick={() => choose(t)}
             >
               {tabLabel(t, platform)}
             </button>
           ))}
         </div>
-        {SIDE_TABS.filter((t) => opened.has(t)).map((t) => (
-          <div key={t} id={`side-panel-${serial}-${t}`} className="side-panel" role="tabpanel" aria-labelledby={`side-tab-${serial}-${t}`} hidden={tab !== t}>
+        {sideTabs.filter((t) => opened.has(t)).map((t) => (
+          <div key={t} id={`side-panel-${serial}-${t}`} className="side-panel" role="tabpanel" aria-labelledby={`side-tab-${serial}-${t}`} hidden={shownTab !== t}>
             {t === 'Details' && <DeviceDetails info={info.data} loading={info.loading} error={info.error} />}
             {t === 'Logcat' && <LogcatPane sessionId={sessionId} serial={serial} name={name} generation={screenGeneration} />}
             {t === 'Shell' && <PhoneShell sessionId={sessionId} serial={serial} name={name} platform={platform} />}
@@ -345,6 +355,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
         act={act}
         onFeed={setFeed}
         onFiles={installFiles}
+        watchOnly={watchOnly}
       />
 
       <div className="phone-foot">
@@ -365,7 +376,7 @@ function HeldPhone({ sessionId, device, onChange }: { sessionId: string; device:
           )}
         </p>
         <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
-        <RemoteConnectPanel sessionId={sessionId} serial={serial} platform={platform} />
+        {!watchOnly && <RemoteConnectPanel sessionId={sessionId} serial={serial} platform={platform} />}
       </div>
     </section>
   );

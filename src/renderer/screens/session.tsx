@@ -4,7 +4,6 @@ import { api, useAuth } from '../app-context.js';
 import { ChatsPanel } from '../components/chats-panel.js';
 import { DevicesPanel } from '../components/devices-panel.js';
 import { InstancesPanel } from '../components/instances-panel.js';
-import { WebDriverRuns } from '../components/webdriver-runs.js';
 import { ErrorBanner, fmtTime, Page, Spinner, useAction, useLoad } from '../ui.js';
 
 const TABS = ['Devices', 'Instances', 'Chats'] as const;
@@ -116,7 +115,6 @@ export function SessionScreen({ sessionId }: { sessionId: string }) {
           remounts them, so that they show what it released. */}
       {TABS.map((t) => (
         <div key={`${t}-${generation}`} id={`panel-${t}`} role="tabpanel" aria-labelledby={`tab-${t}`} hidden={tab !== t}>
-          {t === 'Devices' && <WebDriverRuns sessionId={sessionId} />}
           {t === 'Devices' && <DevicesPanel sessionId={sessionId} ended={Boolean(s.endedAt)} heldBy={heldBy} />}
           {t === 'Instances' && <InstancesPanel sessionId={sessionId} />}
           {t === 'Chats' && <ChatsPanel sessionId={sessionId} active={tab === 'Chats'} />}

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-results.js';
 import type { Static } from 'typebox';
 import { api } from '../app-context.js';
+import { isWebDriverRun, WebDriverResult } from '../components/webdriver-result.js';
 import { linkTo } from '../router.js';
 import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
 
@@ -154,6 +155,10 @@ export function TestResultScreen({ id }: { id: string }) {
   const assets = useLoad(() => api.assets(id), [id]);
   const r = result.data;
   if (!r) return <Page title="Test result"><BackToResults />{result.loading ? <Spinner label="Loading" /> : <ErrorBanner error={result.error} />}</Page>;
+  // A run of the lab's /wd/hub has no Playwright figures: its video, commands and logs instead.
+  if (isWebDriverRun(r)) {
+    return <Page title={r.name} actions={<Status value={r.status} />}><WebDriverResult result={r} assets={assets.data?.data} back={<BackToResults />} /></Page>;
+  }
   const stats = statsOf(r);
   const duration = typeof stats.duration === 'number' ? fmtDuration(stats.duration) : undefined;
   return (
@@ -176,6 +181,7 @@ export function TestResultScreen({ id }: { id: string }) {
       ) : <Empty>The reporter sent no git information.</Empty>}
       <h2>Run</h2>
       <dl className="facts">
+        {r.reason && <><dt>Reason</dt><dd>{r.reason}</dd></>}
         <dt>Started</dt><dd>{fmtTime(r.startedAt)}</dd>
         <dt>Finished</dt><dd>{fmtTime(r.finishedAt)}</dd>
         <dt>Reporter</dt><dd>{r.userAgent ?? '—'}</dd>

@@ -46,6 +46,8 @@ export function contentSecurityPolicy(host: string | undefined, scriptHashes: re
     ["script-src 'self'", ...scriptHashes].join(' '),
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' blob: data:",
+    // A test result's video plays from the blob its bytes were fetched into (with the bearer).
+    "media-src 'self' blob:",
     `connect-src 'self'${sockets}`,
     "worker-src 'self'",
     "font-src 'self'",

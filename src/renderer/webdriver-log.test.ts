@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { fmtOffset, parseCommandsLog, videoOffset } from './webdriver-log.js';
+
+describe('a WebDriver run\'s commands.log read back', () => {
+  it('reads each command with its words, status, time and error; the trailer is not a command', () => {
+    const log = [
+      '2026-11-29T06:00:00.000Z POST /session (phone 5 ms, connect 12 ms, Appium 900 ms) 200 917 ms',
+      '2026-11-29T06:00:01.250Z POST /element (xpath //android.widget.TextView[@text="Wi-Fi"]) 200 31 ms',
+      '2026-11-29T06:00:02.000Z POST /execute/sync (return document.title + "xxxx…) 400 0 ms invalid argument',
+      '2026-11-29T06:00:03.000Z session ended (deleted by the client) 200 0 ms',
+      '',
+      'Ended: deleted by the client.',
+      'Reason given: it failed',
+    ].join('\n');
+    const commands = parseCommandsLog(log);
+    expect(commands).toHaveLength(4);
+    expect(commands[0]).toEqual({ at: Date.parse('2026-11-29T06:00:00.000Z'), what: 'POST /session (phone 5 ms, connect 12 ms, Appium 900 ms)', status: 200, ms: 917 });
+    expect(commands[1]!.what).toBe('POST /element (xpath //android.widget.TextView[@text="Wi-Fi"])');
+    expect(commands[2]).toMatchObject({ status: 400, error: 'invalid argument' });
+    expect(commands[3]!.what).toBe('session ended (deleted by the client)');
+  });
+
+  it('places a command in the video from its first picture', () => {
+    expect(videoOffset(Date.parse('2026-11-29T06:00:01.250Z'), Date.parse('2026-11-29T06:00:00.250Z'))).toBe(1);
+    expect(videoOffset(0, 1000)).toBe(0);
+    expect(fmtOffset(61.25)).toBe('1:01.3');
+  });
+});
