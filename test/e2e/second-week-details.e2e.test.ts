@@ -200,6 +200,8 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     await page.getByText(/This is your lab: no plan applies to you/).waitFor();
     expect(await page.getByText(/Plan hobby/).count()).toBe(0);
     expect(await page.getByText('hobby', { exact: true }).count()).toBe(0);
+    // The allowance the owner set still shows, as time used and remaining.
+    await page.getByRole('img', { name: /devices: .* remaining; instances: / }).waitFor();
     await snap(page, SUITE, '07-usage-lab-owner');
   });
 

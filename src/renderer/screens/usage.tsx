@@ -60,19 +60,19 @@ export function UsageScreen() {
   return (
     <Page title="Usage">
       <ErrorBanner error={balance.error} />
-      {!b ? balance.loading && <Spinner label="Loading the balance" /> : labOwner ? (
-        // The lab is the owner's own: no plan limits them, so none is named; the plans they give others are in Settings.
-        <p className="plan-meaning">
-          Period {fmtTime(b.period.start)} to {fmtTime(b.period.end)}. This is your lab: no plan applies to you. The
-          allowance each organization gets is yours to set, under Settings → Plan.
-        </p>
-      ) : (
+      {!b ? balance.loading && <Spinner label="Loading the balance" /> : (
         <>
-          <p>
+          {/* The lab is the owner's own: no plan applies to them, so none is named; the allowance is theirs to set. */}
+          {labOwner ? (
+            <p>
+              Period {fmtTime(b.period.start)} to {fmtTime(b.period.end)} · This is your lab: no plan applies to you. The
+              allowance below is the one you set for this organization, under Settings → Plan.
+            </p>
+          ) : <p>
             Plan <strong>{b.plan}</strong> · period {fmtTime(b.period.start)} to {fmtTime(b.period.end)}
             {b.subscription && <> · subscription {b.subscription.status}{b.subscription.cancelAtPeriodEnd && ', ends with the period'}</>}
             {b.overageCapUsd > 0 && <> · overage cap ${b.overageCapUsd}</>}
-          </p>
+          </p>}
           <UsageChart bars={barsOf(b)} />
           <p className="muted plan-meaning">
             In a private lab the plan is bookkeeping, not a bill: it is the allowance of phone and Mac time the lab owner
