@@ -188,6 +188,9 @@ export class TcpConnection extends Duplex {
     if (segment.flags & TCP_ACK) this.acknowledged(segment);
     if (this.state === 'closed') return;
     if (segment.payload.length > 0 || segment.flags & TCP_FIN) this.data(segment);
+    // A keep-alive probe (no data, an old sequence number) gets an ACK (RFC 9293 3.8.4): go-ios's stack probes a
+    // connection idle for 30 s every second and ends it after 9 unanswered probes (runwda's, and WDA with it).
+    else if (((this.rcvNxt - segment.seq) | 0) > 0) this.sendAck();
   }
 
   /** Ends the connection now: with a reset to the peer when `tellPeer`, and the stream destroyed. */
