@@ -97,6 +97,7 @@ describe('POST /test-results', () => {
       name: 'smoke',
       userAgent: null,
       status: 'queued',
+      reason: null,
       git: null,
       tags: [],
       environment: null,
@@ -108,6 +109,15 @@ describe('POST /test-results', () => {
       createdAt: expect.stringMatching(RFC3339_MS),
       updatedAt: r.body.createdAt,
     });
+  });
+
+  it('keeps a reporter\'s reason with its status, in the result and the list; null clears it; over 1000 characters is a 400', async () => {
+    const r = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'with a reason', status: 'failed', reason: 'the login screen never came' } });
+    expect(r.body.reason).toBe('the login screen never came');
+    const listed = (await lab.c.call('GET', '/test-results', { token: lab.owner })).body.data.find((x: { id: string }) => x.id === r.body.id);
+    expect(listed.reason).toBe('the login screen never came');
+    expect((await lab.c.call('PATCH', `/test-results/${r.body.id}`, { token: lab.owner, body: { reason: null } })).body.reason).toBeNull();
+    expect((await lab.c.call('PATCH', `/test-results/${r.body.id}`, { token: lab.owner, body: { reason: 'x'.repeat(1001) } })).status).toBe(400);
   });
 
   it('201 keeps git, stats and environment exactly as sent, and normalizes times to UTC milliseconds', async () => {
