@@ -113,7 +113,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     await bus?.stop();
   });
 
-  it('17.5 gets WDA through the tunnel (wdaLaunch tunnel), 16 through lockdown, 17.2 stays wda_unavailable with the 17.0-17.3 steps; live screen, tap and screenshot go through the tunnel', async () => {
+  it('17.5 gets WDA through the tunnel (wdaLaunch tunnel), 16 through lockdown, 17.2 stays wda_unavailable with the 17.0-17.3 steps; live screen, tap, screenshot and webDriverAgentUrl go through the tunnel', async () => {
     const rows = await waitFor('17.5 and 16 ready, 17.2 explained', async () => {
       const all = await fleet();
       const by = (udid: string) => all.find((p) => p.serial === udid);
@@ -158,6 +158,12 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     expect(shot.status).toBe(200);
     expect((await shot.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     expect(five.board.foreground).toBe(SETTINGS);
+    // Appium's way in: remote connect's webDriverAgentUrl, relayed into the tunnel too.
+    const remote = await c.call('POST', `${device}/remote-connect`, { token: owner, body: {} });
+    expect(remote.status).toBe(201);
+    const status = await fetch(`${remote.body.webDriverAgentUrl}/status`);
+    expect(status.status).toBe(200);
+    expect((await status.json()).value.ready).toBe(true);
     // Every WDA connection since the launch came through the tunnel; none through usbmuxd.
     expect(routes.tunnel).toBeGreaterThan(before.tunnel);
     expect(routes.usbmuxd).toBe(before.usbmuxd);
@@ -197,7 +203,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     for (let cycle = 0; cycle < 20; cycle++) {
       await five.plugInto(bus.usbmuxd);
       await waitFor('a tunnel process', () => goIosProcesses(five.udid).length > 0 || undefined, 20_000);
-      if (cycle % 5 === 4) await waitFor('WDA ready', async () => (await row(five.udid))?.state === 'device' || undefined, 30_000);
+      if (cycle % 10 === 9) await waitFor('WDA ready', async () => (await row(five.udid))?.state === 'device' || undefined, 30_000);
       for (const p of goIosProcesses(five.udid)) seen.set(p.pid, p);
       five.unplug();
     }
