@@ -98,7 +98,10 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
     const line = out.split('\n').find((l) => l.startsWith('['));
     return line ? (JSON.parse(line) as GoIosTunnel[]) : [];
   };
-  const tunnelOf = (udid: string) => waitFor(`go-ios's tunnel to ${udid}`, async () => (await tunnels()).find((t) => t.udid === udid), 15_000);
+  const tunnelOf = (udid: string) =>
+    waitFor(`go-ios's tunnel to ${udid}`, async () => (await tunnels()).find((t) => t.udid === udid), 15_000).catch((error: Error) => {
+      throw new Error(`${error.message}; go-ios said:\n${agentLog.slice(-4000)}`);
+    });
 
   beforeAll(async () => {
     bus = await startIosBus([
@@ -306,6 +309,20 @@ describe('the phone\'s IPv6/TCP endpoint', () => {
     ep.receive(packet({ flags: TCP_ACK, seq: 1007, ack: fin.seq + 1 }));
     await closed;
     expect(ep.connections.size).toBe(0);
+  });
+
+  it('scales windows both ways when the peer\'s SYN offers it (RFC 7323)', () => {
+    const { ep, sent, accepted } = endpoint();
+    ep.receive(packet({ flags: TCP_SYN, windowScale: 7, window: 100 }));
+    const synAck = sent.shift()!;
+    expect(synAck).toMatchObject({ flags: TCP_SYN | TCP_ACK, windowScale: 3, window: 65535 });
+    // The peer's 10 is 10 << 7 = 1280 bytes: one full segment and 60 bytes, then nothing until it acknowledges.
+    ep.receive(packet({ flags: TCP_ACK, seq: 1001, ack: synAck.seq + 1, window: 10 }));
+    accepted[0]!.write(Buffer.alloc(3000));
+    expect(sent.map((s) => s.payload.length)).toEqual([1220, 60]);
+    // The phone's 256 KiB buffer, announced as 32768 << 3.
+    expect(sent[0]!.window).toBe(32768);
+    ep.close();
   });
 
   it('resets closed ports and unknown connections, and a peer\'s reset ends the connection', async () => {

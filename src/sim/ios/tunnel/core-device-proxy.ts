@@ -44,6 +44,7 @@ export class CoreDeviceTunnel {
   endpoint: TcpEndpoint | undefined;
   private pending: Buffer = Buffer.alloc(0);
   private closed = false;
+  private corked = false;
   private readonly closeHandlers: Array<() => void> = [];
 
   constructor(
@@ -81,18 +82,36 @@ export class CoreDeviceTunnel {
     if (this.closed) return;
     this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     if (!this.endpoint && !this.handshake(server)) return;
+    const packets: Buffer[] = [];
     for (;;) {
       const length = ipv6PacketLength(this.pending);
-      if (length === undefined) return;
       // Not an IPv6 header where one must start: the framing is lost and nothing after it can be read.
       if (length === 'bad') return this.close();
-      if (this.pending.length < length) return;
+      if (length === undefined || this.pending.length < length) break;
       const packet = this.pending.subarray(0, length);
       this.pending = this.pending.subarray(length);
       // Longer than the MTU both sides agreed is not a packet this link carries; the next one is still framed.
       if (length > this.mtu) this.endpoint!.dropped++;
-      else this.endpoint!.receive(packet);
+      else packets.push(packet);
     }
+    this.endpoint!.receiveAll(packets);
+  }
+
+  /**
+   * Writes a packet to the host. The packets of one turn of the event loop (a burst of segments, the ACKs for a
+   * read) leave in one write, so in as few TLS records as fit, not a record each.
+   */
+  private send(packet: Buffer): void {
+    if (this.closed) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.stream.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.stream.uncork();
+      });
+    }
+    this.stream.write(packet);
   }
 
   /** Reads the host's handshake from `pending` and answers it; false while it has not all arrived (or was refused). */
@@ -130,9 +149,7 @@ export class CoreDeviceTunnel {
     this.endpoint = new TcpEndpoint({
       address: server,
       mtu: this.mtu,
-      send: (packet) => {
-        if (!this.closed) this.stream.write(packet);
-      },
+      send: (packet) => this.send(packet),
       listener: this.options.listener,
     });
     return true;

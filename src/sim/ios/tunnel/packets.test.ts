@@ -35,7 +35,7 @@ describe('IPv6 and TCP codecs', () => {
     expect(ip.nextHeader).toBe(6);
     expect(ip.hopLimit).toBe(64);
     expect(decodeTcp(ip.source, ip.destination, ip.payload)).toEqual({
-      sourcePort: 0xc17d, destinationPort: 8100, seq: 0x471f888e, ack: 0, flags: TCP_SYN, window: 0x5f00, mss: 1220, payload: Buffer.alloc(0),
+      sourcePort: 0xc17d, destinationPort: 8100, seq: 0x471f888e, ack: 0, flags: TCP_SYN, window: 0x5f00, mss: 1220, windowScale: 7, payload: Buffer.alloc(0),
     });
     const data = decodeIpv6(HOST_DATA)!;
     const segment = decodeTcp(data.source, data.destination, data.payload)!;
@@ -50,6 +50,10 @@ describe('IPv6 and TCP codecs', () => {
     expect(encodeIpv6(PHONE, HOST, 6, tcp).toString('hex')).toBe(PHONE_SYN_ACK.toString('hex'));
     // A segment with its checksum in sums to zero: what decodeTcp checks.
     expect(pseudoHeaderChecksum(PHONE, HOST, 6, tcp)).toBe(0);
+    // With a Window Scale option: NOP, kind 3, length 3, the shift; decoded as encoded.
+    const scaled = encodeTcp(PHONE, HOST, { sourcePort: 1, destinationPort: 2, seq: 3, ack: 4, flags: TCP_SYN | TCP_ACK, window: 65535, mss: 1220, windowScale: 3, payload: Buffer.alloc(0) });
+    expect(scaled.subarray(20).toString('hex')).toBe('020404c401030303');
+    expect(decodeTcp(PHONE, HOST, scaled)).toMatchObject({ mss: 1220, windowScale: 3 });
   });
 
   it('refuse a flipped bit, a short header, a data offset past the segment and a length past the packet', () => {

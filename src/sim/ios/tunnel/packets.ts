@@ -17,6 +17,7 @@ export const TCP_ACK = 0x10;
 const OPTION_END = 0;
 const OPTION_NOP = 1;
 const OPTION_MSS = 2;
+const OPTION_WINDOW_SCALE = 3;
 
 export interface Ipv6Packet {
   source: Buffer;
@@ -35,6 +36,8 @@ export interface TcpSegment {
   window: number;
   /** The Maximum Segment Size option, when the segment carries one (a SYN's). */
   mss?: number;
+  /** The Window Scale option (RFC 7323), a shift count, when the segment carries one (a SYN's). */
+  windowScale?: number;
   payload: Buffer;
 }
 
@@ -118,14 +121,17 @@ export function decodeTcp(source: Buffer, destination: Buffer, segment: Buffer):
     const length = segment[i + 1]!;
     if (length < 2 || i + length > headerLength) break;
     if (kind === OPTION_MSS && length === 4) decoded.mss = segment.readUInt16BE(i + 2);
+    // A shift over 14 is taken as 14 (RFC 7323 2.3).
+    if (kind === OPTION_WINDOW_SCALE && length === 3) decoded.windowScale = Math.min(14, segment[i + 2]!);
     i += length;
   }
   return decoded;
 }
 
-/** A TCP segment with its checksum, carrying an MSS option when `mss` is given (a SYN-ACK's). */
+/** A TCP segment with its checksum, carrying MSS and Window Scale options when given (a SYN-ACK's). */
 export function encodeTcp(source: Buffer, destination: Buffer, segment: TcpSegment): Buffer {
-  const headerLength = TCP_HEADER_LENGTH + (segment.mss !== undefined ? 4 : 0);
+  const optionsLength = (segment.mss !== undefined ? 4 : 0) + (segment.windowScale !== undefined ? 4 : 0);
+  const headerLength = TCP_HEADER_LENGTH + optionsLength;
   const bytes = Buffer.alloc(headerLength + segment.payload.length);
   bytes.writeUInt16BE(segment.sourcePort, 0);
   bytes.writeUInt16BE(segment.destinationPort, 2);
@@ -134,10 +140,19 @@ export function encodeTcp(source: Buffer, destination: Buffer, segment: TcpSegme
   bytes[12] = (headerLength / 4) << 4;
   bytes[13] = segment.flags;
   bytes.writeUInt16BE(segment.window, 14);
+  let at = TCP_HEADER_LENGTH;
   if (segment.mss !== undefined) {
-    bytes[20] = OPTION_MSS;
-    bytes[21] = 4;
-    bytes.writeUInt16BE(segment.mss, 22);
+    bytes[at] = OPTION_MSS;
+    bytes[at + 1] = 4;
+    bytes.writeUInt16BE(segment.mss, at + 2);
+    at += 4;
+  }
+  if (segment.windowScale !== undefined) {
+    // NOP first, so that the option ends on a 4-byte boundary.
+    bytes[at] = OPTION_NOP;
+    bytes[at + 1] = OPTION_WINDOW_SCALE;
+    bytes[at + 2] = 3;
+    bytes[at + 3] = segment.windowScale;
   }
   segment.payload.copy(bytes, headerLength);
   bytes.writeUInt16BE(pseudoHeaderChecksum(source, destination, NEXT_HEADER_TCP, bytes), 16);
