@@ -208,7 +208,7 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
     expect(phone172.tunnels.size).toBe(0);
   });
 
-  it('unplugging the phone mid-tunnel ends its connections and go-ios drops the tunnel; plugged in again, go-ios opens a new one', async () => {
+  it('unplugging the phone mid-tunnel ends its connections and go-ios drops the tunnel; plugged in again, go-ios opens a new one, which a restart ends', async () => {
     const tunnel = await tunnelOf(phone175.udid);
     const [phoneSide] = [...phone175.tunnels];
     // A live screen: WDA's MJPEG stream runs for as long as the connection does.
@@ -229,6 +229,17 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
     const again = await tunnelOf(phone175.udid);
     expect(again.address).not.toBe(tunnel.address);
     expect((await http(await throughTunnel(again, 8100), 'GET', '/status')).status).toBe(200);
+
+    // A restart (diagnostics_relay's) takes it off the bus too: the new tunnel and its connections end at once.
+    const [secondSide] = [...phone175.tunnels];
+    const held = await throughTunnel(again, 9100);
+    held.write('GET / HTTP/1.1\r\nHost: device\r\n\r\n');
+    await new Promise((resolve) => held.once('data', resolve));
+    const heldClosed = new Promise((resolve) => held.once('close', resolve));
+    phone175.restart();
+    await heldClosed;
+    expect(phone175.tunnels.size).toBe(0);
+    expect(secondSide!.endpoint!.connections.size).toBe(0);
   });
 });
 
