@@ -107,7 +107,7 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     const d = await labSession(lab.engine.api, key, { platformName: 'iOS' });
 
     // WebDriverAgent's element screenshot: the screen's pixels under the element's frame.
-    const icon = await d.$('~Settings');
+    const icon = await d.$('~Settings').getElement();
     const rect = await d.getElementRect(icon.elementId);
     const shot = PNG.sync.read(Buffer.from(await d.takeElementScreenshot(icon.elementId), 'base64'));
     expect({ width: shot.width, height: shot.height }).toEqual({ width: rect.width * board.scale, height: rect.height * board.scale });
