@@ -18,6 +18,12 @@ const AUX_MAGIC = 0x1f0;
 /** Every auxiliary entry is a key/value pair; its key is always the "null" type, 10. */
 const AUX_NULL_KEY = 10;
 const AUX = { STRING: 1, OBJECT: 2, U32: 3, U64: 4, I64: 6 } as const;
+/**
+ * A message's most, fragments joined (a screenshot from instruments is a few MB), and the most messages being
+ * reassembled at once: a peer's header cannot make the phone buffer 4 GB, nor its fragments open without end.
+ */
+export const DTX_MAX_MESSAGE = 64 * 1024 * 1024;
+const DTX_MAX_PARTIAL = 16;
 
 /** Message types of the payload header: a call wanting an object back, a reply with an object, an error. */
 export const DTX_TYPE = { ACK: 0, CALL: 2, OBJECT: 3, ERROR: 4 } as const;
@@ -163,10 +169,20 @@ function decodeMessage(header: Buffer, payload: Buffer): DtxMessage {
 /** Reassembles messages from a byte stream, fragments included (the first fragment is a bare header). */
 export class DtxReader {
   private pending: Buffer = Buffer.alloc(0);
-  private readonly fragments = new Map<number, { header: Buffer; parts: Buffer[] }>();
+  /** Chunks not yet joined: a message arriving in many pieces is joined once it is whole, not at every piece. */
+  private unjoined: Buffer[] = [];
+  private unjoinedLength = 0;
+  private need = 0;
+  private readonly fragments = new Map<number, { header: Buffer; parts: Buffer[]; length: number }>();
 
   push(chunk: Buffer): DtxMessage[] {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    this.unjoined.push(chunk);
+    this.unjoinedLength += chunk.length;
+    if (this.pending.length + this.unjoinedLength < this.need) return [];
+    this.pending = Buffer.concat([this.pending, ...this.unjoined]);
+    this.unjoined = [];
+    this.unjoinedLength = 0;
+    this.need = 0;
     const out: DtxMessage[] = [];
     while (this.pending.length >= HEADER) {
       if (this.pending.readUInt32LE(0) !== MAGIC) throw new Error('Not a DTX message (bad magic).');
@@ -176,7 +192,11 @@ export class DtxReader {
       const identifier = header.readUInt32LE(16);
       // A multi-fragment message's first fragment is a header alone, announcing the whole payload's length.
       const bodyLength = count > 1 && fragment === 0 ? 0 : header.readUInt32LE(12);
-      if (this.pending.length < HEADER + bodyLength) break;
+      if (header.readUInt32LE(12) > DTX_MAX_MESSAGE) throw new Error(`A DTX message of ${header.readUInt32LE(12)} bytes is over ${DTX_MAX_MESSAGE}.`);
+      if (this.pending.length < HEADER + bodyLength) {
+        this.need = HEADER + bodyLength;
+        break;
+      }
       const body = this.pending.subarray(HEADER, HEADER + bodyLength);
       this.pending = this.pending.subarray(HEADER + bodyLength);
       if (count <= 1) {
@@ -184,12 +204,15 @@ export class DtxReader {
         continue;
       }
       if (fragment === 0) {
-        this.fragments.set(identifier, { header: Buffer.from(header), parts: [] });
+        if (this.fragments.size >= DTX_MAX_PARTIAL) throw new Error(`More than ${DTX_MAX_PARTIAL} fragmented DTX messages at once.`);
+        this.fragments.set(identifier, { header: Buffer.from(header), parts: [], length: 0 });
         continue;
       }
       const whole = this.fragments.get(identifier);
       if (!whole) continue;
       whole.parts.push(Buffer.from(body));
+      whole.length += body.length;
+      if (whole.length > DTX_MAX_MESSAGE) throw new Error(`A fragmented DTX message is over ${DTX_MAX_MESSAGE} bytes.`);
       if (fragment === count - 1) {
         this.fragments.delete(identifier);
         out.push(decodeMessage(whole.header, Buffer.concat(whole.parts)));
