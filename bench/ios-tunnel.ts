@@ -48,13 +48,13 @@ const READY_TIMEOUT_MS = 90_000;
 /** Plug-ins of each kind measured, after warm-ups (the first lockdown start loads appium-ios-device). */
 const PLUGS = sized(5, 1);
 const PLUG_WARMUP = sized(1, 0);
-const SAMPLES = sized(30, 3);
+const SAMPLES = sized(50, 3);
 const WARMUP = sized(5, 1);
 const SETTLE_MS = sized(2000, 0);
-const IDLE_MS = sized(10_000, 500);
+const IDLE_MS = sized(10_000, 200);
 const LIVE_ROUNDS = sized(2, 1);
 const LIVE_WARMUP_MS = sized(1000, 100);
-const LIVE_MS = sized(5000, 500);
+const LIVE_MS = sized(5000, 200);
 
 const fmtCpu = (percent: number) => `${percent.toFixed(2)} % of a core`;
 const fmtFps = (fps: number) => `${fps.toFixed(1)} frames/s`;
@@ -265,9 +265,13 @@ export const iosTunnel: Benchmark = {
       tunnel: { engine: 0, others: 0, frames: 0, ms: 0, rssMb: 0, pssMb: 0 },
     };
     for (let round = 0; round < LIVE_ROUNDS; round++) {
-      for (const side of ['usbmuxd', 'tunnel'] as const) {
+      // Each round in the other order, so that neither side always follows the screenshots' garbage.
+      for (const side of round % 2 === 0 ? (['usbmuxd', 'tunnel'] as const) : (['tunnel', 'usbmuxd'] as const)) {
         const udid = side === 'usbmuxd' ? lockdownPhone : tunnelPhone;
-        const processes = side === 'tunnel' ? [...idleProcesses.guards, ...idleProcesses.goIos] : [];
+        const now = tunnelProcesses(tunnelPhone);
+        // go-ios ended and the fleet started it again: a run the figures cannot stand on.
+        if (now.guards.join() !== idleProcesses.guards.join()) throw new Error(`the tunnel's processes changed during the run:\n${log.filter((l) => l.includes(tunnelPhone)).join('\n')}`);
+        const processes = side === 'tunnel' ? [...now.guards, ...now.goIos] : [];
         const stop = new AbortController();
         let frames = 0;
         let first = () => {};
@@ -278,7 +282,9 @@ export const iosTunnel: Benchmark = {
         await Promise.race([firstFrame, sleep(START_TIMEOUT_MS).then(() => Promise.reject(new Error(`no live screen from the ${side} phone`)))]);
         await sleep(LIVE_WARMUP_MS);
         const before = frames;
-        const used = await cpuOver(LIVE_MS, processes);
+        const used = await cpuOver(LIVE_MS, processes).catch((error: Error) => {
+          throw new Error(`${error.message}; the fleet said:\n${log.filter((l) => l.includes(tunnelPhone)).join('\n')}`);
+        });
         const counted = frames - before;
         const rss = process.memoryUsage().rss / 1024 / 1024;
         const pss = processes.reduce((sum, pid) => sum + pssMb(pid), 0);
