@@ -96,6 +96,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(home.body.error).toMatchObject({ code: 'webdriver_running', message: expect.stringContaining('watch-only') });
     expect((await act(labSessionId, { type: 'getOrientation' })).status).toBe(200);
     expect((await c.call('POST', `/sessions/${labSessionId}/devices/${lab.serials[0]}/reboot`, { token: owner })).status).toBe(409);
+    // The run's own video is not anyone's to stop.
+    expect((await c.call('POST', `/sessions/${labSessionId}/devices/${lab.serials[0]}/recording/stop`, { token: owner })).body.error?.code).toBe('webdriver_running');
 
     // Past two segments of the recorder, so that the video is chained and joined.
     await waitFor('the run to outlast two segments', async () => Date.now() - Date.parse((await c.call('GET', `/sessions/${labSessionId}/webdriver-runs`, { token: owner })).body.data[0].startedAt) > (2 * SEGMENT_SECONDS + 1) * 1000, 20_000);

@@ -366,7 +366,8 @@ export class DeviceControl {
   /** Stops the allocation's recording and answers it as an MP4. */
   async stopRecording(scope: Scope, target: DeviceTarget): Promise<Buffer> {
     requireRole(scope.role, 'readwrite');
-    const { id } = this.holding(scope, target);
+    // A running WebDriver run's recording is its own: it stops it once it is ending, when the phone is no longer driven.
+    const { id } = this.notDriven(this.holding(scope, target));
     const pending = this.recordings.get(id);
     if (!pending) throw conflict('not_recording', 'The screen is not being recorded: start a recording first.');
     this.recordings.delete(id);
