@@ -26,6 +26,8 @@ describe('GET /lab/settings', () => {
       // The test engine runs with BENCHTOP_ADB=off.
       adb: { enabled: false, host: '127.0.0.1', port: 5037 },
       usbmuxd: { enabled: false, address: 'UNIX:/var/run/usbmuxd' },
+      // No iOS fleet, so no tunnel; go-ios is npm's, found in place.
+      iosTunnel: { enabled: false, goIos: expect.stringMatching(/node_modules\/go-ios\/dist\/go-ios-[^/]+\/ios$/), developerDiskImage: null },
       quotas: { devices: 3, instances: 2 },
       deviceIdleSeconds: 900,
       deviceIdleMinSeconds: 10,

@@ -135,6 +135,9 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     const wdaLaunch = JSON.stringify(JSON.stringify(spec).match(/"wdaLaunch":\{.*?"description"/)?.[0]);
     for (const value of ['lockdown', 'tunnel', 'devicectl', 'external']) expect(wdaLaunch).toContain(value);
 
+    // The lab owner sees the tunnel's parts: npm's go-ios, and no Developer Disk Image set.
+    expect((await c.call('GET', '/lab/settings', { token: owner })).body.iosTunnel).toEqual({ enabled: true, goIos: expect.stringContaining('node_modules/go-ios/dist/'), developerDiskImage: null });
+
     // Only go-ios's runwda started WDA on the 17.5 phone: its tunnel agent and runner are running, for this phone alone.
     const processes = goIosProcesses(five.udid);
     expect(processes.map((p) => p.args[1]).sort()).toEqual(['runwda', 'tunnel']);

@@ -75,6 +75,16 @@ export const LabSettings = Type.Object({
     { enabled: Type.Boolean(), address: Type.String() },
     { description: 'The usbmuxd the iOS fleet tracks (BENCHTOP_USBMUXD_ADDRESS): UNIX:/path or host:port.' },
   ),
+  iosTunnel: Type.Object(
+    {
+      enabled: Type.Boolean({ description: 'Whether the lab starts WebDriverAgent on iOS 17.4+ iPhones through a go-ios userspace tunnel (the iOS fleet is on and go-ios was found).' }),
+      goIos: Nullable(Type.String({ description: 'The go-ios binary it runs (BENCHTOP_GO_IOS; by default npm\'s go-ios for this machine); null: none.' })),
+      developerDiskImage: Nullable(
+        Type.String({ description: 'The personalized Developer Disk Image the lab mounts on iOS 17+ iPhones that lack it (BENCHTOP_DDI_PATH: the Restore folder of Xcode\'s iOS.ddi); null: none set, and such a phone\'s steps say how.' }),
+      ),
+    },
+    { description: 'iPhones on iOS 17.4 and later (docs/iphones.md).' },
+  ),
   quotas: Type.Object(
     { devices: Type.Integer(), instances: Type.Integer() },
     { description: 'Devices and instances each organization may hold at once.' },

@@ -52,7 +52,7 @@ export class LabSettingsService {
     private readonly stores: Pick<Stores, 'settings'>,
     private readonly config: Pick<
       EngineConfig,
-      'adb' | 'usbmuxd' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota' | 'deviceIdleSeconds' | 'deviceIdleMinSeconds' | 'reservationMaxHours'
+      'adb' | 'usbmuxd' | 'goIos' | 'ddiPath' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota' | 'deviceIdleSeconds' | 'deviceIdleMinSeconds' | 'reservationMaxHours'
     >,
     private readonly lanSharing: LanSharing,
     private readonly secrets: Pick<SecretStore, 'kind'>,
@@ -100,6 +100,7 @@ export class LabSettingsService {
       secretStore: this.secrets.kind,
       adb: { enabled: this.config.adb !== null, host: adb.host, port: adb.port },
       usbmuxd: { enabled: this.config.usbmuxd !== null, address: formatUsbmuxdAddress(this.config.usbmuxd ?? { path: DEFAULT_USBMUXD_SOCKET }) },
+      iosTunnel: { enabled: this.config.usbmuxd !== null && this.config.goIos !== null, goIos: this.config.goIos, developerDiskImage: this.config.ddiPath },
       quotas: this.quotas(),
       deviceIdleSeconds: this.deviceIdleSeconds(),
       deviceIdleMinSeconds: this.config.deviceIdleMinSeconds,
