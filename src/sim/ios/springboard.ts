@@ -126,6 +126,7 @@ export class Springboard {
     this.focused = undefined;
     this.addressText = '';
     this.settingsPage = 'main';
+    this.settingsScroll = 0;
     this.orientation = 'PORTRAIT';
     this.locked = true;
     this.changed();
