@@ -122,7 +122,10 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     await page.getByRole('button', { name: 'Share, invitations only' }).click();
     const note = page.getByRole('status').filter({ hasText: 'Shared on the LAN; sign-up is by invitation only.' });
     await note.waitFor();
-    await waitFor('focus on the note', async () => (await focused()).text === 'Shared on the LAN; sign-up is by invitation only.' || undefined, 5000);
+    await waitFor('focus on the note', async () => {
+      const now = await focused();
+      return (now.tag === 'p' && now.text === 'Shared on the LAN; sign-up is by invitation only.') || undefined;
+    }, 5000);
     const settings = (await c().call('GET', '/lab/settings', { token: owner })).body;
     expect([settings.lanSharing.enabled, settings.signupOpen]).toEqual([true, false]);
     await snap(page, SUITE, '03-shared-invitations-only');
@@ -257,7 +260,10 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     await page.getByRole('button', { name: 'Release now' }).click();
     const line = page.getByRole('region', { name: 'Released phones' }).getByRole('listitem').filter({ hasText: 'you released it.' });
     await line.waitFor();
-    await waitFor('focus on the release', async () => (await focused()).text.includes('you released it.') || undefined, 5000);
+    await waitFor('focus on the release', async () => {
+      const now = await focused();
+      return (now.tag === 'li' && now.text.includes('Pixel 7') && now.text.endsWith('you released it.')) || undefined;
+    }, 5000);
     const released = (await c().call('GET', `/sessions/${session}/devices/${pixel.id}`, { token: owner })).body;
     expect(released.releasedBy).toBe(ownerId);
     await snap(page, SUITE, '11-released');
