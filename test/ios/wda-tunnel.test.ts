@@ -11,6 +11,8 @@ import { SETTINGS, type SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { call, client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { waitFor } from '../support/lab.js';
+import { remotePorts } from '../support/remote.js';
+import { labSession } from '../support/webdriver.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 import { buildRenderer } from '../../scripts/build-renderer.mjs';
 import { buildServe } from '../../scripts/build-serve.mjs';
@@ -104,7 +106,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     routes = countWdaRoutes(five);
     early = await bus.plug({ name: 'Seventeen Two', version: '17.2.1', wda: false });
     sixteen = await bus.plug({ name: 'Sixteen', version: '16.7.8', wda: false });
-    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), deviceGraceSeconds: 60 });
+    engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), deviceGraceSeconds: 60, remotePorts: remotePorts(6), remotePortRestSeconds: 1 });
     c = client(engine.api);
     owner = await c.login();
   }, 60_000);
@@ -173,6 +175,20 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     expect((await c.call('POST', `${device}/release`, { token: owner })).status).toBe(202);
     await waitFor('cleaned', async () => (await row(five.udid))?.held === false || undefined, 20_000);
   }, 90_000);
+
+  it("Appium's XCUITest driver through /wd/hub drives the 17.5 phone, reaching WDA through the tunnel", async () => {
+    const key = await c.createKey(owner);
+    const before = { ...routes };
+    const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:platformVersion': '17.5', 'benchtop:options': { name: 'tunnel run' } });
+    expect((driver.capabilities as Record<string, unknown>)['appium:udid']).toBe(five.udid);
+    await (await driver.$('~Settings')).click();
+    expect(five.board.foreground).toBe(SETTINGS);
+    expect(await driver.getPageSource()).toContain('name="Settings"');
+    await driver.deleteSession();
+    expect(routes.tunnel).toBeGreaterThan(before.tunnel);
+    expect(routes.usbmuxd).toBe(before.usbmuxd);
+    await waitFor('released', async () => (await row(five.udid))?.held === false || undefined, 30_000);
+  }, 120_000);
 
   it('the go-ios tunnel killed mid-session comes back: WDA answers again and the holder keeps the phone', async () => {
     const { session, id } = await allocate('Seventeen Five');
