@@ -4,7 +4,8 @@ import { SETTINGS } from '../../src/sim/ios/springboard.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { remotePorts } from '../support/remote.js';
-import { waitFor } from '../support/lab.js';
+import { uploadReadyApp, waitFor } from '../support/lab.js';
+import { buildIpa } from '../support/app-fixtures.js';
 import { labSession } from '../support/webdriver.js';
 
 /**
@@ -52,5 +53,16 @@ describe('WebDriver for the lab: an iPhone through XCUITest', () => {
     expect(result.status).toBe('passed');
     const assets = (await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data as Array<{ name: string }>;
     expect(assets.map((a) => a.name).sort()).toEqual(['appium.log', 'commands.log', 'screenshot.png', 'syslog.txt', 'video.mp4']);
+  }, 120_000);
+
+  it('installs an app stored in the lab (lab://files/<id>) itself and starts it by its bundle id (issue 43.1)', async () => {
+    const phone = bus.phones[0]!;
+    const fileId = await uploadReadyApp(c, owner, buildIpa({ bundleId: 'com.example.ipa', displayName: 'Stored IPA', shortVersion: '1.0', build: '1' }), 'stored.ipa');
+    const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:app': `lab://files/${fileId}` });
+    expect(phone.board.foreground).toBe('com.example.ipa');
+    const caps = driver.capabilities as Record<string, unknown>;
+    expect(caps).toMatchObject({ 'appium:udid': phone.udid, bundleId: 'com.example.ipa' });
+    expect(JSON.stringify(caps)).not.toContain('webDriverAgentUrl');
+    await driver.deleteSession();
   }, 120_000);
 });
