@@ -206,6 +206,18 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
     expect(new Set(ports).size).toBe(4);
     expect(tunnel.rsdPort).toBe(58783);
 
+    // Without the personalized Developer Disk Image mounted, testmanagerd and instruments are neither listed nor there.
+    phone.developerImage = false;
+    try {
+      const bare = await run(args('rsd', 'ls'));
+      expect(Object.keys(JSON.parse(bare.out.split('\n').find((l) => l.startsWith('{"com.apple.'))!) as object).sort()).toEqual([APP_SERVICE, OPEN_STDIO_SOCKET_SERVICE]);
+      const closed = await throughTunnel(tunnel, listed[TESTMANAGERD_REMOTE_SERVICE]!.Port);
+      await waitFor('go-ios hearing the reset', () => agentLog.includes(`"port":${listed[TESTMANAGERD_REMOTE_SERVICE]!.Port},"error":`), 5000);
+      closed.destroy();
+    } finally {
+      phone.developerImage = true;
+    }
+
     // Garbage, then a frame header declaring 16 MB: each gets the phone's GOAWAY (PROTOCOL_ERROR 1, FRAME_SIZE_ERROR 6)
     // and its connection ends; RSD answers the next host as before.
     const attacks: Array<[Buffer, number]> = [

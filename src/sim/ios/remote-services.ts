@@ -34,21 +34,21 @@ export class RemoteServices {
   readonly rsdPort = RSD_PORT;
   /** RSD's BootSessionUUID, one per boot of the phone (by its boot count). */
   private readonly bootSessions = new Map<number, string>();
-  private readonly byName = new Map<string, RsdService & { serve: (socket: Duplex) => void }>();
+  private readonly byName = new Map<string, RsdService & { serve: (socket: Duplex) => void; developer: boolean }>();
   private readonly stdioSockets = new Map<string, Duplex>();
 
   constructor(readonly phone: SimulatedIPhone) {
     const testManager = () => this.phone.testManager;
-    this.add(TESTMANAGERD_REMOTE_SERVICE, 50061, 'com.apple.private.dt.testmanagerd.client', { UsesRemoteXPC: false }, (s) => testManager().serveTestmanagerd(s));
-    this.add(APP_SERVICE, 50056, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: APP_SERVICE_FEATURES, ServiceVersion: 1, UsesRemoteXPC: true }, (s) =>
+    this.add(true, TESTMANAGERD_REMOTE_SERVICE, 50061, 'com.apple.private.dt.testmanagerd.client', { UsesRemoteXPC: false }, (s) => testManager().serveTestmanagerd(s));
+    this.add(false, APP_SERVICE, 50056, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: APP_SERVICE_FEATURES, ServiceVersion: 1, UsesRemoteXPC: true }, (s) =>
       serveAppService(s, {
         testManager: this.phone.testManager,
         stdio: (uuid) => this.stdioSockets.get(uuid),
         log: (process, message) => this.phone.log(process, message),
       }),
     );
-    this.add(DT_SERVICE_HUB, 49664, 'com.apple.private.dt.instruments.dtservicehub.client', { Features: ['com.apple.dt.profile'], version: 1 }, (s) => testManager().serveInstruments(s));
-    this.add(OPEN_STDIO_SOCKET_SERVICE, 50055, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: [], ServiceVersion: 1, UsesRemoteXPC: true }, (s) => this.openStdio(s));
+    this.add(true, DT_SERVICE_HUB, 49664, 'com.apple.private.dt.instruments.dtservicehub.client', { Features: ['com.apple.dt.profile'], version: 1 }, (s) => testManager().serveInstruments(s));
+    this.add(false, OPEN_STDIO_SOCKET_SERVICE, 50055, 'com.apple.private.CoreDevice.canInstallCustomerContent', { Features: [], ServiceVersion: 1, UsesRemoteXPC: true }, (s) => this.openStdio(s));
   }
 
   /**
@@ -65,15 +65,23 @@ export class RemoteServices {
     if (port === this.rsdPort) {
       return accept((socket) => {
         if (!this.bootSessions.has(this.phone.bootCount)) this.bootSessions.set(this.phone.bootCount, randomUUID());
-        serveRsd(socket, this.phone, this.byName, this.bootSessions.get(this.phone.bootCount)!);
+        serveRsd(socket, this.phone, this.offered(), this.bootSessions.get(this.phone.bootCount)!);
       });
     }
-    for (const service of this.byName.values()) if (service.port === port) return accept(service.serve);
+    for (const service of this.offered().values()) if (service.port === port) return accept(service.serve);
     return undefined;
   }
 
-  private add(name: string, port: number, entitlement: string, properties: RsdService['properties'], serve: (socket: Duplex) => void): void {
-    this.byName.set(name, { port, entitlement, properties, serve });
+  /**
+   * What the phone offers now: testmanagerd and instruments come with the personalized Developer Disk Image, so a
+   * phone without it mounted (after a restart, or never paired with Xcode) neither lists them nor listens for them.
+   */
+  private offered(): Map<string, RsdService & { serve: (socket: Duplex) => void }> {
+    return new Map([...this.byName].filter(([, service]) => !service.developer || this.phone.developerImage));
+  }
+
+  private add(developer: boolean, name: string, port: number, entitlement: string, properties: RsdService['properties'], serve: (socket: Duplex) => void): void {
+    this.byName.set(name, { port, entitlement, properties, serve, developer });
   }
 
   private openStdio(socket: Duplex): void {
