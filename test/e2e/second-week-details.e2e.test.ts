@@ -290,6 +290,13 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
       }
       await snap(page, SUITE, '12-phone-page-webdriver-run');
       expect(found).toEqual([]);
+      // The client's DELETE is its user's release: releasedBy names the key's owner.
+      await driver.deleteSession();
+      const released = await waitFor('the run\'s phone released', async () => {
+        const d = ((await c().call('GET', `/sessions/${runSession}/devices`, { token: owner })).body.data as Array<Record<string, unknown>>)[0];
+        return d?.status === 'released' ? d : undefined;
+      });
+      expect(released).toMatchObject({ releaseReason: 'webdriver_ended', releasedBy: ownerId });
     } finally {
       await driver.deleteSession().catch(() => undefined);
     }
