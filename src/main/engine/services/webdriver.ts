@@ -7,6 +7,7 @@ import { AppRefError, readAppRef } from '../domain/app-refs.js';
 import { answeredCapabilities } from '../domain/webdriver-answer.js';
 import type { FileRow } from '../store/files.js';
 import { notFound } from '../domain/errors.js';
+import { mp4Seconds } from '../domain/mp4-duration.js';
 import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
 import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
 import type { PhoneSource } from '../fleet/types.js';
@@ -757,7 +758,12 @@ export class WebDriverRuns {
       // The video ends where the run does: stopped before the last screenshot and Appium's own cleanup.
       if (held && run.recording) {
         const video = withTimeout(run.recording.then(() => this.parts.control.stopRecording(run.scope, run.target)), END_STEP_TIMEOUT_MS, 'Finishing the video');
-        video.catch((error: Error) => run.appiumLog.add(`[benchtop] the video was not kept: ${error.message}`));
+        // The video ends when the run does (it was stopped then); its first picture came when the recorder had started
+        // on the phone, a moment after it was asked: counted back from the end, a command's place in it is where it shows.
+        video.then((mp4) => {
+          const seconds = mp4Seconds(mp4);
+          if (seconds !== undefined && run.recordingStartedAt !== undefined) run.recordingStartedAt = Math.max(run.recordingStartedAt, Math.round(endedAt - seconds * 1000));
+        }, (error: Error) => run.appiumLog.add(`[benchtop] the video was not kept: ${error.message}`));
         assets.push({ name: 'video.mp4', type: 'video/mp4', data: () => video.catch(() => undefined) });
       }
       if (held && run.appiumId) {

@@ -1,0 +1,32 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { mp4Seconds } from './mp4-duration.js';
+
+/** A real encoder's MP4 of `seconds`, as ffmpeg writes it to a file (its index last, as a phone's recorder writes it). */
+function encoded(seconds: number): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), 'mp4-duration-'));
+  try {
+    const file = join(dir, 'v.mp4');
+    const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=64x64:rate=10:duration=${seconds}`, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file]);
+    if (run.error || run.status !== 0) throw new Error(`ffmpeg could not encode (install the Debian package \`ffmpeg\`): ${run.stderr?.toString() ?? run.error?.message}`);
+    return readFileSync(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('mp4Seconds: a video\'s duration from its movie header', () => {
+  it('reads what ffprobe reads of a real MP4', () => {
+    const mp4 = encoded(2.5);
+    expect(mp4Seconds(mp4)).toBeCloseTo(2.5, 1);
+  });
+
+  it('has none for what is not an MP4 or is cut short', () => {
+    expect(mp4Seconds(Buffer.from('not a video at all'))).toBeUndefined();
+    const mp4 = encoded(1);
+    expect(mp4Seconds(mp4.subarray(0, 40))).toBeUndefined();
+  });
+});
