@@ -311,7 +311,8 @@ export const iosTunnel: Benchmark = {
     const liveUsbmuxd = liveCpu('usbmuxd');
     const liveTunnel = liveCpu('tunnel');
     detail(`live screen, ${LIVE_ROUNDS} x ${(LIVE_MS / 1000).toFixed(1)} s each: through usbmuxd engine ${fmtCpu(liveUsbmuxd.engine)} at ${fmtFps(liveUsbmuxd.fps)}; ` +
-      `through the tunnel engine ${fmtCpu(liveTunnel.engine)} + go-ios and guards ${fmtCpu(liveTunnel.others)} at ${fmtFps(liveTunnel.fps)}`);
+      `through the tunnel engine ${fmtCpu(liveTunnel.engine)} + go-ios and guards ${fmtCpu(liveTunnel.others)} at ${fmtFps(liveTunnel.fps)}; ` +
+      `go-ios and guards PSS ${fmtMb(live.tunnel.pssMb)} while it flows`);
     detail(`load average at the end: ${fmtLoad()}`);
 
     const ready = median(tunnelMs);
