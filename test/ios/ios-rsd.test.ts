@@ -247,8 +247,10 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
     const before = phone.testManager.received.length;
 
     const started = performance.now();
-    const runwda = start(args('runwda'));
+    const runwda = start(args('runwda', '--log-output=-'));
     await waitFor('WDA running', () => phone.wdaRunning, 20_000);
+    // WDA's own log line, through the launch's openstdiosocket to go-ios's log output, as tools that wait for it read it.
+    await waitFor("WDA's ServerURLHere", () => runwda.out().includes('ServerURLHere->http://127.0.0.1:8100<-ServerURLHere'), 5000);
     expect(await wdaStatus(tunnel)).toBe(200);
     console.log(`go-ios: \`ios runwda\` to WDA answering /status through the tunnel: ${(performance.now() - started).toFixed(0)} ms`);
     expect(phone.testManager.received.slice(before).map((r) => r.selector).filter((s) => s.startsWith('_IDE_'))).toEqual([

@@ -62,6 +62,8 @@ interface RunnerProcess {
   servesWda?: boolean;
   /** The IDE connection its test plan reports to: the run ends when it closes. */
   session?: DtxConnection;
+  /** Where its standard output goes, when the launch named a stdio socket (CoreDevice's openstdiosocket). */
+  stdout?: (text: string) => void;
 }
 
 /**
@@ -94,6 +96,12 @@ export class TestManager {
       return { pid, bundleId, path: `${bundle}/${app?.executable ?? app?.name ?? bundleId}`, isApplication: true };
     });
     return [...SYSTEM_PROCESSES, ...apps].map((p) => ({ ...p, name: p.path.slice(p.path.lastIndexOf('/') + 1) }));
+  }
+
+  /** Sends what a running process writes to its standard output and error to `write` (a launch's stdio socket). */
+  attachOutput(pid: number, write: (text: string) => void): void {
+    const process = this.processes.get(pid);
+    if (process) process.stdout = write;
   }
 
   /** The pid of a running process of this app, if any. */
@@ -168,6 +176,8 @@ export class TestManager {
             const runner = [...this.processes.values()].find((p) => p.session === conn);
             if (!runner) return new NSError('XCTestManager', 3, 'No test runner is ready in this session.');
             this.host.log('WebDriverAgentRunner-Runner', 'Built at ... ServerURLHere->http://127.0.0.1:8100<-ServerURLHere');
+            // WDA's NSLog goes to its standard error, the launch's stdio socket: what go-ios's runwda --log-output shows.
+            runner.stdout?.('WebDriverAgentRunner-Runner ServerURLHere->http://127.0.0.1:8100<-ServerURLHere\n');
             runner.servesWda = true;
             this.host.startWda();
             return undefined;

@@ -100,7 +100,8 @@ function launch(input: XpcValue | undefined, host: AppServiceHost): { output: Xp
     };
   }
   const stdout = field(field(input, 'standardIOIdentifiers'), 'standardOutput');
-  if (stdout instanceof XpcUuid) host.stdio(stdout.value)?.write(`${bundleId} launched as pid ${pid}\n`);
+  const stdio = stdout instanceof XpcUuid ? host.stdio(stdout.value) : undefined;
+  if (stdio) host.testManager.attachOutput(pid, (text) => void (stdio.writable && stdio.write(text)));
   const token = processes(host).find((p) => xpcNumber(p.processIdentifier) === pid)!;
   return { output: { processToken: token } };
 }
