@@ -301,4 +301,14 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
       await driver.deleteSession().catch(() => undefined);
     }
   }, 120_000);
+
+  it('a phone a teammate released says who did, by email', async () => {
+    await page.locator('select[aria-label="Current organization"]').selectOption(team);
+    const teamSession = (await c().call('POST', '/sessions', { token: owner, org: team })).body.id as string;
+    const held = await allocate(owner, teamSession, 'android', team);
+    expect((await c().call('POST', `/sessions/${teamSession}/devices/${held.serial}/release`, { token: mate.token, org: team })).status).toBe(202);
+    await page.goto(`${origin}/sessions/${teamSession}`);
+    await page.getByRole('region', { name: 'Released phones' }).getByText(`${TEAMMATE} released it.`).waitFor();
+    await snap(page, SUITE, '13-released-by-teammate');
+  });
 });

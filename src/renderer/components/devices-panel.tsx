@@ -55,13 +55,15 @@ const FLEET_POLL_MS = 5000;
 const RELEASES_SHOWN = 5;
 
 /**
- * Why a phone left the session, as a sentence: the lab's reasons, or a person's (or a client's) release. `byYou`: this
- * tab released it; `queued`: it never got a phone (it left the queue).
+ * Why a phone left the session, as a sentence: the lab's reasons, or a person's (or a client's) release. `byYou`: you
+ * released it; `by`: the email of the member who did; `queued`: it never got a phone (it left the queue).
  */
-export function releaseWhy(reason: string | undefined, { byYou = false, queued = false } = {}): string {
+export function releaseWhy(reason: string | undefined, { byYou = false, queued = false, by }: { byYou?: boolean; queued?: boolean; by?: string } = {}): string {
   switch (reason) {
     case undefined:
       if (byYou) return queued ? 'you left the queue before a phone was free.' : 'you released it.';
+      // The API's releasedBy, named as the organization's member list names them.
+      if (by) return queued ? `${by} took the request out of the queue before a phone was free.` : `${by} released it.`;
       return queued
         ? 'the request left the queue before a phone was free: a member of your organization cancelled it (here, through the API or a test run).'
         : 'released by a member of your organization (here, through the API or by a test run).';
@@ -75,7 +77,7 @@ export function releaseWhy(reason: string | undefined, { byYou = false, queued =
   }
 }
 
-function Release({ device: d }: { device: Device }) {
+function Release({ device: d, emailOf }: { device: Device; emailOf(userId: string): string | undefined }) {
   const me = useAuth((s) => s.user?.id);
   const line = useRef<HTMLLIElement>(null);
   // Release now (or Leave the queue) went away with the phone: what it did is where the reader is taken.
@@ -83,7 +85,8 @@ function Release({ device: d }: { device: Device }) {
     if (takesFocusAfterRelease(d.id)) line.current?.focus();
   }, [d.id]);
   const queued = !d.info.serial;
-  const why = releaseWhy(d.releaseReason, { byYou: wasReleasedHere(d.id) || (d.releasedBy != null && d.releasedBy === me), queued });
+  const by = d.releasedBy ? emailOf(d.releasedBy) : undefined;
+  const why = releaseWhy(d.releaseReason, { byYou: wasReleasedHere(d.id) || (d.releasedBy != null && d.releasedBy === me), queued, by });
   return (
     <li ref={line} tabIndex={-1} className={d.releaseReason ? 'by-lab' : undefined}>
       {queued
@@ -95,16 +98,20 @@ function Release({ device: d }: { device: Device }) {
 
 /** The session's released phones, newest first, each with when and why: a phone taken by the lab does not just vanish. */
 function Releases({ released }: { released: Device[] }) {
+  const organizationId = useAuth((s) => s.organizationId);
+  // Who released each phone, by email: the member list is visible to every member.
+  const members = useLoad(() => (organizationId ? api.members(organizationId) : Promise.resolve(undefined)), [organizationId]);
+  const emailOf = (userId: string) => members.data?.data.find((m) => m.userId === userId)?.email;
   const newest = [...released].sort((a, b) => (b.releasedAt ?? '').localeCompare(a.releasedAt ?? ''));
   const earlier = newest.slice(RELEASES_SHOWN);
   return (
     <section className="releases" aria-label="Released phones">
       <h3>Released from this session</h3>
-      <ul>{newest.slice(0, RELEASES_SHOWN).map((d) => <Release key={d.id} device={d} />)}</ul>
+      <ul>{newest.slice(0, RELEASES_SHOWN).map((d) => <Release key={d.id} device={d} emailOf={emailOf} />)}</ul>
       {earlier.length > 0 && (
         <details>
           <summary>{earlier.length} earlier</summary>
-          <ul>{earlier.map((d) => <Release key={d.id} device={d} />)}</ul>
+          <ul>{earlier.map((d) => <Release key={d.id} device={d} emailOf={emailOf} />)}</ul>
         </details>
       )}
     </section>
