@@ -94,6 +94,8 @@ const MAX_COMMANDS = 20_000;
 const MAX_LOG_BYTES = 8 * 1024 * 1024;
 /** Appium prints a few hundred lines while it creates a session: this many cover several created at once. */
 const MAX_STARTING_LINES = 20_000;
+/** The longest a recorder takes to write its first picture once asked: how far a video's start is moved to meet its end. */
+const MAX_RECORDER_LAG_MS = 3000;
 /** Ending a session touches the phone (a screenshot, the recording, Appium's own cleanup): bounded, as cleanup is. */
 const END_STEP_TIMEOUT_MS = 30_000;
 
@@ -762,7 +764,8 @@ export class WebDriverRuns {
         // on the phone, a moment after it was asked: counted back from the end, a command's place in it is where it shows.
         video.then((mp4) => {
           const seconds = mp4Seconds(mp4);
-          if (seconds !== undefined && run.recordingStartedAt !== undefined) run.recordingStartedAt = Math.max(run.recordingStartedAt, Math.round(endedAt - seconds * 1000));
+          // At most a few seconds: a recorder that writes no picture while the screen stands still may end early.
+          if (seconds !== undefined && run.recordingStartedAt !== undefined) run.recordingStartedAt += Math.min(MAX_RECORDER_LAG_MS, Math.max(0, Math.round(endedAt - seconds * 1000) - run.recordingStartedAt));
         }, (error: Error) => run.appiumLog.add(`[benchtop] the video was not kept: ${error.message}`));
         assets.push({ name: 'video.mp4', type: 'video/mp4', data: () => video.catch(() => undefined) });
       }
