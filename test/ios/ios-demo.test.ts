@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildRenderer } from '../../scripts/build-renderer.mjs';
+import { buildServe } from '../../scripts/build-serve.mjs';
 import { call } from '../support/engine.js';
 import { waitFor } from '../support/lab.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
@@ -9,6 +11,11 @@ import { startServeProcess, type ServeProcess } from '../support/serve-process.j
 describe('demo mode: BENCHTOP_DEMO_IPHONES=N npm run serve', () => {
   const dir = mkdtempSync(join(tmpdir(), 'benchtop-demo-ios-'));
   let serve: ServeProcess | undefined;
+  // Built first, as bundle.test.ts does: with sources changing, serve's own rebuild would eat its 20 s to start.
+  beforeAll(async () => {
+    await buildServe();
+    await buildRenderer();
+  }, 300_000);
   afterAll(() => {
     serve?.child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
