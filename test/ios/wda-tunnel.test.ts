@@ -1,3 +1,4 @@
+import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,6 +7,8 @@ import type { Duplex } from 'node:stream';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { promisify } from 'node:util';
+import { findGoIos, freePortPair } from '../../src/main/engine/fleet/ios/tunnel.js';
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { SETTINGS, type SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { call, client, startEngine, type TestEngine } from '../support/engine.js';
@@ -189,6 +192,36 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     expect(routes.usbmuxd).toBe(before.usbmuxd);
     await waitFor('released', async () => (await row(five.udid))?.held === false || undefined, 30_000);
   }, 120_000);
+
+  it("the holder's own go-ios opens its userspace tunnel through remote connect's private usbmuxd, to that phone alone", async () => {
+    const { session } = await allocate('Seventeen Five');
+    const remote = await c.call('POST', `/sessions/${session}/devices/${five.udid}/remote-connect`, { token: owner, body: {} });
+    expect(remote.status).toBe(201);
+    const env = { ...process.env, USBMUXD_SOCKET_ADDRESS: /USBMUXD_SOCKET_ADDRESS=(\S+)/.exec(remote.body.command)![1]! };
+    const goIos = findGoIos()!;
+    const run = (args: string[]) => promisify(execFile)(goIos, args, { env }).then((r) => r.stdout, () => '');
+    // Three phones on the lab's usbmuxd; the checkout's shows its own.
+    expect(JSON.parse(await run(['list'])).deviceList).toEqual([five.udid]);
+    const port = await freePortPair();
+    const records = mkdtempSync(join(tmpdir(), 'benchtop-holder-go-ios-'));
+    const agent = spawn(goIos, ['tunnel', 'start', '--userspace', `--udid=${five.udid}`, `--tunnel-info-port=${port}`, `--pair-record-path=${records}`], { env, stdio: 'ignore' });
+    try {
+      const listed = await waitFor('the holder\'s tunnel', async () => {
+        const out = await run(['tunnel', 'ls', `--tunnel-info-port=${port}`]);
+        return out.includes(five.udid) ? (JSON.parse(out) as Array<{ udid: string; rsdPort: number; userspaceTun: boolean }>) : undefined;
+      }, 30_000);
+      expect(listed).toEqual([expect.objectContaining({ udid: five.udid, userspaceTun: true })]);
+      const services = JSON.parse(await run(['rsd', 'ls', `--udid=${five.udid}`, `--tunnel-info-port=${port}`])) as Record<string, unknown>;
+      expect(Object.keys(services)).toContain('com.apple.dt.testmanagerd.remote');
+    } finally {
+      agent.kill('SIGKILL');
+      rmSync(records, { recursive: true, force: true });
+    }
+    // The lab's own tunnel and WDA went on meanwhile.
+    expect((await row(five.udid))).toMatchObject({ state: 'device', wdaLaunch: 'tunnel' });
+    expect((await c.call('POST', `/sessions/${session}/devices/${five.udid}/release`, { token: owner })).status).toBe(202);
+    await waitFor('cleaned', async () => (await row(five.udid))?.held === false || undefined, 20_000);
+  }, 90_000);
 
   it('the go-ios tunnel killed mid-session comes back: WDA answers again and the holder keeps the phone', async () => {
     const { session, id } = await allocate('Seventeen Five');
