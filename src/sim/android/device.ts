@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApkError, readApkInfo, type ApkInstrumentation } from './apk.js';
+import { ApkError, readApkInfo, type ApkInfo, type ApkInstrumentation } from './apk.js';
 import type { Rgb } from './canvas.js';
 import { LogBuffer } from './logcat.js';
 import { MemFs } from './mem-fs.js';
@@ -777,6 +777,11 @@ export class Device {
       const why = err instanceof ApkError ? err.message : 'not an APK';
       return { ok: false, message: `Failure [INSTALL_PARSE_FAILED_NOT_APK: Failed to parse /data/app/${session}/base.apk: ${why}]` };
     }
+    return this.installParsed(bytes, info, options);
+  }
+
+  /** What `pm install` does once the APK's manifest is read: also for APKs read once per process (SimulatedPhone's uiautomator2ServerInstalled). */
+  installParsed(bytes: Buffer, info: ApkInfo, options: { allowDowngrade?: boolean } = {}): InstallResult {
     const existing = this.apps.get(info.packageName);
     if (existing?.system) {
       return {

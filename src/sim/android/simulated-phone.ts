@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { androidCommands } from './android-commands.js';
+import { readApkInfo, type ApkInfo } from './apk.js';
 import { contentCommand } from './content.js';
 import { Device, type DeviceOptions } from './device.js';
 import { amInstrument, type PortListener } from './instrumentation.js';
@@ -55,6 +59,14 @@ export interface SimulatedPhoneOptions {
   usbReadBytesPerSecond?: number;
   /** Receives one line per transport event (services opened, protocol errors); for debugging. */
   log?: (line: string) => void;
+  /**
+   * True: the phone starts with the UiAutomator2 server's two packages installed, as a phone that has had a session
+   * before: a real lab phone keeps them from its first Appium session on, and only that first session installs them
+   * (6-30 s). Installed from the very APKs the lab's Appium driver installs (its own appium-uiautomator2-server), so
+   * the versions Appium compares are the same and it skips the install. A test fixture choice: the lab does nothing
+   * different for such a phone.
+   */
+  uiautomator2ServerInstalled?: boolean;
 }
 
 export interface PhoneState {
@@ -99,6 +111,24 @@ export interface PhoneState {
  * opens `shell,v2,...` streams and exits with the command's status, as on a real phone.
  */
 export const DEVICE_FEATURES = ['shell_v2', 'stat_v2', 'ls_v2', 'fixed_push_mkdir', 'fixed_push_symlink_timestamp'];
+
+/** The UiAutomator2 server's APKs (server, then its test package), read once per process: 18 MB, 160 ms to read. */
+let serverApks: Array<{ bytes: Buffer; info: ApkInfo }> | undefined;
+
+/** The APKs the lab's Appium installs: appium-uiautomator2-server as its UiAutomator2 driver resolves it. */
+function uiautomator2ServerApks(): Array<{ bytes: Buffer; info: ApkInfo }> {
+  if (serverApks) return serverApks;
+  const driver = createRequire(import.meta.url).resolve('appium-uiautomator2-driver/package.json');
+  const serverPackage = createRequire(driver).resolve('appium-uiautomator2-server/package.json');
+  const { version } = JSON.parse(readFileSync(serverPackage, 'utf8')) as { version: string };
+  // The file names appium-uiautomator2-server's index.mjs gives as SERVER_APK_PATH and TEST_APK_PATH.
+  const apks = join(dirname(serverPackage), 'apks');
+  serverApks = [`appium-uiautomator2-server-v${version}.apk`, 'appium-uiautomator2-server-debug-androidTest.apk'].map((name) => {
+    const bytes = readFileSync(join(apks, name));
+    return { bytes, info: readApkInfo(bytes) };
+  });
+  return serverApks;
+}
 
 /** How long a simulated reboot keeps adbd away: under adb's first redial, 250 ms after the drop. */
 const REBOOT_MS = 100;
@@ -158,6 +188,12 @@ export class SimulatedPhone {
     };
     this.log = options.log;
     this.device = new Device(opts);
+    if (options.uiautomator2ServerInstalled) {
+      for (const apk of uiautomator2ServerApks()) {
+        const installed = this.device.installParsed(apk.bytes, apk.info);
+        if (!installed.ok) throw new Error(`the UiAutomator2 server could not be installed: ${installed.message}`);
+      }
+    }
     this.screen = new Screen(this.device);
     const commands = toolbox(() => commands.keys());
     const instrument = amInstrument({ device: this.device, screen: this.screen, processes: this.processes, ports: this.tcpPorts });
