@@ -87,6 +87,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
   let five: SimulatedIPhone;
   let early: SimulatedIPhone;
   let sixteen: SimulatedIPhone;
+  let eighteen: SimulatedIPhone;
   let routes: { usbmuxd: number; tunnel: number };
 
   const fleet = async () => (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<Record<string, any>>;
@@ -109,6 +110,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     routes = countWdaRoutes(five);
     early = await bus.plug({ name: 'Seventeen Two', version: '17.2.1', wda: false });
     sixteen = await bus.plug({ name: 'Sixteen', version: '16.7.8', wda: false });
+    eighteen = await bus.plug({ name: 'Eighteen', version: '18.1', wda: false });
     engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), deviceGraceSeconds: 60, remotePorts: remotePorts(6), remotePortRestSeconds: 1 });
     c = client(engine.api);
     owner = await c.login();
@@ -179,19 +181,23 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     await waitFor('cleaned', async () => (await row(five.udid))?.held === false || undefined, 20_000);
   }, 90_000);
 
-  it("Appium's XCUITest driver through /wd/hub drives the 17.5 phone, reaching WDA through the tunnel", async () => {
+  it("Appium's XCUITest driver through /wd/hub drives a 17.5 and an 18 phone, reaching WDA through each one's tunnel", async () => {
     const key = await c.createKey(owner);
-    const before = { ...routes };
-    const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:platformVersion': '17.5', 'benchtop:options': { name: 'tunnel run' } });
-    expect((driver.capabilities as Record<string, unknown>)['appium:udid']).toBe(five.udid);
-    await (await driver.$('~Settings')).click();
-    expect(five.board.foreground).toBe(SETTINGS);
-    expect(await driver.getPageSource()).toContain('name="Settings"');
-    await driver.deleteSession();
-    expect(routes.tunnel).toBeGreaterThan(before.tunnel);
-    expect(routes.usbmuxd).toBe(before.usbmuxd);
-    await waitFor('released', async () => (await row(five.udid))?.held === false || undefined, 30_000);
-  }, 120_000);
+    for (const [phone, version] of [[five, '17.5'], [eighteen, '18.1']] as const) {
+      const counted = phone === five ? routes : countWdaRoutes(phone);
+      const before = { ...counted };
+      const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:platformVersion': version, 'benchtop:options': { name: `tunnel run on ${version}` } });
+      expect((driver.capabilities as Record<string, unknown>)['appium:udid']).toBe(phone.udid);
+      await (await driver.$('~Settings')).click();
+      expect(phone.board.foreground).toBe(SETTINGS);
+      expect(await driver.getPageSource()).toContain('name="Settings"');
+      await driver.deleteSession();
+      expect(counted.tunnel).toBeGreaterThan(before.tunnel);
+      expect(counted.usbmuxd).toBe(before.usbmuxd);
+      expect((await row(phone.udid))?.wdaLaunch).toBe('tunnel');
+      await waitFor('released', async () => (await row(phone.udid))?.held === false || undefined, 30_000);
+    }
+  }, 180_000);
 
   it("the holder's own go-ios opens its userspace tunnel through remote connect's private usbmuxd, to that phone alone", async () => {
     const { session } = await allocate('Seventeen Five');
@@ -229,6 +235,9 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     const agent = goIosProcesses(five.udid).find((p) => p.args[1] === 'tunnel')!;
     process.kill(agent.pid, 'SIGKILL');
     const back = await waitFor('a new tunnel, WDA answering', async () => {
+      // Reading every process's command line is work on the engine's own thread (this process is the engine):
+      // looked at twice a second, not twenty times, so that the recovery it waits for is not slowed by the looking.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       const now = goIosProcesses(five.udid);
       const r = await row(five.udid);
       return r?.state === 'device' && r.wdaLaunch === 'tunnel' && now.length === 2 && !now.some((p) => p.pid === agent.pid) ? now : undefined;
@@ -242,13 +251,23 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     await waitFor('cleaned', async () => (await row(five.udid))?.held === false || undefined, 20_000);
   }, 90_000);
 
-  it('unplugged, everything of the phone stops (no go-ios process by pid, no port); 20 plug/unplug cycles leave none either', async () => {
+  it('unplugged, everything of the phone stops (no go-ios process by pid, no port); 20 plug/unplug cycles leave none either, nor a socket or pipe in the engine', async () => {
     const running = goIosProcesses(five.udid);
     expect(running).toHaveLength(2);
     const ports = new Set(running.map(agentPortOf));
     five.unplug();
     await waitFor('its go-ios processes ended', () => running.every((p) => !alive(p.pid)) || undefined, 10_000);
     expect(goIosProcesses(five.udid)).toEqual([]);
+
+    // What the engine holds open (sockets, servers, pipes and child processes, by Node's own count of its handles):
+    // after the cycles it must come back to this.
+    const HANDLES = ['TCPSocketWrap', 'TCPServerWrap', 'PipeWrap', 'ProcessWrap'];
+    const handles = () => {
+      const counts = new Map<string, number>();
+      for (const kind of process.getActiveResourcesInfo()) if (HANDLES.includes(kind)) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      return counts;
+    };
+    const held = handles();
 
     // Cycles that end at every stage of a start: some before the tunnel, some during, some once WDA answers.
     const seen = new Map<number, { pid: number; args: string[] }>();
@@ -268,6 +287,9 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
       expect(await listening(port + 1)).toBe(false);
     }
     expect((await row(five.udid))?.state).toBe('gone');
+    const more = () => HANDLES.filter((kind) => (handles().get(kind) ?? 0) > (held.get(kind) ?? 0));
+    await waitFor('the engine holds no more sockets, pipes or child processes than before the cycles', () => more().length === 0 || undefined, 15_000)
+      .catch(() => expect(more(), JSON.stringify(Object.fromEntries(handles()))).toEqual([]));
   }, 240_000);
 });
 
