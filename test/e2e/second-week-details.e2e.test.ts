@@ -63,7 +63,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
   beforeAll(async () => {
     bus = await startIosBus([{ name: IPHONE, version: '17.5.1', userApps: [{ bundleId: 'com.example.fieldnotes', name: 'Field Notes', version: '2.4' }] }]);
     [lab, browser] = await Promise.all([
-      startLab([{ model: 'Pixel 7', osVersion: '14' }], { usbmuxd: parseUsbmuxdAddress(bus.address) }),
+      startLab([{ model: 'Pixel 7', osVersion: '14', uiautomator2ServerInstalled: true }], { usbmuxd: parseUsbmuxdAddress(bus.address) }),
       sharedChromium(),
     ]);
     origin = originOf(lab.engine.api);

@@ -29,7 +29,7 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
   const c = () => client(lab.engine.api);
 
   beforeAll(async () => {
-    [lab, browser] = await Promise.all([startLab([{ model: 'Pixel 8', osVersion: '14' }]), sharedChromium()]);
+    [lab, browser] = await Promise.all([startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }]), sharedChromium()]);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();

@@ -81,7 +81,7 @@ describe.skipIf(!hasAdb)('removing a member ends what they hold in that organiza
 
   beforeAll(async () => {
     [lab, aAdb] = await Promise.all([
-      startLab(PHONES.map((model, i) => ({ model, osVersion: String(14 - (i % 2)) })), { remotePorts: remotePorts(6), remotePortRestSeconds: 1, remoteAuthTimeoutSeconds: 2 }),
+      startLab(PHONES.map((model, i) => ({ model, osVersion: String(14 - (i % 2)), uiautomator2ServerInstalled: true })), { remotePorts: remotePorts(6), remotePortRestSeconds: 1, remoteAuthTimeoutSeconds: 2 }),
       startAdbServer(),
     ]);
     c = client(lab.engine.api);

@@ -48,7 +48,7 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
   beforeAll(async () => {
     ffprobeOrFail();
     process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = String(SEGMENT_SECONDS);
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14' }]);
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }]);
     c = client(lab.engine.api);
     owner = await c.login();
     key = await c.createKey(owner);
@@ -123,6 +123,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(log).not.toContain('x'.repeat(100));
     expect(log).toMatch(/Z session ended \(deleted by the client\) 200/);
     expect(log).not.toMatch(/DELETE \/ /);
+    // The phone started as one that has had a session before: Appium found the UiAutomator2 server it would install.
+    expect((await asset(result.id, 'appium.log')).toString()).toContain('Server packages are not going to be (re)installed');
 
     // The video: from the phone's first moment in the run to its end.
     const video = await asset(result.id, 'video.mp4');

@@ -158,8 +158,8 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     net = await startServerNamespace(dir);
     lab = await startLab(
       [
-        { model: 'Pixel 8', osVersion: '14' },
-        { model: 'Pixel 7', osVersion: '13' },
+        { model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true },
+        { model: 'Pixel 7', osVersion: '13', uiautomator2ServerInstalled: true },
       ],
       { remotePorts: remotePorts(8), remotePortRestSeconds: 1, maxAssetBytes: MAX_ASSET_BYTES, uploadIdleSeconds: 1 },
     );

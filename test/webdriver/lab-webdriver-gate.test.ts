@@ -95,7 +95,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
   let listenerUrl: string;
 
   beforeAll(async () => {
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14' }, { model: 'Pixel 7', osVersion: '13' }], { remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }, { model: 'Pixel 7', osVersion: '13' }], { remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
     c = client(lab.engine.api);
     owner = await c.login();
     key = await c.createKey(owner);

@@ -26,7 +26,7 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
   beforeAll(async () => {
     // iOS 16: WebDriverAgent is up as a lockdown-era phone's is, without a tunnel.
     bus = await startIosBus([{ name: 'Suite iPhone', version: '16.7.2', battery: 64 }]);
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14' }], { usbmuxd: parseUsbmuxdAddress(bus.address), remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }], { usbmuxd: parseUsbmuxdAddress(bus.address), remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
     const c = client(lab.engine.api);
     const owner = await c.login();
     key = await c.createKey(owner);
