@@ -95,7 +95,8 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
     await page.getByRole('tab', { name: 'Apps', exact: true }).click();
     const apps = page.getByRole('list', { name: `Apps on ${IPHONE}` });
-    const fieldNotes = apps.getByRole('listitem', { name: 'com.example.fieldnotes' });
+    // Named by the app's name now that an iPhone's list carries it; its bundle id is shown under the name.
+    const fieldNotes = apps.getByRole('listitem').filter({ hasText: 'com.example.fieldnotes' });
     await fieldNotes.getByRole('button', { name: 'Uninstall…' }).waitFor();
     const listed = await apps.getByRole('listitem').allInnerTexts();
     expect(listed.join('\n')).not.toMatch(/com\.apple\./);
