@@ -168,7 +168,9 @@ describe.skipIf(!hasAdb)('removing a member ends what they hold in that organiza
       const [mine, waiting] = await Promise.all([device(owner, held.a, team), device(owner, queued, team)]);
       return mine.body.status === 'released' && waiting.body.status === 'released' ? [mine.body, waiting.body] : undefined;
     }, 5000);
-    expect(Date.now() - removedAt).toBeLessThan(1000);
+    // The lab's own release times, not when this loop looked: on a 2-core machine running the whole suite, the
+    // polling's own requests took the measured time past the second while the releases were well inside it.
+    for (const d of released as Array<{ releasedAt: string }>) expect(Date.parse(d.releasedAt) - removedAt).toBeLessThan(1000);
     expect(released.map((d: { releaseReason?: string }) => d.releaseReason)).toEqual(['member_removed', 'member_removed']);
 
     const ended = await Promise.race([shell, new Promise<undefined>((resolve) => setTimeout(resolve, 5000))]);
