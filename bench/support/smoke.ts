@@ -13,7 +13,7 @@ export const sized = <T>(measuring: T, smoke: T): T => (SMOKE ? smoke : measurin
  * also keeps what one starts (its adb server, Chromium, Appium, temp dirs) and its cleanup apart from the others'.
  * Resolves to the exit code: 1 if any benchmark failed or could not finish.
  */
-export async function smokeInParallel(names: readonly string[], concurrency = Number(process.env.BENCH_SMOKE_JOBS) || 3): Promise<number> {
+export async function smokeInParallel(names: readonly string[], concurrency = Number(process.env.BENCH_SMOKE_JOBS) || 2): Promise<number> {
   const { spawn } = await import('node:child_process');
   const script = process.argv[1]!;
   // The slowest first (seconds of a sequential smoke run), so that the last ones to start are short.
