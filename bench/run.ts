@@ -79,8 +79,8 @@ if (SMOKE) {
 }
 
 // BENCH_SMOKE_JOBS=N runs a smoke run's benchmarks N at a time, each in a process of its own (smokeInParallel): on a
-// machine with cores to spare. On CI's two cores they are CPU-bound: three at a time took 252 s, one after the other 166 s
-// after the other, so by default they run one after the other, in this process.
+// machine with cores to spare. On CI's two cores they are CPU-bound (three at a time took 252 s, one after the other
+// 166 s), so by default they run one after the other, in this process.
 if (SMOKE && !process.env.BENCH_SMOKE_CHILD && Number(process.env.BENCH_SMOKE_JOBS) > 1) {
   const chosen = ALL.filter((b) => wanted.length === 0 || wanted.includes(b.name)).map((b) => b.name);
   process.exit(await smokeInParallel(chosen));
