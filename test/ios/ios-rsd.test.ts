@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,47 +7,12 @@ import { ROOT_CHANNEL } from '../../src/protocols/apple/remote-xpc.js';
 import { encodeXpcMessage, readXpcMessage, XPC_FLAGS, xpcNumber, XpcInt64, type XpcMessage, type XpcValue } from '../../src/protocols/apple/xpc.js';
 import { APP_SERVICE, DT_SERVICE_HUB, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE } from '../../src/sim/ios/remote-services.js';
 import type { SimulatedIPhone } from '../../src/sim/ios/index.js';
-import { parseIpv6Address } from '../../src/sim/ios/tunnel/packets.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
+import { GO_IOS, goIosOrSkip, throughTunnel, type GoIosTunnel } from '../support/go-ios.js';
 import { waitFor } from '../support/lab.js';
+import { freePort } from '../support/remote.js';
 
-/** go-ios's Linux binary from its npm tarball, run in place (its postinstall is not allowed to run). */
-const GO_IOS = join(process.cwd(), 'node_modules/go-ios/dist', `go-ios-linux-${process.arch === 'arm64' ? 'arm64_linux_arm64' : 'amd64_linux_amd64'}`, 'ios');
-function goIosOrSkip(): boolean {
-  if (existsSync(GO_IOS)) return true;
-  const message = `go-ios is missing at ${GO_IOS}: run \`npm install\` (package.json names go-ios 1.2.0).`;
-  if (process.env.CI === 'true') throw new Error(message);
-  console.warn(`SKIPPING: ${message}`);
-  return false;
-}
 const goIos = goIosOrSkip();
-
-interface GoIosTunnel {
-  address: string;
-  rsdPort: number;
-  udid: string;
-  userspaceTunPort: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A connection to `port` on the phone through go-ios's userspace tunnel (a 20-byte preamble: address, port LE). */
-async function throughTunnel(tunnel: GoIosTunnel, port: number): Promise<Socket> {
-  const socket = connect(tunnel.userspaceTunPort, '127.0.0.1');
-  socket.on('error', () => undefined);
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  const preamble = Buffer.alloc(20);
-  parseIpv6Address(tunnel.address)!.copy(preamble);
-  preamble.writeUInt32LE(port, 16);
-  socket.write(preamble);
-  return socket;
-}
 
 /** WDA's /status through the tunnel: its HTTP status, or 0 when the port is closed. */
 async function wdaStatus(tunnel: GoIosTunnel): Promise<number> {

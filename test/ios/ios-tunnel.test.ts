@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
@@ -12,49 +12,11 @@ import {
 } from '../../src/sim/ios/tunnel/packets.js';
 import { MAX_CONNECTIONS, MAX_HALF_OPEN, TcpEndpoint } from '../../src/sim/ios/tunnel/tcp-endpoint.js';
 import { forwardPhonePort, startIosBus, type IosBus } from '../support/ios-lab.js';
+import { GO_IOS, goIosOrSkip, throughTunnel, type GoIosTunnel } from '../support/go-ios.js';
 import { waitFor } from '../support/lab.js';
+import { freePort } from '../support/remote.js';
 
-/** go-ios's Linux binary from its npm tarball, run in place (its postinstall is not allowed to run). */
-const GO_IOS = join(process.cwd(), 'node_modules/go-ios/dist', `go-ios-linux-${process.arch === 'arm64' ? 'arm64_linux_arm64' : 'amd64_linux_amd64'}`, 'ios');
-function goIosOrSkip(): boolean {
-  if (existsSync(GO_IOS)) return true;
-  const message = `go-ios is missing at ${GO_IOS}: run \`npm install\` (package.json names go-ios 1.2.0).`;
-  if (process.env.CI === 'true') throw new Error(message);
-  console.warn(`SKIPPING: ${message}`);
-  return false;
-}
 const goIos = goIosOrSkip();
-
-interface GoIosTunnel {
-  address: string;
-  rsdPort: number;
-  udid: string;
-  userspaceTun: boolean;
-  userspaceTunPort: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/**
- * A connection to `port` on the phone through go-ios's userspace tunnel: go-ios listens on a local port per tunnel
- * and takes a 20-byte preamble, the device's 16-byte IPv6 address and the port as 4 bytes little-endian.
- */
-async function throughTunnel(tunnel: GoIosTunnel, port: number): Promise<Socket> {
-  const socket = connect(tunnel.userspaceTunPort, '127.0.0.1');
-  socket.on('error', () => undefined);
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  const preamble = Buffer.alloc(20);
-  parseIpv6Address(tunnel.address)!.copy(preamble);
-  preamble.writeUInt32LE(port, 16);
-  socket.write(preamble);
-  return socket;
-}
 
 /** Sends an HTTP/1.1 request on `socket` and reads the response until the peer closes: status, body, bytes read. */
 async function http(socket: Socket, method: string, path: string, body?: Buffer): Promise<{ status: number; body: string; bytes: number }> {
