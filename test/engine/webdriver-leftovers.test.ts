@@ -63,7 +63,10 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
     expect(adbServers(dir)).toHaveLength(1);
 
     engine = await lab.serve();
-    await waitFor('the orphans ended by the new start', () => orphans.every((o) => !processesUnder([dir]).some((p) => p.pid === o.pid)), 5_000);
+    // The start kills them at once; a loaded machine (2 cores, three test files at a time) takes seconds to reap them.
+    await waitFor('the orphans ended by the new start', () => orphans.every((o) => !processesUnder([dir]).some((p) => p.pid === o.pid)), 15_000).catch((error: Error) => {
+      throw new Error(`${error.message}: still running ${JSON.stringify(processesUnder([dir]).filter((p) => orphans.some((o) => o.pid === p.pid)))}`);
+    });
 
     // The restarted engine starts its own; a graceful stop with a session running ends them all.
     await withSession(engine.api, 'stopped');

@@ -33,7 +33,7 @@ interface Result {
   status: string;
   reason: string | null;
   sessionId: string;
-  stats: { duration: number; videoStartedAt?: string };
+  stats: { duration: number; videoStartedAt?: string; video?: string };
   startedAt: string;
   finishedAt: string;
 }
@@ -64,7 +64,7 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     await lab?.stop();
   });
 
-  const session = (name: string) => labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name } });
+  const session = (name: string, video = true) => labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name, ...(video ? {} : { video: false }) } });
   const ended = (name: string) =>
     waitFor(`test result ${name} to end`, async () => {
       const list = (await c.call('GET', '/test-results', { token: owner })).body.data as Result[];
@@ -141,10 +141,12 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(Math.abs(videoStart + seconds * 1000 - Date.parse(result.finishedAt))).toBeLessThan(500);
   }, 90_000);
 
-  it('takes the phone over in one deliberate step: the run ends as interrupted and the phone stays, no longer watch-only', async () => {
-    const driver = await session('taken over');
+  it('takes the phone over in one deliberate step: the run ends as interrupted and the phone stays, no longer watch-only; a run that asked for no video records nothing', async () => {
+    const driver = await session('taken over', false);
     const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
     await driver.getPageSource();
+    // benchtop:options.video false: no screenrecord on the phone while the run lasts.
+    expect((await lab.phones[0]!.shell('ps -A')).output.toString()).not.toContain('screenrecord');
     const runs = (await c.call('GET', `/sessions/${labSessionId}/webdriver-runs`, { token: owner })).body.data as Array<{ id: string }>;
     expect((await act(labSessionId, { type: 'pressButton', button: 'HOME' })).status).toBe(409);
 
@@ -156,6 +158,10 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     const result = await ended('taken over');
     expect(result).toMatchObject({ status: 'interrupted', reason: 'taken over by owner@lab.test' });
     expect((await asset(result.id, 'commands.log')).toString()).toContain('session ended (taken over by owner@lab.test)');
+    // It kept no video, and says why.
+    await expect(asset(result.id, 'video.mp4')).rejects.toThrow(/no asset video\.mp4/);
+    expect(result.stats).toMatchObject({ video: 'off' });
+    expect((await asset(result.id, 'appium.log')).toString()).toContain('no video: the run asked for none');
     // The phone stayed in the session, and a person drives it now.
     const devices = (await c.call('GET', `/sessions/${labSessionId}/devices`, { token: owner })).body.data as Array<{ status: string }>;
     expect(devices.map((d) => d.status)).toEqual(['in_use']);

@@ -164,7 +164,7 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
         <section className="run-video" aria-labelledby="run-video-title">
           <h2 id="run-video-title">Video</h2>
           <ErrorBanner error={video.error} />
-          {!byName('video.mp4') && assets && <p className="muted">The run kept no video.</p>}
+          {!byName('video.mp4') && assets && <p className="muted">{stats.video === 'off' ? 'The run asked for no video (benchtop:options.video false).' : 'The run kept no video.'}</p>}
           {video.url && <video ref={player} src={video.url} controls preload="metadata" aria-label={`Video of the run on ${phone ?? 'the phone'}`} onTimeUpdate={(e) => setTime(e.currentTarget.currentTime)} onSeeked={(e) => setTime(e.currentTarget.currentTime)} />}
           {byName('video.mp4') && !video.url && !video.error && <Spinner label="Loading the video" />}
         </section>

@@ -59,7 +59,7 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
       { attribute: 'serial', operator: 'EQUALS', value: 'A1' },
       { attribute: 'name', operator: 'STARTS_WITH', value: 'Pix' },
     ]);
-    expect(request.options).toEqual({ queueTimeoutMs: 30_000, name: 'run', build: '7' });
+    expect(request.options).toEqual({ queueTimeoutMs: 30_000, name: 'run', build: '7', video: true });
     expect(request.newCommandTimeoutMs).toBe(60_000);
     // The lab's own options stay with the lab; udid is the lab's to give (the address Appium reaches the phone by).
     expect(request.appium).toEqual({ platformName: 'Android', 'appium:platformVersion': '14', 'appium:deviceName': 'Pixel 8', 'appium:noReset': true, 'appium:automationName': 'UiAutomator2' });
@@ -89,6 +89,7 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     [{ platformName: 'Android', 'benchtop:options': { queueTimeout: 99_999 } }, 'invalid argument', 'queueTimeout'],
     [{ platformName: 'Android', 'benchtop:options': { filters: [{ attribute: 'colour', operator: 'EQUALS', value: 'red' }] } }, 'invalid argument', 'colour'],
     [{ platformName: 'Android', 'benchtop:options': { sessionId: 'not-a-session' } }, 'invalid argument', 'sessionId'],
+    [{ platformName: 'Android', 'benchtop:options': { video: 'no' } }, 'invalid argument', 'benchtop:options.video'],
   ])('%j is %s', (caps, w3c, message) => {
     const e = error(() => readCapabilities(caps));
     expect(e.w3c).toBe(w3c);

@@ -30,6 +30,8 @@ export interface RunOptions {
   /** The test result's name and build. */
   name?: string;
   build?: string;
+  /** Whether the run keeps a video of the phone's screen (as clouds' `video: false` turns it off). */
+  video: boolean;
 }
 
 export interface NewSessionRequest {
@@ -210,9 +212,9 @@ export function versionRange(version: string): DeviceFilter[] {
 }
 
 function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilter[] } {
-  if (value === undefined) return { options: { queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_S * 1000 }, filters: [] };
+  if (value === undefined) return { options: { queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_S * 1000, video: true }, filters: [] };
   if (!isObject(value)) throw bad('benchtop:options must be a JSON object.');
-  const { filters = [], sessionId, queueTimeout = DEFAULT_QUEUE_TIMEOUT_S, name, build } = value;
+  const { filters = [], sessionId, queueTimeout = DEFAULT_QUEUE_TIMEOUT_S, name, build, video = true } = value;
   if (!Array.isArray(filters) || !filters.every((f) => isObject(f) && ['attribute', 'operator', 'value'].every((k) => typeof f[k] === 'string'))) {
     throw bad('benchtop:options.filters must be a list of {attribute, operator, value}, as the API\'s allocation takes them.');
   }
@@ -223,10 +225,12 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
   for (const [key, v] of [['name', name], ['build', build]] as const) {
     if (v !== undefined && (typeof v !== 'string' || v.length > MAX_TEXT)) throw bad(`benchtop:options.${key} must be a string of at most ${MAX_TEXT} characters.`);
   }
+  if (typeof video !== 'boolean') throw bad('benchtop:options.video is true (the default: the run keeps a video) or false.');
   return {
     filters: filters as DeviceFilter[],
     options: {
       queueTimeoutMs: queueTimeout * 1000,
+      video,
       ...(sessionId ? { sessionId } : {}),
       ...(typeof name === 'string' ? { name } : {}),
       ...(typeof build === 'string' ? { build } : {}),

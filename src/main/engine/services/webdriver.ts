@@ -149,6 +149,8 @@ interface Run {
   phoneLog: TextLog;
   stopPhoneLog: AbortController;
   recording?: Promise<unknown>;
+  /** The client's `benchtop:options.video`: false, and the run keeps no video. */
+  video: boolean;
   /** When the video's first picture was taken: where a command's place in the video is counted from. */
   recordingStartedAt?: number;
   /** What the client said of its run (`benchtop: status`). */
@@ -290,6 +292,7 @@ export class WebDriverRuns {
       capabilities: {},
       startedAt: this.now(),
       newCommandTimeoutMs: request.newCommandTimeoutMs,
+      video: request.options.video,
       inFlight: 0,
       largeBodies: 0,
       lastCommandAt: this.now(),
@@ -300,8 +303,10 @@ export class WebDriverRuns {
     };
     this.stores.webDriverRuns.insert({ id: run.id, organizationId: scope.organization.id, allocationId: held.id, testResultId: testResult.id, createdBy: scope.caller.user.id, startedAt: run.startedAt });
     this.byAllocation.set(held.id, run);
-    // The video covers the whole run, its start on the phone too (the driver's server installed, Appium's session).
-    this.startVideo(run);
+    // The video covers the whole run, its start on the phone too (the driver's server installed, Appium's session),
+    // unless the client turned it off: a phone then encodes nothing, and the result keeps no video.
+    if (run.video) this.startVideo(run);
+    else run.appiumLog.add('[benchtop] no video: the run asked for none (benchtop:options.video false)');
     try {
       const connecting = performance.now();
       const labCaps = await this.connect(scope, run, request, phone?.osVersion);
@@ -819,6 +824,7 @@ export class WebDriverRuns {
         ended: reason,
         ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}),
         ...(run.recordingStartedAt !== undefined ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
+        ...(run.video ? {} : { video: 'off' }),
       },
     });
   }
