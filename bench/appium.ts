@@ -10,11 +10,12 @@ import { fileURLToPath } from 'node:url';
 import { remote } from 'webdriverio';
 import { connectToAdb } from '../src/sim/android/index.js';
 import { startAppium } from '../test/support/appium-server.js';
-import { startAndroidLab } from './support/android-lab.js';
+import { buildApk } from '../src/sim/android/apk.js';
+import { startAndroidLab, waitUntilFree } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
 import { descendants, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
-import { ROOT } from './support/servers.js';
+import { call, ROOT } from './support/servers.js';
 import { sized } from './support/smoke.js';
 
 const ANDROID_HOME = '/usr/lib/android-sdk';
@@ -23,6 +24,8 @@ const ROUNDS = sized(4, 1);
 const COMMANDS = sized(30, 1);
 /** Sessions on as many phones at once, against one alone. */
 const AT_ONCE = sized(4, 2);
+/** An app of a real app's size (issue 43: 50 MB), smaller in a smoke run. */
+const APP_BYTES = sized(50, 1) * 1024 * 1024;
 const PHONE_SCRIPT = fileURLToPath(new URL('./support/phone-process.ts', import.meta.url));
 /** Published: a UiAutomator2 session start of about 20 s on a Samsung S7 (appium/appium#11527), the server installed. */
 const REAL_SESSION_MS = 20_000;
@@ -131,6 +134,41 @@ export const appium: Benchmark = {
     const atOnce = median(together.map((t) => t.click));
     detail(`with ${AT_ONCE} sessions running: engine ${fmtMb(engineRss)}, Appium ${fmtMb(appiumRss)} (${appiumPids.length} processes)`);
 
+    // A whole run (session, the commands, its end) on each phone alone, then on all of them at once: the wall time of
+    // the lot against the slowest alone. On this 2-core machine the phones, Appium and the engine share the cores; a
+    // real phone runs its side of a command on its own.
+    const run = async (i: number) => {
+      const d = await viaLab({ 'appium:deviceName': `Bench ${i + 1}`, 'benchtop:options': { video: false } });
+      await commands(d);
+      await d.deleteSession();
+    };
+    const aloneRuns: number[] = [];
+    for (let i = 0; i < AT_ONCE; i++) aloneRuns.push((await timed(() => run(i)))[1]);
+    const [, allRuns] = await timed(() => Promise.all(Array.from({ length: AT_ONCE }, (_, i) => run(i))));
+    const slowestAlone = Math.max(...aloneRuns);
+    detail(`a run alone on each phone: ${aloneRuns.map((ms) => fmtMs(ms)).join(', ')}; all ${AT_ONCE} at once ${fmtMs(allRuns)}`);
+
+    // A first session with a stored app of a real app's size: the lab installs it (push and pm install) before Appium
+    // starts, against the same file installed through the REST API on a phone already held, plus a session without it.
+    const apk = buildApk({ packageName: 'com.example.benchbig', label: 'Bench Big', payloadBytes: APP_BYTES });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(apk)]), 'bench-big.apk');
+    const uploaded = (await (await fetch(`${lab.engine.api}/files/upload`, { method: 'POST', headers: { authorization: `Bearer ${lab.apiKey}` }, body: form })).json()) as { id: string };
+    for (let ready = false; !ready; await new Promise((r) => setTimeout(r, 100))) {
+      ready = (await call<{ status: string }>('GET', `${lab.engine.api}/files/${uploaded.id}`, { bearer: lab.apiKey })).status === 'ready';
+    }
+    const [withApp, appStart] = await timed(() => viaLab({ ...noVideo, 'appium:app': `lab://files/${uploaded.id}` }));
+    await withApp.deleteSession();
+    await waitUntilFree(lab, 60_000);
+    const session = await call<{ id: string }>('POST', `${lab.engine.api}/sessions`, { bearer: lab.apiKey, body: {} });
+    const allocation = await call<{ id: string }>('POST', `${lab.engine.api}/sessions/${session.id}/devices`, { bearer: lab.apiKey, body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }, { attribute: 'serial', operator: 'EQUALS', value: lab.serial }] } });
+    for (let held = false; !held; await new Promise((r) => setTimeout(r, 50))) {
+      held = (await call<{ status: string }>('GET', `${lab.engine.api}/sessions/${session.id}/devices/${allocation.id}`, { bearer: lab.apiKey })).status === 'in_use';
+    }
+    const [, restInstall] = await timed(() => call('POST', `${lab.engine.api}/sessions/${session.id}/devices/${encodeURIComponent(lab.serial)}/install`, { bearer: lab.apiKey, body: { file: uploaded.id, launch: true }, timeoutMs: 120_000 }));
+    await call('POST', `${lab.engine.api}/sessions/${session.id}/devices/${encodeURIComponent(lab.serial)}/release`, { bearer: lab.apiKey });
+    detail(`a ${fmtMb(APP_BYTES / 1024 / 1024)} app from lab://files: the first session ${fmtMs(appStart)}; the REST API's install of it ${fmtMs(restInstall)}, plus a session without it ${fmtMs(start)}`);
+
     return [
       figure('session start through the lab (server installed, no video)', start, own, "a user's own Appium", '<= 1.2x', start <= own * 1.2),
       figure("session start through the lab with the run's video (the simulated phone encodes it in software)", startVideo, own, "a user's own Appium", 'reported', true),
@@ -139,6 +177,8 @@ export const appium: Benchmark = {
       figure('screenshot through the lab (no video)', labCommands.screenshot, directCommands.screenshot, "a user's own Appium", '<= +5 ms', labCommands.screenshot - directCommands.screenshot <= 5),
       // A rate: one alone over four at once, so that >= 0.9x means each of four keeps 90% of a lone session's pace.
       { benchmark: 'appium', figure: `${AT_ONCE} sessions at once: each one's find + click pace`, value: fmtMs(atOnce), baseline: `${fmtMs(alone)} (one alone)`, ratio: fmtRatio(alone, atOnce), target: '>= 0.9x', met: alone / atOnce >= 0.9 },
+      figure(`${AT_ONCE} runs on ${AT_ONCE} phones at once: wall time`, allRuns, slowestAlone, 'the slowest run alone', '<= 1.2x', allRuns <= slowestAlone * 1.2),
+      figure(`first session with a ${fmtMb(APP_BYTES / 1024 / 1024)} app from lab://files`, appStart, restInstall + start, "the REST API's install plus a session without it", 'reported', true),
       figure(`memory with ${AT_ONCE} sessions: engine + Appium`, engineRss + appiumRss, engineRss, 'the engine alone', 'reported', true, fmtMb),
     ];
   },
