@@ -1,15 +1,45 @@
+import { execFile } from 'node:child_process';
+import { connect } from 'node:net';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeMuxMessage, MUX_RESULT, MuxReader } from '../../src/protocols/apple/usbmuxd-wire.js';
+import type { PlistDict } from '../../src/protocols/apple/plist-wire.js';
 import { client, startEngine, type TestEngine } from '../support/engine.js';
+import { alive, envOf, GO_IOS, goIosOrSkip, goIosProcesses } from '../support/go-ios.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
 
-const ready = adbOrSkip() && netnsOrSkip();
+const ready = adbOrSkip() && netnsOrSkip() && goIosOrSkip();
 const WDA = 'com.facebook.WebDriverAgentRunner.xctrunner';
+
+/** One request to a usbmuxd on TCP, on a connection of its own: its reply (a Connect's, before the phone's bytes). */
+function muxRequest(port: number, request: PlistDict): Promise<PlistDict | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const reader = new MuxReader();
+    socket.on('data', (chunk: Buffer) => {
+      const [first] = reader.push(chunk);
+      if (!first) return;
+      socket.destroy();
+      resolve(first.message);
+    });
+    socket.on('error', () => resolve(undefined));
+    socket.on('close', () => resolve(undefined));
+    socket.write(encodeMuxMessage(1, { ProgName: 'test', ...request }));
+  });
+}
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
 
 /**
  * WDA on a provider's iOS 17+ iPhones: a Mac provider (its SSH account's PATH has xcrun, here the scripted one that
  * reaches the namespace's own simulated CoreDevice) gets WDA started by the hub running `xcrun devicectl` there, over
- * SSH; a Linux provider (no xcrun) leaves the phone wda_unavailable with the manual steps. The hub has no xcrun.
+ * SSH; on a Linux provider (no xcrun) the hub's own go-ios starts it through a userspace tunnel, as on a local
+ * iOS 17.4+ iPhone. The hub has no xcrun.
  */
 describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
   let engine: TestEngine;
@@ -27,7 +57,8 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
       { name: 'Mac-side iPhone', version: '17.5', wda: false },
       { name: 'Bare Mac-side iPhone', version: '17.5', wda: false, wdaInstalled: false },
     ], mac: true });
-    const linuxStarting = startNetnsProvider(1, { phones: [], iphones: [{ name: 'Linux-side iPhone', version: '17.5', wda: false }] });
+    // A second iPhone beside it (running WDA already): what go-ios's loopback usbmuxd must not let through.
+    const linuxStarting = startNetnsProvider(1, { phones: [], iphones: [{ name: 'Linux-side iPhone', version: '17.5', wda: false }, { name: 'Linux-side iPhone 16', version: '16.7.8' }] });
     started.push(macStarting, linuxStarting);
     [mac, linux] = await Promise.all([macStarting, linuxStarting]);
     engine = await startEngine({ xcrun: null, providerCheckMs: 300, providerProbeTimeoutMs: 1000, providerBackoffMaxMs: 1000 });
@@ -83,15 +114,48 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
     expect(listed.steps).toContain('is not installed');
   });
 
-  it('a Linux provider: the iPhone stays wda_unavailable with the manual steps', async () => {
-    const udid = linux.udids[0]!;
-    const listed = await waitFor('the Linux-side iPhone\'s steps', async () => {
+  it("a Linux provider's 17.5 iPhone: the hub's go-ios starts WDA through a userspace tunnel, on a loopback usbmuxd that lets that phone alone through; the provider removed, none of it is left", async () => {
+    const [udid, other] = linux.udids as [string, string];
+    const listed = await waitFor('the Linux-side iPhone through the tunnel', async () => {
       const p = await phone(udid);
-      return p?.steps?.includes('xcrun devicectl device process launch') ? p : undefined;
-    }, 15_000);
-    expect(listed).toMatchObject({ state: 'wda_unavailable', host: 'linux-provider' });
-    expect(listed.steps).toContain('iOS 17.5');
-    expect(listed.steps).toContain(`--device ${udid} ${WDA}`);
-    expect(listed.steps).toContain('RemoteXPC');
-  });
+      return p?.state === 'device' ? p : undefined;
+    }, 45_000);
+    expect(listed).toMatchObject({ state: 'device', wdaLaunch: 'tunnel', host: 'linux-provider' });
+    const running = goIosProcesses(udid);
+    expect(running.map((p) => p.args[1]).sort()).toEqual(['runwda', 'tunnel']);
+    // go-ios's usbmuxd: a loopback port of the hub's, where go-ios itself, unchanged, sees this phone and not the other.
+    const relay = envOf(running[0]!.pid, 'USBMUXD_SOCKET_ADDRESS')!;
+    expect(relay).toMatch(/^127\.0\.0\.1:\d+$/);
+    const port = Number(relay.split(':')[1]);
+    const goIos = (...args: string[]) => promisify(execFile)(GO_IOS, args, { env: { ...process.env, USBMUXD_SOCKET_ADDRESS: relay } }).then((r) => r.stdout, (e: { stdout?: string }) => e.stdout ?? '');
+    expect(JSON.parse(await goIos('list')).deviceList).toEqual([udid]);
+    // A Connect to any other device is refused, however its DeviceID is guessed.
+    const held = ((await muxRequest(port, { MessageType: 'ListDevices' }))!.DeviceList as PlistDict[])[0]!.DeviceID as number;
+    for (let id = 1; id <= 8; id++) {
+      if (id === held) continue;
+      expect((await muxRequest(port, { MessageType: 'Connect', DeviceID: id, PortNumber: 0x7ef2 }))?.Number).toBe(MUX_RESULT.BADDEV);
+    }
+    expect((await phone(other))).toMatchObject({ state: 'device', wdaLaunch: 'external' });
+
+    // Driven as a local one: a screenshot and a tap through WDA in the tunnel.
+    const session = (await c.call('POST', '/sessions', { token: owner })).body.id as string;
+    const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }, { attribute: 'name', operator: 'EQUALS', value: 'Linux-side iPhone' }];
+    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters } });
+    expect(a.status, JSON.stringify(a.body)).toBe(201);
+    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use' || undefined);
+    const shot = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
+    expect(shot.status).toBe(200);
+    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    const tap = await c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body: { type: 'tap', x: 10, y: 10 } });
+    expect(tap.status, JSON.stringify(tap.body)).toBe(200);
+    expect((await c.call('POST', `/sessions/${session}/devices/${udid}/release`, { token: owner })).status).toBe(202);
+    await waitFor('released', async () => (await phone(udid))?.held === false || undefined, 20_000);
+
+    // The provider removed: its go-ios processes end (by pid), and go-ios's usbmuxd no longer listens.
+    const id = (await c.call('GET', '/lab/providers', { token: owner })).body.data.find((p: { name: string }) => p.name === 'linux-provider').id as string;
+    expect((await c.call('DELETE', `/lab/providers/${id}`, { token: owner })).status).toBe(204);
+    await waitFor('its go-ios processes ended', () => running.every((p) => !alive(p.pid)) || undefined, 10_000);
+    expect(goIosProcesses(udid)).toEqual([]);
+    expect(await listening(port)).toBe(false);
+  }, 90_000);
 });

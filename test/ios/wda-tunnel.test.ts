@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, mkdtempSync } from 'node:fs';
+import { rmSync, mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { promisify } from 'node:util';
 import { findGoIos, freePortPair } from '../../src/main/engine/fleet/ios/tunnel.js';
+import { alive, goIosProcesses } from '../support/go-ios.js';
 import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { SETTINGS, type SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { call, client, startEngine, type TestEngine } from '../support/engine.js';
@@ -22,28 +23,6 @@ import { buildServe } from '../../scripts/build-serve.mjs';
 
 const WDA_PORTS = new Set([8100, 9100]);
 
-/** go-ios processes (the binary itself, not the guards around them) working for this phone, by pid, with their arguments. */
-function goIosProcesses(udid: string): Array<{ pid: number; args: string[] }> {
-  const found: Array<{ pid: number; args: string[] }> = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let args: string[];
-    try {
-      args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean);
-    } catch {
-      continue;
-    }
-    if (/go-ios-[^/]+\/ios(\.exe)?$/.test(args[0] ?? '') && args.some((a) => a.includes(udid))) found.push({ pid: Number(name), args });
-  }
-  return found;
-}
-const alive = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== '';
-  } catch {
-    return false;
-  }
-};
 const agentPortOf = (p: { args: string[] }) => Number(p.args.find((a) => a.startsWith('--tunnel-info-port='))?.split('=')[1]);
 const listening = (port: number) =>
   new Promise<boolean>((resolve) => {

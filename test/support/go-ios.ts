@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parseIpv6Address } from '../../src/sim/ios/tunnel/packets.js';
@@ -37,4 +37,35 @@ export async function throughTunnel(tunnel: GoIosTunnel, port: number): Promise<
   preamble.writeUInt32LE(port, 16);
   socket.write(preamble);
   return socket;
+}
+
+/** go-ios processes (the binary itself, not the guards around them) working for this phone, by pid, with their arguments. */
+export function goIosProcesses(udid: string): Array<{ pid: number; args: string[] }> {
+  const found: Array<{ pid: number; args: string[] }> = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } catch {
+      continue;
+    }
+    if (/go-ios-[^/]+\/ios(\.exe)?$/.test(args[0] ?? '') && args.some((a) => a.includes(udid))) found.push({ pid: Number(name), args });
+  }
+  return found;
+}
+
+/** Whether a process is still running (a zombie's command line is empty). */
+export function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** One variable of a running process's environment, as it was started with it. */
+export function envOf(pid: number, name: string): string | undefined {
+  const entry = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith(`${name}=`));
+  return entry?.slice(name.length + 1);
 }

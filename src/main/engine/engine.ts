@@ -9,7 +9,7 @@ import { UploadLimits } from './api/upload-limits.js';
 import { buildServer, type ApiServices } from './api/server.js';
 import { BlobStore } from './blobs/blob-store.js';
 import { isLoopback, type EngineConfig } from './config.js';
-import { createFleet, type Fleet } from './fleet/index.js';
+import { createFleet, iosLaunch, type Fleet } from './fleet/index.js';
 import { FileSecretStore, SECRETS_FILE, type SecretStore } from './secrets.js';
 import { Accounts } from './services/accounts.js';
 import { AssistantSettings } from './services/assistant-settings.js';
@@ -172,6 +172,7 @@ function wire(
     timing: { checkIntervalMs: config.providerCheckMs, probeTimeoutMs: config.providerProbeTimeoutMs, connectTimeoutMs: 5000, backoffMaxMs: config.providerBackoffMaxMs },
     log,
     wdaBundleId: config.wdaBundleId,
+    iosLaunch: { goIos: iosLaunch(config).goIos, ddiPath: config.ddiPath },
   });
   const assistant = new AssistantSettings(stores, secrets);
   const keys = new Keys(stores, now);

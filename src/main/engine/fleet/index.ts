@@ -162,8 +162,11 @@ class CombinedFleet extends EventEmitter implements Fleet {
   }
 }
 
-/** How the workstation's iOS fleet starts WDA: the runner, a Mac's xcrun, go-ios (its processes' files in the data dir), the DDI. */
-function iosLaunch(config: EngineConfig) {
+/**
+ * How the workstation's iOS fleet starts WDA: the runner, a Mac's xcrun, go-ios (its processes' files in the data dir),
+ * the DDI. Providers' iPhones use its go-ios and DDI too (one pid dir: a crashed engine's leftovers of either are ended).
+ */
+export function iosLaunch(config: EngineConfig) {
   const ios = join(config.dataDir, 'ios');
   return {
     bundleId: config.wdaBundleId,

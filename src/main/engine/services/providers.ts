@@ -3,7 +3,7 @@ import type { CreateProviderBody, UpdateProviderBody } from '../../../shared/api
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import type { Fleet } from '../fleet/index.js';
 import { readHostKey } from '../fleet/macos/ssh.js';
-import type { Provider, ProviderHealth, ProviderSpec, ProviderTiming } from '../fleet/providers/provider.js';
+import type { Provider, ProviderHealth, ProviderIosLaunch, ProviderSpec, ProviderTiming } from '../fleet/providers/provider.js';
 import type { Stores } from '../store/index.js';
 import type { ProviderFields, ProviderRow } from '../store/providers.js';
 import type { HostSecretStore } from './host-secrets.js';
@@ -18,6 +18,8 @@ export interface ProvidersOptions {
   log: (message: string) => void;
   /** The WebDriverAgent runner a Mac provider starts on its iOS 17+ iPhones (BENCHTOP_WDA_BUNDLE_ID). */
   wdaBundleId?: string;
+  /** The lab's go-ios and DDI, with which the hub starts WDA on a provider's iOS 17.4+ iPhones where the provider has no devicectl. */
+  iosLaunch?: ProviderIosLaunch;
 }
 
 /** A provider as the lab owner sees it: the row, its health now, its phones, and the serials kept out as duplicates. */
@@ -198,6 +200,7 @@ export class Providers {
       this.now,
       (fingerprint) => this.stores.providers.pinHostKey(row.id, fingerprint),
       this.options.wdaBundleId,
+      this.options.iosLaunch,
     );
     this.running.set(row.id, provider);
     this.fleet.attach(provider);

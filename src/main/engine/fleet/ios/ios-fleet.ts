@@ -85,14 +85,14 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     this.stopped = true;
     clearTimeout(this.retry);
     for (const t of this.timers) clearInterval(t);
-    this.subscription?.close();
-    await Promise.all([...this.clients.values()].map((c) => c.close()));
-    this.clients.clear();
-    const tunnels = [...this.starts.values()].map((start) => start.running?.tunnel);
-    for (const start of this.starts.values()) start.running?.close();
+    // Taken before the Listen closes: its end counts the phones gone, and onGone would close their runs unawaited.
+    const closing = [...this.starts.values()].map((start) => start.running?.close());
     this.starts.clear();
-    // Nothing of go-ios outlives the fleet.
-    await Promise.all(tunnels.map((t) => t?.close()));
+    this.subscription?.close();
+    const clients = [...this.clients.values()].map((c) => c.close());
+    this.clients.clear();
+    // Nothing of go-ios outlives the fleet, nor the loopback usbmuxd a provider's phone's go-ios had.
+    await Promise.all([...clients, ...closing]);
   }
 
   list(): Phone[] {
@@ -264,7 +264,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     if (!start) this.starts.set(udid, (start = { inFlight: false, failures: 0, retryAt: 0 }));
     if (start.inFlight || Date.now() < start.retryAt) return;
     const attempt = start;
-    const strategy = wdaStrategy(phone.osVersion, this.launch.xcrun, !!this.launch.goIos && !('open' in this.address));
+    const strategy = wdaStrategy(phone.osVersion, this.launch.xcrun, !!this.launch.goIos);
     if (strategy === 'none') {
       // Nothing this host can do: the steps, once; the 5 s /status recheck picks up a WDA someone else starts.
       attempt.problem = `WebDriverAgent is not answering on port 8100, so it cannot be allocated. ${manualSteps(udid, phone.osVersion, this.launch.bundleId)}`;

@@ -1,6 +1,6 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect, TLSSocket } from 'node:tls';
-import type { Pairing } from '../../../../protocols/apple/pairing.js';
+import { createPairing, pairRecordOf, type Pairing } from '../../../../protocols/apple/pairing.js';
 import { decodePlist, PlistChannel, type PlistDict } from '../../../../protocols/apple/plist-wire.js';
 import { encodeMuxMessage, MUX_RESULT, muxResult, MuxReader, sendMux, serveMuxClient, swap16 } from '../../../../protocols/apple/usbmuxd-wire.js';
 import type { UsbmuxdAddress } from './usbmux.js';
@@ -222,15 +222,23 @@ export class PrivateUsbmuxd {
     this.queries = new SharedQueries(options.upstream, (socket) => this.upstream(socket));
   }
 
-  /** Listens on both ports, or on neither: a port another program holds leaves this end ready to start again. */
-  async start(muxPort: number, wdaPort: number): Promise<void> {
+  /**
+   * Listens on both ports, or on neither: a port another program holds leaves this end ready to start again. Without
+   * a WDA port, usbmuxd's alone (the lab's own go-ios reaches WDA through its tunnel, not through this).
+   */
+  async start(muxPort: number, wdaPort?: number): Promise<void> {
     try {
       await this.listen(muxPort, (socket) => this.serve(socket));
-      await this.listen(wdaPort, (socket) => void this.relayWda(socket));
+      if (wdaPort !== undefined) await this.listen(wdaPort, (socket) => void this.relayWda(socket));
     } catch (error) {
       for (const server of this.servers.splice(0)) server.close();
       throw error;
     }
+  }
+
+  /** The port its usbmuxd listens on (the one the system chose, when started on port 0). */
+  muxPort(): number | undefined {
+    return (this.servers[0]?.address() as AddressInfo | null)?.port;
   }
 
   connections(): Array<{ peer: string; since: number }> {
@@ -492,4 +500,20 @@ export class PrivateUsbmuxd {
       socket.destroy();
     }
   }
+}
+
+/**
+ * go-ios's usbmuxd for a provider's iPhone. go-ios takes a usbmuxd address (USBMUXD_SOCKET_ADDRESS), not a channel
+ * over SSH, so the lab's own go-ios gets remote connect's private usbmuxd on a loopback port the system picks: it shows
+ * and connects that one phone only (another UDID is not listed, and a Connect to it is refused), relays to the
+ * provider's usbmuxd over SSH, and hands out a pairing made for this tunnel, never the provider's record, which the
+ * listener's lifetime bounds. It lives as long as the tunnel it serves: close() leaves no listener or connection.
+ */
+export async function startLoopbackUsbmuxd(upstream: UsbmuxdAddress, udid: string, log: (message: string) => void): Promise<{ address: string; close(): void }> {
+  const lab = await readLabPairRecord(upstream, udid);
+  if (!lab) throw new Error(`the provider's usbmuxd has no pairing with ${udid} (tap Trust on it first)`);
+  const checkout = await createPairing(lab.systemBuid);
+  const usbmuxd = new PrivateUsbmuxd({ upstream, udid, host: '127.0.0.1', lab, checkout, checkoutRecord: pairRecordOf(checkout), log });
+  await usbmuxd.start(0);
+  return { address: `127.0.0.1:${usbmuxd.muxPort()}`, close: () => usbmuxd.close() };
 }

@@ -29,7 +29,7 @@ export interface WdaLaunchOptions {
   xcrun: string | null;
   /** Where xcrun runs: on this host when absent; on a Mac provider, over SSH on that Mac (the phone is plugged in there). */
   runXcrun?: XcrunRunner;
-  /** go-ios, for iOS 17.4+ userspace tunnels; absent where there is none (BENCHTOP_GO_IOS=off, or a provider's phones). */
+  /** go-ios, for iOS 17.4+ userspace tunnels (a provider's phones too); absent where there is none (BENCHTOP_GO_IOS=off). */
   goIos?: Omit<UserspaceTunnelOptions, 'usbmuxd' | 'log'>;
   /** The personalized Developer Disk Image the lab mounts on iOS 17+ phones (BENCHTOP_DDI_PATH): Xcode's Restore folder. */
   ddiPath?: string | null;
@@ -71,8 +71,8 @@ export const runXcrunHere: XcrunRunner = async (xcrun, args, timeoutMs) => {
 /** A runner this engine started; for testmanagerd, the connections its test run lives on. */
 export interface StartedWda {
   via: Exclude<WdaStrategy, 'none'>;
-  /** Ends the run (testmanagerd: closes the IDE's sessions, which stops the runner; tunnel: stops go-ios). */
-  close(): void;
+  /** Ends the run (testmanagerd: closes the IDE's sessions, which stops the runner; tunnel: stops go-ios, resolving once it has). */
+  close(): void | Promise<void>;
   /** A connection to a port on the phone by the way this run reaches it (the tunnel); absent: through usbmuxd. */
   connect?(port: number): Promise<Socket>;
   /** The tunnel it runs in, if any. */
@@ -159,7 +159,7 @@ export async function startWda(
   onEnded: () => void = () => undefined,
   log: (message: string) => void = () => undefined,
 ): Promise<StartedWda> {
-  const strategy = wdaStrategy(osVersion, options.xcrun, !!options.goIos && !('open' in address));
+  const strategy = wdaStrategy(osVersion, options.xcrun, !!options.goIos);
   if (strategy === 'testmanagerd') return startOverTestmanagerd(address, udid, osVersion, options.bundleId);
   if (strategy === 'devicectl') return startWithDevicectl(options.xcrun!, udid, options.bundleId, options.runXcrun ?? runXcrunHere);
   if (strategy === 'tunnel') return startThroughTunnel(address, udid, osVersion, options, onEnded, log);
@@ -257,7 +257,14 @@ async function startThroughTunnel(
   onEnded: () => void,
   log: (message: string) => void,
 ): Promise<StartedWda> {
-  const usbmuxd = formatUsbmuxdAddress(address);
+  // A provider's usbmuxd is a channel over SSH, which go-ios cannot open: it gets a loopback usbmuxd of this phone
+  // alone, relaying there (loaded with the first: the pairing it makes brings X.509 libraries).
+  const relay = 'open' in address
+    ? await import('./private-usbmuxd.js').then(({ startLoopbackUsbmuxd }) => startLoopbackUsbmuxd(address, udid, log)).catch((error: Error) => {
+      throw new WdaStartError(tunnelProblem(udid, osVersion, `no usbmuxd for go-ios: ${error.message}`, options));
+    })
+    : undefined;
+  const usbmuxd = relay?.address ?? formatUsbmuxdAddress(address);
   // Until WDA answers, a process that ends is this start's failure; after, it is the run's end.
   let live = false;
   const tunnel = new UserspaceTunnel(udid, { ...options.goIos!, usbmuxd, log }, () => {
@@ -265,6 +272,8 @@ async function startThroughTunnel(
     live = false;
     onEnded();
   });
+  // The relay goes with go-ios: closed once its processes are, so that neither outlives the other.
+  const close = () => tunnel.close().finally(() => relay?.close());
   try {
     await tunnel.open();
     const binary = options.goIos!.binary;
@@ -296,11 +305,11 @@ async function startThroughTunnel(
       connect: (port) => tunnel.connect(port),
       close: () => {
         live = false;
-        void tunnel.close();
+        return close();
       },
     };
   } catch (error) {
-    await tunnel.close();
+    await close();
     if (error instanceof WdaStartError) throw error;
     throw new WdaStartError(tunnelProblem(udid, osVersion, error instanceof GoIosError ? error.message : (error as Error).message, options));
   }

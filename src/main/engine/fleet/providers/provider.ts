@@ -5,7 +5,7 @@ import type { AdbServerAddress } from '../android/adb-host.js';
 import { streamClient } from '../android/tunnel-client.js';
 import { shellQuote } from '../../domain/shell-quote.js';
 import { IosFleet } from '../ios/ios-fleet.js';
-import { DEFAULT_WDA_BUNDLE_ID, type XcrunRunner } from '../ios/wda-launcher.js';
+import { DEFAULT_WDA_BUNDLE_ID, type WdaLaunchOptions, type XcrunRunner } from '../ios/wda-launcher.js';
 import { SshConnection, type SshEndpoint } from '../macos/ssh.js';
 import type { Phone, PhoneDriver, PhoneSource } from '../types.js';
 
@@ -51,6 +51,9 @@ export interface ProviderHealth {
    */
   devicectl: string | null;
 }
+
+/** What the hub lends a provider's iPhones to start WDA with: its go-ios (iOS 17.4+ through a userspace tunnel) and DDI. */
+export type ProviderIosLaunch = Pick<WdaLaunchOptions, 'goIos' | 'ddiPath'>;
 
 const UNKNOWN_HEALTH: ProviderHealth = { state: 'unknown', message: null, checkedAt: null, rttMs: null, adbVersion: null, os: null, devicectl: null };
 
@@ -124,6 +127,7 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
     private readonly onHostKey: (fingerprint: string) => void,
     /** The WebDriverAgent runner its iPhones' WDA is started from (BENCHTOP_WDA_BUNDLE_ID). */
     private readonly wdaBundleId: string = DEFAULT_WDA_BUNDLE_ID,
+    private readonly iosLaunch: ProviderIosLaunch = {},
   ) {
     super();
     this.backoffMs = timing.checkIntervalMs;
@@ -199,12 +203,15 @@ export class Provider extends EventEmitter<ProviderEvents> implements PhoneSourc
   }
 
   private newIos(): IosFleet {
-    // A Mac provider starts WDA on its iOS 17+ iPhones with its own devicectl; on Linux they get the manual steps.
+    // A Mac provider starts WDA on its iOS 17+ iPhones with its own devicectl; elsewhere the hub's go-ios starts it on
+    // 17.4+ through a userspace tunnel, given a loopback usbmuxd of that phone relaying here (wda-launcher.ts), and
+    // 17.0-17.3 get the manual steps.
     const xcrun = this.system.devicectl ? 'xcrun' : null;
     return new IosFleet({ name: `${this.spec.name}:${this.spec.usbmuxdSocket}`, open: () => this.usbmuxdChannel() }, this.log, {
       bundleId: this.wdaBundleId,
       xcrun,
       runXcrun: this.runXcrun,
+      ...this.iosLaunch,
     });
   }
 
