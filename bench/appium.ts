@@ -6,6 +6,7 @@
  * where a real one takes seconds: each detail line adds the lab's own overhead to a real phone's published cost.
  */
 import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { remote } from 'webdriverio';
 import { connectToAdb } from '../src/sim/android/index.js';
@@ -13,7 +14,7 @@ import { startAppium } from '../test/support/appium-server.js';
 import { buildApk } from '../src/sim/android/apk.js';
 import { startAndroidLab, waitUntilFree } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
-import { descendants, rssMb, startChild } from './support/processes.js';
+import { cpuMs, descendants, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, ROOT } from './support/servers.js';
 import { sized } from './support/smoke.js';
@@ -33,6 +34,12 @@ const REAL_SESSION_MS = 20_000;
 const REAL_FIRST_SESSION_MS = 45_000;
 
 type Driver = WebdriverIO.Browser;
+
+/** CPU time the whole machine has spent busy (every core, /proc/stat's first line less idle and iowait), in ms. */
+function machineBusyMs(): number {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (ticks.reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!) * 10;
+}
 
 async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const start = performance.now();
@@ -144,9 +151,21 @@ export const appium: Benchmark = {
     };
     const aloneRuns: number[] = [];
     for (let i = 0; i < AT_ONCE; i++) aloneRuns.push((await timed(() => run(i)))[1]);
+    // Where the machine's CPU goes meanwhile: the lab's share (engine and Appium) against everything else on the box.
+    const labPids = [lab.engine.child.pid!, ...appiumPids];
+    const labCpu = () => labPids.reduce((sum, pid) => {
+      try {
+        return sum + cpuMs(pid);
+      } catch {
+        return sum; // a short-lived process of Appium's that has ended
+      }
+    }, 0);
+    const [busy0, lab0] = [machineBusyMs(), labCpu()];
     const [, allRuns] = await timed(() => Promise.all(Array.from({ length: AT_ONCE }, (_, i) => run(i))));
+    const [busy, labUsed] = [machineBusyMs() - busy0, labCpu() - lab0];
     const slowestAlone = Math.max(...aloneRuns);
-    detail(`a run alone on each phone: ${aloneRuns.map((ms) => fmtMs(ms)).join(', ')}; all ${AT_ONCE} at once ${fmtMs(allRuns)}`);
+    detail(`a run alone on each phone: ${aloneRuns.map((ms) => fmtMs(ms)).join(', ')} (${fmtMs(aloneRuns.reduce((a, b) => a + b, 0))} in all); all ${AT_ONCE} at once ${fmtMs(allRuns)}`);
+    detail(`during the runs at once the machine's ${cpus().length} cores were ${((busy / (allRuns * cpus().length)) * 100).toFixed(0)} % busy: the engine and Appium ${fmtMs(labUsed)} of CPU, everything else (the simulated phones, adb, WebdriverIO) ${fmtMs(busy - labUsed)}; a real phone does its own share on itself`);
 
     // A first session with a stored app of a real app's size: the lab installs it (push and pm install) before Appium
     // starts, against the same file installed through the REST API on a phone already held, plus a session without it.
