@@ -286,9 +286,13 @@ describe('the bundle finds go-ios; BENCHTOP_DEMO_IPHONES=4 gives one iPhone of e
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('17.5.1 and 18.1 through the tunnel, 16.7.8 running WDA already, 17.2.1 with the 17.0-17.3 steps', async () => {
+  // One `npm run serve` for both: demo mode's own checks (the simulated usbmuxd, allocation, exit) ride along.
+  it('17.5.1 and 18.1 through the tunnel, 16.7.8 running WDA already, 17.2.1 with the 17.0-17.3 steps; the demo usbmuxd in /lab/settings, an iPhone allocatable, and all gone on exit', async () => {
     serve = await startServeProcess({ BENCHTOP_DATA_DIR: dir, BENCHTOP_OWNER_EMAIL: 'demo@lab.test', BENCHTOP_OWNER_PASSWORD: 'password-1', BENCHTOP_DEMO_IPHONES: '4' });
+    const demo = /Demo: 4 simulated iPhones on usbmuxd (127\.0\.0\.1:\d+)/.exec(serve.output());
+    expect(demo).not.toBeNull();
     const token = (await call(serve.api, 'POST', '/auth/login', { body: { email: 'demo@lab.test', password: 'password-1' } })).body.token;
+    expect((await call(serve.api, 'GET', '/lab/settings', { token })).body.usbmuxd).toEqual({ enabled: true, address: demo![1] });
     const rows = await waitFor('three ready, one explained', async () => {
       const data = (await call(serve!.api, 'GET', '/fleet/devices', { token })).body.data as Array<Record<string, any>>;
       const ios = data.filter((p) => p.platform === 'ios');
@@ -305,8 +309,23 @@ describe('the bundle finds go-ios; BENCHTOP_DEMO_IPHONES=4 gives one iPhone of e
     const processes = goIosProcesses(byVersion['17.5.1'].serial);
     expect(processes.length).toBeGreaterThan(0);
     expect(processes[0]!.args[0]).toMatch(/node_modules\/go-ios\/dist\/go-ios-linux-(amd64|arm64)_linux_(amd64|arm64)\/ios$/);
+    expect(rows.map((p) => p.name)).toEqual(expect.arrayContaining(['QA iPhone', 'iPhone SE']));
+
+    // An iPhone before 17 is allocated and tapped, as any phone of the lab.
+    const session = (await call(serve.api, 'POST', '/sessions', { token })).body.id;
+    const allocation = await call(serve.api, 'POST', `/sessions/${session}/devices`, {
+      token,
+      body: { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }, { attribute: 'version', operator: 'LESS_THAN', value: '17' }] },
+    });
+    expect(allocation.status).toBe(201);
+    const device = await waitFor('in_use', async () => {
+      const d = (await call(serve!.api, 'GET', `/sessions/${session}/devices/${allocation.body.id}`, { token })).body;
+      return d.status === 'in_use' ? d : undefined;
+    }, 15_000);
+    expect((await call(serve.api, 'POST', `/sessions/${session}/devices/${device.info.serial}/actions`, { token, body: { type: 'tap', x: 100, y: 100 } })).status).toBe(200);
+
     serve.child.kill('SIGTERM');
-    await serve.exited;
+    expect((await serve.exited).code).toBe(0);
     await waitFor('the demo\'s go-ios processes ended with it', () => processes.every((p) => !alive(p.pid)) || undefined, 10_000);
   }, 120_000);
 });
