@@ -4,6 +4,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -230,7 +232,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     await waitFor('cleaned', async () => (await row(five.udid))?.held === false || undefined, 20_000);
   }, 90_000);
 
-  it('unplugged, everything of the phone stops (no go-ios process by pid, no port); 20 plug/unplug cycles leave none either, nor a socket or pipe in the engine', async () => {
+  it('unplugged, everything of the phone stops (no go-ios process by pid, no port); 20 plug/unplug cycles leave none either, nor a socket or pipe in the engine, nor memory', async () => {
     const running = goIosProcesses(five.udid);
     expect(running).toHaveLength(2);
     const ports = new Set(running.map(agentPortOf));
@@ -247,6 +249,7 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
       return counts;
     };
     const held = handles();
+    const heapBefore = heapAfterGc();
 
     // Cycles that end at every stage of a start: some before the tunnel, some during, some once WDA answers.
     const seen = new Map<number, { pid: number; args: string[] }>();
@@ -269,8 +272,21 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     const more = () => HANDLES.filter((kind) => (handles().get(kind) ?? 0) > (held.get(kind) ?? 0));
     await waitFor('the engine holds no more sockets, pipes or child processes than before the cycles', () => more().length === 0 || undefined, 15_000)
       .catch(() => expect(more(), JSON.stringify(Object.fromEntries(handles()))).toEqual([]));
+    // Nor memory: the heap after a full collection is where it was, within what one cycle's tunnel holds (its
+    // connections' buffers are up to 256 KiB each), not twenty of them. The simulated phone shares this heap.
+    const grown = heapAfterGc() - heapBefore;
+    console.log(`heap after 20 plug/unplug cycles: ${(grown / 1024 / 1024).toFixed(1)} MB more than before`);
+    expect(grown).toBeLessThan(6 * 1024 * 1024);
   }, 240_000);
 });
+
+/** The heap in use after a full collection, with the Buffers it holds outside it, (gc exposed at run time: the worker was started without --expose-gc). */
+function heapAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  const { heapUsed, external } = process.memoryUsage();
+  return heapUsed + external;
+}
 
 /** `npm run serve --demo`'s bundle: go-ios is found from out/serve, and four demo iPhones are one of each kind. */
 describe('the bundle finds go-ios; BENCHTOP_DEMO_IPHONES=4 gives one iPhone of each kind', () => {
