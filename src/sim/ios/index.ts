@@ -15,6 +15,7 @@ export { CORE_DEVICE_PROXY_SERVICE, CoreDeviceTunnel } from './tunnel/core-devic
 export { SETTINGS, SAFARI, NOTES, APP_STATE, type Springboard } from './springboard.js';
 export { WDA_PORT, MJPEG_PORT, WDA_BUNDLE_ID } from './wda.js';
 export { LOCKDOWN_PORT } from './lockdownd.js';
+export { IMAGE_MOUNTER_SERVICE, PERSONALIZATION_IDENTIFIERS, type ImageMount } from './image-mounter.js';
 export { DIAGNOSTICS_RELAY_SERVICE } from './diagnostics-relay.js';
 export { inspectIpa } from './installation-proxy.js';
 export { TestManager, HOUSE_ARREST_SERVICE, TESTMANAGERD_SECURE_SERVICE, INSTRUMENTS_SECURE_SERVICE } from './test-manager.js';

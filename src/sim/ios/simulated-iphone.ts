@@ -5,6 +5,7 @@ import { TLSSocket } from 'node:tls';
 import { MediaFs, AFC_SERVICE, newDataContainer, serveAfc } from './afc.js';
 import { INSTALLATION_PROXY_SERVICE, serveInstallationProxy, type InstalledApp } from './installation-proxy.js';
 import { DIAGNOSTICS_RELAY_SERVICE, serveDiagnosticsRelay } from './diagnostics-relay.js';
+import { IMAGE_MOUNTER_SERVICE, ImageMounterState, serveImageMounter } from './image-mounter.js';
 import { LOCKDOWN_PORT, serveLockdown } from './lockdownd.js';
 import { createPairing, pairRecordOf, type Pairing } from '../../protocols/apple/pairing.js';
 import { Springboard, SYSTEM_APPS } from './springboard.js';
@@ -40,8 +41,9 @@ export interface SimulatedIPhoneOptions {
   /** The runner's bundle id; default com.facebook.WebDriverAgentRunner.xctrunner. */
   wdaBundleId?: string;
   /**
-   * Whether the Developer Disk Image is mounted (iOS < 17): without it lockdown offers no testmanagerd or
-   * instruments. Xcode mounts it when it first sees the phone; it stays mounted until the phone restarts. Default true.
+   * Whether the Developer Disk Image is mounted: without it lockdown (before iOS 17) or RSD (17.4+) offers no
+   * testmanagerd or instruments. Xcode mounts it when it first sees the phone, a host can through
+   * mobile_image_mounter (image-mounter.ts); it stays mounted until the phone restarts. Default true.
    */
   developerImage?: boolean;
   /** How long a restart (diagnostics_relay's Restart) keeps it off the bus; a real phone takes 30 s to 2 min. Default 1500. */
@@ -78,6 +80,8 @@ export class SimulatedIPhone implements UsbmuxDevice {
   trusted: boolean;
   wdaRunning: boolean;
   developerImage: boolean;
+  /** mobile_image_mounter's side: the images mounted, the personalization nonce, the mounts a host made. */
+  readonly imageMounter = new ImageMounterState();
   /** When set, the phone refuses to launch apps with this reason (say, a developer profile it does not trust). */
   launchFailure: string | undefined;
   readonly wdaBundleId: string;
@@ -245,6 +249,7 @@ export class SimulatedIPhone implements UsbmuxDevice {
     this.killWda();
     this.board.boot();
     this.developerImage = false;
+    this.imageMounter.reboot();
     this.restartTimer = setTimeout(() => {
       this.restarting = false;
       if (this.stopped || !this.usbmuxd) return;
@@ -379,6 +384,8 @@ export class SimulatedIPhone implements UsbmuxDevice {
         gasGauge: () => ({ CycleCount: 112, DesignCapacity: 2018, FullChargeCapacity: 1870, Status: 'Success' }),
       });
     } else if (name === HOUSE_ARREST_SERVICE) serve = (s) => this.testManager.serveHouseArrest(s);
+    // Plain, as on a real phone: what it mounts is checked by its signature, not by the connection.
+    else if (name === IMAGE_MOUNTER_SERVICE) serve = (s) => serveImageMounter(s, this);
     // The tunnel came with iOS 17.4 (17.0 to 17.3 need a Mac's remote pairing); lockdown asks for TLS on it, as on
     // the developer services.
     else if (name === CORE_DEVICE_PROXY_SERVICE && this.runsAtLeast(17, 4)) serveTls = (s) => this.openTunnel(s);

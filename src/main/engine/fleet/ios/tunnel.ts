@@ -25,6 +25,21 @@ export function findGoIos(env: NodeJS.ProcessEnv = process.env, platform: NodeJS
   return existsSync(binary) ? binary : null;
 }
 
+/** The proxy settings go-ios reads, under either spelling. */
+const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy'];
+
+/**
+ * A go-ios process's environment: the engine's, with `extra`. go-ios 1.2.0 sends every HTTP request of its own through
+ * HTTP_PROXY or HTTPS_PROXY when either is set (ios.UseHttpProxy; NO_PROXY is not read), its questions to its tunnel
+ * agent on 127.0.0.1 included, which a proxy elsewhere cannot answer: only a command that goes to the internet (the
+ * image mount, which asks Apple's signing server) keeps them.
+ */
+export function goIosEnv(extra: Record<string, string>, internet = false): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  if (!internet) for (const name of PROXY_VARIABLES) delete env[name];
+  return env;
+}
+
 /** What go-ios's agent says of a tunnel (GET /tunnel/<udid>): the phone's address inside it, RSD's port, and the local proxy port. */
 export interface TunnelInfo {
   address: string;
@@ -223,7 +238,7 @@ export class UserspaceTunnel {
   private spawn(what: 'tunnel' | 'runner', args: string[]): ChildProcess {
     const child = spawnGuarded(this.options.binary, args, {
       // Any go-ios code path that asks the default agent finds this phone's.
-      env: { ...process.env, USBMUXD_SOCKET_ADDRESS: this.options.usbmuxd, GO_IOS_AGENT_HOST: '127.0.0.1', GO_IOS_AGENT_PORT: String(this.agentPort) },
+      env: goIosEnv({ USBMUXD_SOCKET_ADDRESS: this.options.usbmuxd, GO_IOS_AGENT_HOST: '127.0.0.1', GO_IOS_AGENT_PORT: String(this.agentPort) }),
       pidFile: join(this.options.pidDir, `${what}-${this.udid}.json`),
       output: 'pipe',
     });

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { GoIosError, UserspaceTunnel, type UserspaceTunnelOptions } from './tunnel.js';
+import { GoIosError, goIosEnv, UserspaceTunnel, type UserspaceTunnelOptions } from './tunnel.js';
 import { appiumIosDevice, formatUsbmuxdAddress, installationProxy, replyAsDecoded, startService, type DtxClient, type DtxReply, type UsbmuxdAddress } from './usbmux.js';
 
 /** What Appium's WebDriverAgent project builds its runner as, unless a team renames it. */
@@ -196,10 +196,10 @@ export function ddiSteps(osVersion: string, ddiPath: string | null | undefined):
     : `the phone's personalized Developer Disk Image (iOS ${osVersion}) is not mounted: without it no test runner starts. ${where}`;
 }
 
-/** Runs one go-ios command to its end; resolves with its exit code and output. */
-function runGoIos(binary: string, args: string[], usbmuxd: string, timeoutMs: number): Promise<{ code: number | null; stdout: string; output: string }> {
+/** Runs one go-ios command to its end (`internet`: with the proxy settings, see goIosEnv); resolves with its exit code and output. */
+function runGoIos(binary: string, args: string[], usbmuxd: string, timeoutMs: number, internet = false): Promise<{ code: number | null; stdout: string; output: string }> {
   return new Promise((resolve) => {
-    execFile(binary, args, { timeout: timeoutMs, env: { ...process.env, USBMUXD_SOCKET_ADDRESS: usbmuxd } }, (error, stdout, stderr) => {
+    execFile(binary, args, { timeout: timeoutMs, env: goIosEnv({ USBMUXD_SOCKET_ADDRESS: usbmuxd }, internet) }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout: String(stdout), output: `${String(stdout)}${String(stderr)}` });
     });
   });
@@ -294,7 +294,8 @@ async function startThroughTunnel(
       if (!options.ddiPath) throw new WdaStartError(ddiSteps(osVersion, null));
       if (mounted) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} (it mounted, yet RSD lists no testmanagerd)`);
       log(`${udid}: mounting the personalized Developer Disk Image from ${options.ddiPath}`);
-      const mount = await runGoIos(binary, ['image', 'mount', `--path=${options.ddiPath}`, `--udid=${udid}`], usbmuxd, GO_IOS_COMMAND_MS);
+      // Through the lab's proxy, if it has one: go-ios asks Apple's TSS (https://gs.apple.com) to sign the image.
+      const mount = await runGoIos(binary, ['image', 'mount', `--path=${options.ddiPath}`, `--udid=${udid}`], usbmuxd, GO_IOS_COMMAND_MS, true);
       if (mount.code !== 0) throw new WdaStartError(`${ddiSteps(osVersion, options.ddiPath)} go-ios said: ${lastLine(mount.output)}`);
       mounted = true;
     }
