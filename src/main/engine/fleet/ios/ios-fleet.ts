@@ -375,6 +375,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
         if (what === 'wda' && phone.state === 'wda_unavailable') {
           if (await this.wdaReady(phone.serial)) {
             const start = this.starts.get(phone.serial);
+            // A start under way publishes the phone itself, saying how WDA runs: answering before that start has
+            // returned (a slow machine) is its WDA, not someone else's.
+            if (start?.inFlight) continue;
             if (start) start.problem = undefined;
             updated = { ...phone, state: 'device', steps: undefined, wdaLaunch: start?.running ? launchOf(start.running.via) : 'external' };
           } else this.startWdaOn(phone.serial);
