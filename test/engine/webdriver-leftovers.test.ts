@@ -55,7 +55,12 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
     const pids = join(dir, 'appium', 'pids');
     const guards = readdirSync(pids).map((f) => JSON.parse(readFileSync(join(pids, f), 'utf8')).processes[0].pid as number);
     expect(guards).toHaveLength(2);
-    for (const pid of [...guards, engine.child.pid!]) process.kill(pid, 'SIGKILL');
+    // Each is stopped first, so that none acts on another's death in between: killed one by one on a loaded machine,
+    // the engine can see a guard exit and remove its pid file before its own SIGKILL comes (a full run left an adb
+    // server that no start could find, 1 run in 4).
+    const all = [engine.child.pid!, ...guards];
+    for (const pid of all) process.kill(pid, 'SIGSTOP');
+    for (const pid of all) process.kill(pid, 'SIGKILL');
     await engine.exited;
     await new Promise((r) => setTimeout(r, 500));
     // The private adb server lives on as an orphan (Appium, writing to the pipe of a dead engine, may end itself).
