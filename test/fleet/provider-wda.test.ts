@@ -51,6 +51,20 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
 
   const fleet = async () => (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<Record<string, any>>;
   const phone = async (udid: string) => (await fleet()).find((p) => p.serial === udid);
+  /** Holds the named iPhone in a new session and drives it through WDA: a screenshot (a PNG) and a tap. Answers the session. */
+  const holdAndDrive = async (name: string, udid: string) => {
+    const session = (await c.call('POST', '/sessions', { token: owner })).body.id as string;
+    const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }, { attribute: 'name', operator: 'EQUALS', value: name }];
+    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters } });
+    expect(a.status, JSON.stringify(a.body)).toBe(201);
+    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use' || undefined);
+    const shot = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
+    expect(shot.status).toBe(200);
+    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    const tap = await c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body: { type: 'tap', x: 10, y: 10 } });
+    expect(tap.status, JSON.stringify(tap.body)).toBe(200);
+    return session;
+  };
 
   beforeAll(async () => {
     const macStarting = startNetnsProvider(0, { phones: [], iphones: [
@@ -89,17 +103,8 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
     expect(launches).toHaveLength(1);
     expect(launches[0]).toMatch(new RegExp(`^devicectl device process launch --device ${udid} --terminate-existing --json-output /\\S+/launch\\.json ${WDA.replace(/\./g, '\\.')}$`));
 
-    const session = (await c.call('POST', '/sessions', { token: owner })).body.id as string;
-    const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }, { attribute: 'name', operator: 'EQUALS', value: 'Mac-side iPhone' }];
-    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters } });
-    expect(a.status, JSON.stringify(a.body)).toBe(201);
-    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use' || undefined);
     // Through WDA, which the devicectl launch started: a screenshot (WDA's /screenshot) and a tap.
-    const shot = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
-    expect(shot.status).toBe(200);
-    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
-    const tap = await c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body: { type: 'tap', x: 10, y: 10 } });
-    expect(tap.status, JSON.stringify(tap.body)).toBe(200);
+    const session = await holdAndDrive('Mac-side iPhone', udid);
     await c.call('POST', `/sessions/${session}/devices/${udid}/release`, { token: owner });
   });
 
@@ -138,16 +143,7 @@ describe.skipIf(!ready)('WebDriverAgent on a provider\'s iOS 17 iPhone', () => {
     expect((await phone(other))).toMatchObject({ state: 'device', wdaLaunch: 'external' });
 
     // Driven as a local one: a screenshot and a tap through WDA in the tunnel.
-    const session = (await c.call('POST', '/sessions', { token: owner })).body.id as string;
-    const filters = [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }, { attribute: 'name', operator: 'EQUALS', value: 'Linux-side iPhone' }];
-    const a = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: { filters } });
-    expect(a.status, JSON.stringify(a.body)).toBe(201);
-    await waitFor('in_use', async () => (await c.call('GET', `/sessions/${session}/devices/${a.body.id}`, { token: owner })).body.status === 'in_use' || undefined);
-    const shot = await fetch(`${engine.api}/sessions/${session}/devices/${udid}/screenshot`, { headers: { authorization: `Bearer ${owner}` } });
-    expect(shot.status).toBe(200);
-    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
-    const tap = await c.call('POST', `/sessions/${session}/devices/${udid}/actions`, { token: owner, body: { type: 'tap', x: 10, y: 10 } });
-    expect(tap.status, JSON.stringify(tap.body)).toBe(200);
+    const session = await holdAndDrive('Linux-side iPhone', udid);
     expect((await c.call('POST', `/sessions/${session}/devices/${udid}/release`, { token: owner })).status).toBe(202);
     await waitFor('released', async () => (await phone(udid))?.held === false || undefined, 20_000);
 
