@@ -140,10 +140,17 @@ describe.runIf(tools)('remote connect: libimobiledevice through a private usbmux
   it('at release the listeners close: the private usbmuxd and the WDA URL refuse, and their ports rest (no_free_port meanwhile)', async () => {
     const mux = Number(opened.address.split(':')[1]);
     const wda = Number(new URL(opened.webDriverAgentUrl).port);
-    expect((await c.call('POST', `/sessions/${session}/devices/${held}/release`, { token: owner })).status).toBe(202);
-    // Three ports: the two just released rest a while, and an iPhone needs two.
-    const short = await c.call('POST', `/sessions/${session}/devices/${other}/remote-connect`, { token: owner });
-    expect([short.status, errorCode(short)]).toEqual([409, 'no_free_port']);
+    // The engine's clock stands still from the release to the refused checkout: on a loaded machine the 2 s rest
+    // could pass between the two requests, and the ports be free again before the test asked.
+    engine.clock.frozenAt = Date.now();
+    try {
+      expect((await c.call('POST', `/sessions/${session}/devices/${held}/release`, { token: owner })).status).toBe(202);
+      // Three ports: the two just released rest a while, and an iPhone needs two.
+      const short = await c.call('POST', `/sessions/${session}/devices/${other}/remote-connect`, { token: owner });
+      expect([short.status, errorCode(short)]).toEqual([409, 'no_free_port']);
+    } finally {
+      delete engine.clock.frozenAt;
+    }
     expect(await refused(mux)).toBe(true);
     expect(await refused(wda)).toBe(true);
     const after = await c.call('GET', path(), { token: owner });
