@@ -17,7 +17,7 @@ import { onCleanup } from './support/cleanup.js';
 import { cpuMs, descendants, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, ROOT } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { SMOKE, sized } from './support/smoke.js';
 
 const ANDROID_HOME = '/usr/lib/android-sdk';
 const ROUNDS = sized(4, 1);
@@ -101,7 +101,8 @@ export const appium: Benchmark = {
     let directCommands = { click: 0, screenshot: 0 };
     const noVideo = { ...one, 'benchtop:options': { video: false } };
     // One warm-up of the direct Appium (it loads its driver's modules on its first session), then interleaved rounds.
-    await (await viaDirect()).deleteSession();
+    // A smoke run measures nothing, so it warms nothing up.
+    if (!SMOKE) await (await viaDirect()).deleteSession();
     for (let round = 0; round < ROUNDS; round++) {
       const [d1, ms1] = await timed(() => viaLab(noVideo));
       labStart.push(ms1);
@@ -149,8 +150,9 @@ export const appium: Benchmark = {
       await commands(d);
       await d.deleteSession();
     };
+    // A smoke run shows that a run alone still finishes on one phone; the measuring run times each phone's.
     const aloneRuns: number[] = [];
-    for (let i = 0; i < AT_ONCE; i++) aloneRuns.push((await timed(() => run(i)))[1]);
+    for (let i = 0; i < (SMOKE ? 1 : AT_ONCE); i++) aloneRuns.push((await timed(() => run(i)))[1]);
     // Where the machine's CPU goes meanwhile: the lab's share (engine and Appium) against everything else on the box.
     const labPids = [lab.engine.child.pid!, ...appiumPids];
     const labCpu = () => labPids.reduce((sum, pid) => {

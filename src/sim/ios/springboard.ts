@@ -1,4 +1,4 @@
-import { PNG } from 'pngjs';
+import { encodePng } from '../png.js';
 import jpeg from 'jpeg-js';
 import { Canvas, ellipsize, textWidth, type Rgb } from '../android/canvas.js';
 import type { InstalledApp } from './installation-proxy.js';
@@ -445,11 +445,7 @@ export class Springboard {
 
   png(): Buffer {
     const c = this.canvas();
-    if (!this.cache.png) {
-      const png = new PNG({ width: c.width, height: c.height });
-      png.data = c.data;
-      this.cache.png = PNG.sync.write(png, { colorType: 2, inputHasAlpha: true, filterType: 2 });
-    }
+    this.cache.png ??= encodePng(c);
     return this.cache.png;
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { PNG } from 'pngjs';
+import { encodePng } from '../png.js';
 import { APP_STATE, type AxNode, type Orientation, type Springboard } from './springboard.js';
 import { invalidArgument, invalidElementState, unknownError, WdaError } from './wda/errors.js';
 import { findElements } from './wda/find.js';
@@ -589,12 +589,7 @@ export class WebDriverAgent {
     const width = Math.min(canvas.width, Math.round((n.x + n.width) * s)) - left;
     const height = Math.min(canvas.height, Math.round((n.y + n.height) * s)) - top;
     if (width <= 0 || height <= 0) throw unknownError(`Cannot take a screenshot of ${n.type}: it is not on the screen`);
-    const png = new PNG({ width, height });
-    for (let row = 0; row < height; row++) {
-      const from = ((top + row) * canvas.width + left) * 4;
-      canvas.data.copy(png.data, row * width * 4, from, from + width * 4);
-    }
-    return PNG.sync.write(png, { colorType: 2, inputHasAlpha: true }).toString('base64');
+    return encodePng(canvas, { left, top, width, height }).toString('base64');
   }
 
   private dismissKeyboard(keyNames: unknown): null {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { PNG } from 'pngjs';
+import { encodePng } from '../../png.js';
 import type { Device } from '../device.js';
 import type { Screen } from '../screen.js';
 import type { UiNode } from '../ui.js';
@@ -288,12 +288,7 @@ function elementScreenshot(host: ServerHost, n: UiNode): string {
   const width = Math.min(canvas.width, n.bounds.right) - left;
   const height = Math.min(canvas.height, n.bounds.bottom) - top;
   if (width <= 0 || height <= 0) throw new ServerError('unknown error', 500, 'Cannot crop the screenshot: the element is off the screen', `${EXCEPTIONS}.CropScreenshotException`);
-  const png = new PNG({ width, height });
-  for (let row = 0; row < height; row++) {
-    const from = ((top + row) * canvas.width + left) * 4;
-    canvas.data.copy(png.data, row * width * 4, from, from + width * 4);
-  }
-  return PNG.sync.write(png, { colorType: 2, inputHasAlpha: true }).toString('base64');
+  return encodePng(canvas, { left, top, width, height }).toString('base64');
 }
 
 function originElement(host: ServerHost, ctx: RouteContext): UiNode | undefined {
