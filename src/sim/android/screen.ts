@@ -2,11 +2,13 @@ import { encodePng } from '../png.js';
 import type { Canvas } from './canvas.js';
 import type { Device } from './device.js';
 import { encodeJpeg } from './jpeg.js';
-import { buildWindow, contains, dumpXml, hitTest, imeWindow, render, scrollTarget, type UiNode } from './ui.js';
+import { buildWindow, contains, dumpXml, hitTest, imeWindow, render, renderKey, scrollTarget, type UiNode } from './ui.js';
 
 /** Below this travel a gesture is a touch in place, as ViewConfiguration's touch slop decides. */
 const TOUCH_SLOP = 16;
 const LONG_PRESS_MS = 500;
+/** PNGs kept of pictures shown lately: about 12 KB each at 1080x2400. */
+const RECENT_PNGS = 16;
 
 interface Frame {
   key: string;
@@ -24,6 +26,8 @@ interface Frame {
  */
 export class Screen {
   private frame?: Frame;
+  /** The last RECENT_PNGS pictures' PNGs by renderKey, least recently used first. */
+  private readonly pngs = new Map<string, Buffer>();
 
   constructor(
     private readonly device: Device,
@@ -52,8 +56,14 @@ export class Screen {
 
   png(): Buffer {
     const f = this.current();
-    // RGB without alpha, like screencap's.
-    f.png ??= encodePng(this.canvas());
+    if (!f.png) {
+      // RGB without alpha, like screencap's; a picture shown before is not drawn and encoded again.
+      const key = renderKey(this.device, f.tree, f.now);
+      f.png = this.pngs.get(key) ?? encodePng(this.canvas());
+      this.pngs.delete(key);
+      this.pngs.set(key, f.png);
+      if (this.pngs.size > RECENT_PNGS) this.pngs.delete(this.pngs.keys().next().value!);
+    }
     return f.png;
   }
 

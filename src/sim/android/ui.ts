@@ -839,6 +839,17 @@ function statusBar(c: Canvas, device: Device, now: Date, height: number, dark: b
   c.text(pct, c.width - 16 - tw, y, scale, WHITE);
 }
 
+/**
+ * Everything render() draws from, as one string: two equal keys give the same picture. A screen that comes back
+ * (Back after a tap, as a test suite does every few commands) is then encoded once, not again at every return.
+ */
+export function renderKey(device: Device, root: UiNode | undefined, now: Date): string {
+  const { width, height } = device.logicalSize;
+  const tap = device.lastTap ? `${device.lastTap.x},${device.lastTap.y}` : '';
+  const state = `${width}x${height}@${device.options.density} ${clock(now)} ${device.battery}% ${device.locked || device.shade} ${tap}`;
+  return root ? `${state}\n${JSON.stringify(root)}\n${JSON.stringify(imeWindow(device) ?? null)}` : state;
+}
+
 /** Rasterizes the window the way SurfaceFlinger would composite it: app window, status bar, pointer trace. */
 export function render(device: Device, root: UiNode | undefined, now: Date): Canvas {
   const { width, height } = device.logicalSize;
