@@ -258,12 +258,16 @@ describe.skipIf(!adbOrSkip())('screenrecord\'s H.264 through real adb to a viewe
     expect(w.hellos).toHaveLength(1);
     expect(probe(w.units)).toBe(`288,640,${w.units.length}`);
 
-    // A second viewer mid-stream: a keyframe first, within a second, with no restart of the encoder for it.
+    // A second viewer mid-stream: a keyframe first, with no restart of the encoder for it: the very keyframe the
+    // first viewer already had, byte for byte, from the engine's cache. The bench holds the wait to 1 s on a quiet
+    // machine; beside two other test workers the WebSocket's own start took over 1 s once, so here 3 s.
+    const lastKeyframe = w.units.filter((u) => u.keyframe).at(-1)!;
     const joined = performance.now();
     const late = await watch(url);
     await waitFor('the late viewer\'s keyframe', () => late.units.length > 0);
     expect(late.units[0]!.keyframe).toBe(true);
-    expect(late.units[0]!.at - joined).toBeLessThan(1000);
+    if (w.units.filter((u) => u.keyframe).at(-1) === lastKeyframe) expect(late.units[0]!.data.equals(lastKeyframe.data)).toBe(true);
+    expect(late.units[0]!.at - joined).toBeLessThan(3000);
     late.ws.close();
 
     // A rotation: a new hello with the landscape size, then a keyframe at it.
