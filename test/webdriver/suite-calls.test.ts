@@ -104,7 +104,8 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
   it('iPhone: element screenshot, scroll and swipe, hideKeyboard, background_app, clipboard, battery and device info, contexts', async () => {
     const phone = bus.phones[0]!;
     const board = phone.board;
-    const d = await labSession(lab.engine.api, key, { platformName: 'iOS' });
+    // A native suite's setting for getContexts' wait on the Web Inspector (5 s by default), forwarded by the lab.
+    const d = await labSession(lab.engine.api, key, { platformName: 'iOS', 'appium:webviewConnectTimeout': 300 });
 
     // WebDriverAgent's element screenshot: the screen's pixels under the element's frame.
     const icon = await d.$('~Settings').getElement();
@@ -154,7 +155,10 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     const info = (await d.execute('mobile: deviceInfo')) as Record<string, unknown>;
     expect(info).toMatchObject({ name: 'Suite iPhone', model: 'iPhone', isSimulator: false, lockdownInfo: { ProductType: phone.productType, UniqueDeviceID: phone.udid } });
 
+    const asked = performance.now();
     expect(await d.getContexts()).toEqual(['NATIVE_APP']);
+    // The driver's own 5 s wait when the capability does not reach it.
+    expect(performance.now() - asked).toBeLessThan(4000);
     await d.deleteSession();
   }, 180_000);
 });

@@ -95,6 +95,9 @@ const FORWARDED = {
     'appium:useJSONSource', 'appium:appLaunchStateTimeoutSec', 'appium:resetOnSessionStartOnly', 'appium:commandTimeouts',
     'appium:screenshotQuality', 'appium:skipLogCapture', 'appium:disableAutomaticScreenshots', 'appium:skipTriggerInputEventAfterSendkeys',
     'appium:sendKeyStrategy',
+    // How long the driver waits on the held phone's Web Inspector for web content before getContexts answers (5 s by
+    // default): a native suite sets it low so that each getContexts does not cost five seconds.
+    'appium:webviewConnectTimeout', 'appium:webviewConnectRetries',
   ]),
 };
 
