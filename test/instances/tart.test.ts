@@ -21,9 +21,14 @@ describe.skipIf(!hasSshd)('Mac instances on a Tart host (real sshd, scripted tar
 
   const vmOf = (instanceId: string) => mac.vms().find((vm) => vm.name === `benchtop-${instanceId}`);
   const release = (session: string, id: string, token = lab.owner) => lab.c.call('POST', `/sessions/${session}/instances/${id}/release`, { token });
-  /** The VM is gone from the host, and the engine has given its slot back. */
+  /**
+   * The VM is gone from the host, and the engine has given its slot back. An instance released while its clone runs
+   * has no VM yet but a half-built one (`.benchtop-<id>.partial`), which lands and is then deleted: both must be gone.
+   * Counting only the finished VM, a full run once found two clones still under way, whose rows held both slots while
+   * the slot count agreed with the two partial VMs, and the next instance was refused no_capacity.
+   */
   const tornDown = async (id: string) => {
-    await waitFor(`the VM of ${id} to be deleted`, () => !vmOf(id));
+    await waitFor(`the VM of ${id} to be deleted`, () => !mac.vms().some((vm) => vm.name === `benchtop-${id}` || vm.name === `.benchtop-${id}.partial`));
     await waitFor('every slot to be free', async () => {
       const host = (await lab.c.call('GET', '/fleet/hosts', { token: lab.owner })).body.data[0];
       return host.freeSlots === host.maxInstances - mac.vms().length;
