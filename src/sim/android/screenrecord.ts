@@ -160,7 +160,7 @@ async function relayOutput(encoder: H264Encoder, ctx: CommandContext): Promise<v
  */
 async function recordFrames(host: MinicapHost, encoder: H264Encoder, width: number, height: number, timeLimit: number, stop: AbortSignal): Promise<Buffer> {
   const period = 1000 / host.device.options.refreshRate;
-  const deadline = Date.now() + timeLimit * 1000;
+  let deadline = Infinity;
   let key: string | undefined;
   let frame: Buffer | undefined;
   do {
@@ -170,6 +170,10 @@ async function recordFrames(host: MinicapHost, encoder: H264Encoder, width: numb
       frame = letterbox(host.screen.canvas(), width, height);
       await encoder.frame(frame);
     }
+    // The time limit runs from the first picture the encoder has taken, as a phone's recording begins once its encoder
+    // runs. ffmpeg stamps a picture with the wall clock when it reads it: counted from before, a loaded machine's
+    // ffmpeg that began reading late made a 2 s recording a 0.92 s file.
+    if (deadline === Infinity) deadline = Date.now() + timeLimit * 1000;
     const wait = Math.min(period - (performance.now() - started), deadline - Date.now());
     await sleep(Math.max(1, wait), undefined, { signal: stop }).catch(() => undefined);
     // A still screen: nothing to look at until something changes, the clock turns a minute, or the time limit.
