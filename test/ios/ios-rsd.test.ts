@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_CHANNEL } from '../../src/protocols/apple/remote-xpc.js';
 import { encodeXpcMessage, readXpcMessage, XPC_FLAGS, xpcNumber, XpcInt64, type XpcMessage, type XpcValue } from '../../src/protocols/apple/xpc.js';
+import { freePortPair } from '../../src/main/engine/fleet/ios/tunnel.js';
 import { APP_SERVICE, DT_SERVICE_HUB, OPEN_STDIO_SOCKET_SERVICE, TESTMANAGERD_REMOTE_SERVICE } from '../../src/sim/ios/remote-services.js';
 import type { SimulatedIPhone } from '../../src/sim/ios/index.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { GO_IOS, goIosOrSkip, throughTunnel, type GoIosTunnel } from '../support/go-ios.js';
 import { waitFor } from '../support/lab.js';
-import { freePort } from '../support/remote.js';
 
 const goIos = goIosOrSkip();
 
@@ -120,7 +120,8 @@ describe.runIf(goIos)('RSD and its services inside the tunnel, driven by go-ios'
     bus = await startIosBus([{ name: 'iPhone 17.5', version: '17.5.1', buildVersion: '21F90', wda: false }]);
     phone = bus.phones[0]!;
     dir = mkdtempSync(join(tmpdir(), 'benchtop-go-ios-rsd-'));
-    infoPort = await freePort();
+    // go-ios's userspace tunnel listens on the port after its API's: both must be free.
+    infoPort = await freePortPair();
     agent = spawn(GO_IOS, ['tunnel', 'start', '--userspace', `--tunnel-info-port=${infoPort}`, `--pair-record-path=${dir}`], { env: env(), cwd: dir });
     agent.stdout!.on('data', (d: Buffer) => (agentLog += d.toString()));
     agent.stderr!.on('data', (d: Buffer) => (agentLog += d.toString()));

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePortPair } from '../../src/main/engine/fleet/ios/tunnel.js';
 import { parseUsbmuxdAddress, startService } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { CORE_DEVICE_PROXY_SERVICE, CoreDeviceTunnel, TESTMANAGERD_SECURE_SERVICE, type SimulatedIPhone } from '../../src/sim/ios/index.js';
 import {
@@ -14,7 +15,6 @@ import { MAX_CONNECTIONS, MAX_HALF_OPEN, TcpEndpoint } from '../../src/sim/ios/t
 import { forwardPhonePort, startIosBus, type IosBus } from '../support/ios-lab.js';
 import { GO_IOS, goIosOrSkip, throughTunnel, type GoIosTunnel } from '../support/go-ios.js';
 import { waitFor } from '../support/lab.js';
-import { freePort } from '../support/remote.js';
 
 const goIos = goIosOrSkip();
 
@@ -73,8 +73,9 @@ describe.runIf(goIos)('CoreDeviceProxy tunnels, opened by go-ios', () => {
     ]);
     [phone175, phone172] = bus.phones as [SimulatedIPhone, SimulatedIPhone];
     dir = mkdtempSync(join(tmpdir(), 'benchtop-go-ios-'));
-    // Its own tunnel-info port (not go-ios's default 28100, nor the lab's): userspace tunnels listen on the ports after it.
-    infoPort = await freePort();
+    // Its own tunnel-info port (not go-ios's default 28100, nor the lab's): userspace tunnels listen on the ports after it,
+    // so the next one must be free too (a full run lost the 17.5 phone's tunnel to another program on that port).
+    infoPort = await freePortPair();
     startedAt = Date.now();
     agent = spawn(GO_IOS, ['tunnel', 'start', '--userspace', `--tunnel-info-port=${infoPort}`, `--pair-record-path=${dir}`], { env: env(), cwd: dir });
     agent.stdout!.on('data', (d: Buffer) => (agentLog += d.toString()));
