@@ -72,9 +72,10 @@ describe.runIf(ready)('GUI: providers', () => {
   });
 
   it('Fleet: each phone shows its host; the provider\'s phone\'s live screen plays through the hub', async () => {
-    // What the Phones table came with when it was first added to the page.
+    // What the page showed with the Phones table's first phone. (Before the first poll answers, the table is drawn
+    // empty: on a loaded machine that came first once, with no phone and so no providers.)
     await page.addInitScript(() => new MutationObserver((_, observer) => {
-      if (!document.querySelector('table[aria-label="Phones"]')) return;
+      if (!document.querySelector('table[aria-label="Phones"] tbody tr')) return;
       observer.disconnect();
       (globalThis as { __providersAtFirst?: string | null }).__providersAtFirst = document.querySelector('table[aria-label="Providers"]')?.textContent ?? null;
     }).observe(document, { childList: true, subtree: true }));
