@@ -85,19 +85,23 @@ describe.runIf(ready)('GUI: the H.264 live screen', () => {
     // Every picture's arrival in the page over more than a time limit, so that a restart falls inside.
     const gaps = await screenOf(page).evaluate(async (canvas: HTMLCanvasElement, ms: number) => {
       const times: number[] = [];
-      const end = performance.now() + ms;
+      const start = performance.now();
+      const end = start + ms;
       let last = canvas.dataset.frameAt;
       while (performance.now() < end) {
         await new Promise(requestAnimationFrame);
         if (canvas.dataset.frameAt !== last) times.push(Number((last = canvas.dataset.frameAt)));
       }
-      return times.slice(1).map((t, i) => t - times[i]!);
+      // The window's two ends count as gaps too: pictures that stopped at the restart would leave a long last one.
+      const edges = [start, ...times, performance.now()];
+      return edges.slice(1).map((t, i) => t - edges[i]!);
     }, (TIME_LIMIT_S + 1) * 1000);
     const worst = Math.max(...gaps);
-    console.log(`H.264 in the page over a restart: ${gaps.length} pictures, longest gap ${worst.toFixed(0)} ms`);
-    // Frames keep coming (a loaded 2-core CI machine draws fewer of them: 9 were seen there), and never a blank: the
-    // bench holds the gap to 300 ms on a quiet machine; here, only far from a blank.
-    expect(gaps.length).toBeGreaterThanOrEqual(5);
+    console.log(`H.264 in the page over a restart: ${gaps.length - 1} pictures, longest gap ${worst.toFixed(0)} ms`);
+    // Frames keep coming over the whole window, the restart included, and never a blank: the bench holds the gap to
+    // 300 ms on a quiet machine; here, beside two other test workers, a page drew as few as 4 pictures in 4 s, so only
+    // far from a blank (a gap under 1.5 s from the window's start to its end).
+    expect(gaps.length - 1).toBeGreaterThanOrEqual(3);
     expect(worst).toBeLessThan(1500);
     expect(await page.getByText(/^screenrecord · H\.264/).count()).toBe(1);
   });
