@@ -241,8 +241,10 @@ export async function startMacHost(): Promise<MacHostSim> {
     },
     async stop() {
       kill();
-      // Removing the VMs' markers ends every scripted `tart run` still looping, wherever it was reparented.
-      rmSync(dir, { recursive: true, force: true });
+      // Removing the VMs' markers ends every scripted `tart run` still looping, wherever it was reparented. A
+      // scripted `tart clone` that was mid-copy can still write a file while the tree goes (ENOTEMPTY on CI once), so
+      // the removal retries until the last of them has ended.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
     },
   };
 }
