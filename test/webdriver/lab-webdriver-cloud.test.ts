@@ -22,6 +22,8 @@ import { labSession } from '../support/webdriver.js';
 const hasAdb = adbOrSkip();
 const hasNetns = hasAdb && netnsOrSkip();
 const MAX_ASSET_BYTES = 1_000_000;
+/** How long an abandoned request's place is kept for its retry: 30 s by default, shorter here to see it given up. */
+const RETRY_SECONDS = 8;
 
 const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -161,7 +163,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
         { model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true },
         { model: 'Pixel 7', osVersion: '13', uiautomator2ServerInstalled: true },
       ],
-      { remotePorts: remotePorts(8), remotePortRestSeconds: 1, maxAssetBytes: MAX_ASSET_BYTES, uploadIdleSeconds: 1 },
+      { remotePorts: remotePorts(8), remotePortRestSeconds: 1, maxAssetBytes: MAX_ASSET_BYTES, uploadIdleSeconds: 1, webDriverRetrySeconds: RETRY_SECONDS },
     );
     c = client(lab.engine.api);
     owner = await c.login();
@@ -343,10 +345,19 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     const waiting = await queued();
     expect(waiting).toHaveLength(1);
     expect(waiting[0]!.id).not.toBe(mine!.id);
+    // Nobody sends the later request again: its place is kept for the retry window, then given up and its phone's
+    // allocation released, so an abandoned request cannot hold a place in the queue for ever.
     later.abort();
     await second;
+    const abandonedAt = performance.now();
+    const devices = async () => ((await c.call('GET', '/sessions', { token: owner })).body.data as Array<{ devices: Array<{ id: string; status: string; releaseReason: string | null }> }>).flatMap((s) => s.devices);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await devices()).find((d) => d.id === waiting[0]!.id)).toMatchObject({ status: 'queued' });
+    await waitFor('the abandoned place given up', async () => (await devices()).find((d) => d.id === waiting[0]!.id)?.status === 'released', (RETRY_SECONDS + 10) * 1000);
+    expect(performance.now() - abandonedAt).toBeGreaterThan((RETRY_SECONDS - 1) * 1000);
+    expect((await devices()).find((d) => d.id === waiting[0]!.id)).toMatchObject({ releaseReason: 'webdriver_client_gone' });
     await driver.deleteSession();
     await theirs.deleteSession();
     relay.close();
-  }, 120_000);
+  }, 150_000);
 });

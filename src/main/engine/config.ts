@@ -100,6 +100,8 @@ export interface EngineConfig {
   remotePortRestSeconds: number;
   /** A host that has not signed in to a remote-connect bridge within this long is dropped. */
   remoteAuthTimeoutSeconds: number;
+  /** How long /wd/hub keeps the queue place of a new-session request whose client gave up, for that client's retry. */
+  webDriverRetrySeconds: number;
 }
 
 /** Reads the engine configuration from the environment, with the documented defaults. */
@@ -151,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     remotePorts: portRange(env.BENCHTOP_REMOTE_PORTS || '20500-20599', 'BENCHTOP_REMOTE_PORTS'),
     remotePortRestSeconds: intFrom(env.BENCHTOP_REMOTE_PORT_REST_SECONDS, 90, 'BENCHTOP_REMOTE_PORT_REST_SECONDS'),
     remoteAuthTimeoutSeconds: intFrom(env.BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS, 10, 'BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS'),
+    webDriverRetrySeconds: intFrom(env.BENCHTOP_WEBDRIVER_RETRY_SECONDS, 30, 'BENCHTOP_WEBDRIVER_RETRY_SECONDS'),
     providerCheckMs: intFrom(env.BENCHTOP_PROVIDER_CHECK_MS, 2000, 'BENCHTOP_PROVIDER_CHECK_MS'),
     providerProbeTimeoutMs: intFrom(env.BENCHTOP_PROVIDER_TIMEOUT_MS, 3000, 'BENCHTOP_PROVIDER_TIMEOUT_MS'),
     providerBackoffMaxMs: intFrom(env.BENCHTOP_PROVIDER_BACKOFF_MAX_MS, 30_000, 'BENCHTOP_PROVIDER_BACKOFF_MAX_MS'),

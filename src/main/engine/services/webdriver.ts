@@ -32,9 +32,6 @@ export class WebDriverError extends Error {
   }
 }
 
-/** A retry of a new-session request its client gave up on within this long takes that request's place in the queue. */
-export const RETRY_WINDOW_MS = 30_000;
-
 /** A queued request whose client went away: its allocation waits for the same client's retry, briefly. */
 interface Abandoned {
   allocationId: string;
@@ -58,8 +55,8 @@ export interface WebDriverOptions {
   privateAdb: PrivateAdbServer | undefined;
   /** How often a queued request looks at its allocation. */
   pollMs: number;
-  /** How long the place of a request whose client went away is kept for that client's retry (30 s). */
-  retryWindowMs?: number;
+  /** How long the place of a request whose client went away is kept for that client's retry. */
+  retryWindowMs: number;
   /** Where the ports the lab gives Appium come from (free ones of the OS's): a test takes them to make the race happen. */
   freePort?: () => Promise<number>;
   log: (message: string) => void;
@@ -441,7 +438,7 @@ export class WebDriverRuns {
       else this.abandoned.delete(retryKey);
       this.parts.allocator.expire(entry.allocationId, 'webdriver_client_gone');
       this.endSession(entry.organizationId, entry.labSessionId, entry.createdSession);
-    }, this.stopped ? 0 : (this.options.retryWindowMs ?? RETRY_WINDOW_MS));
+    }, this.stopped ? 0 : this.options.retryWindowMs);
     timer.unref();
     this.abandoned.set(retryKey, [...(this.abandoned.get(retryKey) ?? []), { ...entry, timer }]);
   }
