@@ -141,6 +141,32 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(Math.abs(videoStart + seconds * 1000 - Date.parse(result.finishedAt))).toBeLessThan(500);
   }, 90_000);
 
+  it("a suite's own screen recording (which ends every screenrecord on the phone) leaves the run's video whole", async () => {
+    // The recorder's own segments (three minutes on a phone), so that only the lab's setting aside starts a new one.
+    process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = '120';
+    const driver = await session('own recording').finally(() => (process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = String(SEGMENT_SECONDS)));
+    await driver.activateApp('com.android.settings');
+    await driver.startRecordingScreen();
+    await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
+    await new Promise((r) => setTimeout(r, 1500));
+    const own = Buffer.from(await driver.stopRecordingScreen(), 'base64');
+    expect(videoSeconds(own)).toBeGreaterThan(1);
+    // The run goes on after it, and so must its video.
+    await new Promise((r) => setTimeout(r, 3000));
+    await driver.execute('mobile: pressKey', { keycode: 4 });
+    await driver.deleteSession();
+
+    const result = await ended('own recording');
+    const log = (await asset(result.id, 'commands.log')).toString();
+    expect(log).toMatch(/POST \/appium\/start_recording_screen 200/);
+    expect(log).toMatch(/POST \/appium\/stop_recording_screen 200/);
+    const seconds = videoSeconds(await asset(result.id, 'video.mp4'));
+    const runSeconds = result.stats.duration / 1000;
+    expect(runSeconds).toBeGreaterThan(5);
+    expect(seconds).toBeGreaterThan(runSeconds - 2);
+    expect(seconds).toBeLessThan(runSeconds + 0.5);
+  }, 90_000);
+
   it('takes the phone over in one deliberate step: the run ends as interrupted and the phone stays, no longer watch-only; a run that asked for no video records nothing', async () => {
     const driver = await session('taken over', false);
     const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;

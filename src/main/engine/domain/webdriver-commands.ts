@@ -409,6 +409,13 @@ export function readInspected(template: string, text: string, platform: Platform
   return { forward: text };
 }
 
+/**
+ * Commands after which no screenrecord runs on an Android phone: Appium's start and stop of a suite's own recording
+ * end every screenrecord by name (the lab's recorder too) and wait until none is left.
+ */
+export const endsScreenRecorders = (template: string, platform: Platform): boolean =>
+  platform === 'android' && (template === 'appium/start_recording_screen' || template === 'appium/stop_recording_screen');
+
 // ---- the run's log ----
 
 /** Finds: their body is read (it is small), so that the run's log names the locator. */

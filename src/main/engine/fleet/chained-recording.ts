@@ -26,16 +26,32 @@ function segmentSeconds(limit: number): number {
  * the later segments in time with the run.
  */
 export async function chainedRecording(start: () => Promise<ScreenRecording>): Promise<ScreenRecording> {
-  let current = await start();
+  // Undefined only after a segment was set aside and the next could not start yet: the next roll tries again.
+  let current: ScreenRecording | undefined = await start();
   let currentStarted = Date.now();
   const segmentMs = segmentSeconds(current.timeLimitSeconds) * 1000;
   const done: Array<{ video: Promise<Buffer>; seconds: number }> = [];
   let ended = false;
   let timer: NodeJS.Timeout | undefined;
-  let rolling: Promise<void> = Promise.resolve();
+  // Rolls and set-asides, one at a time.
+  let rolling: Promise<unknown> = Promise.resolve();
+  const serially = <T>(step: () => Promise<T>): Promise<T> => {
+    const result = rolling.then(step);
+    rolling = result.catch(() => undefined);
+    return result;
+  };
+  /** The running segment, finished and kept as covering the time until now. */
+  const finish = (now: number) => {
+    if (!current) return;
+    const video = current.stop();
+    video.catch(() => undefined);
+    done.push({ video, seconds: (now - currentStarted) / 1000 });
+    current = undefined;
+    return video;
+  };
 
-  const roll = () => {
-    rolling = rolling.then(async () => {
+  const roll = () =>
+    void serially(async () => {
       if (ended) return;
       // The next starts before the running one stops, so that nothing happens between them unseen; a phone that
       // cannot start one now keeps the running one (it stops by itself at its limit) and tries again.
@@ -46,17 +62,14 @@ export async function chainedRecording(start: () => Promise<ScreenRecording>): P
       }
       if (next) {
         const now = Date.now();
-        const video = current.stop();
-        video.catch(() => undefined);
-        done.push({ video, seconds: (now - currentStarted) / 1000 });
+        finish(now);
         current = next;
         currentStarted = now;
       }
       schedule();
     });
-  };
   const schedule = () => {
-    timer = setTimeout(roll, segmentMs);
+    timer = setTimeout(roll, current ? segmentMs : 1000);
     timer.unref();
   };
   schedule();
@@ -67,19 +80,48 @@ export async function chainedRecording(start: () => Promise<ScreenRecording>): P
     cancel: () => {
       ended = true;
       clearTimeout(timer);
-      void rolling.then(() => current.cancel());
+      void rolling.then(() => current?.cancel());
     },
+    aside: (work) =>
+      serially(async () => {
+        if (ended) return work();
+        clearTimeout(timer);
+        // Its file finished before the work: a recorder still running is what the work would kill or wait on.
+        const at = Date.now();
+        await finish(at)?.catch(() => undefined);
+        try {
+          return await work();
+        } finally {
+          if (!ended) {
+            const next = await start().catch(() => undefined);
+            const now = Date.now();
+            // The kept segment covers the time the work took too (its last picture held), so that the video stays
+            // in time with the run.
+            done.at(-1)!.seconds += (now - at) / 1000;
+            if (next && ended) next.cancel();
+            else if (next) {
+              current = next;
+              currentStarted = now;
+            }
+            schedule();
+          }
+        }
+      }),
     stop: async () => {
       ended = true;
       clearTimeout(timer);
       await rolling;
-      const last = current.stop();
-      const segments = [...done, { video: last, seconds: (Date.now() - currentStarted) / 1000 }];
+      const now = Date.now();
+      const last = finish(now);
+      const segments = [...done];
       // A segment the phone failed to finish is left out; the rest still make a video.
       const videos = (await Promise.allSettled(segments.map((s) => s.video)))
         .map((r, i) => (r.status === 'fulfilled' ? { data: r.value, seconds: segments[i]!.seconds } : undefined))
         .filter((v) => v !== undefined);
-      if (videos.length === 0) return last;
+      if (videos.length === 0) {
+        if (last) return last;
+        throw new Error('No segment of the recording was finished.');
+      }
       if (videos.length === 1) return videos[0]!.data;
       return joinMp4(videos);
     },

@@ -141,6 +141,11 @@ export interface ScreenRecording {
   stop(): Promise<Buffer>;
   /** Ends the recording without keeping it (the engine is stopping). */
   cancel(): void;
+  /**
+   * Runs `work` with the phone's recorder stopped and what it recorded kept, and starts recording again after it: for
+   * what ends every recorder on the phone (Appium's start and stop of a suite's own recording kill every screenrecord).
+   */
+  aside?<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** One log line (logcat on Android, syslog on iOS). */

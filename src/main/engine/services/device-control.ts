@@ -375,6 +375,15 @@ export class DeviceControl {
     return onPhone(() => recording.stop(), 'finish the recording');
   }
 
+  /**
+   * Runs `work` with the allocation's recording set aside around it (its segment kept, a new one started after), for
+   * what ends every recorder on the phone; with no recording, or one that cannot be set aside, just runs it.
+   */
+  async besideRecording<T>(allocationId: string, work: () => Promise<T>): Promise<T> {
+    const recording = await this.recordings.get(allocationId)?.catch(() => undefined);
+    return recording?.aside ? recording.aside(work) : work();
+  }
+
   /** A recording whose allocation ended is stopped and thrown away: the phone's copy goes, and the next user's is theirs. */
   private dropEndedRecordings(): void {
     for (const [id, pending] of this.recordings) {

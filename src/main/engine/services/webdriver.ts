@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
-import { CommandError, commandLabel, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
+import { CommandError, commandLabel, endsScreenRecorders, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import { AppRefError, readAppRef } from '../domain/app-refs.js';
 import { answeredCapabilities } from '../domain/webdriver-answer.js';
@@ -201,7 +201,7 @@ export class WebDriverRuns {
       sessions: Pick<Sessions, 'createSession' | 'getSession'>;
       allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory' | 'freeFor'>;
       remote: Pick<RemoteConnect, 'open'>;
-      control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'logs'>;
+      control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'besideRecording' | 'logs'>;
       apps: Pick<WebDriverApps, 'file' | 'pathOf'>;
       activity: { touch(allocationId: string): void };
       testResults: Pick<TestResults, 'createTestResult' | 'updateTestResult' | 'addAsset'>;
@@ -581,7 +581,9 @@ export class WebDriverRuns {
     const url = `/session/${run.appiumId}${path}`;
     let reply: AppiumReply;
     try {
-      reply = await (stream && stream.length !== 0 ? this.parts.appium.stream(command.method, url, stream.stream, stream.length) : this.parts.appium.call(command.method, url, payload));
+      const call = () => (stream && stream.length !== 0 ? this.parts.appium.stream(command.method, url, stream.stream, stream.length) : this.parts.appium.call(command.method, url, payload));
+      // The run's own video goes on around a suite's own recording, which would end the lab's recorder.
+      reply = await (endsScreenRecorders(command.template, run.platform) ? this.parts.control.besideRecording(run.allocationId, call) : call());
     } catch (error) {
       run.inFlight--;
       this.log(run, { at, method: command.method, path, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message, ...(label ? { label } : {}) });
