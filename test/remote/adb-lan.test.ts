@@ -38,7 +38,8 @@ describe.skipIf(!hasAdb)('remote connect over LAN sharing: Debian adb through th
     held = await allocateInUse(c, owner, 'Pixel LAN');
   }, 60_000);
   afterAll(async () => {
-    if (tunnel?.pid) process.kill(tunnel.pid);
+    // It may have ended already (the test failed early, or it exited with its connection).
+    if (tunnel?.exitCode === null && tunnel.signalCode === null) tunnel.kill();
     await mine?.stop();
     await lab?.stop();
   });
