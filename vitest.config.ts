@@ -23,5 +23,7 @@ export default defineConfig({
     sequence: { sequencer: SlowFirstSequencer },
     // The end-to-end tests serve the built renderer: built once per run, and only when a source changed.
     globalSetup: ['test/e2e/support/global-setup.ts'],
+    // BENCHTOP_TEST_CPU_LOG=<file>: each file's CPU, to find what the suite's time goes on (a no-op otherwise).
+    setupFiles: ['test/support/cpu-per-file.ts'],
   },
 });
