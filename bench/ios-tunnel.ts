@@ -32,6 +32,7 @@ import { findGoIos, UserspaceTunnel } from '../src/main/engine/fleet/ios/tunnel.
 import { parseUsbmuxdAddress } from '../src/main/engine/fleet/ios/usbmux.js';
 import type { Phone } from '../src/main/engine/fleet/types.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
+import { nodeScript } from './support/bundle.js';
 import { cpuMs, descendants, isAlive, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { ROOT } from './support/servers.js';
@@ -94,7 +95,7 @@ export const iosTunnel: Benchmark = {
     if (!goIos) throw new Error('go-ios is missing: run `npm install` (package.json names go-ios 1.2.0, whose tarball carries its binaries).');
     detail(`load average at the start: ${fmtLoad()} (1, 5 and 15 min; ${availableParallelism()} cores)`);
 
-    const iphones = startChild(process.execPath, ['--import', 'tsx', IPHONES_SCRIPT], { cwd: ROOT, env: process.env });
+    const iphones = startChild(process.execPath, nodeScript(IPHONES_SCRIPT), { cwd: ROOT, env: process.env });
     const [, muxAddress, control] = await iphones.waitForOutput(/Simulated usbmuxd on (\S+), control on (\S+)/, START_TIMEOUT_MS);
     const dir = tempDir('benchtop-bench-ios-tunnel-');
     const log: string[] = [];

@@ -17,6 +17,7 @@ import { IosDriver } from '../src/main/engine/fleet/ios/driver.js';
 import { parseUsbmuxdAddress } from '../src/main/engine/fleet/ios/usbmux.js';
 import { WdaClient } from '../src/main/engine/fleet/ios/wda-client.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
+import { nodeScript } from './support/bundle.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, engineEnv, ownerApiKey, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
@@ -82,7 +83,7 @@ export const ios: Benchmark = {
   name: 'ios',
   title: 'iOS: allocation overhead, screenshot via the API vs WDA, live screen vs WDA MJPEG (simulated iPhone, usbmuxd)',
   async run() {
-    const phoneProcess = startChild(process.execPath, ['--import', 'tsx', IPHONE_SCRIPT], { cwd: ROOT, env: process.env });
+    const phoneProcess = startChild(process.execPath, nodeScript(IPHONE_SCRIPT), { cwd: ROOT, env: process.env });
     const [, muxAddress, udid] = await phoneProcess.waitForOutput(/Simulated usbmuxd on (\S+) with (\S+)/, START_TIMEOUT_MS);
     const address = parseUsbmuxdAddress(muxAddress!);
     const env = { ...engineEnv(tempDir('benchtop-bench-ios-'), 0), BENCHTOP_USBMUXD_ADDRESS: muxAddress!, BENCHTOP_SCREEN_MAX_FPS: '0' };

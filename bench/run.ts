@@ -7,37 +7,48 @@
  * benchmark that cannot finish, or whose baseline no longer does the same work, fails the run.
  */
 import { readdirSync } from 'node:fs';
-import { allocation } from './allocation.js';
-import { appiumDirect } from './appium-direct.js';
-import { appium } from './appium.js';
-import { reservations } from './reservations.js';
-import { releaseCleanup } from './release-cleanup.js';
-import { assetUpload } from './asset-upload.js';
-import { firstDelta, sseDelivery } from './chat-events.js';
-import { httpThroughput } from './http-throughput.js';
-import { instanceReady } from './instance-ready.js';
-import { ios } from './ios.js';
-import { wdaStart } from './wda-start.js';
-import { iosTunnel } from './ios-tunnel.js';
-import { liveScreen, screenshotDuringFeed } from './live-screen.js';
-import { loginBurst, loginThrottle } from './login-throttle.js';
-import { mcp } from './mcp.js';
-import { remoteConnect } from './remote-connect.js';
-import { providers } from './providers.js';
-import { screenshot } from './screenshot.js';
-import { sessionList } from './session-list.js';
-import { startup } from './startup.js';
-import { terminalEcho, terminalThroughput } from './terminal.js';
-import { wsRpc } from './ws.js';
-import { fleetScreen, guiBundle, guiLiveScreen } from './gui.js';
-import { guiTapLatency } from './gui-tap-latency.js';
 import { cleanup } from './support/cleanup.js';
 import { compare } from './support/compare.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
-import { SMOKE, smokeInParallel } from './support/smoke.js';
+import { cpuSeconds, SMOKE, smokeInParallel } from './support/smoke.js';
 
-
-const ALL: Benchmark[] = [httpThroughput, sessionList, startup, allocation, screenshot, liveScreen, screenshotDuringFeed, assetUpload, loginThrottle, loginBurst, instanceReady, terminalEcho, terminalThroughput, sseDelivery, firstDelta, guiBundle, fleetScreen, guiLiveScreen, guiTapLatency, ios, wdaStart, iosTunnel, wsRpc, mcp, reservations, releaseCleanup, remoteConnect, providers, appiumDirect, appium];
+/**
+ * Every benchmark, in the order a run takes them, each loaded when it runs: a process that runs one (a smoke run's
+ * child, `npm run bench -- mcp`) loads only its modules and the packages they use (Playwright, WebdriverIO, Vite...).
+ */
+const ALL: ReadonlyArray<readonly [name: string, load: () => Promise<Benchmark>]> = [
+  ['http-throughput', async () => (await import('./http-throughput.js')).httpThroughput],
+  ['session-list', async () => (await import('./session-list.js')).sessionList],
+  ['startup', async () => (await import('./startup.js')).startup],
+  ['allocation', async () => (await import('./allocation.js')).allocation],
+  ['screenshot', async () => (await import('./screenshot.js')).screenshot],
+  ['live-screen', async () => (await import('./live-screen.js')).liveScreen],
+  ['screenshot-during-feed', async () => (await import('./live-screen.js')).screenshotDuringFeed],
+  ['asset-upload', async () => (await import('./asset-upload.js')).assetUpload],
+  ['login-throttle', async () => (await import('./login-throttle.js')).loginThrottle],
+  ['login-burst', async () => (await import('./login-throttle.js')).loginBurst],
+  ['instance-ready', async () => (await import('./instance-ready.js')).instanceReady],
+  ['terminal-echo', async () => (await import('./terminal.js')).terminalEcho],
+  ['terminal-throughput', async () => (await import('./terminal.js')).terminalThroughput],
+  ['sse-delivery', async () => (await import('./chat-events.js')).sseDelivery],
+  ['first-delta', async () => (await import('./chat-events.js')).firstDelta],
+  ['gui-bundle', async () => (await import('./gui.js')).guiBundle],
+  ['fleet-screen', async () => (await import('./gui.js')).fleetScreen],
+  ['gui-live-screen', async () => (await import('./gui.js')).guiLiveScreen],
+  ['gui-tap-latency', async () => (await import('./gui-tap-latency.js')).guiTapLatency],
+  ['ios', async () => (await import('./ios.js')).ios],
+  ['wda-start', async () => (await import('./wda-start.js')).wdaStart],
+  ['ios-tunnel', async () => (await import('./ios-tunnel.js')).iosTunnel],
+  ['ws', async () => (await import('./ws.js')).wsRpc],
+  ['mcp', async () => (await import('./mcp.js')).mcp],
+  ['reservations', async () => (await import('./reservations.js')).reservations],
+  ['release-cleanup', async () => (await import('./release-cleanup.js')).releaseCleanup],
+  ['remote-connect', async () => (await import('./remote-connect.js')).remoteConnect],
+  ['providers', async () => (await import('./providers.js')).providers],
+  ['appium-direct', async () => (await import('./appium-direct.js')).appiumDirect],
+  ['appium', async () => (await import('./appium.js')).appium],
+];
+const NAMES = ALL.map(([name]) => name);
 
 const args = process.argv.slice(2);
 /** Takes `--flag value` out of args. */
@@ -49,9 +60,9 @@ if (SMOKE) args.splice(args.indexOf('--smoke'), 1);
 const compareWith = option('--compare');
 const rounds = Number(option('--rounds') ?? 2);
 const wanted = args;
-const unknown = wanted.filter((name) => !ALL.some((b) => b.name === name));
+const unknown = wanted.filter((name) => !NAMES.includes(name));
 if (unknown.length > 0) {
-  console.error(`Unknown benchmark: ${unknown.join(', ')}. Available: ${ALL.map((b) => b.name).join(', ')}.`);
+  console.error(`Unknown benchmark: ${unknown.join(', ')}. Available: ${NAMES.join(', ')}.`);
   process.exit(2);
 }
 
@@ -64,13 +75,26 @@ if (compareWith !== undefined) {
   process.exit(0);
 }
 
-// A benchmark someone adds to bench/ but not to ALL would never run, in CI or anywhere.
-if (SMOKE) {
+// A smoke run runs on its bundle (support/bundle.ts): plain Node loads it in a fraction of the CPU tsx takes to load
+// the benchmarks' TypeScript, and so does each simulated phone's process and each child of a run in parallel.
+if (SMOKE && !process.env.BENCH_BUNDLE_DIR && process.env.BENCH_SMOKE_BUNDLE !== '0') {
+  const { runBundled } = await import('./support/bundle.js');
+  process.exit(await runBundled(process.argv.slice(2)));
+}
+
+// A benchmark someone adds to bench/ but not to ALL would never run, in CI or anywhere. A smoke run's child leaves
+// this to its parent, which has checked it.
+if (SMOKE && !process.env.BENCH_SMOKE_CHILD) {
+  const listed = new Set(await Promise.all(ALL.map(async ([name, load]) => {
+    const bench = await load();
+    if (bench.name !== name) throw new Error(`bench/run.ts lists ${bench.name} as ${name}`);
+    return bench;
+  })));
   const files = readdirSync(new URL('.', import.meta.url)).filter((f) => f.endsWith('.ts') && f !== 'run.ts');
   for (const file of files) {
-    const exported = Object.values(await import(`./${file.replace(/\.ts$/, '.js')}`) as Record<string, unknown>)
+    const exported = Object.values(await import(`./${file.slice(0, -'.ts'.length)}.ts`) as Record<string, unknown>)
       .filter((value): value is Benchmark => typeof value === 'object' && value !== null && 'name' in value && typeof (value as Benchmark).run === 'function');
-    const missing = exported.filter((b) => !ALL.includes(b));
+    const missing = exported.filter((b) => !listed.has(b));
     if (missing.length > 0) {
       console.error(`bench/${file} exports ${missing.map((b) => b.name).join(', ')}, which bench/run.ts does not run: add it to ALL.`);
       process.exit(2);
@@ -82,7 +106,7 @@ if (SMOKE) {
 // machine with cores to spare. On CI's two cores they are CPU-bound (three at a time took 252 s, one after the other
 // 166 s), so by default they run one after the other, in this process.
 if (SMOKE && !process.env.BENCH_SMOKE_CHILD && Number(process.env.BENCH_SMOKE_JOBS) > 1) {
-  const chosen = ALL.filter((b) => wanted.length === 0 || wanted.includes(b.name)).map((b) => b.name);
+  const chosen = NAMES.filter((name) => wanted.length === 0 || wanted.includes(name));
   process.exit(await smokeInParallel(chosen));
 }
 
@@ -100,11 +124,13 @@ process.once('unhandledRejection', (error) => abort(`unhandled ${(error as Error
 const figures: Figure[] = [];
 let failed = false;
 const started = performance.now();
-for (const bench of ALL.filter((b) => wanted.length === 0 || wanted.includes(b.name))) {
+for (const [name, load] of ALL.filter(([name]) => wanted.length === 0 || wanted.includes(name))) {
   if (aborted) break;
-  console.log(`\n${bench.name}: ${bench.title}`);
   const begun = performance.now();
+  const cpuBegun = cpuSeconds();
   try {
+    const bench = await load();
+    console.log(`\n${bench.name}: ${bench.title}`);
     const own = await bench.run();
     // A baseline that measured nothing (no samples, a zero) gives no ratio: the figure beside it compares nothing.
     const blind = own.filter((f) => /NaN|Infinity/.test(f.ratio));
@@ -113,10 +139,10 @@ for (const bench of ALL.filter((b) => wanted.length === 0 || wanted.includes(b.n
   } catch (error) {
     failed = true;
     if (aborted) break;
-    console.error(`  ${bench.name} could not finish: ${(error as Error).stack ?? error}`);
+    console.error(`  ${name} could not finish: ${(error as Error).stack ?? error}`);
   } finally {
     await cleanup();
-    if (SMOKE) console.log(`  ${bench.name}: ${((performance.now() - begun) / 1000).toFixed(1)} s`);
+    if (SMOKE) console.log(`  ${name}: ${((performance.now() - begun) / 1000).toFixed(1)} s (CPU ${(cpuSeconds() - cpuBegun).toFixed(1)} s)`);
   }
 }
 

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectToAdb, startAdbServer, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 import { onCleanup, tempDir } from './cleanup.js';
+import { nodeScript } from './bundle.js';
 import { startChild } from './processes.js';
 import { call, engineEnv, ownerApiKey, ROOT, type Server, SERVE_ARGS } from './servers.js';
 import { startUsbLink, type UsbLink } from './usb-link.js';
@@ -40,7 +41,7 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
   const adb = await startAdbServer();
   onCleanup(() => adb.stop());
 
-  const phoneProcess = startChild(process.execPath, ['--import', 'tsx', PHONE_SCRIPT], {
+  const phoneProcess = startChild(process.execPath, nodeScript(PHONE_SCRIPT), {
     cwd: ROOT,
     env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify(phone) },
   });

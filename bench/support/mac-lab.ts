@@ -3,6 +3,7 @@ import { Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import WebSocket from 'ws';
 import { startMacHost, type MacHostSim } from '../../test/support/mac-host/index.js';
 import { onCleanup, tempDir } from './cleanup.js';
+import { nodeScript } from './bundle.js';
 import { fileURLToPath } from 'node:url';
 import { rssMb, startChild } from './processes.js';
 import { call, OWNER, ownerApiKey, ROOT, startEngine, type Server } from './servers.js';
@@ -153,7 +154,7 @@ const RELAY_SCRIPT = fileURLToPath(new URL('./ssh-relay-process.ts', import.meta
 /** A bare WebSocket-to-ssh2 relay in its own process (see ssh-relay-process.ts); answers its URL. */
 export async function startRelay(mac: MacHostSim): Promise<string> {
   const login = { address: mac.address, port: mac.port, username: mac.username, privateKey: mac.privateKey };
-  const child = startChild(process.execPath, ['--import', 'tsx', RELAY_SCRIPT], { cwd: ROOT, env: { ...process.env, BENCH_MAC: JSON.stringify(login) } });
+  const child = startChild(process.execPath, nodeScript(RELAY_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_MAC: JSON.stringify(login) } });
   const [, port] = await child.waitForOutput(/Relay listening on 127\.0\.0\.1:(\d+)/, START_TIMEOUT_MS);
   return `ws://127.0.0.1:${port}`;
 }

@@ -2,10 +2,39 @@
  * `npm run bench -- --smoke`, which CI runs after `npm test`: every benchmark once at its smallest size, to show that
  * it still finishes and that its baseline still does the same work as what it measures. Its figures measure nothing.
  */
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
 export const SMOKE = process.argv.includes('--smoke');
+
+/**
+ * CPU seconds this process and the children it has waited for (and theirs) have used so far: utime, stime, cutime and
+ * cstime of /proc/self/stat. On a shared machine a benchmark's wall time says how busy the machine was; this says what
+ * the benchmark cost. A daemon that left its parent (adb's server) is not counted.
+ */
+export function cpuSeconds(): number {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 /** A count, a window or a size: the measuring run's, or in a smoke run the smallest that still does the work once. */
 export const sized = <T>(measuring: T, smoke: T): T => (SMOKE ? smoke : measuring);
+
+/**
+ * A counting window of `ms`; in a smoke run, lengthened until `moved()` says each side has counted something (for at
+ * most 10 s more): a smoke run's windows are a few hundred ms, which a busy machine can pass without a single frame,
+ * and a rate of 0 against 0 compares nothing.
+ */
+export async function countingWindow(ms: number, moved: () => boolean | Promise<boolean>): Promise<void> {
+  await sleep(ms);
+  if (!SMOKE) return;
+  for (const deadline = performance.now() + 10_000; !(await moved()) && performance.now() < deadline;) await sleep(20);
+}
 
 /**
  * Runs each named benchmark's smoke run in a child process of its own, `concurrency` at a time, heaviest first, and
