@@ -14,6 +14,7 @@ import { startAppium } from '../test/support/appium-server.js';
 import { buildApk } from '../src/sim/android/apk.js';
 import { startAndroidLab, waitUntilFree } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
+import { nodeScript } from './support/bundle.js';
 import { cpuMs, descendants, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, ROOT } from './support/servers.js';
@@ -71,7 +72,7 @@ export const appium: Benchmark = {
     const lab = await startAndroidLab('benchtop-bench-appium-', { model: 'Bench 1', width: 1080, height: 2400 });
     // More phones for the sessions-at-once figure.
     for (let i = 2; i <= AT_ONCE; i++) {
-      const phone = startChild(process.execPath, ['--import', 'tsx', PHONE_SCRIPT], { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, width: 1080, height: 2400 }) } });
+      const phone = startChild(process.execPath, nodeScript(PHONE_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, width: 1080, height: 2400 }) } });
       const [, port] = await phone.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, 30_000);
       await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env });
     }
@@ -103,11 +104,16 @@ export const appium: Benchmark = {
     // One warm-up of the direct Appium (it loads its driver's modules on its first session), then interleaved rounds.
     // A smoke run measures nothing, so it warms nothing up.
     if (!SMOKE) await (await viaDirect()).deleteSession();
+    // Round 0's session without video is a whole run on Bench 1 (session, the commands, its end): a smoke run times it
+    // as the run alone below, rather than doing the same again.
+    let noVideoRunMs = 0;
     for (let round = 0; round < ROUNDS; round++) {
+      const runStarted = performance.now();
       const [d1, ms1] = await timed(() => viaLab(noVideo));
       labStart.push(ms1);
       if (round === 0) labCommands = await commands(d1);
       await d1.deleteSession();
+      if (round === 0) noVideoRunMs = performance.now() - runStarted;
       const [d0, ms0] = await timed(() => viaLab(one));
       labStartVideo.push(ms0);
       if (round === 0) videoCommands = await commands(d0);
@@ -125,7 +131,10 @@ export const appium: Benchmark = {
     detail(`a real phone: the lab adds ${fmtMs(start - own)} to a session start of about ${fmtMs(REAL_SESSION_MS)} (appium/appium#11527): ${fmtRatio(REAL_SESSION_MS + start - own, REAL_SESSION_MS)}`);
     detail(`a real phone: keeping the server installed saves most of a first session's ${fmtMs(REAL_FIRST_SESSION_MS)} (appium/appium#12167)`);
 
-    // Sessions on as many phones at once, against one alone: find + click each.
+    // Sessions on as many phones at once, against one alone: find + click each. Started, commanded and ended together,
+    // they are also the runs at once below, which a smoke run times here rather than doing the same again.
+    const busyFour0 = machineBusyMs();
+    const fourStarted = performance.now();
     const four = await Promise.all(Array.from({ length: AT_ONCE }, (_, i) => viaLab({ 'appium:deviceName': `Bench ${i + 1}`, 'benchtop:options': { video: false } })));
     const engineRss = rssMb(lab.engine.child.pid!);
     const appiumPids = descendants(lab.engine.child.pid!).filter((pid) => {
@@ -136,8 +145,20 @@ export const appium: Benchmark = {
       }
     });
     const appiumRss = appiumPids.reduce((sum, pid) => sum + rssMb(pid), 0);
+    // Where the machine's CPU goes during runs at once: the lab's share (engine and Appium) against everything else.
+    const labPids = [lab.engine.child.pid!, ...appiumPids];
+    const labCpu = () => labPids.reduce((sum, pid) => {
+      try {
+        return sum + cpuMs(pid);
+      } catch {
+        return sum; // a short-lived process of Appium's that has ended
+      }
+    }, 0);
+    const labFour0 = labCpu();
     const together = await Promise.all(four.map((d) => commands(d)));
     await Promise.all(four.map((d) => d.deleteSession()));
+    const fourMs = performance.now() - fourStarted;
+    const [busyFour, labFour] = [machineBusyMs() - busyFour0, labCpu() - labFour0];
     const alone = labCommands.click;
     const atOnce = median(together.map((t) => t.click));
     detail(`with ${AT_ONCE} sessions running: engine ${fmtMb(engineRss)}, Appium ${fmtMb(appiumRss)} (${appiumPids.length} processes)`);
@@ -150,21 +171,16 @@ export const appium: Benchmark = {
       await commands(d);
       await d.deleteSession();
     };
-    // A smoke run shows that a run alone still finishes on one phone; the measuring run times each phone's.
-    const aloneRuns: number[] = [];
-    for (let i = 0; i < (SMOKE ? 1 : AT_ONCE); i++) aloneRuns.push((await timed(() => run(i)))[1]);
-    // Where the machine's CPU goes meanwhile: the lab's share (engine and Appium) against everything else on the box.
-    const labPids = [lab.engine.child.pid!, ...appiumPids];
-    const labCpu = () => labPids.reduce((sum, pid) => {
-      try {
-        return sum + cpuMs(pid);
-      } catch {
-        return sum; // a short-lived process of Appium's that has ended
-      }
-    }, 0);
-    const [busy0, lab0] = [machineBusyMs(), labCpu()];
-    const [, allRuns] = await timed(() => Promise.all(Array.from({ length: AT_ONCE }, (_, i) => run(i))));
-    const [busy, labUsed] = [machineBusyMs() - busy0, labCpu() - lab0];
+    // A smoke run has timed a run alone on Bench 1 (round 0 without video) and the runs at once (the sessions above);
+    // the measuring run times each phone's alone, then all at once.
+    let [aloneRuns, allRuns, busy, labUsed] = [[noVideoRunMs], fourMs, busyFour, labFour];
+    if (!SMOKE) {
+      aloneRuns = [];
+      for (let i = 0; i < AT_ONCE; i++) aloneRuns.push((await timed(() => run(i)))[1]);
+      const [busy0, lab0] = [machineBusyMs(), labCpu()];
+      [, allRuns] = await timed(() => Promise.all(Array.from({ length: AT_ONCE }, (_, i) => run(i))));
+      [busy, labUsed] = [machineBusyMs() - busy0, labCpu() - lab0];
+    }
     const slowestAlone = Math.max(...aloneRuns);
     detail(`a run alone on each phone: ${aloneRuns.map((ms) => fmtMs(ms)).join(', ')} (${fmtMs(aloneRuns.reduce((a, b) => a + b, 0))} in all); all ${AT_ONCE} at once ${fmtMs(allRuns)}`);
     detail(`during the runs at once the machine's ${cpus().length} cores were ${((busy / (allRuns * cpus().length)) * 100).toFixed(0)} % busy: the engine and Appium ${fmtMs(labUsed)} of CPU, everything else (the simulated phones, adb, WebdriverIO) ${fmtMs(busy - labUsed)}; a real phone does its own share on itself`);

@@ -24,7 +24,7 @@ import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
 import { call, engineEnv, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { countingWindow, sized } from './support/smoke.js';
 
 const fmtKb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
@@ -359,7 +359,7 @@ export const fleetScreen: Benchmark = {
   },
 };
 
-const WINDOW_MS = sized(5000, 1000);
+const WINDOW_MS = sized(5000, 300);
 const DEFAULT_SCREEN_MAX_FPS = loadConfig({}).screenMaxFps;
 const SCREEN = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
 
@@ -393,7 +393,7 @@ export const guiLiveScreen: Benchmark = {
     });
     await sleep(sized(1000, 100));
     const [shown0, sent0, t0] = [await frames(), sent, performance.now()];
-    await sleep(WINDOW_MS);
+    await countingWindow(WINDOW_MS, async () => sent > sent0 && (await frames()) > shown0);
     const [shown1, sent1, t1] = [await frames(), sent, performance.now()];
     const seconds = (t1 - t0) / 1000;
     const pageFps = (shown1 - shown0) / seconds;

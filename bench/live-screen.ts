@@ -34,7 +34,7 @@ import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js'
 import { SshConnection } from '../src/main/engine/fleet/macos/ssh.js';
 import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
 import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
-import { sized } from './support/smoke.js';
+import { countingWindow, SMOKE, sized } from './support/smoke.js';
 
 const WINDOW_MS = sized(5000, 300);
 const WARMUP_MS = sized(1000, 100);
@@ -51,6 +51,8 @@ const QUALITY = 80;
 const APK = fileURLToPath(new URL('../node_modules/@devicefarmer/minicap-prebuilt/prebuilt/noarch/minicap.apk', import.meta.url));
 const SCREENSHOT_SAMPLES = sized(30, 1);
 const STILL_SAMPLES = sized(10, 1);
+/** Untimed samples before each series of screenshots. */
+const WARMUP_SAMPLES = sized(3, 0);
 /** The published median of `adb exec-out screencap -p` on a real 1440x3120 phone, for scale. */
 const REAL_PHONE_SCREENCAP = '2.1 s';
 
@@ -99,17 +101,18 @@ function countFrames(port: number): Promise<number> {
     let buffered = Buffer.alloc(0);
     let banner = false;
     let frames = 0;
-    let counting: { frames: number; at: number } | undefined;
     socket.on('data', (chunk) => {
       buffered = Buffer.concat([buffered, chunk]);
       if (!banner && buffered.length >= 24) {
         banner = true;
         buffered = buffered.subarray(24);
-        setTimeout(() => (counting = { frames, at: performance.now() }), WARMUP_MS);
         setTimeout(() => {
-          socket.destroy();
-          resolve((frames - counting!.frames) / ((performance.now() - counting!.at) / 1000));
-        }, WARMUP_MS + WINDOW_MS);
+          const from = { frames, at: performance.now() };
+          void countingWindow(WINDOW_MS, () => frames > from.frames).then(() => {
+            socket.destroy();
+            resolve((frames - from.frames) / ((performance.now() - from.at) / 1000));
+          });
+        }, WARMUP_MS);
       }
       while (banner && buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32LE(0)) {
         buffered = buffered.subarray(4 + buffered.readUInt32LE(0));
@@ -148,7 +151,7 @@ async function viewerFps(url: string, viewers: number, enginePid: number): Promi
   const bytesBefore = [...bytes];
   const cpuBefore = cpuMs(enginePid);
   const start = performance.now();
-  await sleep(WINDOW_MS);
+  await countingWindow(WINDOW_MS, () => counts.every((n, i) => n > before[i]!));
   const seconds = (performance.now() - start) / 1000;
   const cpuMsPerS = (cpuMs(enginePid) - cpuBefore) / seconds;
   const fps = counts.map((n, i) => (n - before[i]!) / seconds);
@@ -171,8 +174,8 @@ async function idleCpuMsPerS(pid: number): Promise<number> {
   return (cpuMs(pid) - before) / ((performance.now() - start) / 1000);
 }
 
-async function startLab(prefix: string, refreshRate = 60): Promise<{ lab: AndroidLab; sessionId: string; screenUrl: string; screenshotUrl: string }> {
-  const lab = await startAndroidLab(prefix, { ...PHONE, refreshRate });
+async function startLab(prefix: string, refreshRate = 60, engine: NodeJS.ProcessEnv = {}): Promise<{ lab: AndroidLab; sessionId: string; screenUrl: string; screenshotUrl: string }> {
+  const lab = await startAndroidLab(prefix, { ...PHONE, refreshRate }, engine);
   const { id: sessionId } = await call<{ id: string }>('POST', `${lab.engine.api}/sessions`, { bearer: lab.apiKey });
   await allocateUntilInUse(lab, sessionId, REQUEST_TIMEOUT_MS);
   const device = `${lab.engine.api}/sessions/${sessionId}/devices/${encodeURIComponent(lab.serial)}`;
@@ -189,8 +192,13 @@ const FIRST_PICTURE_TARGET_MS = 1000;
 /** screenrecord's time limit for the restart-gap measurement (180 s on a phone): restarts every few seconds. */
 const H264_TIME_LIMIT_S = sized(3, 2);
 /** Time limits the restart-gap viewer watches for. */
-const H264_RESTARTS = sized(3, 2);
+const H264_RESTARTS = sized(3, 1);
 const FIRST_PICTURE_SAMPLES = sized(5, 1);
+/**
+ * A smoke run's one lab at H264_RATE, with the restart measurement's time limit and the provider link's check period:
+ * the measuring run starts an engine and phone for each.
+ */
+const SMOKE_LAB_ENV = { BENCHTOP_SCREENRECORD_TIME_LIMIT: String(H264_TIME_LIMIT_S), BENCHTOP_PROVIDER_CHECK_MS: '2000' };
 const fmtKBps = (bytesPerS: number) => `${(bytesPerS / 1024).toFixed(1)} KiB/s`;
 
 /**
@@ -216,7 +224,7 @@ async function directH264Fps(lab: AndroidLab): Promise<number> {
   await sleep(WARMUP_MS * 2);
   const before = units;
   const start = performance.now();
-  await sleep(WINDOW_MS);
+  await countingWindow(WINDOW_MS, () => units > before);
   adb.kill();
   return (units - before) / ((performance.now() - start) / 1000);
 }
@@ -291,12 +299,17 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   watcher.close();
   detail(`H.264: a new viewer's first picture: ${first.map((ms) => fmtMs(ms)).join(', ')}`);
 
-  // The restart at the time limit, on a second engine whose screenrecord stops every few seconds.
-  const short = await startAndroidLab('benchtop-bench-h264-restart-', { ...PHONE, refreshRate: H264_RATE }, { BENCHTOP_SCREENRECORD_TIME_LIMIT: String(H264_TIME_LIMIT_S) });
-  const { id: sessionId } = await call<{ id: string }>('POST', `${short.engine.api}/sessions`, { bearer: short.apiKey });
-  await allocateUntilInUse(short, sessionId, REQUEST_TIMEOUT_MS);
-  await animate(short);
-  const arrivals = await h264Arrivals(`${short.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(short.serial)}/screen?token=${short.apiKey}&maxSize=${MAX_SIZE}&codecs=h264`, (H264_TIME_LIMIT_S * H264_RESTARTS + 1) * 1000);
+  // The restart at the time limit, on a second engine whose screenrecord stops every few seconds. A smoke run's lab
+  // was started with that limit already (SMOKE_LAB_ENV): one engine and phone fewer to start.
+  let restartUrl = url;
+  if (!SMOKE) {
+    const short = await startAndroidLab('benchtop-bench-h264-restart-', { ...PHONE, refreshRate: H264_RATE }, { BENCHTOP_SCREENRECORD_TIME_LIMIT: String(H264_TIME_LIMIT_S) });
+    const { id: sessionId } = await call<{ id: string }>('POST', `${short.engine.api}/sessions`, { bearer: short.apiKey });
+    await allocateUntilInUse(short, sessionId, REQUEST_TIMEOUT_MS);
+    await animate(short);
+    restartUrl = `${short.engine.api.replace(/^http/, 'ws')}/sessions/${sessionId}/devices/${encodeURIComponent(short.serial)}/screen?token=${short.apiKey}&maxSize=${MAX_SIZE}&codecs=h264`;
+  }
+  const arrivals = await h264Arrivals(restartUrl, (H264_TIME_LIMIT_S * H264_RESTARTS + 1) * 1000);
   const gaps = arrivals.slice(1).map((a, i) => ({ ms: a.at - arrivals[i]!.at, keyframe: a.keyframe }));
   const restartGaps = gaps.filter((g) => g.keyframe).map((g) => g.ms);
   const usual = median(gaps.filter((g) => !g.keyframe).map((g) => g.ms));
@@ -363,7 +376,7 @@ async function pageRows(benchmark: string, lab: AndroidLab, sessionId: string): 
       await new Promise((resolve, reject) => viewer.once('open', resolve).once('error', reject));
       await sleep(WARMUP_MS);
       const [shown0, sent0, t0] = [await frames(), sent, performance.now()];
-      await sleep(WINDOW_MS);
+      await countingWindow(WINDOW_MS, async () => sent > sent0 && (await frames()) > shown0);
       const [shown1, sent1, t1] = [await frames(), sent, performance.now()];
       viewer.close();
       const seconds = (t1 - t0) / 1000;
@@ -406,8 +419,8 @@ function linkBytes(hubLink: string): { received: number; sent: number } {
  * viewer on the hub: the link's bytes per second both ways while they stream H.264, against the same with minicap's
  * JPEG, taking turns.
  */
-async function providerLinkRows(benchmark: string): Promise<Figure[]> {
-  const lab = await startAndroidLab('benchtop-bench-screen-link-', { ...PHONE, model: 'Local Bench', refreshRate: H264_RATE }, { BENCHTOP_PROVIDER_CHECK_MS: '2000' });
+async function providerLinkRows(benchmark: string, hub?: AndroidLab): Promise<Figure[]> {
+  const lab = hub ?? await startAndroidLab('benchtop-bench-screen-link-', { ...PHONE, model: 'Local Bench', refreshRate: H264_RATE }, { BENCHTOP_PROVIDER_CHECK_MS: '2000' });
   const api = lab.engine.api;
   const { token } = await call<{ token: string }>('POST', `${api}/auth/login`, { body: OWNER });
   const started = startNetnsProvider(0, { phones: Array.from({ length: LINK_PHONES }, (_, i) => ({ port: 21101 + i, options: { ...PHONE, model: `Link Bench ${i}`, refreshRate: H264_RATE } })) });
@@ -457,7 +470,7 @@ async function providerLinkRows(benchmark: string): Promise<Figure[]> {
     await sleep(WARMUP_MS * 2);
     const before = linkBytes(provider.hubLink);
     const start = performance.now();
-    await sleep(WINDOW_MS);
+    await countingWindow(WINDOW_MS, () => linkBytes(provider.hubLink).received > before.received);
     const after = linkBytes(provider.hubLink);
     const seconds = (performance.now() - start) / 1000;
     await Promise.all(viewers.map((v) => new Promise((resolve) => (v.once('close', resolve), v.close()))));
@@ -487,7 +500,7 @@ export const liveScreen: Benchmark = {
   async run() {
     const figures: Figure[] = [];
     for (const rate of RATES) {
-      const { lab, screenUrl, sessionId } = await startLab('benchtop-bench-screen-', rate);
+      const { lab, screenUrl, sessionId } = await startLab('benchtop-bench-screen-', rate, SMOKE ? SMOKE_LAB_ENV : {});
       await animate(lab);
       const pid = lab.engine.child.pid;
       const direct: number[] = [];
@@ -548,23 +561,26 @@ export const liveScreen: Benchmark = {
           met: true,
         },
       );
+      // A smoke run's provider joins this lab (its one rate is H264_RATE): one engine and phone fewer to start.
+      if (SMOKE) figures.push(...await providerLinkRows(this.name, lab));
       await cleanup();
     }
-    figures.push(...await providerLinkRows(this.name));
+    if (!SMOKE) figures.push(...await providerLinkRows(this.name));
     await cleanup();
     return figures;
   },
 };
 
 /**
- * GET .../screenshot and a cold `adb exec-out screencap -p` in turns, SCREENSHOT_SAMPLES each after three of warm-up:
+ * GET .../screenshot and a cold `adb exec-out screencap -p` in turns, SCREENSHOT_SAMPLES each after three of warm-up
+ * (none in a smoke run):
  * their times, and the content type the API answered with.
  */
 async function screenshotsBesideScreencap(lab: AndroidLab, screenshotUrl: string): Promise<{ api: number[]; cold: number[]; type: string }> {
   const api: number[] = [];
   const cold: number[] = [];
   let type = '';
-  for (let i = 0; i < SCREENSHOT_SAMPLES + 3; i++) {
+  for (let i = 0; i < SCREENSHOT_SAMPLES + WARMUP_SAMPLES; i++) {
     let start = performance.now();
     const res = await fetch(screenshotUrl, { headers: { authorization: `Bearer ${lab.apiKey}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     await res.arrayBuffer();
@@ -575,7 +591,7 @@ async function screenshotsBesideScreencap(lab: AndroidLab, screenshotUrl: string
     const png = await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
     const coldMs = performance.now() - start;
     if (png.code !== 0 || png.stdout.length < 100) throw new Error('adb exec-out screencap -p failed');
-    if (i < 3) continue;
+    if (i < WARMUP_SAMPLES) continue;
     api.push(apiMs);
     cold.push(coldMs);
   }
@@ -600,10 +616,10 @@ export const screenshotDuringFeed: Benchmark = {
     // The same phone with a still screen: it re-encodes nothing and answers from its cached PNG.
     await adb(lab, 'shell', 'input keyevent KEYCODE_HOME');
     const still: number[] = [];
-    for (let i = 0; i < 3 + STILL_SAMPLES; i++) {
+    for (let i = 0; i < WARMUP_SAMPLES + STILL_SAMPLES; i++) {
       const start = performance.now();
       await lab.adb.run(['-s', lab.serial, 'exec-out', 'screencap -p'], { timeoutMs: REQUEST_TIMEOUT_MS });
-      if (i >= 3) still.push(performance.now() - start);
+      if (i >= WARMUP_SAMPLES) still.push(performance.now() - start);
     }
     if (type !== 'image/jpeg') throw new Error(`the screenshot did not come from the feed: ${type}`);
 

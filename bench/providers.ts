@@ -25,7 +25,7 @@ import { REAL_SCREENCAP_MS } from './support/real-phone.js';
 import { USB3_PUSH_BYTES_PER_SECOND } from './support/usb-link.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { countingWindow, sized } from './support/smoke.js';
 
 const SAMPLES = sized(40, 1);
 const WARMUP = sized(5, 0);
@@ -34,8 +34,8 @@ const WARMUP = sized(5, 0);
  * memory at several times that, and the install figure then weighed the SSH hop against a phone no one owns.
  */
 const PHONE = { width: 1080, height: 2400, density: 420, usbReadBytesPerSecond: USB3_PUSH_BYTES_PER_SECOND };
-const FPS_WARMUP_MS = sized(1000, 200);
-const FPS_WINDOW_MS = sized(5000, 1000);
+const FPS_WARMUP_MS = sized(1000, 100);
+const FPS_WINDOW_MS = sized(5000, 300);
 const MAX_SIZE = 800;
 const INSTALL_BYTES = sized(8, 1) * 1024 * 1024;
 /** A few hundred ms each: five left the median to one busy moment of a shared machine (0.70x in one run). */
@@ -48,7 +48,7 @@ const FLEET_PHONES_EACH = sized(25, 1);
 const FLEET_PHONE = sized('Fleet 2-7', 'Fleet 0-0');
 const LIST_SAMPLES = sized(20, 1);
 const UNGUARDED_SAMPLES = sized(10, 1);
-const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS || sized(30, 1));
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS || sized(30, 0.5));
 
 const figure = (name: string, value: number, baseline: number, fmt: (n: number) => string, target: string, met: boolean, ratio = fmtRatio(value, baseline)): Figure => ({
   benchmark: 'providers',
@@ -191,7 +191,7 @@ export const providers: Benchmark = {
       await sleep(FPS_WARMUP_MS);
       const before = frames;
       const begin = performance.now();
-      await sleep(FPS_WINDOW_MS);
+      await countingWindow(FPS_WINDOW_MS, () => frames > before);
       const rate = (frames - before) / ((performance.now() - begin) / 1000);
       ws.close();
       await call('POST', `${base(held)}/actions`, { bearer, body: { type: 'pressButton', button: 'HOME' } });

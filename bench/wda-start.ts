@@ -16,7 +16,7 @@ import { parseUsbmuxdAddress } from '../src/main/engine/fleet/ios/usbmux.js';
 import { SimulatedIPhone, SimulatedUsbmuxd } from '../src/sim/ios/index.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
-import { sized } from './support/smoke.js';
+import { SMOKE, sized } from './support/smoke.js';
 
 const WDA = 'com.facebook.WebDriverAgentRunner.xctrunner';
 const RUNS = sized(5, 1);
@@ -63,8 +63,9 @@ export const wdaStart: Benchmark = {
 
     const engineMs: number[] = [];
     const phoneMs: number[] = [];
-    // One warm-up attach: appium-ios-device loads on first use (most of a second), once per engine.
-    for (let i = 0; i <= RUNS; i++) {
+    // One warm-up attach: appium-ios-device loads on first use (most of a second), once per engine. A smoke run measures
+    // nothing, so it warms nothing up.
+    for (let i = SMOKE ? 1 : 0; i <= RUNS; i++) {
       const phone = new SimulatedIPhone({ name: `Bench ${i}`, version: '16.7.8', wda: false });
       const start = performance.now();
       await phone.plugInto(usbmuxd);
