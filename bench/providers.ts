@@ -94,8 +94,10 @@ async function interleaved(a: () => Promise<unknown>, b: () => Promise<unknown>,
 /** The engine's CPU over IDLE_SECONDS, as a share of one core in per cent. */
 async function idleCpu(pid: number): Promise<number> {
   const before = cpuMs(pid);
-  await sleep(IDLE_SECONDS * 1000);
-  return ((cpuMs(pid) - before) / (IDLE_SECONDS * 1000)) * 100;
+  const start = performance.now();
+  // A smoke run's half second can pass with the engine not woken once: it runs on until the engine has used some CPU.
+  await countingWindow(IDLE_SECONDS * 1000, () => cpuMs(pid) > before);
+  return ((cpuMs(pid) - before) / (performance.now() - start)) * 100;
 }
 
 export const providers: Benchmark = {

@@ -79,4 +79,4 @@ export async function smokeInParallel(names: readonly string[], concurrency = Nu
 }
 
 /** The benchmarks whose smoke runs take longest, slowest first (docs/performance.md). */
-const HEAVY = ['live-screen', 'appium', 'providers', 'gui-live-screen', 'appium-direct', 'gui-tap-latency', 'ios-tunnel', 'wda-start', 'fleet-screen', 'ios', 'http-throughput', 'startup', 'screenshot-during-feed', 'login-burst'];
+const HEAVY = ['appium', 'live-screen', 'providers', 'fleet-screen', 'appium-direct', 'gui-tap-latency', 'gui-live-screen', 'wda-start', 'ios', 'login-burst', 'ios-tunnel', 'screenshot-during-feed', 'terminal-echo', 'http-throughput', 'instance-ready'];
