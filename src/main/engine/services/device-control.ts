@@ -350,13 +350,13 @@ export class DeviceControl {
     if (!driver.startRecording) throw conflict('recording_unsupported', 'This device cannot record its screen.');
     this.dropEndedRecordings();
     if (this.recordings.has(id)) throw conflict('recording_running', 'The screen is being recorded already: stop that recording first.');
-    const startedAt = new Date();
     const start = () => driver.startRecording!();
     const pending = onPhone(() => (options.continuous ? chainedRecording(start) : start()), 'start recording');
     this.recordings.set(id, pending);
     try {
       const recording = await pending;
-      return { startedAt, timeLimitSeconds: recording.timeLimitSeconds };
+      // When the phone's recorder runs, not when it was asked for: a phone busy with a long push starts it later.
+      return { startedAt: new Date(), timeLimitSeconds: recording.timeLimitSeconds };
     } catch (error) {
       this.recordings.delete(id);
       throw error;
