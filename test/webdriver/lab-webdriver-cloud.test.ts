@@ -1,4 +1,3 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +11,7 @@ import { client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, uploadReadyApp, waitFor, type TestLab } from '../support/lab.js';
 import { netnsOrSkip } from '../support/provider/index.js';
 import { remotePorts } from '../support/remote.js';
+import { startServerNamespace, type Namespace } from '../support/app-server-namespace.js';
 import { labSession } from '../support/webdriver.js';
 
 /**
@@ -25,92 +25,6 @@ const MAX_ASSET_BYTES = 1_000_000;
 /** How long an abandoned request's place is kept for its retry: 30 s by default, shorter here to see it given up. */
 const RETRY_SECONDS = 8;
 
-const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-
-/**
- * A file server in a namespace of its own: ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
- * limit (with and without a Content-Length), one that never answers, a redirect to the lab box's own address, and a
- * count of what it was asked.
- */
-const SERVER = `
-const http = require('node:http'), fs = require('node:fs'), crypto = require('node:crypto'), path = require('node:path');
-const [dir, hub] = process.argv.slice(1);
-const hits = [];
-http.createServer((req, res) => {
-  hits.push({ url: req.url, ifNoneMatch: req.headers['if-none-match'] ?? null });
-  if (req.url === '/hits') return res.end(JSON.stringify(hits));
-  if (req.url === '/silent.apk') return;
-  if (req.url === '/big.apk') { res.writeHead(200, { 'content-length': String(${MAX_ASSET_BYTES} + 1) }); return res.end(Buffer.alloc(${MAX_ASSET_BYTES} + 1)); }
-  if (req.url === '/endless.apk') { res.writeHead(200); const chunk = Buffer.alloc(65536); const send = () => res.write(chunk) ? setImmediate(send) : res.once('drain', send); res.on('error', () => {}); return send(); }
-  if (req.url === '/to-the-lab.apk') { res.writeHead(302, { location: 'http://' + hub + ':7676/app.apk' }); return res.end(); }
-  const file = path.join(dir, path.basename(req.url));
-  if (!fs.existsSync(file)) { res.writeHead(404); return res.end('no'); }
-  const body = fs.readFileSync(file);
-  const etag = '"' + crypto.createHash('sha256').update(body).digest('hex').slice(0, 16) + '"';
-  if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); return res.end(); }
-  res.writeHead(200, { etag, 'content-type': 'application/vnd.android.package-archive', 'content-length': body.length });
-  res.end(body);
-}).listen(8080, process.argv[3] ?? '0.0.0.0', () => console.log('listening'));
-`;
-
-interface Namespace {
-  /** The namespace's address: only this host reaches it, through the veth pair. */
-  ns: string;
-  /** The lab box's own end of the pair. */
-  hub: string;
-  stop(): void;
-}
-
-/** A namespace with a veth pair into it (a /30 nothing else has) and the file server above inside, on port 8080. */
-async function startServerNamespace(dir: string): Promise<Namespace> {
-  const tag = `${process.pid % 100000}`;
-  const name = `bt-apps-${tag}`;
-  const hubLink = `bta${tag}`;
-  const a = 150 + (process.pid % 50);
-  const b = (process.pid >> 6) % 256;
-  const hub = `10.${a}.${b}.1`;
-  const ns = `10.${a}.${b}.2`;
-  const started: { server?: ChildProcess } = {};
-  const stop = () => {
-    started.server?.kill('SIGKILL');
-    for (const pid of (() => {
-      try {
-        return ip('netns', 'pids', name).split('\n').filter(Boolean).map(Number);
-      } catch {
-        return [];
-      }
-    })()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-    for (const args of [['link', 'del', hubLink], ['netns', 'del', name]]) {
-      try {
-        ip(...args);
-      } catch {
-        /* gone */
-      }
-    }
-  };
-  stop();
-  ip('netns', 'add', name);
-  ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', `btb${tag}`);
-  ip('link', 'set', `btb${tag}`, 'netns', name);
-  ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
-  ip('link', 'set', hubLink, 'up');
-  ip('-n', name, 'addr', 'add', `${ns}/30`, 'dev', `btb${tag}`);
-  ip('-n', name, 'link', 'set', `btb${tag}`, 'up');
-  ip('-n', name, 'link', 'set', 'lo', 'up');
-  const server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', SERVER, dir, hub], { stdio: ['ignore', 'pipe', 'inherit'] });
-  started.server = server;
-  await new Promise<void>((resolve, reject) => {
-    server.stdout.once('data', () => resolve());
-    server.once('exit', (code) => reject(new Error(`the namespace's server exited (${code})`)));
-  });
-  return { ns, hub, stop };
-}
 
 /**
  * A TCP relay to the lab that counts the new-session requests it carries, and can cut every connection it carries
@@ -157,7 +71,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     writeFileSync(join(dir, 'app.apk'), downloaded);
     writeFileSync(join(dir, 'later.apk'), installedLater);
     writeFileSync(join(dir, 'not-an-app.apk'), 'just text');
-    net = await startServerNamespace(dir);
+    net = await startServerNamespace(dir, MAX_ASSET_BYTES);
     lab = await startLab(
       [
         { model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true },

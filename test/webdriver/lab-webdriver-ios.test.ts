@@ -7,6 +7,11 @@ import { remotePorts } from '../support/remote.js';
 import { uploadReadyApp, waitFor } from '../support/lab.js';
 import { buildIpa } from '../support/app-fixtures.js';
 import { labSession } from '../support/webdriver.js';
+import { startServerNamespace } from '../support/app-server-namespace.js';
+import { netnsOrSkip } from '../support/provider/index.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /**
  * An iPhone through the lab's WebDriver endpoint: WebdriverIO, unchanged, with an API key; real Appium's XCUITest
@@ -64,5 +69,26 @@ describe('WebDriver for the lab: an iPhone through XCUITest', () => {
     expect(caps).toMatchObject({ 'appium:udid': phone.udid, bundleId: 'com.example.ipa' });
     expect(JSON.stringify(caps)).not.toContain('webDriverAgentUrl');
     await driver.deleteSession();
+  }, 120_000);
+
+  it.skipIf(!netnsOrSkip())('downloads an app named by URL (an .ipa on a server that is not the lab box) and starts it by its bundle id', async () => {
+    const phone = bus.phones[0]!;
+    const dir = mkdtempSync(join(tmpdir(), 'benchtop-ipa-url-'));
+    writeFileSync(join(dir, 'app.ipa'), buildIpa({ bundleId: 'com.example.urlipa', displayName: 'URL IPA', shortVersion: '2.0', build: '7' }));
+    const net = await startServerNamespace(dir, 10_000_000);
+    try {
+      const driver = await labSession(engine.api, key, { platformName: 'iOS', 'appium:app': `http://${net.ns}:8080/app.ipa` });
+      expect(phone.board.foreground).toBe('com.example.urlipa');
+      expect(driver.capabilities as Record<string, unknown>).toMatchObject({ 'appium:udid': phone.udid, bundleId: 'com.example.urlipa' });
+      await driver.deleteSession();
+      // Downloaded once, into the organization's files.
+      const hits = (await (await fetch(`http://${net.ns}:8080/hits`)).json()) as Array<{ url: string }>;
+      expect(hits.filter((h) => h.url === '/app.ipa')).toHaveLength(1);
+      const files = (await c.call('GET', '/files', { token: owner })).body.data as Array<{ filename: string }>;
+      expect(files.some((f) => f.filename === 'app.ipa')).toBe(true);
+    } finally {
+      net.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });

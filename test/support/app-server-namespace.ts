@@ -1,0 +1,95 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * A server of apps that the lab may download (issue 43.1): not on the lab box itself or loopback, which the lab refuses,
+ * but in a network namespace reached through a veth pair (CI runs as root; netnsOrSkip() in ./provider says otherwise).
+ */
+const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/**
+ * A file server in a namespace of its own: ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
+ * limit (with and without a Content-Length), one that never answers, a redirect to the lab box's own address, and a
+ * count of what it was asked.
+ */
+const serverScript = (maxBytes: number) => `
+const http = require('node:http'), fs = require('node:fs'), crypto = require('node:crypto'), path = require('node:path');
+const [dir, hub] = process.argv.slice(1);
+const hits = [];
+http.createServer((req, res) => {
+  hits.push({ url: req.url, ifNoneMatch: req.headers['if-none-match'] ?? null });
+  if (req.url === '/hits') return res.end(JSON.stringify(hits));
+  if (req.url === '/silent.apk') return;
+  if (req.url === '/big.apk') { res.writeHead(200, { 'content-length': String(${maxBytes} + 1) }); return res.end(Buffer.alloc(${maxBytes} + 1)); }
+  if (req.url === '/endless.apk') { res.writeHead(200); const chunk = Buffer.alloc(65536); const send = () => res.write(chunk) ? setImmediate(send) : res.once('drain', send); res.on('error', () => {}); return send(); }
+  if (req.url === '/to-the-lab.apk') { res.writeHead(302, { location: 'http://' + hub + ':7676/app.apk' }); return res.end(); }
+  const file = path.join(dir, path.basename(req.url));
+  if (!fs.existsSync(file)) { res.writeHead(404); return res.end('no'); }
+  const body = fs.readFileSync(file);
+  const etag = '"' + crypto.createHash('sha256').update(body).digest('hex').slice(0, 16) + '"';
+  if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); return res.end(); }
+  res.writeHead(200, { etag, 'content-type': req.url.endsWith('.apk') ? 'application/vnd.android.package-archive' : 'application/octet-stream', 'content-length': body.length });
+  res.end(body);
+}).listen(8080, process.argv[3] ?? '0.0.0.0', () => console.log('listening'));
+`;
+
+export interface Namespace {
+  /** The namespace's address: only this host reaches it, through the veth pair. */
+  ns: string;
+  /** The lab box's own end of the pair. */
+  hub: string;
+  stop(): void;
+}
+
+/**
+ * A namespace with a veth pair into it (a /30 nothing else has) and the file server above inside, on port 8080, serving
+ * the files of `dir`; `maxBytes` is the lab's asset limit, which its too-large answers pass by one byte.
+ */
+export async function startServerNamespace(dir: string, maxBytes: number): Promise<Namespace> {
+  const tag = `${process.pid % 100000}`;
+  const name = `bt-apps-${tag}`;
+  const hubLink = `bta${tag}`;
+  const a = 150 + (process.pid % 50);
+  const b = (process.pid >> 6) % 256;
+  const hub = `10.${a}.${b}.1`;
+  const ns = `10.${a}.${b}.2`;
+  const started: { server?: ChildProcess } = {};
+  const stop = () => {
+    started.server?.kill('SIGKILL');
+    for (const pid of (() => {
+      try {
+        return ip('netns', 'pids', name).split('\n').filter(Boolean).map(Number);
+      } catch {
+        return [];
+      }
+    })()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    for (const args of [['link', 'del', hubLink], ['netns', 'del', name]]) {
+      try {
+        ip(...args);
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  stop();
+  ip('netns', 'add', name);
+  ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', `btb${tag}`);
+  ip('link', 'set', `btb${tag}`, 'netns', name);
+  ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
+  ip('link', 'set', hubLink, 'up');
+  ip('-n', name, 'addr', 'add', `${ns}/30`, 'dev', `btb${tag}`);
+  ip('-n', name, 'link', 'set', `btb${tag}`, 'up');
+  ip('-n', name, 'link', 'set', 'lo', 'up');
+  const server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', serverScript(maxBytes), dir, hub], { stdio: ['ignore', 'pipe', 'inherit'] });
+  started.server = server;
+  await new Promise<void>((resolve, reject) => {
+    server.stdout.once('data', () => resolve());
+    server.once('exit', (code) => reject(new Error(`the namespace's server exited (${code})`)));
+  });
+  return { ns, hub, stop };
+}
