@@ -229,7 +229,10 @@ async function directH264Fps(lab: AndroidLab): Promise<number> {
   return (units - before) / ((performance.now() - start) / 1000);
 }
 
-/** Each H.264 message's arrival and keyframe flag, for `ms`, to one viewer. */
+/**
+ * Each H.264 message's arrival and keyframe flag, for `ms`, to one viewer; a smoke run's shorter window runs on until
+ * it has seen a restart (a keyframe after the first picture) and a picture between keyframes.
+ */
 async function h264Arrivals(url: string, ms: number): Promise<Array<{ at: number; keyframe: boolean }>> {
   const socket = new WebSocket(url);
   onCleanup(() => socket.terminate());
@@ -241,7 +244,7 @@ async function h264Arrivals(url: string, ms: number): Promise<Array<{ at: number
     socket.once('open', resolve);
     socket.once('error', reject);
   });
-  await sleep(ms);
+  await countingWindow(ms, () => arrivals.slice(1).some((a) => a.keyframe) && arrivals.slice(1).some((a) => !a.keyframe));
   socket.close();
   return arrivals;
 }

@@ -4,7 +4,8 @@
  * npm run bench -- --compare <ref> [--rounds N] name...: the same benchmarks on this checkout and on a git ref,
  * interleaved in one run, with each figure's ratio between the two (support/compare.ts).
  * npm run bench -- --smoke [name...]: each benchmark once at its smallest size (support/smoke.ts), as CI runs it: a
- * benchmark that cannot finish, or whose baseline no longer does the same work, fails the run.
+ * benchmark that cannot finish, or whose baseline no longer does the same work, fails the run. It runs on a bundle of
+ * the benchmarks (support/bundle.ts), two at a time (BENCH_SMOKE_JOBS).
  */
 import { readdirSync } from 'node:fs';
 import { cleanup } from './support/cleanup.js';
@@ -102,13 +103,13 @@ if (SMOKE && !process.env.BENCH_SMOKE_CHILD) {
   }
 }
 
-// BENCH_SMOKE_JOBS=N runs a smoke run's benchmarks N at a time, each in a process of its own (smokeInParallel): on a
-// machine with cores to spare. On CI's two cores they are CPU-bound (three at a time took 252 s, one after the other
-// 166 s), so by default they run one after the other, in this process.
-if (SMOKE && !process.env.BENCH_SMOKE_CHILD && Number(process.env.BENCH_SMOKE_JOBS) > 1) {
-  const chosen = NAMES.filter((name) => wanted.length === 0 || wanted.includes(name));
-  process.exit(await smokeInParallel(chosen));
-}
+// A smoke run's benchmarks run two at a time, in two worker processes (smokeInParallel): on CI's two cores the
+// benchmarks wait often enough (a phone's polling, a throttle's lockout, Appium) that two overlap well, and the run took
+// 136 s where one after the other took 158 s. BENCH_SMOKE_JOBS=N runs N at a time; BENCH_SMOKE_JOBS=1 runs them one
+// after the other, in this process (as does a smoke run of one benchmark).
+const jobs = Number(process.env.BENCH_SMOKE_JOBS || 2);
+const chosen = NAMES.filter((name) => wanted.length === 0 || wanted.includes(name));
+if (SMOKE && !process.env.BENCH_SMOKE_CHILD && jobs > 1 && chosen.length > 1) process.exit(await smokeInParallel(chosen, jobs));
 
 // Whatever ends the run early, the servers it started are stopped and its temp dirs removed.
 let aborted = false;
@@ -124,8 +125,29 @@ process.once('unhandledRejection', (error) => abort(`unhandled ${(error as Error
 const figures: Figure[] = [];
 let failed = false;
 const started = performance.now();
-for (const [name, load] of ALL.filter(([name]) => wanted.length === 0 || wanted.includes(name))) {
+/**
+ * The benchmarks this process runs: the named ones (all if none), or, in a smoke run's worker (smokeInParallel), each
+ * one its parent hands it when it asks for the next, until none is left. Before it asks, a worker tells its parent how
+ * the last one went.
+ */
+async function* toRun(): AsyncGenerator<readonly [string, () => Promise<Benchmark>]> {
+  if (!process.env.BENCH_SMOKE_WORKER || !process.send) {
+    yield* ALL.filter(([name]) => wanted.length === 0 || wanted.includes(name));
+    return;
+  }
+  for (;;) {
+    const answer = new Promise<{ name?: string } | undefined>((resolve) => process.once('message', resolve));
+    process.send({ next: true });
+    const { name: next } = (await answer) ?? {};
+    const entry = ALL.find(([name]) => name === next);
+    if (!entry) return;
+    yield entry;
+  }
+}
+
+for await (const [name, load] of toRun()) {
   if (aborted) break;
+  let ok = false;
   const begun = performance.now();
   const cpuBegun = cpuSeconds();
   try {
@@ -136,6 +158,7 @@ for (const [name, load] of ALL.filter(([name]) => wanted.length === 0 || wanted.
     const blind = own.filter((f) => /NaN|Infinity/.test(f.ratio));
     if (own.length === 0 || blind.length > 0) throw new Error(`no comparable figure: ${own.length === 0 ? 'none reported' : blind.map((f) => `${f.figure}: ${f.ratio}`).join('; ')}`);
     figures.push(...own);
+    ok = true;
   } catch (error) {
     failed = true;
     if (aborted) break;
@@ -145,6 +168,7 @@ for (const [name, load] of ALL.filter(([name]) => wanted.length === 0 || wanted.
     // The processes cleanup stopped are reaped (and their CPU counted) on the event loop's next turns.
     if (SMOKE) await new Promise((resolve) => setTimeout(resolve, 50));
     if (SMOKE) console.log(`  ${name}: ${((performance.now() - begun) / 1000).toFixed(1)} s (CPU ${(cpuSeconds() - cpuBegun).toFixed(1)} s)`);
+    if (process.env.BENCH_SMOKE_WORKER) process.send?.({ done: name, ok });
   }
 }
 

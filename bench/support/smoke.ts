@@ -37,41 +37,55 @@ export async function countingWindow(ms: number, moved: () => boolean | Promise<
 }
 
 /**
- * Runs each named benchmark's smoke run in a child process of its own, `concurrency` at a time, heaviest first, and
- * prints each one's output whole when it ends, so that the log reads as a sequential run's. A process per benchmark
- * also keeps what one starts (its adb server, Chromium, Appium, temp dirs) and its cleanup apart from the others'.
- * Resolves to the exit code: 1 if any benchmark failed or could not finish.
+ * Runs the named benchmarks' smoke runs `concurrency` at a time, heaviest first, in as many worker processes, each of
+ * which runs one benchmark after another as the sequential run does (its cleanup after each) and asks for the next
+ * when it is done: a worker loads the modules two of its benchmarks share once, where a process per benchmark loaded
+ * them (and the run's own) 30 times. Each benchmark's output is printed whole when it ends, so that the log reads as a
+ * sequential run's. What one worker starts (its adb server, Chromium, Appium, temp dirs) and its cleanup stay apart
+ * from the other's. Resolves to the exit code: 1 if any benchmark failed or a worker could not finish.
  */
-export async function smokeInParallel(names: readonly string[], concurrency = Number(process.env.BENCH_SMOKE_JOBS) || 2): Promise<number> {
+export async function smokeInParallel(names: readonly string[], concurrency: number): Promise<number> {
   const { spawn } = await import('node:child_process');
   const script = process.argv[1]!;
   // The slowest first (seconds of a sequential smoke run), so that the last ones to start are short.
-  const order = [...names].sort((a, b) => (HEAVY.indexOf(a) + 1 || HEAVY.length + 1) - (HEAVY.indexOf(b) + 1 || HEAVY.length + 1));
+  const queue = [...names].sort((a, b) => (HEAVY.indexOf(a) + 1 || HEAVY.length + 1) - (HEAVY.indexOf(b) + 1 || HEAVY.length + 1));
   const started = performance.now();
   const failed: string[] = [];
-  const runOne = (name: string) =>
+  const worker = () =>
     new Promise<void>((resolve) => {
-      const child = spawn(process.execPath, [...process.execArgv, script, '--smoke', name], {
-        env: { ...process.env, BENCH_SMOKE_CHILD: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const child = spawn(process.execPath, [...process.execArgv, script, '--smoke'], {
+        env: { ...process.env, BENCH_SMOKE_CHILD: '1', BENCH_SMOKE_WORKER: '1' },
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.on('close', (code, signal) => {
+      let running: string | undefined;
+      const flush = () => {
         process.stdout.write(output);
-        if (code !== 0) {
-          failed.push(name);
-          console.error(`  ${name}: the smoke run ended with ${signal ?? `exit code ${code}`}`);
+        output = '';
+      };
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('message', (message: { next?: boolean; done?: string; ok?: boolean }) => {
+        if (message.done !== undefined) {
+          if (!message.ok) failed.push(message.done);
+          running = undefined;
         }
+        if (!message.next) return;
+        // Its output so far is its last benchmark's, whole (a message can overtake the pipe's last chunk: the next
+        // benchmark's output starts with its title's line, so at worst a line moves to it).
+        flush();
+        running = queue.shift();
+        child.send({ name: running });
+      });
+      child.on('close', (code, signal) => {
+        flush();
+        if (running !== undefined) failed.push(running);
+        if (code !== 0 && running === undefined && failed.length === 0) failed.push('(a worker)');
+        if (code !== 0) console.error(`  a smoke worker ended with ${signal ?? `exit code ${code}`}`);
         resolve();
       });
     });
-  const queue = [...order];
-  const worker = async () => {
-    for (let name = queue.shift(); name !== undefined; name = queue.shift()) await runOne(name);
-  };
-  // Stopped by CI or a person: the children get the signal too (same process group) and clean up after themselves.
+  // Stopped by CI or a person: the workers get the signal too (same process group) and clean up after themselves.
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
   const seconds = ((performance.now() - started) / 1000).toFixed(0);
   console.log(`\nSmoke run of ${names.length} benchmarks, ${concurrency} at a time: ${seconds} s. ${failed.length === 0 ? 'Each finished, with a comparable figure.' : `Failed: ${failed.join(', ')}.`}`);
