@@ -83,33 +83,46 @@ if (SMOKE && !process.env.BENCH_BUNDLE_DIR && process.env.BENCH_SMOKE_BUNDLE !==
   process.exit(await runBundled(process.argv.slice(2)));
 }
 
-// A benchmark someone adds to bench/ but not to ALL would never run, in CI or anywhere. A smoke run's child leaves
-// this to its parent, which has checked it.
-if (SMOKE && !process.env.BENCH_SMOKE_CHILD) {
-  const listed = new Set(await Promise.all(ALL.map(async ([name, load]) => {
+/**
+ * A benchmark someone adds to bench/ but not to ALL would never run, in CI or anywhere: what is wrong, if anything, for
+ * a smoke run to fail on.
+ */
+async function unlisted(): Promise<string | undefined> {
+  const listed = new Set<Benchmark>();
+  for (const [name, load] of ALL) {
     const bench = await load();
-    if (bench.name !== name) throw new Error(`bench/run.ts lists ${bench.name} as ${name}`);
-    return bench;
-  })));
+    if (bench.name !== name) return `bench/run.ts lists ${bench.name} as ${name}.`;
+    listed.add(bench);
+  }
   const files = readdirSync(new URL('.', import.meta.url)).filter((f) => f.endsWith('.ts') && f !== 'run.ts');
   for (const file of files) {
     const exported = Object.values(await import(`./${file.slice(0, -'.ts'.length)}.ts`) as Record<string, unknown>)
       .filter((value): value is Benchmark => typeof value === 'object' && value !== null && 'name' in value && typeof (value as Benchmark).run === 'function');
     const missing = exported.filter((b) => !listed.has(b));
-    if (missing.length > 0) {
-      console.error(`bench/${file} exports ${missing.map((b) => b.name).join(', ')}, which bench/run.ts does not run: add it to ALL.`);
-      process.exit(2);
-    }
+    if (missing.length > 0) return `bench/${file} exports ${missing.map((b) => b.name).join(', ')}, which bench/run.ts does not run: add it to ALL.`;
   }
+  return undefined;
 }
 
 // A smoke run's benchmarks run two at a time, in two worker processes (smokeInParallel): on CI's two cores the
 // benchmarks wait often enough (a phone's polling, a throttle's lockout, Appium) that two overlap well, and the run took
 // 136 s where one after the other took 158 s. BENCH_SMOKE_JOBS=N runs N at a time; BENCH_SMOKE_JOBS=1 runs them one
-// after the other, in this process (as does a smoke run of one benchmark).
+// after the other, in this process (as does a smoke run of one benchmark). A smoke run's worker leaves the check that
+// every benchmark is listed to its parent, which loads every benchmark for it while the workers start.
 const jobs = Number(process.env.BENCH_SMOKE_JOBS || 2);
 const chosen = NAMES.filter((name) => wanted.length === 0 || wanted.includes(name));
-if (SMOKE && !process.env.BENCH_SMOKE_CHILD && jobs > 1 && chosen.length > 1) process.exit(await smokeInParallel(chosen, jobs));
+if (SMOKE && !process.env.BENCH_SMOKE_CHILD) {
+  const checked = unlisted();
+  const report = (wrong: string | undefined) => {
+    if (wrong) console.error(wrong);
+    return wrong;
+  };
+  if (jobs > 1 && chosen.length > 1) {
+    const [code, wrong] = await Promise.all([smokeInParallel(chosen, jobs), checked.then(report)]);
+    process.exit(wrong ? 2 : code);
+  }
+  if (report(await checked)) process.exit(2);
+}
 
 // Whatever ends the run early, the servers it started are stopped and its temp dirs removed.
 let aborted = false;
