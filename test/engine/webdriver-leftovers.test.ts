@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endLeftovers } from '../../src/main/engine/fleet/guarded-child.js';
@@ -83,7 +83,11 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
     console.log(`graceful stop with a WebDriver session running: ${Math.round(ms)} ms`);
     expect(code).toBe(0);
     expect(processesUnder([dir])).toEqual([]);
-    expect(ms).toBeLessThan(3000);
+    // 3 s on a machine with a core to spare (790 ms alone on the 2-core build machine); beside other test files at a
+    // load of 8 it took 3.5-4.1 s, as every process of the stop (Appium, adb, the engine) gets a quarter of a core. The
+    // bound grows with the load, up to 6 s, which still fails the 7 s the stop took before it was fixed.
+    const load = loadavg()[0]! / cpus().length;
+    expect(ms).toBeLessThan(Math.min(6000, 3000 * Math.max(1, load)));
 
     // The run the stop ended is kept as ended by it, and its phone was released.
     engine = await lab.serve();
