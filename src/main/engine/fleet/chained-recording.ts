@@ -111,17 +111,11 @@ export async function chainedRecording(start: () => Promise<ScreenRecording>): P
       ended = true;
       clearTimeout(timer);
       await rolling;
-      const now = Date.now();
-      const last = finish(now);
-      const segments = [...done];
-      // A segment the phone failed to finish is left out; the rest still make a video.
-      const videos = (await Promise.allSettled(segments.map((s) => s.video)))
-        .map((r, i) => (r.status === 'fulfilled' ? { data: r.value, seconds: segments[i]!.seconds } : undefined))
-        .filter((v) => v !== undefined);
-      if (videos.length === 0) {
-        if (last) return last;
-        throw new Error('No segment of the recording was finished.');
-      }
+      finish(Date.now());
+      const settled = await Promise.allSettled(done.map((s) => s.video));
+      // A segment the phone failed to finish is left out; the rest still make a video. With none, the last one's error.
+      const videos = settled.flatMap((r, i) => (r.status === 'fulfilled' ? [{ data: r.value, seconds: done[i]!.seconds }] : []));
+      if (videos.length === 0) throw (settled.at(-1) as PromiseRejectedResult).reason;
       if (videos.length === 1) return videos[0]!.data;
       return joinMp4(videos);
     },
