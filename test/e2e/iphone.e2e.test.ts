@@ -43,9 +43,14 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
   const framesShown = () => image().getAttribute('data-frames').then(Number);
   const fleet = async () => (await c().call('GET', '/fleet/devices', { token })).body.data as Array<Record<string, any>>;
 
-  /** The colour of one pixel of the frame the page shows, in the phone's pixels. */
+  /** The colour of one pixel of the frame the page shows, in the phone's pixels. While the next frame's blob loads
+   * into the img, Chromium may answer 0x0 (and a 0x0 canvas reads black): wait for a decoded frame first. */
   const pixel = (x: number, y: number) =>
-    image().evaluate((img: HTMLImageElement, [px, py]) => {
+    image().evaluate(async (img: HTMLImageElement, [px, py]) => {
+      for (let waited = 0; !(img.complete && img.naturalWidth > 0); waited += 20) {
+        if (waited > 5000) throw new Error('no decoded frame in the screen image for 5 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       const canvas = document.createElement('canvas');
       canvas.width = img.naturalWidth;
       canvas.height = img.naturalHeight;
