@@ -68,7 +68,7 @@ describe('ports the lab hands out (issue 45)', () => {
     const dir = home();
     const { taken, pick } = await racedPicker();
     const lines: string[] = [];
-    const appium = new AppiumServer({ home: dir, env: {}, startTimeoutMs: 60_000, pidFile: join(dir, 'pids', 'appium.json'), freePort: pick, log: (m) => lines.push(m) });
+    const appium = new AppiumServer({ platform: 'android', home: dir, env: {}, startTimeoutMs: 60_000, pidFile: join(dir, 'pids', 'appium.json'), freePort: pick, log: (m) => lines.push(m) });
     try {
       const url = new URL(await appium.ensure());
       expect(Number(url.port)).not.toBe(taken);

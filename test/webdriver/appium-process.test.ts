@@ -36,7 +36,7 @@ describe.skipIf(!hasAdb)("Appium's own port (issue 41.4)", () => {
     expect(appium).toBeDefined();
     const ports = listeningPorts(appium.pid);
     expect(ports.length).toBeGreaterThan(0);
-    const secret = (JSON.parse(readFileSync(join(dir, 'appium', 'appium-server.json'), 'utf8')) as { server: { 'base-path': string } }).server['base-path'];
+    const secret = (JSON.parse(readFileSync(join(dir, 'appium', 'android', 'appium-server.json'), 'utf8')) as { server: { 'base-path': string } }).server['base-path'];
     expect(secret).toMatch(/^\/[0-9a-f]{48}$/);
 
     for (const port of ports) {

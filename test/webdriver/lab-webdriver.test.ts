@@ -273,15 +273,17 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
 
   it('Appium dying ends its sessions as interrupted and frees their phones; the next session starts a new Appium', async () => {
     const driver = await session({ 'appium:deviceName': 'Galaxy S23', 'benchtop:options': { name: 'appium crash' } });
-    const { pid } = lab.engine.engine.services.webdriver.status().appium;
+    const { pid } = lab.engine.engine.services.webdriver.status().appium.android;
     expect(pid).toBeGreaterThan(0);
+    // Appium runs a process for each platform, started by its platform's first session: no iPhone session, no XCUITest.
+    expect(lab.engine.engine.services.webdriver.status().appium.ios).toEqual({ running: false });
     process.kill(-pid!, 'SIGKILL');
     expect((await resultNamed('appium crash')).status).toBe('interrupted');
     await waitFor('the phone to be freed', async () => (await allocations()).length === 0, 15_000);
     expect((await wd('GET', `/session/${driver.sessionId}/source`, undefined, {})).status).toBe(404);
     expect((await fetch(`${lab.engine.api}/health`)).status).toBe(200);
     const next = await session({ 'appium:deviceName': 'Galaxy S23' });
-    expect(lab.engine.engine.services.webdriver.status().appium.pid).not.toBe(pid);
+    expect(lab.engine.engine.services.webdriver.status().appium.android.pid).not.toBe(pid);
     await next.deleteSession();
   }, 120_000);
 

@@ -43,7 +43,7 @@ import { TestResults } from './services/test-results.js';
 import { UsageReport } from './services/usage.js';
 import { WebDriverRuns } from './services/webdriver.js';
 import { WebDriverApps } from './services/webdriver-apps.js';
-import { AppiumServer } from './fleet/appium/appium-server.js';
+import { AppiumServer, type AppiumPlatform } from './fleet/appium/appium-server.js';
 import { androidHomeFor, PrivateAdbServer } from './fleet/appium/private-adb.js';
 import { endLeftovers } from './fleet/guarded-child.js';
 import { formatUsbmuxdAddress } from './fleet/ios/usbmux.js';
@@ -224,8 +224,8 @@ function wire(
 }
 
 /**
- * WebDriver for the whole lab: real Appium in a process of its own (started by the first session), reaching Android
- * phones through a private adb server of its own and iPhones through their WebDriverAgent URL.
+ * WebDriver for the whole lab: real Appium, a process for each platform (each started by its platform's first
+ * session), reaching Android phones through a private adb server of its own and iPhones through their WebDriverAgent URL.
  */
 function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; freePort?: () => Promise<number>; log: (message: string) => void }) {
   const home = join(config.dataDir, 'appium');
@@ -234,14 +234,12 @@ function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<Constru
   endLeftovers(pids, parts.log);
   const androidHome = config.adb ? androidHomeFor(home) : undefined;
   const usbmuxd = config.usbmuxd && !('open' in config.usbmuxd) ? formatUsbmuxdAddress(config.usbmuxd) : undefined;
-  const appium = new AppiumServer({
-    home,
-    env: { ...(androidHome ? { ANDROID_HOME: androidHome } : {}), ...(usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}) },
-    startTimeoutMs: 60_000,
-    pidFile: join(pids, 'appium.json'),
-    freePort: parts.freePort,
-    log: parts.log,
-  });
+  const appiumFor = (platform: AppiumPlatform, env: Record<string, string>) =>
+    new AppiumServer({ platform, home: join(home, platform), env, startTimeoutMs: 60_000, pidFile: join(pids, `appium-${platform}.json`), freePort: parts.freePort, log: parts.log });
+  const appium = {
+    android: appiumFor('android', androidHome ? { ANDROID_HOME: androidHome } : {}),
+    ios: appiumFor('ios', usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}),
+  };
   const { idleRelease, fleet, now, freePort, log, ...rest } = parts;
   return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
     privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json'), freePort }) : undefined,

@@ -8,7 +8,7 @@ import { answeredCapabilities } from '../domain/webdriver-answer.js';
 import type { FileRow } from '../store/files.js';
 import { notFound } from '../domain/errors.js';
 import { mp4Seconds } from '../domain/mp4-duration.js';
-import { freePort, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
+import { freePort, type AppiumPlatform, type AppiumReply, type AppiumServer } from '../fleet/appium/appium-server.js';
 import type { PrivateAdbServer } from '../fleet/appium/private-adb.js';
 import type { PhoneSource } from '../fleet/types.js';
 import type { DeviceAllocationRow } from '../store/devices.js';
@@ -207,13 +207,16 @@ export class WebDriverRuns {
       testResults: Pick<TestResults, 'createTestResult' | 'updateTestResult' | 'addAsset'>;
       blobs: Pick<BlobStore, 'stage'>;
       phones: Pick<PhoneSource, 'get' | 'driver'>;
-      appium: AppiumServer;
+      /** Appium for each platform, each started by its platform's first session. */
+      appium: Record<AppiumPlatform, AppiumServer>;
     },
     private readonly now: Clock,
     private readonly options: WebDriverOptions,
   ) {
-    parts.appium.on('line', (line) => this.appiumLine(line));
-    parts.appium.on('died', () => this.appiumDied());
+    for (const [platform, appium] of Object.entries(parts.appium) as Array<[AppiumPlatform, AppiumServer]>) {
+      appium.on('line', (line) => this.appiumLine(line));
+      appium.on('died', () => this.appiumDied(platform));
+    }
   }
 
   // ---- a new session ----
@@ -235,7 +238,7 @@ export class WebDriverRuns {
       throw new WebDriverError('session not created', 'This machine has no adb for Appium: install Debian\'s adb package (or set ANDROID_HOME).');
     }
     // Appium loads its drivers (seconds) while the phone is allocated.
-    const appiumReady = this.parts.appium.ensure();
+    const appiumReady = this.parts.appium[request.platform].ensure();
     appiumReady.catch(() => undefined);
     // The apps before the queue: a download holds no phone. A retry finds them stored (or unchanged at their URL).
     const apps = await this.appFiles(scope, request);
@@ -312,7 +315,7 @@ export class WebDriverRuns {
       const started = performance.now();
       this.starting++;
       const appCaps = launchCapabilities(request, apps.at(-1), request.apps.app !== undefined);
-      const create = () => this.parts.appium.call('POST', '/session', { capabilities: { alwaysMatch: { ...appCaps, ...labCaps }, firstMatch: [{}] } });
+      const create = () => this.parts.appium[run.platform].call('POST', '/session', { capabilities: { alwaysMatch: { ...appCaps, ...labCaps }, firstMatch: [{}] } });
       const reply = await (async () => {
         let answer = await create();
         // A port the lab chose can be taken before Appium's adb binds it: the session starts on others.
@@ -581,13 +584,14 @@ export class WebDriverRuns {
     const url = `/session/${run.appiumId}${path}`;
     let reply: AppiumReply;
     try {
-      const call = () => (stream && stream.length !== 0 ? this.parts.appium.stream(command.method, url, stream.stream, stream.length) : this.parts.appium.call(command.method, url, payload));
+      const appium = this.parts.appium[run.platform];
+      const call = () => (stream && stream.length !== 0 ? appium.stream(command.method, url, stream.stream, stream.length) : appium.call(command.method, url, payload));
       // The run's own video goes on around a suite's own recording, which would end the lab's recorder.
       reply = await (endsScreenRecorders(command.template, run.platform) ? this.parts.control.besideRecording(run.allocationId, call) : call());
     } catch (error) {
       run.inFlight--;
       this.log(run, { at, method: command.method, path, status: 500, ms: Math.round(performance.now() - started), error: (error as Error).message, ...(label ? { label } : {}) });
-      if (!this.parts.appium.running()) throw new WebDriverError('invalid session id', 'Appium stopped while it ran the command; the session has ended.');
+      if (!this.parts.appium[run.platform].running()) throw new WebDriverError('invalid session id', 'Appium stopped while it ran the command; the session has ended.');
       throw new WebDriverError('unknown error', `Appium did not answer: ${(error as Error).message}`);
     } finally {
       if (large) {
@@ -722,10 +726,13 @@ export class WebDriverRuns {
     return run && !run.ending ? { by: run.scope.caller.user.email } : undefined;
   }
 
-  /** Appium's process (started by the first session) and the sessions running: for the desktop shell and tests. */
-  status(): { appium: { running: boolean; pid?: number }; sessions: number } {
-    const pid = this.parts.appium.pid();
-    return { appium: { running: this.parts.appium.running(), ...(pid ? { pid } : {}) }, sessions: this.runs.size };
+  /** Each platform's Appium process (started by its first session) and the sessions running: for tests. */
+  status(): { appium: Record<AppiumPlatform, { running: boolean; pid?: number }>; sessions: number } {
+    const of = (appium: AppiumServer) => {
+      const pid = appium.pid();
+      return { running: appium.running(), ...(pid ? { pid } : {}) };
+    };
+    return { appium: { android: of(this.parts.appium.android), ios: of(this.parts.appium.ios) }, sessions: this.runs.size };
   }
 
   // ---- the end of a run ----
@@ -777,8 +784,8 @@ export class WebDriverRuns {
         const shot = await withTimeout(this.parts.control.screenshot(run.scope, run.target), END_STEP_TIMEOUT_MS, 'The last screenshot').catch(() => undefined);
         if (shot) assets.unshift({ name: `screenshot.${shot.format}`, type: `image/${shot.format}`, data: async () => shot.data });
       }
-      if (run.appiumId && this.parts.appium.running() && reason !== 'appium_session_lost' && reason !== 'engine_stopped') {
-        const deleted = await withTimeout(this.parts.appium.call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS), END_STEP_TIMEOUT_MS, 'Deleting Appium\'s session').catch((error: Error) => error);
+      if (run.appiumId && this.parts.appium[run.platform].running() && reason !== 'appium_session_lost' && reason !== 'engine_stopped') {
+        const deleted = await withTimeout(this.parts.appium[run.platform].call('DELETE', `/session/${run.appiumId}`, undefined, END_STEP_TIMEOUT_MS), END_STEP_TIMEOUT_MS, 'Deleting Appium\'s session').catch((error: Error) => error);
         if (deleted instanceof Error) this.options.log(`WebDriver run ${run.id}: deleting Appium's session failed: ${deleted.message}`);
       }
       run.stopPhoneLog.abort();
@@ -869,8 +876,9 @@ export class WebDriverRuns {
     }
   }
 
-  private appiumDied(): void {
-    for (const run of [...this.byAllocation.values()]) void this.end(run, 'appium_died');
+  /** A platform's Appium exited: its sessions have ended; the other platform's go on. */
+  private appiumDied(platform: AppiumPlatform): void {
+    for (const run of [...this.byAllocation.values()]) if (run.platform === platform) void this.end(run, 'appium_died');
   }
 
   /** At start: runs the engine died with end, and their phones go back to the lab. */
@@ -897,7 +905,7 @@ export class WebDriverRuns {
     await Promise.all([...this.byAllocation.values()].map((run) => this.end(run, 'engine_stopped')));
     // Appium before its adb server: an adb command Appium runs while it ends would start a new server of its own
     // (a daemon no guard ends) if it found none.
-    await this.parts.appium.stop();
+    await Promise.all([this.parts.appium.android.stop(), this.parts.appium.ios.stop()]);
     await this.options.privateAdb?.stop();
   }
 }

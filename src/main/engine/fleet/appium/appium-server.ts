@@ -12,6 +12,8 @@ import { withoutHostDetails } from '../../domain/webdriver-commands.js';
 import { killGroup, spawnGuarded, stopGuarded } from '../guarded-child.js';
 
 export interface AppiumServerOptions {
+  /** The one driver this Appium loads: the lab runs an Appium for each platform, each started by its first session. */
+  platform: AppiumPlatform;
   /** Appium's own HOME and TMPDIR: what it and its adb write stays in the lab's data dir. */
   home: string;
   /** Added to Appium's environment: ANDROID_HOME, USBMUXD_SOCKET_ADDRESS. */
@@ -40,8 +42,15 @@ interface AppiumServerEvents {
   died: [];
 }
 
-/** The drivers the lab runs; Appium finds them through the package.json of its APPIUM_HOME. */
-const DRIVERS = ['appium-uiautomator2-driver', 'appium-xcuitest-driver'];
+export type AppiumPlatform = 'android' | 'ios';
+
+/**
+ * The driver each platform's Appium runs; Appium finds it through the package.json of its APPIUM_HOME, and loads every
+ * driver listed there at start. One driver each: loading XCUITest's too cost every Appium start a second of CPU (3.4 s
+ * against 2.4 s to ready on this machine) in a lab whose sessions were all on Android, and a driver that takes its
+ * Appium down ends only its own platform's sessions.
+ */
+export const DRIVER_OF: Record<AppiumPlatform, string> = { android: 'appium-uiautomator2-driver', ios: 'appium-xcuitest-driver' };
 
 /** The node_modules folder that holds Appium and the drivers this project depends on: the lab's own install. */
 let modulesFound: string | undefined;
@@ -50,20 +59,20 @@ function installedModules(): string {
 }
 
 /**
- * Appium's home, made in the lab's data dir at each start: a package.json that depends on Appium and the drivers, and
- * links to them where they are installed now. Appium's extension manifest (node_modules/.cache/appium/extensions.yaml
+ * Appium's home, made in the lab's data dir at each start: a package.json that depends on Appium and the platform's
+ * driver, and links to them where they are installed now. Appium's extension manifest (node_modules/.cache/appium/extensions.yaml
  * under APPIUM_HOME) records absolute install paths and is rebuilt only when that package.json changes: kept in the
  * install, a copied or moved install (a packaged app, a moved checkout) got an Appium that said it was ready and had no
  * drivers, and a read-only install could not be written at all. Here the links are remade and the manifest is rebuilt
  * from them every start, in a folder the lab writes.
  */
-export function prepareAppiumHome(home: string, modules = installedModules()): { main: string; home: string } {
+export function prepareAppiumHome(home: string, platform: AppiumPlatform, modules = installedModules()): { main: string; home: string } {
   const appiumHome = join(home, 'appium-home');
   const links = join(appiumHome, 'node_modules');
   rmSync(join(links, '.cache'), { recursive: true, force: true });
   mkdirSync(links, { recursive: true, mode: 0o700 });
   const dependencies: Record<string, string> = {};
-  for (const name of ['appium', ...DRIVERS]) {
+  for (const name of ['appium', DRIVER_OF[platform]]) {
     const target = join(modules, name);
     const link = join(links, name);
     rmSync(link, { recursive: true, force: true });
@@ -156,7 +165,7 @@ export class AppiumServer extends EventEmitter<AppiumServerEvents> {
   }
 
   private async launch(port: number): Promise<string> {
-    const { main, home: appiumHome } = prepareAppiumHome(this.options.home, this.options.modules);
+    const { main, home: appiumHome } = prepareAppiumHome(this.options.home, this.options.platform, this.options.modules);
     // A base path only the engine knows: Appium's port answers nothing else, so a local process that finds it can
     // neither start a session nor reach the lab's. It travels in a file of the lab's (0600), never on a command line
     // every local user can read in /proc.
