@@ -61,7 +61,7 @@ function figure(name: string, value: number, own: number, target = 'reported'): 
 /** `shared`: a smoke run's one Appium for both platforms (each driver reads only its own variable). */
 async function android(shared?: AppiumServer): Promise<Figure[]> {
   if (!existsSync(SDK_ADB)) throw new Error(`${SDK_ADB} is missing: install the Debian package adb`);
-  const appium = shared ?? await startAppium({ ANDROID_HOME });
+  const appium = shared ?? await startAppium({ ANDROID_HOME }, ['uiautomator2']);
   if (!shared) onCleanup(() => appium.stop());
   const adb = await startAdbServer({ adbPath: SDK_ADB });
   onCleanup(() => adb.stop());
@@ -143,7 +143,7 @@ async function ios(bus: IosBus, shared?: AppiumServer): Promise<Figure[]> {
   onCleanup(() => void wda.server.close());
   // The first tunnel loads the usbmuxd client; neither side should pay for it.
   await json(`${wda.url}/status`);
-  const appium = shared ?? await startAppium({ USBMUXD_SOCKET_ADDRESS: bus.address });
+  const appium = shared ?? await startAppium({ USBMUXD_SOCKET_ADDRESS: bus.address }, ['xcuitest']);
   if (!shared) onCleanup(() => appium.stop());
   const caps = { platformName: 'iOS', 'appium:automationName': 'XCUITest', 'appium:udid': phone.udid, 'appium:platformVersion': IOS_VERSION, 'appium:webDriverAgentUrl': wda.url, 'appium:newCommandTimeout': 60 };
 

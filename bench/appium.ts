@@ -18,7 +18,7 @@ import { nodeScript } from './support/bundle.js';
 import { cpuMs, descendants, rssMb, startChild } from './support/processes.js';
 import { detail, fmtMb, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, ROOT } from './support/servers.js';
-import { SMOKE, sized } from './support/smoke.js';
+import { BENCH_SCREEN, SMOKE, sized } from './support/smoke.js';
 
 const ANDROID_HOME = '/usr/lib/android-sdk';
 const ROUNDS = sized(4, 1);
@@ -69,14 +69,14 @@ export const appium: Benchmark = {
   name: 'appium',
   title: 'WebDriver through the lab (/wd/hub, real Appium behind it) against a user\'s own Appium on the same phone, same capabilities',
   async run(): Promise<Figure[]> {
-    const lab = await startAndroidLab('benchtop-bench-appium-', { model: 'Bench 1', width: 1080, height: 2400 });
+    const lab = await startAndroidLab('benchtop-bench-appium-', { model: 'Bench 1', ...BENCH_SCREEN });
     // More phones for the sessions-at-once figure.
     for (let i = 2; i <= AT_ONCE; i++) {
-      const phone = startChild(process.execPath, nodeScript(PHONE_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, width: 1080, height: 2400 }) } });
+      const phone = startChild(process.execPath, nodeScript(PHONE_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, ...BENCH_SCREEN }) } });
       const [, port] = await phone.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, 30_000);
       await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env });
     }
-    const direct = await startAppium({ ANDROID_HOME });
+    const direct = await startAppium({ ANDROID_HOME }, ['uiautomator2']);
     onCleanup(() => direct.stop());
     const url = new URL(lab.engine.api);
     const viaLab = (caps: Record<string, unknown>) =>

@@ -14,10 +14,10 @@ import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { BENCH_SCREEN, sized } from './support/smoke.js';
 
 const TAPS = sized(15, 1);
-const SCREEN = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
+const SCREEN = { model: 'Bench Pixel', ...BENCH_SCREEN };
 /** Mean absolute difference per sampled channel (0-255) above which a frame shows something new. */
 const CHANGED = 12;
 

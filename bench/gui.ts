@@ -24,7 +24,7 @@ import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
 import { call, engineEnv, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
-import { countingWindow, sized } from './support/smoke.js';
+import { BENCH_SCREEN, countingWindow, sized } from './support/smoke.js';
 
 const fmtKb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
@@ -361,7 +361,7 @@ export const fleetScreen: Benchmark = {
 
 const WINDOW_MS = sized(5000, 300);
 const DEFAULT_SCREEN_MAX_FPS = loadConfig({}).screenMaxFps;
-const SCREEN = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
+const SCREEN = { model: 'Bench Pixel', ...BENCH_SCREEN };
 
 export const guiLiveScreen: Benchmark = {
   name: 'gui-live-screen',

@@ -34,18 +34,18 @@ import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js'
 import { SshConnection } from '../src/main/engine/fleet/macos/ssh.js';
 import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
 import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
-import { countingWindow, SMOKE, sized } from './support/smoke.js';
+import { BENCH_SCREEN, countingWindow, SMOKE, sized } from './support/smoke.js';
 
 const WINDOW_MS = sized(5000, 300);
 const WARMUP_MS = sized(1000, 100);
 const TARGET_RATIO = 0.9;
-/** A Pixel 7-sized display, as in the screenshot benchmark. */
-const PHONE = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
+/** A Pixel 7-sized display, as in the screenshot benchmark (a smoke run's is smaller; the viewers see 360x800 either way). */
+const PHONE = { model: 'Bench Pixel', ...BENCH_SCREEN };
 /** Real phones' display rates: minicap sends a frame per refresh while the screen changes. */
 const RATES = sized([30, 60], [30]);
 /** The longest side the viewers ask for: about what a 1440x900 window shows a phone at. */
 const MAX_SIZE = 800;
-const PROJECTION = `1080x2400@360x800/0`;
+const PROJECTION = `${PHONE.width}x${PHONE.height}@360x800/0`;
 /** The JPEG quality the engine asks minicap for. */
 const QUALITY = 80;
 const APK = fileURLToPath(new URL('../node_modules/@devicefarmer/minicap-prebuilt/prebuilt/noarch/minicap.apk', import.meta.url));

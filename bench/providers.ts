@@ -25,7 +25,7 @@ import { REAL_SCREENCAP_MS } from './support/real-phone.js';
 import { USB3_PUSH_BYTES_PER_SECOND } from './support/usb-link.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark, type Figure } from './support/report.js';
 import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { countingWindow, sized } from './support/smoke.js';
+import { BENCH_SCREEN, countingWindow, sized } from './support/smoke.js';
 
 const SAMPLES = sized(40, 1);
 const WARMUP = sized(5, 0);
@@ -33,7 +33,7 @@ const WARMUP = sized(5, 0);
  * Both bench phones take in what the hub sends at a real phone's USB 3.0 rate: the simulated phone alone reads from
  * memory at several times that, and the install figure then weighed the SSH hop against a phone no one owns.
  */
-const PHONE = { width: 1080, height: 2400, density: 420, usbReadBytesPerSecond: USB3_PUSH_BYTES_PER_SECOND };
+const PHONE = { ...BENCH_SCREEN, usbReadBytesPerSecond: USB3_PUSH_BYTES_PER_SECOND };
 const FPS_WARMUP_MS = sized(1000, 100);
 const FPS_WINDOW_MS = sized(5000, 300);
 const MAX_SIZE = 800;

@@ -11,7 +11,7 @@ import { AndroidFleet } from '../src/main/engine/fleet/android/android-fleet.js'
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { BENCH_SCREEN, sized } from './support/smoke.js';
 
 const WARMUP = sized(5, 0);
 const SAMPLES = sized(30, 1);
@@ -19,7 +19,7 @@ const SAMPLES = sized(30, 1);
 const LOOP_BUDGET_MS = 60_000;
 const TARGET_RATIO = 1.2;
 /** A Pixel 7-sized display, so the PNG is as large as a real phone's home screen. */
-const PHONE = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
+const PHONE = { model: 'Bench Pixel', ...BENCH_SCREEN };
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /** Width x height from the IHDR chunk, after checking the signature: proof that a reply is a whole PNG header. */

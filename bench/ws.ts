@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
 import { call, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { sized } from './support/smoke.js';
+import { BENCH_SCREEN, sized } from './support/smoke.js';
 
 const WARMUP = sized(10, 0);
 const SAMPLES = sized(100, 1);
@@ -17,7 +17,7 @@ const SCREENSHOT_SAMPLES = sized(30, 1);
 /** No loop runs longer than this, whatever its count. */
 const LOOP_BUDGET_MS = 60_000;
 const TARGET_RATIO = 1.2;
-const PHONE = { model: 'Bench Pixel', width: 1080, height: 2400, density: 420 };
+const PHONE = { model: 'Bench Pixel', ...BENCH_SCREEN };
 
 /** A JSON-RPC client on one socket, like the driver's RpcClient. */
 async function rpcClient(url: string, apiKey: string) {

@@ -47,7 +47,7 @@ describe.runIf(sdkAdbOrSkip())('Appium UiAutomator2 driver against a simulated p
 
   beforeAll(async () => {
     // Appium takes seconds to load its drivers: the adb server and the phone come up meanwhile.
-    const starting = startAppium({ ANDROID_HOME });
+    const starting = startAppium({ ANDROID_HOME }, ['uiautomator2']);
     adb = await startAdbServer({ adbPath: SDK_ADB });
     phone = new SimulatedPhone({ width: 720, height: 1280 });
     serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env, adbPath: SDK_ADB });

@@ -30,7 +30,7 @@ describe('Appium XCUITest driver against a simulated iPhone through appium:webDr
     // The first tunnel pays for loading the usbmuxd client; the session start measured below should not.
     expect((await fetch(`${wda.url}/status`)).status).toBe(200);
     // USBMUXD_SOCKET_ADDRESS: the driver looks for usbmuxd at start (and warns without one).
-    appium = await startAppium({ USBMUXD_SOCKET_ADDRESS: bus.address });
+    appium = await startAppium({ USBMUXD_SOCKET_ADDRESS: bus.address }, ['xcuitest']);
   }, 60_000);
 
   afterAll(async () => {

@@ -20,14 +20,16 @@ export interface AppiumServer {
 
 /**
  * Real Appium, unchanged, as its users run it: `appium server` in a process of its own, with the drivers this project
- * depends on. `env` adds to its environment (ANDROID_HOME, USBMUXD_SOCKET_ADDRESS); HOME and TMPDIR are its own, so
- * that nothing it or its adb writes reaches the machine's.
+ * depends on, or only `drivers` (`--use-drivers`, as a user with one platform's phones runs it: loading both cost a
+ * second more CPU at each start). `env` adds to its environment (ANDROID_HOME, USBMUXD_SOCKET_ADDRESS); HOME and TMPDIR
+ * are its own, so that nothing it or its adb writes reaches the machine's.
  */
-export async function startAppium(env: Record<string, string> = {}): Promise<AppiumServer> {
+export async function startAppium(env: Record<string, string> = {}, drivers?: Array<'uiautomator2' | 'xcuitest'>): Promise<AppiumServer> {
   const port = await freePort();
   const home = mkdtempSync(join(tmpdir(), 'benchtop-appium-'));
   let output = '';
-  const child = spawn(process.execPath, [APPIUM, 'server', '--address', '127.0.0.1', '--port', String(port), '--log-no-colors', '--log-timestamp'], {
+  const args = [APPIUM, 'server', '--address', '127.0.0.1', '--port', String(port), '--log-no-colors', '--log-timestamp', ...(drivers ? ['--use-drivers', drivers.join(',')] : [])];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, APPIUM_HOME: ROOT, HOME: home, TMPDIR: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
