@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { client } from '../support/engine.js';
 import { labSession } from '../support/webdriver.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
@@ -165,6 +166,38 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(runSeconds).toBeGreaterThan(5);
     expect(seconds).toBeGreaterThan(runSeconds - 2);
     expect(seconds).toBeLessThan(runSeconds + 0.5);
+  }, 90_000);
+
+  it("a suite's own screen recording while someone watches the H.264 live screen: the suite's calls succeed, and the live screen goes on after", async () => {
+    const driver = await session('own recording watched', false);
+    const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
+    await driver.activateApp('com.android.settings');
+    // A teammate watches the run in the GUI: the live screen is the phone's own screenrecord (H.264).
+    const viewer = new WebSocket(`${lab.engine.api.replace(/^http/, 'ws')}/sessions/${labSessionId}/devices/${lab.serials[0]}/screen?token=${owner}&maxSize=800&codecs=h264`);
+    let hello = '';
+    let pictures = 0;
+    viewer.on('message', (data, binary) => {
+      if (binary) pictures++;
+      else hello = data.toString();
+    });
+    try {
+      await waitFor('the H.264 live screen', () => hello.includes('"format":"h264"') && pictures > 0, 20_000);
+      // Appium ends every screenrecord on the phone and waits until none is left before it starts its own (and when
+      // it stops): the live screen's may not start again meanwhile, or the suite's call fails.
+      await driver.startRecordingScreen();
+      await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
+      await new Promise((r) => setTimeout(r, 1000));
+      const own = Buffer.from(await driver.stopRecordingScreen(), 'base64');
+      expect(videoSeconds(own)).toBeGreaterThan(0.5);
+      // The live screen starts again once the suite's call is answered, and shows the phone go on.
+      const before = pictures;
+      await driver.execute('mobile: pressKey', { keycode: 4 });
+      await waitFor('pictures of the live screen after the suite recorded', () => pictures > before, 15_000);
+      expect(viewer.readyState).toBe(WebSocket.OPEN);
+    } finally {
+      viewer.close();
+      await driver.deleteSession();
+    }
   }, 90_000);
 
   it('takes the phone over in one deliberate step: the run ends as interrupted and the phone stays, no longer watch-only; a run that asked for no video records nothing', async () => {

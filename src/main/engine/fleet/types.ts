@@ -80,6 +80,11 @@ export interface PhoneDriver {
    * and on a rotation, until `signal` aborts; absent where the platform has none. Throws when it gives no picture.
    */
   liveVideo?(signal: AbortSignal, options: { maxSize: number }): AsyncIterable<LiveFrame>;
+  /**
+   * Holds the live video's encoder back until the answer is called: an encoder that was ended meanwhile (a suite's
+   * own screen recording ends every one on the phone, and waits for none to be left) starts again only then.
+   */
+  holdLiveVideo?(): () => void;
   /** The phone's log from the start of the allocation on, then live, until `signal` aborts. */
   logs?(signal: AbortSignal): AsyncIterable<LogLine>;
   /** An interactive shell behind a PTY (Android: adb's `shell,v2,pty`); absent where the platform has none (iOS). */

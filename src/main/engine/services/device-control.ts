@@ -376,12 +376,28 @@ export class DeviceControl {
   }
 
   /**
-   * Runs `work` with the allocation's recording set aside around it (its segment kept, a new one started after), for
-   * what ends every recorder on the phone; with no recording, or one that cannot be set aside, just runs it.
+   * Runs `work` with the allocation's recording set aside around it (its segment kept, a new one started after), and
+   * the live screen's encoder held back, for what ends every recorder on the phone and waits for none to be left; with
+   * neither, just runs it.
    */
   async besideRecording<T>(allocationId: string, work: () => Promise<T>): Promise<T> {
-    const recording = await this.recordings.get(allocationId)?.catch(() => undefined);
-    return recording?.aside ? recording.aside(work) : work();
+    const release = this.holdLiveVideo(allocationId);
+    try {
+      const recording = await this.recordings.get(allocationId)?.catch(() => undefined);
+      return await (recording?.aside ? recording.aside(work) : work());
+    } finally {
+      release?.();
+    }
+  }
+
+  /** Holds the allocation's phone's live video back, where its driver has one; answers what releases it. */
+  private holdLiveVideo(allocationId: string): (() => void) | undefined {
+    const serial = this.stores.devices.get(allocationId)?.serial;
+    try {
+      return serial ? this.phones.driver(serial).holdLiveVideo?.() : undefined;
+    } catch {
+      return undefined; // no fleet drives it now: nothing of it to hold
+    }
   }
 
   /** A recording whose allocation ended is stopped and thrown away: the phone's copy goes, and the next user's is theirs. */

@@ -14,7 +14,7 @@ import { addedFiles, LISTING_BOUNDS } from '../../domain/added-files.js';
 import { shellQuote as quote } from '../../domain/shell-quote.js';
 import { readAll, type Client } from './adb.js';
 import { minicapFrames, removeMinicap } from './minicap.js';
-import { rotated, screenrecordFrames } from './h264-feed.js';
+import { holdScreenrecord, rotated, screenrecordFrames } from './h264-feed.js';
 
 /** `input keyevent` for each button; SELECT_ALL is Ctrl+A, which needs `input keycombination` (Android 13 and later). */
 const KEYCODES: Record<Exclude<Button, 'SELECT_ALL'>, string> = {
@@ -304,6 +304,10 @@ export class AndroidDriver implements PhoneDriver {
 
   liveVideo(signal: AbortSignal, options: { maxSize: number }): AsyncIterable<LiveFrame> {
     return screenrecordFrames(this.client, this.serial, options, signal);
+  }
+
+  holdLiveVideo(): () => void {
+    return holdScreenrecord(this.client, this.serial);
   }
 
   /**

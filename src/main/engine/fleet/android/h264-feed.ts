@@ -111,6 +111,49 @@ async function rotationOf(client: Client, serial: string): Promise<number> {
   return (Number(ROTATION_RE.exec(display)?.[1] ?? 0) & 3) * 90;
 }
 
+/**
+ * Holds on each phone's screenrecord runs (by client and serial): while one lasts, a live screen whose screenrecord was
+ * ended does not start another. Appium's start/stopRecordingScreen end every screenrecord on the phone and wait until
+ * none is left; one that came back meanwhile failed the suite's call ("Unable to stop the background screen
+ * recording") for whoever watched the run.
+ */
+const holds = new WeakMap<Client, Map<string, { count: number; released: Promise<void>; release: () => void }>>();
+
+/** Holds the phone's live-screen screenrecord back until the answer is called (calls nest). */
+export function holdScreenrecord(client: Client, serial: string): () => void {
+  let bySerial = holds.get(client);
+  if (!bySerial) holds.set(client, (bySerial = new Map()));
+  let hold = bySerial.get(serial);
+  if (!hold) {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    bySerial.set(serial, (hold = { count: 0, released, release }));
+  }
+  hold.count++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    if (--hold.count > 0) return;
+    bySerial.delete(serial);
+    hold.release();
+  };
+}
+
+/** Waits while the phone's screenrecord is held back, or until `signal` aborts. */
+async function unheld(client: Client, serial: string, signal: AbortSignal): Promise<void> {
+  for (let hold = holds.get(client)?.get(serial); hold && !signal.aborted; hold = holds.get(client)?.get(serial)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      void hold!.released.then(done);
+    });
+  }
+}
+
 const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
 
 /** The time limit: the option, else BENCHTOP_SCREENRECORD_TIME_LIMIT, else screenrecord's maximum. */
@@ -148,6 +191,7 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     w?.();
   };
   const start = async (): Promise<Run> => {
+    await unheld(client, serial, signal);
     const geometry = await geometryOf(client, serial, options.maxSize);
     const command = `screenrecord --output-format=h264 --size ${geometry.width}x${geometry.height} --bit-rate ${options.bitRate ?? DEFAULT_BIT_RATE} --time-limit ${limit} -`;
     return new Run(await device.shell(command), geometry, notify);
