@@ -8,8 +8,8 @@ const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', s
 
 /**
  * A file server in a namespace of its own: ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
- * limit (with and without a Content-Length), one that never answers, a redirect to the lab box's own address, and a
- * count of what it was asked.
+ * limit (with and without a Content-Length), one that never answers, one that trickles a byte every 100 ms, a
+ * redirect to the lab box's own address, and a count of what it was asked.
  */
 const serverScript = (maxBytes: number) => `
 const http = require('node:http'), fs = require('node:fs'), crypto = require('node:crypto'), path = require('node:path');
@@ -21,6 +21,7 @@ http.createServer((req, res) => {
   if (req.url === '/silent.apk') return;
   if (req.url === '/big.apk') { res.writeHead(200, { 'content-length': String(${maxBytes} + 1) }); return res.end(Buffer.alloc(${maxBytes} + 1)); }
   if (req.url === '/endless.apk') { res.writeHead(200); const chunk = Buffer.alloc(65536); const send = () => res.write(chunk) ? setImmediate(send) : res.once('drain', send); res.on('error', () => {}); return send(); }
+  if (req.url === '/trickle.apk') { res.writeHead(200); const drip = setInterval(() => res.write('x'), 100); return res.on('close', () => clearInterval(drip)); }
   if (req.url === '/to-the-lab.apk') { res.writeHead(302, { location: 'http://' + hub + ':7676/app.apk' }); return res.end(); }
   const file = path.join(dir, path.basename(req.url));
   if (!fs.existsSync(file)) { res.writeHead(404); return res.end('no'); }

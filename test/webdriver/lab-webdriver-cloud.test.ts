@@ -187,6 +187,8 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     expect(await refusal(`http://${net.ns}:8080/big.apk`)).toContain(`limit of ${MAX_ASSET_BYTES} bytes`);
     expect(await refusal(`http://${net.ns}:8080/endless.apk`)).toContain(`limit of ${MAX_ASSET_BYTES} bytes`);
     expect(await refusal(`http://${net.ns}:8080/silent.apk`)).toContain('sent nothing for 1 s');
+    // A byte every 100 ms is never silent for the idle second, but far under the least rate once that second has passed.
+    expect(await refusal(`http://${net.ns}:8080/trickle.apk`)).toMatch(/sent \d+ bytes in \d+ s, under 16 KiB\/s/);
     expect(await refusal(`http://${net.ns}:8080/not-an-app.apk`)).toContain('not an app');
     expect(await refusal('file:///etc/passwd')).toContain('names a path');
     expect(await refusal(Buffer.from(stored).toString('base64'))).toContain('takes no app as base64');

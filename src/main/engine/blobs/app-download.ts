@@ -118,13 +118,26 @@ async function request(url: URL, options: DownloadOptions, conditional: boolean)
   });
 }
 
-/** Passes at most `max` bytes through; more fails the stream. */
-function capped(max: number, shown: string): Transform {
+/**
+ * The least a body must average once `graceMs` (the idle time) have passed since it began: a server that trickles a
+ * byte at a time, just inside the idle time, would otherwise hold a session start (and its queue place) for as long as
+ * it likes. 16 KiB/s is a 50 MB app in under an hour.
+ */
+export const MIN_BYTES_PER_SECOND = 16 * 1024;
+
+/** Passes at most `max` bytes through, at no less than MIN_BYTES_PER_SECOND after `graceMs`; else fails the stream. */
+function bounded(max: number, graceMs: number, shown: string): Transform {
   let seen = 0;
+  const began = performance.now();
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       seen += chunk.length;
-      done(seen > max ? new DownloadRefused(`${shown} is larger than the lab's limit of ${max} bytes (BENCHTOP_MAX_ASSET_BYTES).`) : null, chunk);
+      if (seen > max) return done(new DownloadRefused(`${shown} is larger than the lab's limit of ${max} bytes (BENCHTOP_MAX_ASSET_BYTES).`));
+      const seconds = (performance.now() - began) / 1000;
+      if (seconds * 1000 > graceMs && seen / seconds < MIN_BYTES_PER_SECOND) {
+        return done(new DownloadRefused(`${shown} sent ${seen} bytes in ${seconds.toFixed(0)} s, under ${MIN_BYTES_PER_SECOND / 1024} KiB/s; the download was given up.`));
+      }
+      done(null, chunk);
     },
   });
 }
@@ -142,7 +155,8 @@ function filenameOf(url: URL): string {
 
 /**
  * Downloads `href` into the blob store (staged, not committed), following up to five redirects, each checked as the
- * first; bounded by `maxBytes` (a Content-Length over it is refused before the body) and `timeoutMs` of silence.
+ * first; bounded by `maxBytes` (a Content-Length over it is refused before the body), `timeoutMs` of silence, and
+ * MIN_BYTES_PER_SECOND on average once `timeoutMs` have passed.
  */
 export async function downloadApp(href: string, blobs: Pick<BlobStore, 'stage'>, options: DownloadOptions): Promise<Download> {
   let url = new URL(href);
@@ -171,7 +185,7 @@ export async function downloadApp(href: string, blobs: Pick<BlobStore, 'stage'>,
       response.destroy();
       throw new DownloadRefused(`${shown} is ${length} bytes, larger than the lab's limit of ${options.maxBytes} bytes (BENCHTOP_MAX_ASSET_BYTES).`);
     }
-    const body = capped(options.maxBytes, shown);
+    const body = bounded(options.maxBytes, options.timeoutMs, shown);
     response.on('error', (error) => body.destroy(error));
     response.pipe(body);
     let content: StagedBlob;
