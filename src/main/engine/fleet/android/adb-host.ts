@@ -107,3 +107,20 @@ export async function hostQuery(address: AdbServerAddress, query: string, timeou
     socket.destroy();
   }
 }
+
+/**
+ * Waits until `serial` is a device (signed in) for the server, as `adb -s <serial> wait-for-device` does
+ * (`host-serial:<serial>:wait-for-any-device`: OKAY for the request, then OKAY once the phone is there), without a
+ * client process: spawned from the engine, each cost its event loop tens of ms.
+ */
+export async function waitForDevice(address: AdbServerAddress, serial: string, timeoutMs: number): Promise<void> {
+  const socket = await open(address);
+  const timer = setTimeout(() => socket.destroy(new AdbFail(`${serial} was not a device within ${timeoutMs} ms`)), timeoutMs);
+  try {
+    await request(socket, `host-serial:${serial}:wait-for-any-device`);
+    await status(socket);
+  } finally {
+    clearTimeout(timer);
+    socket.destroy();
+  }
+}
