@@ -1,11 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { makeNamespace, removeNamespace } from './netns.js';
 
 /**
  * A server of apps that the lab may download (issue 43.1): not on the lab box itself or loopback, which the lab refuses,
  * but in a network namespace reached through a veth pair (CI runs as root; netnsOrSkip() in ./provider says otherwise).
  */
-const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-
 /**
  * A file server in a namespace of its own: ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
  * limit (with and without a Content-Length), one that never answers, one that trickles a byte every 100 ms, a
@@ -47,45 +46,17 @@ export interface Namespace {
  */
 export async function startServerNamespace(dir: string, maxBytes: number): Promise<Namespace> {
   const tag = `${process.pid % 100000}`;
-  const name = `bt-apps-${tag}`;
-  const hubLink = `bta${tag}`;
   const a = 150 + (process.pid % 50);
   const b = (process.pid >> 6) % 256;
-  const hub = `10.${a}.${b}.1`;
-  const ns = `10.${a}.${b}.2`;
+  const veth = { namespace: `bt-apps-${tag}`, hubLink: `bta${tag}`, nsLink: `btb${tag}`, hub: `10.${a}.${b}.1`, ns: `10.${a}.${b}.2` };
+  const { namespace: name, hub, ns } = veth;
   const started: { server?: ChildProcess } = {};
   const stop = () => {
     started.server?.kill('SIGKILL');
-    for (const pid of (() => {
-      try {
-        return ip('netns', 'pids', name).split('\n').filter(Boolean).map(Number);
-      } catch {
-        return [];
-      }
-    })()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-    for (const args of [['link', 'del', hubLink], ['netns', 'del', name]]) {
-      try {
-        ip(...args);
-      } catch {
-        /* gone */
-      }
-    }
+    removeNamespace(veth);
   };
   stop();
-  ip('netns', 'add', name);
-  ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', `btb${tag}`);
-  ip('link', 'set', `btb${tag}`, 'netns', name);
-  ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
-  ip('link', 'set', hubLink, 'up');
-  ip('-n', name, 'addr', 'add', `${ns}/30`, 'dev', `btb${tag}`);
-  ip('-n', name, 'link', 'set', `btb${tag}`, 'up');
-  ip('-n', name, 'link', 'set', 'lo', 'up');
+  makeNamespace(veth);
   const server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', serverScript(maxBytes), dir, hub], { stdio: ['ignore', 'pipe', 'inherit'] });
   started.server = server;
   await new Promise<void>((resolve, reject) => {

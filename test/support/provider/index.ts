@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
 import type { SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
+import { ip, makeNamespace, removeNamespace } from '../netns.js';
 import { prepareSshd } from '../sshd-config.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -53,7 +54,6 @@ export interface NetnsProviderOptions {
   mac?: boolean;
 }
 
-const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
  * Whether this machine lets the test make namespaces. Under CI (which runs as root) a refusal is a failure; elsewhere
@@ -93,44 +93,12 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
   const stop = async () => {
     for (const child of children) child.kill('SIGTERM');
     // Everything still running inside the namespace, by pid, before the namespace goes.
-    if (made) {
-      const pids = (() => {
-        try {
-          return ip('netns', 'pids', namespace).split('\n').filter(Boolean).map(Number);
-        } catch {
-          return [];
-        }
-      })();
-      for (const pid of pids) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
-      try {
-        ip('link', 'del', hubLink);
-      } catch {
-        /* went with the namespace */
-      }
-      try {
-        ip('netns', 'del', namespace);
-      } catch {
-        /* already gone */
-      }
-    }
+    if (made) removeNamespace({ namespace, hubLink });
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    ip('netns', 'add', namespace);
     made = true;
-    ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', nsLink);
-    ip('link', 'set', nsLink, 'netns', namespace);
-    ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
-    ip('link', 'set', hubLink, 'up');
-    ip('-n', namespace, 'addr', 'add', `${ns}/30`, 'dev', nsLink);
-    ip('-n', namespace, 'link', 'set', nsLink, 'up');
-    ip('-n', namespace, 'link', 'set', 'lo', 'up');
+    makeNamespace({ namespace, hubLink, nsLink, hub, ns });
     // Verify the link before anything is sent: the namespace's address is reached through our veth and nothing else,
     // and the namespace has no route beyond its /30 (no default route out).
     const route = ip('route', 'get', ns);
