@@ -27,24 +27,21 @@ function stat(pid: number | 'self'): { comm: string; ppid: number; own: number; 
  * process's reaped children are in its cutime), so that nothing is counted twice.
  */
 function chromiumTicks(): number {
-  const byParent = new Map<number, number[]>();
-  const comms = new Map<number, string>();
+  const processes = new Map<number, NonNullable<ReturnType<typeof stat>>>();
+  const children = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    const s = stat(pid);
+    const s = Number.isInteger(pid) ? stat(pid) : undefined;
     if (!s) continue;
-    comms.set(pid, s.comm);
-    byParent.set(s.ppid, [...(byParent.get(s.ppid) ?? []), pid]);
+    processes.set(pid, s);
+    children.set(s.ppid, [...(children.get(s.ppid) ?? []), pid]);
   }
   let ticks = 0;
   const walk = (pid: number, inChromium: boolean) => {
-    for (const child of byParent.get(pid) ?? []) {
-      const chromium = inChromium || comms.get(child) === 'chromium';
-      if (chromium) {
-        const s = stat(child);
-        if (s) ticks += s.own + s.children;
-      }
+    for (const child of children.get(pid) ?? []) {
+      const s = processes.get(child)!;
+      const chromium = inChromium || s.comm === 'chromium';
+      if (chromium) ticks += s.own + s.children;
       walk(child, chromium);
     }
   };

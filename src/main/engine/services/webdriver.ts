@@ -905,7 +905,7 @@ export class WebDriverRuns {
     await Promise.all([...this.byAllocation.values()].map((run) => this.end(run, 'engine_stopped')));
     // Appium before its adb server: an adb command Appium runs while it ends would start a new server of its own
     // (a daemon no guard ends) if it found none.
-    await Promise.all([this.parts.appium.android.stop(), this.parts.appium.ios.stop()]);
+    await Promise.all(Object.values(this.parts.appium).map((appium) => appium.stop()));
     await this.options.privateAdb?.stop();
   }
 }

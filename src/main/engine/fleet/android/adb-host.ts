@@ -95,13 +95,20 @@ export async function openDeviceService(address: AdbServerAddress, serial: strin
  * A host query that answers with one hex-length payload (host:devices-l, host-serial:<serial>:features, host:version).
  * With `timeoutMs`, a peer that accepts and never answers (not an adb server) fails the query then.
  */
-export async function hostQuery(address: AdbServerAddress, query: string, timeoutMs?: number): Promise<string> {
-  const socket = await open(address);
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => socket.destroy(new AdbFail(`no answer to ${query} in ${timeoutMs} ms`)), timeoutMs);
-  try {
+export function hostQuery(address: AdbServerAddress, query: string, timeoutMs?: number): Promise<string> {
+  return onHostSocket(address, timeoutMs, `no answer to ${query} in ${timeoutMs} ms`, async (socket) => {
     await request(socket, query);
     const length = parseInt((await readBytes(socket, 4)).toString('latin1'), 16);
     return (await readBytes(socket, length)).toString('utf8');
+  });
+}
+
+/** One host request's socket, closed after `work`; with `timeoutMs`, failed with `late` when the server takes longer. */
+async function onHostSocket<T>(address: AdbServerAddress, timeoutMs: number | undefined, late: string, work: (socket: Duplex) => Promise<T>): Promise<T> {
+  const socket = await open(address);
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => socket.destroy(new AdbFail(late)), timeoutMs);
+  try {
+    return await work(socket);
   } finally {
     clearTimeout(timer);
     socket.destroy();
@@ -113,14 +120,9 @@ export async function hostQuery(address: AdbServerAddress, query: string, timeou
  * (`host-serial:<serial>:wait-for-any-device`: OKAY for the request, then OKAY once the phone is there), without a
  * client process: spawned from the engine, each cost its event loop tens of ms.
  */
-export async function waitForDevice(address: AdbServerAddress, serial: string, timeoutMs: number): Promise<void> {
-  const socket = await open(address);
-  const timer = setTimeout(() => socket.destroy(new AdbFail(`${serial} was not a device within ${timeoutMs} ms`)), timeoutMs);
-  try {
+export function waitForDevice(address: AdbServerAddress, serial: string, timeoutMs: number): Promise<void> {
+  return onHostSocket(address, timeoutMs, `${serial} was not a device within ${timeoutMs} ms`, async (socket) => {
     await request(socket, `host-serial:${serial}:wait-for-any-device`);
     await status(socket);
-  } finally {
-    clearTimeout(timer);
-    socket.destroy();
-  }
+  });
 }

@@ -50,7 +50,7 @@ export type AppiumPlatform = 'android' | 'ios';
  * against 2.4 s to ready on this machine) in a lab whose sessions were all on Android, and a driver that takes its
  * Appium down ends only its own platform's sessions.
  */
-export const DRIVER_OF: Record<AppiumPlatform, string> = { android: 'appium-uiautomator2-driver', ios: 'appium-xcuitest-driver' };
+const DRIVER_OF: Record<AppiumPlatform, string> = { android: 'appium-uiautomator2-driver', ios: 'appium-xcuitest-driver' };
 
 /** The node_modules folder that holds Appium and the drivers this project depends on: the lab's own install. */
 let modulesFound: string | undefined;
@@ -60,9 +60,9 @@ function installedModules(): string {
 
 /**
  * Appium's home, made in the lab's data dir at each start: a package.json that depends on Appium and the platform's
- * driver, and links to them where they are installed now. Appium's extension manifest (node_modules/.cache/appium/extensions.yaml
- * under APPIUM_HOME) records absolute install paths and is rebuilt only when that package.json changes: kept in the
- * install, a copied or moved install (a packaged app, a moved checkout) got an Appium that said it was ready and had no
+ * driver, and links to them where they are installed now. Appium's extension manifest
+ * (node_modules/.cache/appium/extensions.yaml under APPIUM_HOME) records absolute install paths and is rebuilt only
+ * when that package.json changes: kept in the install, a copied or moved install (a packaged app, a moved checkout) got an Appium that said it was ready and had no
  * drivers, and a read-only install could not be written at all. Here the links are remade and the manifest is rebuilt
  * from them every start, in a folder the lab writes.
  */
