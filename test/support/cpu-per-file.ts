@@ -40,7 +40,7 @@ function chromiumTicks(): number {
   const walk = (pid: number, inChromium: boolean) => {
     for (const child of children.get(pid) ?? []) {
       const s = processes.get(child)!;
-      const chromium = inChromium || s.comm === 'chromium';
+      const chromium = inChromium || s.comm.startsWith('chromium'); // chromium, or chromium-headless-shell cut to 15 characters
       if (chromium) ticks += s.own + s.children;
       walk(child, chromium);
     }

@@ -105,6 +105,8 @@ export class WebDriverAgent {
   /** Every request served, newest last: what a test inspects to see which commands the engine sent. */
   readonly requests: string[] = [];
   private readonly streams = new Set<Socket>();
+  /** MJPEG parts written, to every client: a test compares them with the frames a viewer got. */
+  mjpegFramesSent = 0;
   private readonly connections = new Set<Socket>();
   /** UIDevice's identifierForVendor: WDA's, the same for the phone's life. */
   private readonly vendorId = randomUUID().toUpperCase();
@@ -154,6 +156,7 @@ export class WebDriverAgent {
     const send = () => {
       if (socket.destroyed) return;
       const frame = this.board.jpeg(this.settings.mjpegServerScreenshotQuality);
+      this.mjpegFramesSent++;
       const ok = socket.write(Buffer.concat([Buffer.from(`${boundary}\r\nContent-type: image/jpeg\r\nContent-Length: ${frame.length}\r\n\r\n`), frame, Buffer.from('\r\n\r\n')]));
       const next = () => (timer = setTimeout(send, 1000 / Math.max(1, this.settings.mjpegServerFramerate)));
       // A slow viewer gets fewer frames, never a backlog: the next frame waits for the socket to drain.

@@ -297,7 +297,12 @@ class Feed {
   }
 
   private deliver(frame: Frame): void {
+    // WebDriverAgent's MJPEG repeats a still screen at its frame rate (10 a second): a picture the viewers already
+    // have is not sent again, which would cost every viewer's link and decoder a JPEG for nothing. (minicap and
+    // screenrecord send only changes; screencap's repeats are what its frame cap paces.)
+    const repeat = frame.source === 'mjpeg' && this.latest?.source === 'mjpeg' && frame.data.equals(this.latest.data);
     this.latest = frame;
+    if (repeat) return;
     if (!frame.video) {
       this.gop.clear();
       for (const viewer of this.viewers) viewer.send([frame]);
