@@ -6,15 +6,15 @@
  * the latency, not a real phone's capture time.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { Adb, readAll } from '../src/main/engine/fleet/android/adb.js';
-import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
+import { launchChromium } from '../test/e2e/support/browser.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup } from './support/cleanup.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark } from './support/report.js';
 import { call, OWNER, REQUEST_TIMEOUT_MS } from './support/servers.js';
-import { BENCH_SCREEN, sized } from './support/smoke.js';
+import { BENCH_BROWSER, BENCH_SCREEN, sized } from './support/smoke.js';
 
 const TAPS = sized(15, 1);
 const SCREEN = { model: 'Bench Pixel', ...BENCH_SCREEN };
@@ -134,7 +134,7 @@ export const guiTapLatency: Benchmark = {
     await home();
     const target = await settingsIcon(device, lab.apiKey);
 
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    const browser = await launchChromium(BENCH_BROWSER);
     onCleanup(() => browser.close());
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     await context.addInitScript((t) => sessionStorage.setItem('benchtop.token', t), token);

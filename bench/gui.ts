@@ -13,18 +13,18 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { loadConfig } from '../src/main/engine/config.js';
 import { startAdbServer } from '../src/sim/android/index.js';
-import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
+import { launchChromium } from '../test/e2e/support/browser.js';
 import { netnsOrSkip, startNetnsProvider } from '../test/support/provider/index.js';
 import { allocateUntilInUse, startAndroidLab } from './support/android-lab.js';
 import { onCleanup, tempDir } from './support/cleanup.js';
 import { startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, type Benchmark } from './support/report.js';
 import { call, engineEnv, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, ROOT, SERVE_ARGS } from './support/servers.js';
-import { BENCH_SCREEN, countingWindow, sized } from './support/smoke.js';
+import { BENCH_BROWSER, BENCH_SCREEN, countingWindow, sized } from './support/smoke.js';
 
 const fmtKb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
@@ -74,7 +74,7 @@ export const guiBundle: Benchmark = {
 };
 
 async function launch(): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const browser = await launchChromium(BENCH_BROWSER);
   onCleanup(() => browser.close());
   return browser;
 }

@@ -18,9 +18,8 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
-import { CHROMIUM, CHROMIUM_ARGS } from '../test/e2e/support/browser.js';
+import { launchChromium } from '../test/e2e/support/browser.js';
 import { startNetnsProvider } from '../test/support/provider/index.js';
 import { clickToFrame, settingsIcon } from './gui-tap-latency.js';
 import { allocateUntilInUse, startAndroidLab, type AndroidLab } from './support/android-lab.js';
@@ -34,7 +33,7 @@ import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js'
 import { SshConnection } from '../src/main/engine/fleet/macos/ssh.js';
 import { DEFAULT_BIT_RATE } from '../src/main/engine/fleet/android/h264-feed.js';
 import { KEYFRAME_FLAG } from '../src/shared/api/live-screen.js';
-import { BENCH_SCREEN, countingWindow, SMOKE, sized } from './support/smoke.js';
+import { BENCH_BROWSER, BENCH_SCREEN, countingWindow, sized, SMOKE } from './support/smoke.js';
 
 const WINDOW_MS = sized(5000, 300);
 const WARMUP_MS = sized(1000, 100);
@@ -344,7 +343,7 @@ async function pageRows(benchmark: string, lab: AndroidLab, sessionId: string): 
   const api = lab.engine.api;
   const device = `${api}/sessions/${sessionId}/devices/${encodeURIComponent(lab.serial)}`;
   const { token } = await call<{ token: string }>('POST', `${api}/auth/login`, { body: OWNER });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const browser = await launchChromium(BENCH_BROWSER);
   onCleanup(() => browser.close());
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   await context.addInitScript((t) => sessionStorage.setItem('benchtop.token', t), token);

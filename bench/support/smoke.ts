@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Build } from '../../test/e2e/support/browser.js';
 
 export const SMOKE = process.argv.includes('--smoke');
 
@@ -24,6 +25,12 @@ export function cpuSeconds(): number {
 
 /** A count, a window or a size: the measuring run's, or in a smoke run the smallest that still does the work once. */
 export const sized = <T>(measuring: T, smoke: T): T => (SMOKE ? smoke : measuring);
+
+/**
+ * The browser the GUI benchmarks drive: Debian's full Chromium when measuring, its headless shell (the same Blink for a
+ * third less CPU) in a smoke run, whose figures measure nothing and whose time is CI's.
+ */
+export const BENCH_BROWSER: Build = SMOKE ? 'headless-shell' : 'chromium';
 
 /**
  * The simulated phones' display: a Pixel 7's; a smoke run's is a quarter of it (the same density-independent size),

@@ -6,15 +6,15 @@ import { makeNamespace, removeNamespace } from './netns.js';
  * but in a network namespace reached through a veth pair (CI runs as root; netnsOrSkip() in ./provider says otherwise).
  */
 /**
- * A file server in a namespace of its own: ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
+ * A file server in a namespace of its own (http on 8080; https on 8443 when `dir` holds tls.json, its { key, cert }): ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
  * limit (with and without a Content-Length), one that never answers, one that trickles a byte every 100 ms, a
  * redirect to the lab box's own address, and a count of what it was asked.
  */
 const serverScript = (maxBytes: number) => `
-const http = require('node:http'), fs = require('node:fs'), crypto = require('node:crypto'), path = require('node:path');
+const http = require('node:http'), https = require('node:https'), fs = require('node:fs'), crypto = require('node:crypto'), path = require('node:path');
 const [dir, hub] = process.argv.slice(1);
 const hits = [];
-http.createServer((req, res) => {
+const serve = (req, res) => {
   hits.push({ url: req.url, ifNoneMatch: req.headers['if-none-match'] ?? null });
   if (req.url === '/hits') return res.end(JSON.stringify(hits));
   if (req.url === '/silent.apk') return;
@@ -29,7 +29,11 @@ http.createServer((req, res) => {
   if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); return res.end(); }
   res.writeHead(200, { etag, 'content-type': req.url.endsWith('.apk') ? 'application/vnd.android.package-archive' : 'application/octet-stream', 'content-length': body.length });
   res.end(body);
-}).listen(8080, process.argv[3] ?? '0.0.0.0', () => console.log('listening'));
+};
+// The same files over TLS on 8443, with the certificate and key the test wrote beside them.
+const tls = path.join(dir, 'tls.json');
+if (fs.existsSync(tls)) https.createServer(JSON.parse(fs.readFileSync(tls, 'utf8')), serve).listen(8443);
+http.createServer(serve).listen(8080, () => console.log('listening'));
 `;
 
 export interface Namespace {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generate } from 'selfsigned';
 import { remote } from 'webdriverio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BlobStore } from '../../src/main/engine/blobs/blob-store.js';
@@ -61,6 +62,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
   let dir: string;
   let net: Namespace;
   let strangerKey: string;
+  const tls = { ca: '' };
 
   const stored = buildApk({ packageName: 'com.example.stored', label: 'Stored' });
   const downloaded = buildApk({ packageName: 'com.example.downloaded', label: 'Downloaded' });
@@ -71,6 +73,11 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     writeFileSync(join(dir, 'app.apk'), downloaded);
     writeFileSync(join(dir, 'later.apk'), installedLater);
     writeFileSync(join(dir, 'not-an-app.apk'), 'just text');
+    // A private CA, and the https server's certificate from it for apps.lab.test alone.
+    const ca = await generate([{ name: 'commonName', value: 'Benchtop test CA' }], { keyType: 'ec', algorithm: 'sha256', extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, critical: true }] });
+    const server = await generate([{ name: 'commonName', value: 'apps.lab.test' }], { keyType: 'ec', algorithm: 'sha256', ca: { key: ca.private, cert: ca.cert }, extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'apps.lab.test' }] }] });
+    tls.ca = ca.cert;
+    writeFileSync(join(dir, 'tls.json'), JSON.stringify({ key: server.private, cert: server.cert }));
     net = await startServerNamespace(dir, MAX_ASSET_BYTES);
     lab = await startLab(
       [
@@ -216,6 +223,18 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     if (!got.notModified) await got.content.discard();
     // And a name that resolves to loopback at once is refused before any connection.
     await expect(downloadApp('http://apps.rebind.test:8080/app.apk', blobs, { maxBytes: MAX_ASSET_BYTES, timeoutMs: 5_000, resolve })).rejects.toThrow(/127\.0\.0\.1, a loopback/);
+  });
+
+  it('downloads over https from the address it checked, verifying the certificate against the URL\'s own name', async () => {
+    const blobs = new BlobStore(join(dir, 'blobs'));
+    const toNamespace = async () => [{ address: net.ns, family: 4 }];
+    const options = { maxBytes: MAX_ASSET_BYTES, timeoutMs: 5_000, resolve: toNamespace, ca: tls.ca };
+    const got = await downloadApp('https://apps.lab.test:8443/app.apk', blobs, options);
+    expect(got.notModified === false && got.content.sha256).toBe(sha256(downloaded));
+    if (!got.notModified) await got.content.discard();
+    // The same address under a name its certificate does not carry, and a CA the lab does not trust: refused, saying why.
+    await expect(downloadApp('https://other.lab.test:8443/app.apk', blobs, options)).rejects.toThrow(/could not be downloaded: ERR_TLS_CERT_ALTNAME_INVALID, its certificate was not accepted \(Hostname\/IP does not match/);
+    await expect(downloadApp('https://apps.lab.test:8443/app.apk', blobs, { ...options, ca: undefined })).rejects.toThrow(/could not be downloaded: UNABLE_TO_VERIFY_LEAF_SIGNATURE, its certificate was not accepted .*NODE_EXTRA_CA_CERTS/);
   });
 
   it('a retry of a request its client gave up on keeps its place; /status is ready only while a phone is free to the caller', async () => {

@@ -27,6 +27,11 @@ export interface DownloadOptions {
   resolve?: Resolver;
   /** The lab box's own addresses, never downloaded from; every interface's unless a test says. */
   ownAddresses?: () => string[];
+  /**
+   * Certificate authorities an https server may be signed by, instead of Node's own list (a test's private CA). A lab
+   * whose artifact server has a private CA starts the engine with NODE_EXTRA_CA_CERTS, which adds to Node's list.
+   */
+  ca?: string;
   /** A previous download's validators: a 304 answer then means that file is still current. */
   etag?: string;
   lastModified?: string;
@@ -105,15 +110,21 @@ async function request(url: URL, options: DownloadOptions, conditional: boolean)
       method: 'GET',
       headers,
       agent: false,
+      // The certificate is checked against the URL's own name (SNI too), not the address connected to.
+      ...(options.ca ? { ca: options.ca } : {}),
       // The connection goes where the check said, whatever the name resolves to now.
       lookup: ((_host: string, opts: { all?: boolean }, done: (...args: unknown[]) => void) =>
         opts.all ? done(null, [pinned]) : done(null, pinned.address, pinned.family)) as never,
     });
     req.setTimeout(options.timeoutMs, () => req.destroy(new DownloadRefused(`${shown} sent nothing for ${options.timeoutMs / 1000} s; the download was given up.`)));
     req.once('response', resolve);
-    req.once('error', (error: Error & { code?: string }) =>
-      reject(error instanceof DownloadRefused ? error : new DownloadRefused(`${shown} could not be downloaded: ${error.code ?? error.message}.`)),
-    );
+    req.once('error', (error: Error & { code?: string }) => {
+      if (error instanceof DownloadRefused) return reject(error);
+      const certificate = /^(ERR_TLS_|CERT_|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO)/.test(error.code ?? '');
+      reject(new DownloadRefused(certificate
+        ? `${shown} could not be downloaded: ${error.code}, its certificate was not accepted (${error.message}). An artifact server with a private CA: start the lab with NODE_EXTRA_CA_CERTS naming that CA's certificate.`
+        : `${shown} could not be downloaded: ${error.code ?? error.message}.`));
+    });
     req.end();
   });
 }
