@@ -71,10 +71,11 @@ export const appium: Benchmark = {
   async run(): Promise<Figure[]> {
     const lab = await startAndroidLab('benchtop-bench-appium-', { model: 'Bench 1', ...BENCH_SCREEN });
     // More phones for the sessions-at-once figure.
+    const serials = [lab.serial];
     for (let i = 2; i <= AT_ONCE; i++) {
       const phone = startChild(process.execPath, nodeScript(PHONE_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, ...BENCH_SCREEN }) } });
       const [, port] = await phone.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, 30_000);
-      await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env });
+      serials.push(await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env }));
     }
     const direct = await startAppium({ ANDROID_HOME }, ['uiautomator2']);
     onCleanup(() => direct.stop());
@@ -82,8 +83,8 @@ export const appium: Benchmark = {
     const viaLab = (caps: Record<string, unknown>) =>
       remote({ protocol: 'http', hostname: url.hostname, port: Number(url.port), path: '/wd/hub', user: 'bench', key: lab.apiKey, logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, ...caps } as WebdriverIO.Capabilities });
     // The same capabilities, with what a user's own Appium needs to find the phone: its serial and adb server.
-    const viaDirect = () =>
-      remote({ hostname: '127.0.0.1', port: direct.port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': lab.serial, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
+    const viaDirect = (udid = lab.serial) =>
+      remote({ hostname: '127.0.0.1', port: direct.port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': udid, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
     const one = { 'appium:deviceName': 'Bench 1' };
 
     // The first session through the lab starts Appium (not counted: the lab starts it once) and installs the server.
@@ -184,6 +185,27 @@ export const appium: Benchmark = {
     const slowestAlone = Math.max(...aloneRuns);
     detail(`a run alone on each phone: ${aloneRuns.map((ms) => fmtMs(ms)).join(', ')} (${fmtMs(aloneRuns.reduce((a, b) => a + b, 0))} in all); all ${AT_ONCE} at once ${fmtMs(allRuns)}`);
     detail(`during the runs at once the machine's ${cpus().length} cores were ${((busy / (allRuns * cpus().length)) * 100).toFixed(0)} % busy: the engine and Appium ${fmtMs(labUsed)} of CPU, everything else (the simulated phones, adb, WebdriverIO) ${fmtMs(busy - labUsed)}; a real phone does its own share on itself`);
+    // The same runs through a user's own Appium on the same phones, alone and all at once: what running them together
+    // costs this machine without the lab, so that the lab's share of the figure above can be told from the cores'.
+    const ownFigures: Figure[] = [];
+    if (!SMOKE) {
+      for (const serial of serials) await waitUntilFree({ ...lab, serial }, 60_000);
+      const ownRun = async (i: number) => {
+        const d = await viaDirect(serials[i]);
+        await commands(d);
+        await d.deleteSession();
+      };
+      const ownAlone: number[] = [];
+      for (let i = 0; i < AT_ONCE; i++) ownAlone.push((await timed(() => ownRun(i)))[1]);
+      const busy0 = machineBusyMs();
+      const [, ownAll] = await timed(() => Promise.all(Array.from({ length: AT_ONCE }, (_, i) => ownRun(i))));
+      const ownBusy = machineBusyMs() - busy0;
+      detail(`through a user's own Appium on the same phones: a run alone ${ownAlone.map((ms) => fmtMs(ms)).join(', ')}; all ${AT_ONCE} at once ${fmtMs(ownAll)}, the cores ${((ownBusy / (ownAll * cpus().length)) * 100).toFixed(0)} % busy`);
+      ownFigures.push(
+        figure(`${AT_ONCE} runs on ${AT_ONCE} phones at once through a user's own Appium: wall time`, ownAll, Math.max(...ownAlone), 'its slowest run alone', 'reported (the machine)', true),
+        figure(`${AT_ONCE} runs at once: through the lab against through a user's own Appium`, allRuns, ownAll, "a user's own Appium, the same runs at once", 'reported', true),
+      );
+    }
 
     // A first session with a stored app of a real app's size: the lab installs it (push and pm install) before Appium
     // starts, against the same file installed through the REST API on a phone already held, plus a session without it.
@@ -215,6 +237,7 @@ export const appium: Benchmark = {
       // A rate: one alone over four at once, so that >= 0.9x means each of four keeps 90% of a lone session's pace.
       { benchmark: 'appium', figure: `${AT_ONCE} sessions at once: each one's find + click pace`, value: fmtMs(atOnce), baseline: `${fmtMs(alone)} (one alone)`, ratio: fmtRatio(alone, atOnce), target: '>= 0.9x', met: alone / atOnce >= 0.9 },
       figure(`${AT_ONCE} runs on ${AT_ONCE} phones at once: wall time`, allRuns, slowestAlone, 'the slowest run alone', '<= 1.2x', allRuns <= slowestAlone * 1.2),
+      ...ownFigures,
       figure(`first session with a ${fmtMb(APP_BYTES / 1024 / 1024)} app from lab://files`, appStart, restInstall + start, "the REST API's install plus a session without it", 'reported', true),
       figure(`memory with ${AT_ONCE} sessions: engine + Appium`, engineRss + appiumRss, engineRss, 'the engine alone', 'reported', true, fmtMb),
     ];

@@ -3,14 +3,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mp4Seconds } from './mp4-duration.js';
+import { mp4Seconds, mp4VideoSize } from './mp4-duration.js';
 
 /** A real encoder's MP4 of `seconds`, as ffmpeg writes it to a file (its index last, as a phone's recorder writes it). */
-function encoded(seconds: number): Buffer {
+function encoded(seconds: number, size = '64x64'): Buffer {
   const dir = mkdtempSync(join(tmpdir(), 'mp4-duration-'));
   try {
     const file = join(dir, 'v.mp4');
-    const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=64x64:rate=10:duration=${seconds}`, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file]);
+    const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${size}:rate=10:duration=${seconds}`, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file]);
     if (run.error || run.status !== 0) throw new Error(`ffmpeg could not encode (install the Debian package \`ffmpeg\`): ${run.stderr?.toString() ?? run.error?.message}`);
     return readFileSync(file);
   } finally {
@@ -28,5 +28,13 @@ describe('mp4Seconds: a video\'s duration from its movie header', () => {
     expect(mp4Seconds(Buffer.from('not a video at all'))).toBeUndefined();
     const mp4 = encoded(1);
     expect(mp4Seconds(mp4.subarray(0, 40))).toBeUndefined();
+  });
+});
+
+describe('mp4VideoSize: the picture size of a video\'s track', () => {
+  it('reads what the encoder was given, portrait and landscape, and has none for what is not an MP4', () => {
+    expect(mp4VideoSize(encoded(0.5, '320x640'))).toEqual({ width: 320, height: 640 });
+    expect(mp4VideoSize(encoded(0.5, '640x320'))).toEqual({ width: 640, height: 320 });
+    expect(mp4VideoSize(Buffer.from('not a video at all'))).toBeUndefined();
   });
 });

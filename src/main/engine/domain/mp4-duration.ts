@@ -14,6 +14,28 @@ export function mp4Seconds(mp4: Buffer): number | undefined {
   return timescale > 0 ? duration / timescale : undefined;
 }
 
+/**
+ * The picture size of an MP4's video track (the first `moov` > `trak` > `tkhd` with a width and height), or undefined
+ * when it has none: a phone's recorder starts each file at the screen's size then, so a rotation changes it.
+ */
+export function mp4VideoSize(mp4: Buffer): { width: number; height: number } | undefined {
+  const moov = child(mp4, 0, mp4.length, 'moov');
+  if (!moov) return undefined;
+  for (let at = moov.start; at + 8 <= moov.end; ) {
+    const trak = child(mp4, at, moov.end, 'trak');
+    if (!trak) return undefined;
+    const tkhd = child(mp4, trak.start, trak.end, 'tkhd');
+    // tkhd ends with the width and height, each 16.16 fixed point.
+    if (tkhd && tkhd.end - tkhd.start >= 84) {
+      const width = mp4.readUInt32BE(tkhd.end - 8) >>> 16;
+      const height = mp4.readUInt32BE(tkhd.end - 4) >>> 16;
+      if (width > 0 && height > 0) return { width, height };
+    }
+    at = trak.end;
+  }
+  return undefined;
+}
+
 /** The first box of that type among the boxes from `start` to `end`: where its content starts and ends. */
 function child(mp4: Buffer, start: number, end: number, type: string): { start: number; end: number } | undefined {
   for (let at = start; at + 8 <= end; ) {

@@ -2,12 +2,15 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mp4VideoSize } from '../domain/mp4-duration.js';
 import type { ScreenRecording } from './types.js';
 
 /** The next segment starts this long before the running one would reach the phone's own time limit. */
 const LEAD_S = 2;
 /** ffmpeg copies the segments' packets (no re-encoding): seconds even for hours of video. */
 const JOIN_TIMEOUT_MS = 120_000;
+/** Segments of different sizes are encoded again, which takes longer: a recording holds mostly still pictures. */
+const FIT_TIMEOUT_MS = 600_000;
 
 /**
  * How long each segment runs: the phone's limit less a lead, or BENCHTOP_RECORDING_SEGMENT_SECONDS (tests shorten it
@@ -125,8 +128,14 @@ export async function chainedRecording(start: () => Promise<ScreenRecording>): P
 /**
  * MP4 segments of one recording joined into one, their packets copied (ffmpeg's concat demuxer), each given the
  * duration it covered: the next one's pictures start where the run was then, not where the last picture was.
+ * A rotation between segments starts the next at the turned screen's size, which a copy would carry into a file that
+ * states one size (a browser then draws it squeezed): then every picture is fitted into the first segment's size,
+ * letterboxed, and encoded again.
  */
 export async function joinMp4(segments: Array<{ data: Buffer; seconds: number }>): Promise<Buffer> {
+  const sizes = segments.map((s) => mp4VideoSize(s.data));
+  const first = sizes[0];
+  const fit = first && sizes.some((size) => size && (size.width !== first.width || size.height !== first.height)) ? first : undefined;
   const dir = await mkdtemp(join(tmpdir(), 'benchtop-join-'));
   try {
     const lines = ['ffconcat version 1.0'];
@@ -137,19 +146,23 @@ export async function joinMp4(segments: Array<{ data: Buffer; seconds: number }>
       if (i < segments.length - 1) lines.push(`duration ${segment.seconds.toFixed(3)}`);
     }
     await writeFile(join(dir, 'list.ffconcat'), `${lines.join('\n')}\n`);
-    await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'concat', '-safe', '0', '-i', join(dir, 'list.ffconcat'), '-c', 'copy', '-movflags', '+faststart', '-y', join(dir, 'joined.mp4')]);
+    const { width: w, height: h } = fit ?? { width: 0, height: 0 };
+    const encoding = fit
+      ? ['-vf', `scale=${w}:${h}:force_original_aspect_ratio=decrease:force_divisible_by=2,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2,setsar=1`, '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p']
+      : ['-c', 'copy'];
+    await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'concat', '-safe', '0', '-i', join(dir, 'list.ffconcat'), ...encoding, '-movflags', '+faststart', '-y', join(dir, 'joined.mp4')], fit ? FIT_TIMEOUT_MS : JOIN_TIMEOUT_MS);
     return await readFile(join(dir, 'joined.mp4'));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-function run(command: string, args: string[]): Promise<void> {
+function run(command: string, args: string[], timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-2000)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), JOIN_TIMEOUT_MS);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       reject(error.code === 'ENOENT' ? new Error('Joining the video\'s segments needs ffmpeg on the lab\'s machine: install the Debian package `ffmpeg` (apt-get install -y ffmpeg).') : error);
