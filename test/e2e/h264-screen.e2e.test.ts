@@ -11,7 +11,7 @@ import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
 
-const ready = chromiumOrSkip('chromium') && adbOrSkip();
+const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'h264-screen';
 const PHONE = { model: 'Pixel 7', width: 1080, height: 2400, density: 420 };
 const TIME_LIMIT_S = 3;
@@ -52,7 +52,7 @@ describe.runIf(ready)('GUI: the H.264 live screen', () => {
 
   beforeAll(async () => {
     process.env.BENCHTOP_SCREENRECORD_TIME_LIMIT = String(TIME_LIMIT_S);
-    [lab, browser] = await Promise.all([startLab([PHONE]), sharedChromium('chromium')]);
+    [lab, browser] = await Promise.all([startLab([PHONE]), sharedChromium()]);
     token = await c().login();
     ({ session: sessionId, serial } = await allocateInUse(c(), token, 'Pixel 7'));
     context = await newContext(browser);

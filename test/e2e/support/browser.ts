@@ -9,7 +9,7 @@ export const CHROMIUM = process.env.BENCHTOP_CHROMIUM ?? '/usr/bin/chromium';
  * Debian's Chromium headless shell (package `chromium-headless-shell`, built from the same source and version): the
  * same Blink, V8 and media stack without the browser's own layers, as Playwright itself runs headless tests. The GUI
  * tests run in it because it costs a third less CPU (account.e2e: 25 s of the machine against 46 s), and on two cores
- * the suite's time is its CPU. The newcomer's first week and the H.264 screen still run in the full browser.
+ * the suite's time is its CPU. The newcomer's first week still runs in the full browser.
  */
 export const HEADLESS_SHELL = process.env.BENCHTOP_CHROMIUM_SHELL ?? '/usr/bin/chromium-headless-shell';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
