@@ -63,9 +63,13 @@ export async function startServerNamespace(dir: string, maxBytes: number): Promi
   makeNamespace(veth);
   const server = spawn('ip', ['netns', 'exec', name, process.execPath, '-e', serverScript(maxBytes), dir, hub], { stdio: ['ignore', 'pipe', 'inherit'] });
   started.server = server;
+  // A server that cannot start leaves no namespace behind: the caller never gets one to stop.
   await new Promise<void>((resolve, reject) => {
     server.stdout.once('data', () => resolve());
     server.once('exit', (code) => reject(new Error(`the namespace's server exited (${code})`)));
+  }).catch((error: Error) => {
+    stop();
+    throw error;
   });
   return { ns, hub, stop };
 }
