@@ -7,4 +7,7 @@ export const Adb: typeof adbkit.Adb = adbkit.Adb ?? (adbkit as unknown as { defa
 /** A connection to one adb server. */
 export type Client = ReturnType<typeof Adb.createClient>;
 
+/** Where adbkit would look for the adb CLI: nowhere, so that nothing it does can start a server on this machine. */
+export const NO_ADB = '/nonexistent/benchtop-never-runs-adb';
+
 export const readAll = (stream: Duplex): Promise<Buffer> => Adb.util.readAll(stream) as unknown as Promise<Buffer>;

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Phone } from '../types.js';
-import { Adb, type Client } from './adb.js';
+import { Adb, NO_ADB, type Client } from './adb.js';
 import { AndroidDriver } from './driver.js';
 
 type Tracker = Awaited<ReturnType<Client['trackDevices']>>;
@@ -61,6 +61,9 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     clearTimeout(this.retry);
     clearInterval(this.batteryTimer);
     this.tracker?.end();
+    // adbkit starts an adb server when none answers. Once the lab has stopped, a call it still had in flight (a
+    // release's cleanup) must not start one that outlives it: the server it tracked was ended on purpose.
+    (this.client as unknown as { options: { bin: string } }).options.bin = NO_ADB;
   }
 
   /**

@@ -2,7 +2,7 @@ import { PassThrough, type Duplex } from 'node:stream';
 import * as adbkit from '@devicefarmer/adbkit';
 import * as connectionModule from '@devicefarmer/adbkit/dist/src/adb/connection.js';
 import type ConnectionType from '@devicefarmer/adbkit/dist/src/adb/connection.js';
-import { Adb, type Client } from './adb.js';
+import { Adb, NO_ADB, type Client } from './adb.js';
 
 // adbkit's connection is not exported from its index; its promises are Bluebird's, whose extra methods (.return,
 // .timeout) adbkit's own commands call on what connection() answers. Both are imported, not required: the engine's
@@ -20,9 +20,6 @@ type Connecting = ReturnType<ConnectionType['connect']>;
  * promise its parser makes. Imported by name, a bundler that leaves adbkit outside would bring a copy of its own.
  */
 const Bluebird = (new Parser(new PassThrough().end()).readAll() as unknown as { constructor: { resolve<T>(value: Promise<T>): { then(next: (value: T) => ConnectionType): Connecting } } }).constructor;
-
-/** Where adbkit would look for the adb CLI: nowhere, so that nothing it does can start a server on this machine. */
-const NO_ADB = '/nonexistent/benchtop-never-runs-adb';
 
 /** One adb-server connection over a stream someone else opened (an SSH channel to a provider's adb server). */
 class StreamConnection extends Connection {
