@@ -1,22 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { encodedVideo } from '../../../../test/support/ffmpeg.js';
 import { mp4Seconds, mp4VideoSize } from './mp4-duration.js';
 
-/** A real encoder's MP4 of `seconds`, as ffmpeg writes it to a file (its index last, as a phone's recorder writes it). */
-function encoded(seconds: number, size = '64x64'): Buffer {
-  const dir = mkdtempSync(join(tmpdir(), 'mp4-duration-'));
-  try {
-    const file = join(dir, 'v.mp4');
-    const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${size}:rate=10:duration=${seconds}`, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file]);
-    if (run.error || run.status !== 0) throw new Error(`ffmpeg could not encode (install the Debian package \`ffmpeg\`): ${run.stderr?.toString() ?? run.error?.message}`);
-    return readFileSync(file);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+/** A real encoder's MP4 of `seconds` at `size`. */
+const encoded = (seconds: number, size = '64x64'): Buffer => encodedVideo(`testsrc=size=${size}:rate=10:duration=${seconds}`);
 
 describe('mp4Seconds: a video\'s duration from its movie header', () => {
   it('reads what ffprobe reads of a real MP4', () => {

@@ -1,23 +1,11 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { encodedVideo } from '../../../../test/support/ffmpeg.js';
 import { mp4Seconds, mp4VideoSize } from '../domain/mp4-duration.js';
 import { joinMp4 } from './chained-recording.js';
 
 /** A real encoder's MP4: `seconds` of one colour at `size`, as a phone's recorder writes a still screen. */
-function segment(colour: string, size: string, seconds: number): Buffer {
-  const dir = mkdtempSync(join(tmpdir(), 'chained-recording-'));
-  try {
-    const file = join(dir, 'v.mp4');
-    const run = spawnSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=${colour}:size=${size}:rate=10:duration=${seconds}`, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file]);
-    if (run.error || run.status !== 0) throw new Error(`ffmpeg could not encode (install the Debian package \`ffmpeg\`): ${run.stderr?.toString() ?? run.error?.message}`);
-    return readFileSync(file);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const segment = (colour: string, size: string, seconds: number): Buffer => encodedVideo(`color=c=${colour}:size=${size}:rate=10:duration=${seconds}`);
 
 /** The picture at `seconds` as RGB, decoded by ffmpeg at the size the file states. */
 function pictureAt(mp4: Buffer, seconds: number): { width: number; height: number; rgb: (x: number, y: number) => number[] } {

@@ -146,9 +146,8 @@ export async function joinMp4(segments: Array<{ data: Buffer; seconds: number }>
       if (i < segments.length - 1) lines.push(`duration ${segment.seconds.toFixed(3)}`);
     }
     await writeFile(join(dir, 'list.ffconcat'), `${lines.join('\n')}\n`);
-    const { width: w, height: h } = fit ?? { width: 0, height: 0 };
     const encoding = fit
-      ? ['-vf', `scale=${w}:${h}:force_original_aspect_ratio=decrease:force_divisible_by=2,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2,setsar=1`, '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p']
+      ? ['-vf', `scale=${fit.width}:${fit.height}:force_original_aspect_ratio=decrease:force_divisible_by=2,pad=${fit.width}:${fit.height}:(ow-iw)/2:(oh-ih)/2,setsar=1`, '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p']
       : ['-c', 'copy'];
     await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'concat', '-safe', '0', '-i', join(dir, 'list.ffconcat'), ...encoding, '-movflags', '+faststart', '-y', join(dir, 'joined.mp4')], fit ? FIT_TIMEOUT_MS : JOIN_TIMEOUT_MS);
     return await readFile(join(dir, 'joined.mp4'));

@@ -62,8 +62,8 @@ function installedModules(): string {
  * Appium's home, made in the lab's data dir at each start: a package.json that depends on Appium and the platform's
  * driver, and links to them where they are installed now. Appium's extension manifest
  * (node_modules/.cache/appium/extensions.yaml under APPIUM_HOME) records absolute install paths and is rebuilt only
- * when that package.json changes: kept in the install, a copied or moved install (a packaged app, a moved checkout) got an Appium that said it was ready and had no
- * drivers, and a read-only install could not be written at all. Here the links are remade and the manifest is rebuilt
+ * when that package.json changes: kept in the install, a copied or moved install (a packaged app, a moved checkout)
+ * got an Appium that said it was ready and had no drivers, and a read-only install could not be written at all. Here the links are remade and the manifest is rebuilt
  * from them every start, in a folder the lab writes.
  */
 export function prepareAppiumHome(home: string, platform: AppiumPlatform, modules = installedModules()): { main: string; home: string } {
