@@ -160,6 +160,46 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
     await page.getByRole('region', { name: 'Your bookings' }).getByRole('button', { name: 'Use it now' }).waitFor();
   });
 
+  it('Calendar: a booking running in the day\'s last minutes keeps its ▶ and × in view, inside the day, at each size', async () => {
+    // The page's clock is set to the booking's third minute, two days on, so that this runs the same at any hour:
+    // a booking made at 23:14 once left its ▶ no width at all (the CI run that found it).
+    const late = new Date();
+    late.setDate(late.getDate() + 2);
+    late.setHours(23, 50, 0, 0);
+    const booked = await c.call('POST', '/reservations', { token: owner, body: { filters: filters('Galaxy S23'), startsAt: late.toISOString(), endsAt: new Date(late.getTime() + HOUR).toISOString(), title: 'Nightly' } });
+    expect(booked.status).toBe(201);
+    // A context of its own: Playwright's clock is the context's, and the other tests' page must keep the real time.
+    const night = await (await newContext(browser)).newPage();
+    try {
+      await night.clock.setFixedTime(late.getTime() + 2 * 60_000);
+      await logIn(night, originOf(lab.engine.api), OWNER_EMAIL, OWNER_PASSWORD, '/calendar');
+      const grid = night.getByRole('grid', { name: 'Reservations' });
+      const use = grid.getByRole('button', { name: 'Use Galaxy S23 now (booked 23:50–00:50): Nightly' });
+      const cancel = grid.getByRole('button', { name: 'Cancel Nightly 23:50–00:50' });
+      for (const size of SIZES) {
+        await night.setViewportSize(size);
+        await use.scrollIntoViewIfNeeded();
+        const block = (await use.locator('xpath=..').boundingBox())!;
+        const cell = (await grid.getByRole('gridcell', { name: /^Galaxy S23 at 23:00/ }).boundingBox())!;
+        const [play, x] = [(await use.boundingBox())!, (await cancel.boundingBox())!];
+        expect(play.width, `${size.width}: the ▶ has room`).toBeGreaterThanOrEqual(9);
+        expect(x.x, `${size.width}: the × is after the ▶`).toBeGreaterThanOrEqual(play.x + play.width);
+        expect(x.x + x.width, `${size.width}: the × is inside its booking`).toBeLessThanOrEqual(block.x + block.width + 0.5);
+        expect(block.x + block.width, `${size.width}: the booking ends with the day`).toBeLessThanOrEqual(cell.x + cell.width + 0.5);
+        expect(block.x, `${size.width}: and starts in its hour`).toBeGreaterThanOrEqual(cell.x - 0.5);
+        // What a click on the ▶ reaches is the button.
+        expect(await use.evaluate((b) => {
+          const r = b.getBoundingClientRect();
+          return b.contains(document.elementFromPoint(r.left + Math.min(5, r.width / 2), r.top + r.height / 2));
+        })).toBe(true);
+      }
+      await snap(night, SUITE, '03b-calendar-last-minutes');
+    } finally {
+      await night.context().close();
+      await c.call('DELETE', `/reservations/${booked.body.id}`, { token: owner });
+    }
+  });
+
   it('Fleet: a phone another team booked from soon says so and asks before it is taken; the team\'s own booking is "booked for you"', async () => {
     const other = await c.login('other@team.test', 'password-123');
     const soon = Date.now() + 6 * 60_000;

@@ -10,6 +10,8 @@ const HOUR_MS = 3600_000;
 const DAY_MS = 24 * HOUR_MS;
 const HOURS = Array.from({ length: 24 }, (_, h) => h);
 const CALENDAR_POLL_MS = 10_000;
+/** The narrowest a booking is drawn, an hour's narrowest cell: room for its ▶ and its × (styles.css, .slot). */
+const MIN_SLOT_PX = 40;
 /** The phone names' column (styles.css, .calendar-row). */
 const PHONE_COLUMN_PX = 160;
 /** A time typed into the form: the 24-hour clock the grid is labelled in, whatever the browser's locale. */
@@ -121,8 +123,14 @@ function Slot({ slot, day, phone, onCancelled }: { slot: CalendarSlot; day: numb
   const from = Math.max(Date.parse(slot.startsAt), day);
   const to = Math.min(Date.parse(slot.endsAt), day + DAY_MS);
   const offset = (from - day) % HOUR_MS;
-  // 1 px short of its hours, so that the hour line after it shows.
-  const style = { left: `${(offset / HOUR_MS) * 100}%`, width: `calc(${((to - from) / HOUR_MS) * 100}% - 1px)` };
+  // 1 px short of its hours, so that the hour line after it shows. A booking of a few minutes is still drawn wide
+  // enough for its ▶ and ×, and a short one in the day's last hour then ends at 24:00 rather than past it (a booking
+  // made at 23:14 left its ▶ no width at all). Percentages are of the hour's cell, which the slot is drawn in.
+  const dayEnd = ((day + DAY_MS - (from - offset)) / HOUR_MS) * 100;
+  const style = {
+    left: `min(${(offset / HOUR_MS) * 100}%, calc(${dayEnd}% - ${MIN_SLOT_PX}px))`,
+    width: `max(calc(${((to - from) / HOUR_MS) * 100}% - 1px), ${MIN_SLOT_PX - 1}px)`,
+  };
   const when = `${hhmm(slot.startsAt)}–${hhmm(slot.endsAt)}`;
   const stop = (e: React.PointerEvent) => e.stopPropagation();
   if (!slot.own) return <span className="slot busy" style={style} title={`Reserved by another team, ${when}`} onPointerDown={stop}>busy</span>;
@@ -132,7 +140,7 @@ function Slot({ slot, day, phone, onCancelled }: { slot: CalendarSlot; day: numb
       {running(slot, now) ? (
         // The booking's own name, marked as something to start: a one-hour block has no room for more words.
         <button type="button" className="link slot-use" aria-label={`Use ${phone.name} now (booked ${when}): ${name}`} title={`Use ${phone.name} now`} disabled={use.pending} onClick={() => void use.run(() => takePhone(phone))}>
-          <span aria-hidden="true">▶ </span>{name}
+          <span aria-hidden="true" className="slot-play">▶</span><span className="slot-name">{name}</span>
         </button>
       ) : <span className="slot-title">{name}</span>}
       {slot.createdBy === me && (
