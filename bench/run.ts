@@ -10,6 +10,7 @@
 import { readdirSync } from 'node:fs';
 import { cleanup } from './support/cleanup.js';
 import { compare } from './support/compare.js';
+import { enginesLastLines } from './support/processes.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 import { cpuSeconds, SMOKE, smokeInParallel } from './support/smoke.js';
 
@@ -176,6 +177,8 @@ for await (const [name, load] of toRun()) {
     failed = true;
     if (aborted) break;
     console.error(`  ${name} could not finish: ${(error as Error).stack ?? error}`);
+    const said = enginesLastLines();
+    if (said) console.error(said);
   } finally {
     await cleanup();
     // The processes cleanup stopped are reaped (and their CPU counted) on the event loop's next turns.

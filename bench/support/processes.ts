@@ -15,6 +15,14 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/** The engines (`npm run serve`) the running benchmark started, with what each printed: a failure shows their last lines. */
+const engines = new Set<Child>();
+
+/** The last lines each engine still running printed: why a benchmark failed is often there, not in the client's error. */
+export function enginesLastLines(lines = 30): string {
+  return [...engines].map((child) => `the engine (pid ${child.pid}) printed last:\n${child.output().trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n')}`).join('\n');
+}
+
 /** Spawns a process with piped output. It is stopped at cleanup if the benchmark has not stopped it already. */
 export function startChild(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Child {
   const proc = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -43,7 +51,11 @@ export function startChild(command: string, args: string[], options: { cwd: stri
     },
     stop: () => (stopping ??= stopTree(pid)),
   };
-  onCleanup(() => child.stop());
+  if (args.some((a) => a.endsWith('serve.mjs'))) engines.add(child);
+  onCleanup(() => {
+    engines.delete(child);
+    return child.stop();
+  });
   return child;
 }
 

@@ -307,11 +307,15 @@ export class WebDriverRuns {
     // unless the client turned it off: a phone then encodes nothing, and the result keeps no video.
     if (run.video) this.startVideo(run);
     else run.appiumLog.add('[benchtop] no video: the run asked for none (benchtop:options.video false)');
+    // The step under way, named in a failure: a bare "read ECONNRESET" does not say which of the parts refused.
+    let step = 'connecting the phone';
     try {
       const connecting = performance.now();
-      const labCaps = await this.connect(scope, run, request, phone?.osVersion);
+      const labCaps = await this.connect(scope, run, request, phone?.osVersion, (now) => (step = now));
       const connectMs = performance.now() - connecting;
+      step = 'starting Appium';
       await appiumReady;
+      step = "starting Appium's session";
       const started = performance.now();
       this.starting++;
       const appCaps = launchCapabilities(request, apps.at(-1), request.apps.app !== undefined);
@@ -349,7 +353,7 @@ export class WebDriverRuns {
       this.record(run);
       return { sessionId: run.secret, capabilities: run.capabilities };
     } catch (error) {
-      const message = error instanceof WebDriverError ? error.message : `The session could not start on ${run.deviceName}: ${(error as Error).message}`;
+      const message = error instanceof WebDriverError ? error.message : `The session could not start on ${run.deviceName} (${step}): ${(error as Error).message}`;
       run.commands.push({ at: this.now(), method: 'POST', path: '/session', status: 500, ms: this.now() - run.startedAt, error: message });
       await this.end(run, 'start_failed');
       throw error instanceof WebDriverError ? error : new WebDriverError('session not created', message);
@@ -477,12 +481,16 @@ export class WebDriverRuns {
   }
 
   /** Opens the phone's remote connection for Appium, and answers the capabilities through which Appium reaches it. */
-  private async connect(scope: Scope, run: Run, request: NewSessionRequest, osVersion: string | undefined): Promise<Record<string, unknown>> {
+  private async connect(scope: Scope, run: Run, request: NewSessionRequest, osVersion: string | undefined, step: (now: string) => void): Promise<Record<string, unknown>> {
     if (run.platform === 'android') {
       const adb = this.options.privateAdb!;
+      step("starting Appium's adb server");
       const adbPort = await adb.ensure();
+      step("opening the phone's adb bridge");
       const { view } = await this.parts.remote.open(scope, run.target, { publicKey: adb.publicKey() });
+      step(`adb connect to the phone's bridge at ${view.address}`);
       await adb.connect(view.address);
+      step('choosing ports for Appium');
       run.adbAddress = view.address;
       return {
         'appium:udid': view.address,
@@ -495,6 +503,7 @@ export class WebDriverRuns {
         'appium:newCommandTimeout': 0,
       };
     }
+    step("opening the iPhone's WebDriverAgent");
     const { view } = await this.parts.remote.open(scope, run.target, {});
     return {
       'appium:udid': run.target.serial,
