@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { newAdbPublicKey } from '../support/adb-keys.js';
 import { client } from '../support/engine.js';
 import { labSession } from '../support/webdriver.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
@@ -208,6 +209,12 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect((await lab.phones[0]!.shell('ps -A')).output.toString()).not.toContain('screenrecord');
     const runs = (await c.call('GET', `/sessions/${labSessionId}/webdriver-runs`, { token: owner })).body.data as Array<{ id: string }>;
     expect((await act(labSessionId, { type: 'pressButton', button: 'HOME' })).status).toBe(409);
+    // A person's own adb is no way around it: remote connect is refused while the run drives the phone.
+    const remote = `/sessions/${labSessionId}/devices/${lab.serials[0]}/remote-connect`;
+    const publicKey = newAdbPublicKey('teammate@laptop');
+    const refused = await c.call('POST', remote, { token: owner, body: { publicKey } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'webdriver_running', message: expect.stringContaining('watch-only') });
 
     expect((await c.call('POST', `/sessions/${labSessionId}/webdriver-runs/${runs[0]!.id}/takeover`, { token: owner })).status).toBe(204);
     // Taken over once: the run is gone.
@@ -225,6 +232,9 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     const devices = (await c.call('GET', `/sessions/${labSessionId}/devices`, { token: owner })).body.data as Array<{ status: string }>;
     expect(devices.map((d) => d.status)).toEqual(['in_use']);
     expect((await act(labSessionId, { type: 'pressButton', button: 'HOME' })).status).toBe(200);
+    const opened = await c.call('POST', remote, { token: owner, body: { publicKey } });
+    expect([200, 201]).toContain(opened.status);
+    expect(opened.body.command).toMatch(/^adb connect 127\.0\.0\.1:\d+$/);
     await c.call('POST', `/sessions/${labSessionId}/devices/${lab.serials[0]}/release`, { token: owner });
   }, 60_000);
 });

@@ -72,7 +72,7 @@ export class DeviceControl {
    * A phone a WebDriver run drives is watch-only, for everyone: a tap or a key under the run's feet would fail it for
    * no fault of its own. Whoever means to act on it takes it over first, which ends the run as interrupted.
    */
-  private notDriven(row: DeviceAllocationRow): DeviceAllocationRow {
+  notDriven(row: DeviceAllocationRow): DeviceAllocationRow {
     const by = this.options.drivenBy?.(row.id);
     if (by !== undefined) {
       throw conflict('webdriver_running', `A WebDriver run of ${by} drives this phone: it is watch-only until the run ends. Take it over (POST /sessions/{sessionId}/webdriver-runs/{runId}/takeover) to end the run as interrupted and act on the phone.`);

@@ -101,7 +101,7 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
 
   constructor(
     private readonly stores: Pick<Stores, 'adbKeys'>,
-    private readonly control: Pick<DeviceControl, 'holding'>,
+    private readonly control: Pick<DeviceControl, 'holding' | 'notDriven'>,
     private readonly phones: Pick<PhoneSource, 'get'>,
     private readonly now: Clock,
     private readonly options: RemoteConnectOptions,
@@ -146,11 +146,23 @@ export class RemoteConnect extends EventEmitter<RemoteConnectEvents> {
 
   /**
    * Opens the phone's remote connection, or answers the open one (`created` false) with this caller let in too.
-   * `readerOrigin`: where the caller reached the lab, for lanCommand's origin.
+   * `readerOrigin`: where the caller reached the lab, for lanCommand's origin. A phone a WebDriver run drives is
+   * watch-only, and a person's own adb or usbmuxd is no exception: refused (409 webdriver_running) until the run ends
+   * or is taken over.
    */
-  async open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }, readerOrigin?: string): Promise<{ created: boolean; view: RemoteConnectView }> {
+  open(scope: Scope, target: DeviceTarget, body: { publicKey?: string }, readerOrigin?: string): Promise<{ created: boolean; view: RemoteConnectView }> {
+    return this.openHeld(scope, target, body, readerOrigin, false);
+  }
+
+  /** The WebDriver run's own connection to the phone it drives: Appium's adb, or its WebDriverAgent, reaches it here. */
+  openForRun(scope: Scope, target: DeviceTarget, body: { publicKey?: string }): Promise<{ created: boolean; view: RemoteConnectView }> {
+    return this.openHeld(scope, target, body, undefined, true);
+  }
+
+  private async openHeld(scope: Scope, target: DeviceTarget, body: { publicKey?: string }, readerOrigin: string | undefined, forRun: boolean): Promise<{ created: boolean; view: RemoteConnectView }> {
     requireRole(scope.role, 'readwrite');
-    const row = this.control.holding(scope, target);
+    const held = this.control.holding(scope, target);
+    const row = forRun ? held : this.control.notDriven(held);
     const userId = scope.caller.user.id;
     const checkoutKey = body.publicKey === undefined ? undefined : { ...parseKey(body.publicKey), userId };
     const current = this.opened.get(row.id);

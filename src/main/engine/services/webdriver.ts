@@ -200,7 +200,7 @@ export class WebDriverRuns {
     private readonly parts: {
       sessions: Pick<Sessions, 'createSession' | 'getSession'>;
       allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory' | 'freeFor'>;
-      remote: Pick<RemoteConnect, 'open'>;
+      remote: Pick<RemoteConnect, 'openForRun'>;
       control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'besideRecording' | 'logs'>;
       apps: Pick<WebDriverApps, 'file' | 'pathOf'>;
       activity: { touch(allocationId: string): void };
@@ -487,7 +487,7 @@ export class WebDriverRuns {
       step("starting Appium's adb server");
       const adbPort = await adb.ensure();
       step("opening the phone's adb bridge");
-      const { view } = await this.parts.remote.open(scope, run.target, { publicKey: adb.publicKey() });
+      const { view } = await this.parts.remote.openForRun(scope, run.target, { publicKey: adb.publicKey() });
       step(`adb connect to the phone's bridge at ${view.address}`);
       await adb.connect(view.address);
       step('choosing ports for Appium');
@@ -504,7 +504,7 @@ export class WebDriverRuns {
       };
     }
     step("opening the iPhone's WebDriverAgent");
-    const { view } = await this.parts.remote.open(scope, run.target, {});
+    const { view } = await this.parts.remote.openForRun(scope, run.target, {});
     return {
       'appium:udid': run.target.serial,
       'appium:webDriverAgentUrl': view.webDriverAgentUrl,

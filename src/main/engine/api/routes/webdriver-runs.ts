@@ -38,7 +38,7 @@ export function webDriverRunRoutes(app: App, runs: WebDriverRuns): void {
       tags: ['Extensions'],
       operationId: 'takeOverWebDriverRun',
       summary: 'Take over a phone a WebDriver run drives: the run ends as interrupted, and the phone stays in the session',
-      description: 'While a WebDriver run drives a phone, the phone is watch-only for everyone: its control routes (actions, install, reboot, files, shell) answer 409 webdriver_running. Taking it over is the deliberate step that ends the run (its test result becomes interrupted, with the reason "taken over by <email>"; its video, logs and last screenshot are kept) and leaves the phone in_use in this session. A run that already ended is 404.',
+      description: 'While a WebDriver run drives a phone, the phone is watch-only for everyone: its control routes (actions, install, reboot, files, shell) and remote connect answer 409 webdriver_running. Taking it over is the deliberate step that ends the run (its test result becomes interrupted, with the reason "taken over by <email>"; its video, logs and last screenshot are kept) and leaves the phone in_use in this session. A run that already ended is 404.',
       security: BEARER,
       headers: OrganizationHeader,
       params: Type.Object({ sessionId: Uuid, runId: Uuid }),
