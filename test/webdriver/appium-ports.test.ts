@@ -17,7 +17,8 @@ import { labSession } from '../support/webdriver.js';
 /**
  * A port the lab picks is free when picked and bound later by its user (issue 45, seen under load as "cannot bind
  * listener: Address already in use"). Here something takes the port in between, on purpose: the picker hands out a port
- * this test already listens on, and the lab's child must come up on another.
+ * this test already listens on, and the lab's child must come up on another. Where no port can be bound at all, the
+ * session's failure names the step (issue 43: a smoke run once failed with a bare "read ECONNRESET").
  */
 const hasAdb = adbOrSkip();
 const dirs: string[] = [];
@@ -115,6 +116,42 @@ describe('ports the lab hands out (issue 45)', () => {
       expect(taken).not.toContain(given['appium:mjpegServerPort']);
       expect(await driver.getPageSource()).toContain('<hierarchy');
       await driver.deleteSession();
+    } finally {
+      await engine.stop();
+      await phone.stop();
+      await adb.stop();
+    }
+  }, 120_000);
+
+  it.runIf(hasAdb)('a session that cannot start says at which step, and frees its phone', async () => {
+    const adb = await startAdbServer();
+    const phone = new SimulatedPhone({ model: 'Stuck Pixel' });
+    const dataDir = home();
+    // Appium's port is picked first, as a session starts (and is free); every port after it is taken: Appium's
+    // private adb server can bind none.
+    let picks = 0;
+    const pick = async () => (picks++ === 0 ? freePort() : squat());
+    const engine = createEngine(
+      { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ownerEmail: OWNER_EMAIL, ownerPassword: OWNER_PASSWORD, logLevel: 'silent', adb: { host: '127.0.0.1', port: adb.port }, usbmuxd: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 },
+      { freePort: pick },
+    );
+    try {
+      await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+      const api = `${(await engine.start()).url}/api/v1`;
+      const c = client(api);
+      const token = await c.login();
+      const key = await c.createKey(token);
+      await waitFor('the phone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
+      const started = await fetch(`${api.replace(/\/api\/v1$/, '')}/wd/hub/session`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'Android', 'appium:automationName': 'UiAutomator2' } } }),
+      });
+      expect(started.status).toBe(500);
+      const { value } = (await started.json()) as { value: { error: string; message: string } };
+      expect(value.error).toBe('session not created');
+      expect(value.message).toMatch(/^The session could not start on Stuck Pixel \(starting Appium's adb server\): The private adb server could not bind a port/);
+      await waitFor('the phone to be free again', async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ held: boolean }>).every((d) => !d.held), 15_000);
     } finally {
       await engine.stop();
       await phone.stop();
