@@ -49,6 +49,36 @@ const home = () => {
   return dir;
 };
 
+/**
+ * A real adb server with one simulated phone on it, and an engine that picks its ports with `pick`: started, the phone
+ * in its fleet, the owner signed in with an API key. `stop` ends all three.
+ */
+async function labPicking(model: string, pick: () => Promise<number>) {
+  const adb = await startAdbServer();
+  const phone = new SimulatedPhone({ model });
+  const engine = createEngine(
+    { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir: home(), ownerEmail: OWNER_EMAIL, ownerPassword: OWNER_PASSWORD, logLevel: 'silent', adb: { host: '127.0.0.1', port: adb.port }, usbmuxd: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 },
+    { freePort: pick },
+  );
+  const stop = async () => {
+    await engine.stop();
+    await phone.stop();
+    await adb.stop();
+  };
+  try {
+    await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    const api = `${(await engine.start()).url}/api/v1`;
+    const c = client(api);
+    const token = await c.login();
+    const key = await c.createKey(token);
+    await waitFor('the phone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
+    return { api, c, token, key, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 describe('ports the lab hands out (issue 45)', () => {
   it.runIf(hasAdb)('the private adb server comes up on another port when its port is taken before it binds it', async () => {
     const dir = home();
@@ -81,9 +111,6 @@ describe('ports the lab hands out (issue 45)', () => {
   }, 90_000);
 
   it.runIf(hasAdb)("a WebDriver session starts on other ports when one the lab gave Appium is taken before Appium's adb binds it", async () => {
-    const adb = await startAdbServer();
-    const phone = new SimulatedPhone({ model: 'Race Pixel' });
-    const dataDir = home();
     // The engine's ports come from the OS, as always; the test takes the next `take` of them as soon as they are picked.
     let take = 0;
     const taken: number[] = [];
@@ -95,16 +122,8 @@ describe('ports the lab hands out (issue 45)', () => {
       }
       return port;
     };
-    const engine = createEngine(
-      { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ownerEmail: OWNER_EMAIL, ownerPassword: OWNER_PASSWORD, logLevel: 'silent', adb: { host: '127.0.0.1', port: adb.port }, usbmuxd: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 },
-      { freePort: pick },
-    );
+    const { api, key, stop } = await labPicking('Race Pixel', pick);
     try {
-      await connectToAdb(await phone.start(), adb.port, { env: adb.env });
-      const api = `${(await engine.start()).url}/api/v1`;
-      const c = client(api);
-      const key = await c.createKey(await c.login());
-      await waitFor('the phone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token: await c.login() })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
       const caps = { platformName: 'Android', 'appium:automationName': 'UiAutomator2' };
       // A first session starts Appium and its adb server: the next two ports picked are the next session's own.
       await (await labSession(api, key, caps)).deleteSession();
@@ -117,31 +136,16 @@ describe('ports the lab hands out (issue 45)', () => {
       expect(await driver.getPageSource()).toContain('<hierarchy');
       await driver.deleteSession();
     } finally {
-      await engine.stop();
-      await phone.stop();
-      await adb.stop();
+      await stop();
     }
   }, 120_000);
 
   it.runIf(hasAdb)('a session that cannot start says at which step, and frees its phone', async () => {
-    const adb = await startAdbServer();
-    const phone = new SimulatedPhone({ model: 'Stuck Pixel' });
-    const dataDir = home();
     // Appium's port is picked first, as a session starts (and is free); every port after it is taken: Appium's
     // private adb server can bind none.
     let picks = 0;
-    const pick = async () => (picks++ === 0 ? freePort() : squat());
-    const engine = createEngine(
-      { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ownerEmail: OWNER_EMAIL, ownerPassword: OWNER_PASSWORD, logLevel: 'silent', adb: { host: '127.0.0.1', port: adb.port }, usbmuxd: null, remotePorts: remotePorts(6), remotePortRestSeconds: 1 },
-      { freePort: pick },
-    );
+    const { api, c, token, key, stop } = await labPicking('Stuck Pixel', async () => (picks++ === 0 ? freePort() : squat()));
     try {
-      await connectToAdb(await phone.start(), adb.port, { env: adb.env });
-      const api = `${(await engine.start()).url}/api/v1`;
-      const c = client(api);
-      const token = await c.login();
-      const key = await c.createKey(token);
-      await waitFor('the phone in the fleet', async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
       const started = await fetch(`${api.replace(/\/api\/v1$/, '')}/wd/hub/session`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -153,9 +157,7 @@ describe('ports the lab hands out (issue 45)', () => {
       expect(value.message).toMatch(/^The session could not start on Stuck Pixel \(starting Appium's adb server\): The private adb server could not bind a port/);
       await waitFor('the phone to be free again', async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ held: boolean }>).every((d) => !d.held), 15_000);
     } finally {
-      await engine.stop();
-      await phone.stop();
-      await adb.stop();
+      await stop();
     }
   }, 120_000);
 });
