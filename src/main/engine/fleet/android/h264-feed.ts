@@ -33,7 +33,7 @@ export const DEFAULT_BIT_RATE = 2_000_000;
 /** screenrecord's own maximum; tests shorten it with BENCHTOP_SCREENRECORD_TIME_LIMIT to see the restart. */
 export const MAX_TIME_LIMIT_S = 180;
 /** A pause this long ends the access unit under way: one picture arrives as one write, split only by the transport. */
-const FLUSH_MS = 4;
+export const FLUSH_MS = 4;
 /** The next screenrecord starts this long before the running one reaches its time limit. */
 const OVERLAP_MS = 1500;
 /**
