@@ -191,12 +191,17 @@ describe('iPhones on iOS 17.4+: WDA through a go-ios userspace tunnel', () => {
     expect(JSON.parse(await run(['list'])).deviceList).toEqual([five.udid]);
     const port = await freePortPair();
     const records = mkdtempSync(join(tmpdir(), 'benchtop-holder-go-ios-'));
-    const agent = spawn(goIos, ['tunnel', 'start', '--userspace', `--udid=${five.udid}`, `--tunnel-info-port=${port}`, `--pair-record-path=${records}`], { env, stdio: 'ignore' });
+    const agent = spawn(goIos, ['tunnel', 'start', '--userspace', `--udid=${five.udid}`, `--tunnel-info-port=${port}`, `--pair-record-path=${records}`], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // go-ios logs to stderr: a tunnel that never comes up fails the test with what it said (seen once in 35 runs).
+    let said = '';
+    agent.stderr!.on('data', (chunk: Buffer) => (said = (said + chunk.toString()).slice(-4000)));
     try {
       const listed = await waitFor('the holder\'s tunnel', async () => {
         const out = await run(['tunnel', 'ls', `--tunnel-info-port=${port}`]);
         return out.includes(five.udid) ? (JSON.parse(out) as Array<{ udid: string; rsdPort: number; userspaceTun: boolean }>) : undefined;
-      }, 30_000);
+      }, 30_000).catch((error: Error) => {
+        throw new Error(`${error.message}; the holder's go-ios said:\n${said || '(nothing)'}`);
+      });
       expect(listed).toEqual([expect.objectContaining({ udid: five.udid, userspaceTun: true })]);
       const services = JSON.parse(await run(['rsd', 'ls', `--udid=${five.udid}`, `--tunnel-info-port=${port}`])) as Record<string, unknown>;
       expect(Object.keys(services)).toContain('com.apple.dt.testmanagerd.remote');
