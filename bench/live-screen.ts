@@ -183,10 +183,11 @@ async function startLab(prefix: string, refreshRate = 60, engine: NodeJS.Process
 
 /**
  * What one more event-loop wake costs a Node process on this machine: a process alone, woken H264_RATE times a second
- * by a timer, with and without a second timer FLUSH_MS after each wake, rounds taking turns. The H.264 path wakes the
+ * by a timer, with and without a second timer FLUSH_MS after each wake, in rounds. The H.264 path wakes the
  * engine once more per picture than JPEG's (the pause that tells a picture has ended: screenrecord marks no end), and
  * on a virtual machine a wake costs a large share of what relaying a frame does. Microseconds of CPU per picture.
  */
+// Its own process, reading its own schedstat as cpuMs (support/processes.ts) does: nothing else runs in it.
 const WAKE_SCRIPT = `
 const { readFileSync, readdirSync } = require('node:fs');
 const cpu = () => readdirSync('/proc/self/task').reduce((s, t) => s + Number(readFileSync('/proc/self/task/' + t + '/schedstat', 'utf8').split(' ')[0]), 0) / 1e3;
@@ -307,23 +308,24 @@ async function firstPictureMs(url: string): Promise<number> {
 const ROUNDS = sized(3, 1);
 
 /**
- * H.264 (screenrecord through the engine, `codecs=h264`) against minicap's JPEG measured just before on the same lab:
- * bytes and frames per second to one viewer, engine CPU, then a new viewer's first picture, and the restart gap at a
- * short time limit on a second engine.
- */
-/**
  * Rounds of the CPU comparison: H.264 and JPEG to one viewer, taking turns on the same lab, each round's order the
  * other way round. Three rounds, H.264's after JPEG's, gave ratios from 1.03x to 1.26x across runs.
  */
 const CPU_ROUNDS = sized(6, 1);
 
+/**
+ * H.264 (screenrecord through the engine, `codecs=h264`) against minicap's JPEG on the same lab, taking turns:
+ * bytes and frames per second to one viewer, engine CPU, then a new viewer's first picture, and the restart gap at a
+ * short time limit on a second engine.
+ */
 async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid: number): Promise<Figure[]> {
   const url = `${jpegUrl}&codecs=h264,jpeg`;
   const direct: number[] = [];
   for (let round = 0; round < ROUNDS; round++) direct.push(await directH264Fps(lab));
   // Each codec's engine CPU over the engine with nobody watching, measured just before in the same round; per
   // picture (or frame), the engine's CPU over the window by what it sent, as the minicap figures count it.
-  const turns = { h264: { fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[] }, jpeg: { fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[] } };
+  const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[] });
+  const turns = { h264: samples(), jpeg: samples() };
   for (let round = 0; round < CPU_ROUNDS; round++) {
     const idle = await idleCpuMsPerS(pid);
     for (const codec of round % 2 === 0 ? (['jpeg', 'h264'] as const) : (['h264', 'jpeg'] as const)) {
