@@ -44,11 +44,13 @@ describe.skipIf(!hasSshd)('restart reconciliation with tart list', () => {
     db.close();
     expect(mac.vms().find((vm) => vm.name === `benchtop-${cut.id}`)?.running).toBe(true);
 
+    const before = mac.calls().length;
     await lab.restart();
     const lost = await lab.untilStatus(session, kept.id, 'failed');
     expect(lost.statusMessage).toBe(`Its VM benchtop-${kept.id} was not running on mac-pro when Benchtop started again.`);
     await waitFor('both VMs to be deleted', () => mac.vms().length === 0);
-    expect(mac.calls().slice(-6)).toEqual(expect.arrayContaining([`stop benchtop-${cut.id}`, `delete benchtop-${cut.id}`, `delete benchtop-${kept.id}`]));
+    // What the engine ran on the Mac since it started again (its `tart list` polls go on between them).
+    expect(mac.calls().slice(before)).toEqual(expect.arrayContaining([`stop benchtop-${cut.id}`, `delete benchtop-${cut.id}`, `delete benchtop-${kept.id}`]));
     await waitFor('the host to be free', async () => (await lab.c.call('GET', '/fleet/hosts', { token: lab.owner })).body.data[0].freeSlots === 2);
     const released = (await lab.c.call('GET', `/sessions/${session}/instances/${cut.id}`, { token: lab.owner })).body;
     expect(released).toMatchObject({ status: 'released', releasedAt: new Date(releasedAt).toISOString() });
