@@ -1,4 +1,5 @@
 import { SignJWT, jwtVerify } from 'jose';
+import { webcrypto } from 'node:crypto';
 import { forbidden, unauthorized } from '../domain/errors.js';
 import { atLeast, type Role } from '../domain/roles.js';
 import type { ApiKeyWithHash } from '../store/api-keys.js';
@@ -52,6 +53,15 @@ export class Auth {
     this.cache = new VersionedCache(() => stores.authVersion.value);
   }
 
+  /**
+   * The token secret as a WebCrypto key, imported once: given the raw bytes, jose imports them again for every token
+   * it checks, and a request with a token cost the engine about 160 µs of CPU for it instead of about 50 µs.
+   */
+  private tokenKey: Promise<webcrypto.CryptoKey> | undefined;
+  private key(): Promise<webcrypto.CryptoKey> {
+    return (this.tokenKey ??= webcrypto.subtle.importKey('raw', new Uint8Array(this.tokenSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']));
+  }
+
   private userOf(id: string) {
     return this.cache.memo(`user:${id}`, () => this.stores.users.get(id));
   }
@@ -73,7 +83,7 @@ export class Auth {
       .setIssuer(ISSUER)
       .setIssuedAt(Math.floor(now / 1000))
       .setExpirationTime(Math.floor(expiresAt / 1000))
-      .sign(this.tokenSecret);
+      .sign(await this.key());
     return { token, expiresAt };
   }
 
@@ -105,7 +115,7 @@ export class Auth {
   private async authenticateToken(token: string): Promise<Caller> {
     let subject: string | undefined;
     try {
-      const { payload } = await jwtVerify(token, this.tokenSecret, {
+      const { payload } = await jwtVerify(token, await this.key(), {
         issuer: ISSUER,
         algorithms: ['HS256'],
         currentDate: new Date(this.now()),

@@ -411,7 +411,7 @@ export class DeviceControl {
 
   /** Why watching an allocation's phone must stop, or undefined while it is in_use. */
   private ended(id: string): FeedEnd | undefined {
-    const status = this.stores.devices.get(id)?.status;
+    const status = this.stores.devices.statusOf(id);
     if (status === 'in_use') return undefined;
     return status === 'offline' ? 'device_offline' : 'device_released';
   }
