@@ -5,8 +5,7 @@ import { encodeJpeg, jpegEncoder } from '../../src/sim/android/jpeg.js';
 
 /** A phone-sized frame with flat UI colours and hard edges, as the simulated launcher draws. */
 function frame(): Canvas {
-  const c = new Canvas(1080, 2400);
-  c.fill([250, 250, 250]);
+  const c = new Canvas(1080, 2400, [250, 250, 250]);
   c.fillRect(0, 0, 1080, 96, [33, 33, 33]);
   c.fillRect(120, 600, 840, 300, [26, 115, 232]);
   c.fillRect(120, 1200, 400, 400, [219, 68, 55]);

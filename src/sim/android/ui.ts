@@ -853,8 +853,7 @@ export function renderKey(device: Device, root: UiNode | undefined, now: Date): 
 /** Rasterizes the window the way SurfaceFlinger would composite it: app window, status bar, pointer trace. */
 export function render(device: Device, root: UiNode | undefined, now: Date): Canvas {
   const { width, height } = device.logicalSize;
-  const canvas = new Canvas(width, height);
-  canvas.fill(BLACK);
+  const canvas = new Canvas(width, height, BLACK);
   if (!root) return canvas;
   const dp = device.options.density / 160;
   paintNode(canvas, root, dp);

@@ -464,10 +464,9 @@ export class Springboard {
   private render(): Canvas {
     const s = this.scale;
     const { width, height } = this.window();
-    const c = new Canvas(width * s, height * s);
     const tree = this.cache.tree!;
     const app = this.foreground;
-    c.fill(this.locked || !app ? WALLPAPER : app === SETTINGS ? GROUPED : WHITE);
+    const c = new Canvas(width * s, height * s, this.locked || !app ? WALLPAPER : app === SETTINGS ? GROUPED : WHITE);
     const text = (t: string, x: number, y: number, color: Rgb, size = 2, maxWidth = width - x - 8) =>
       c.text(ellipsize(t, size * s / 2, maxWidth * s), x * s, y * s, (size * s) / 2, color);
     const draw = (n: AxNode) => {
