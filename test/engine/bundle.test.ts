@@ -184,6 +184,8 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     ids.invitationId = (await created('POST', `/organizations/${ids.organization}/invitations`, { email: 'guest@bundle.test', role: 'readonly' })).id;
     ids.key = (await created('POST', '/keys', { name: 'bundle' })).id;
     ids.adbKey = (await created('POST', '/adb-keys', { publicKey: newAdbPublicKey() })).id;
+    // A reservation needs a phone in the lab that matches it: the demo phone attaches a moment after the start.
+    await waitFor('the demo phone', async () => (await owner('GET', '/fleet/devices')).body.data.some((p: { state: string }) => p.state === 'device'), 20_000);
     const hour = 3_600_000;
     ids.reservation = (await created('POST', '/reservations', {
       filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }],
@@ -202,7 +204,6 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
 
     const session = await created('POST', '/sessions', {});
     ids.sessionId = session.id;
-    await waitFor('the demo phone', async () => (await owner('GET', '/fleet/devices')).body.data.some((p: { state: string }) => p.state === 'device'), 20_000);
     const allocation = (await created('POST', `/sessions/${ids.sessionId}/devices`, { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }] })).id;
     const inUse = await waitFor('the phone in use', async () => {
       const row = (await owner('GET', `/sessions/${ids.sessionId}/devices/${allocation}`)).body;

@@ -102,8 +102,9 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
   const statusById = db.prepare<[string], { status: DeviceAllocationRow['status'] }>('SELECT status FROM device_allocations WHERE id = ?');
   /**
    * Statuses read since the last write: a live screen asks before every frame it sends (30 a second per watched
-   * phone), and a full row from SQLite for each was a tenth of what relaying a frame cost the engine. Every write here
-   * bumps sessionParts, and this store is the only writer of the table, so a status is remembered until the next one.
+   * phone), and a full row from SQLite for each was about a fifth of what relaying a frame cost the engine. Every
+   * write here that can change a status bumps sessionParts, and this store is the only writer of the table, so a status
+   * is remembered until the next such write.
    */
   const statuses = new Map<string, DeviceAllocationRow['status'] | undefined>();
   let statusesAt = -1;
