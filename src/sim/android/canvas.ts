@@ -8,7 +8,7 @@ export class Canvas {
 
   /**
    * Filled with `background` from the start: a zeroed buffer painted over at once was two passes over 10 MB for each
-   * picture of a moving screen (a fifth of what a GUI test of the H.264 screen cost its worker).
+   * picture of a moving screen (a quarter of the busy time in a profile of the H.264 screen's GUI test).
    */
   constructor(
     readonly width: number,
