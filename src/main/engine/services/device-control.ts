@@ -11,6 +11,7 @@ import { FileMissing, type Phone, type PhoneDriver, type PhoneFileEntry, type Ph
 import type { DeviceAllocationRow } from '../store/devices.js';
 import type { Stores } from '../store/index.js';
 import { requireRole } from './auth.js';
+import { VersionedCache } from './cache.js';
 import type { AppFiles, DeviceAllocator } from './devices.js';
 import type { LogLine } from '../../../shared/api/devices.js';
 import { pngSize } from '../domain/image-size.js';
@@ -54,9 +55,14 @@ export class DeviceControl {
   private readonly screens = new LiveScreens();
   /** The screen recording each allocation is making, by allocation id. */
   private readonly recordings = new Map<string, Promise<ScreenRecording>>();
+  /**
+   * Allocations' statuses until the next write to any of them: a live screen asks before every frame it sends (30 a
+   * second per watched phone), and a row from SQLite for each was about a fifth of what relaying a frame cost.
+   */
+  private readonly statuses: VersionedCache;
 
   constructor(
-    private readonly stores: Pick<Stores, 'devices'>,
+    private readonly stores: Pick<Stores, 'devices' | 'sessionPartsVersion'>,
     private readonly allocator: Pick<DeviceAllocator, 'find'>,
     private readonly phones: PhoneSource,
     private readonly appFiles: AppFiles,
@@ -66,7 +72,9 @@ export class DeviceControl {
       /** Who drives the allocation's phone through a WebDriver run, if one does: the phone is then watch-only. */
       drivenBy?: (allocationId: string) => string | undefined;
     },
-  ) {}
+  ) {
+    this.statuses = new VersionedCache(() => stores.sessionPartsVersion.value);
+  }
 
   /**
    * A phone a WebDriver run drives is watch-only, for everyone: a tap or a key under the run's feet would fail it for
@@ -411,7 +419,7 @@ export class DeviceControl {
 
   /** Why watching an allocation's phone must stop, or undefined while it is in_use. */
   private ended(id: string): FeedEnd | undefined {
-    const status = this.stores.devices.statusOf(id);
+    const status = this.statuses.memo(`status:${id}`, () => this.stores.devices.get(id)?.status);
     if (status === 'in_use') return undefined;
     return status === 'offline' ? 'device_offline' : 'device_released';
   }

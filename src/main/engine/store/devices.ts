@@ -99,26 +99,8 @@ export function deviceAllocationStore(db: Db, sessionParts: Version) {
   const warn = db.prepare('UPDATE device_allocations SET warning_reason = ?, warning_release_at = ? WHERE id = ? AND released_at IS NULL');
 
   const write = <T>(result: T) => sessionParts.bump(result);
-  const statusById = db.prepare<[string], { status: DeviceAllocationRow['status'] }>('SELECT status FROM device_allocations WHERE id = ?');
-  /**
-   * Statuses read since the last write: a live screen asks before every frame it sends (30 a second per watched
-   * phone), and a full row from SQLite for each was about a fifth of what relaying a frame cost the engine. Every
-   * write here that can change a status bumps sessionParts, and this store is the only writer of the table, so a status
-   * is remembered until the next such write.
-   */
-  const statuses = new Map<string, DeviceAllocationRow['status'] | undefined>();
-  let statusesAt = -1;
   return {
     get: (id: string) => byId.get(id),
-    /** The allocation's status (undefined for none), as `get(id)?.status` answers it. */
-    statusOf: (id: string): DeviceAllocationRow['status'] | undefined => {
-      if (statusesAt !== sessionParts.value || statuses.size >= 1024) {
-        statuses.clear();
-        statusesAt = sessionParts.value;
-      }
-      if (!statuses.has(id)) statuses.set(id, statusById.get(id)?.status);
-      return statuses.get(id);
-    },
     /** Allocations of the given sessions, newest first. */
     ofSessions: (sessionIds: readonly string[]) =>
       sessionIds.length === 1 ? ofSession.all(sessionIds[0]!) : ofSessions.all(JSON.stringify(sessionIds)),
