@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../support/engine.js';
-import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
+import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { mobilecli, MOBILECLI, MOBILECLI_0164 } from '../support/mobile-next.js';
 
 /**
@@ -21,6 +21,10 @@ beforeAll(async () => {
   lab = await startLab([{ model: 'Pixel 7', osVersion: '14', sdk: 34 }, { model: 'Galaxy A54', osVersion: '13' }]);
   c = client(lab.engine.api);
   key = await c.createKey(await c.login());
+  // The engine reads a phone's model and version after adb reports it: both phones are known before a test lists them.
+  await waitFor('both phones in the fleet', async () =>
+    ((await c.call('GET', '/fleet/devices', { token: key })).body.data as Array<{ state: string; name: string }>)
+      .filter((d) => d.state === 'device' && ['Pixel 7', 'Galaxy A54'].includes(d.name)).length === 2, 30_000);
   fleetUrl = `${lab.engine.api.replace(/^http/, 'ws').replace(/\/api\/v1$/, '')}/ws`;
 }, 60_000);
 afterAll(() => lab?.stop());
