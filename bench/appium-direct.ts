@@ -67,7 +67,7 @@ async function android(shared?: AppiumServer): Promise<Figure[]> {
   onCleanup(() => adb.stop());
   const phone = new SimulatedPhone({ width: 1080, height: 2400 });
   onCleanup(() => phone.stop());
-  const serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env, adbPath: SDK_ADB });
+  const serial = await connectToAdb(await phone.start(), adb.port);
   const caps = { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:udid': serial, 'appium:adbPort': adb.port, 'appium:newCommandTimeout': 60 };
 
   // The first session installs the server's APKs: its time is printed, not compared. A smoke run measures nothing, so

@@ -75,7 +75,7 @@ export const appium: Benchmark = {
     for (let i = 2; i <= AT_ONCE; i++) {
       const phone = startChild(process.execPath, nodeScript(PHONE_SCRIPT), { cwd: ROOT, env: { ...process.env, BENCH_PHONE_OPTIONS: JSON.stringify({ model: `Bench ${i}`, ...BENCH_SCREEN }) } });
       const [, port] = await phone.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, 30_000);
-      serials.push(await connectToAdb(Number(port), lab.adb.port, { env: lab.adb.env }));
+      serials.push(await connectToAdb(Number(port), lab.adb.port));
     }
     const direct = await startAppium({ ANDROID_HOME }, ['uiautomator2']);
     onCleanup(() => direct.stop());

@@ -48,7 +48,7 @@ export async function startAndroidLab(prefix: string, phone: SimulatedPhoneOptio
   const [, port] = await phoneProcess.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/, START_TIMEOUT_MS);
   const link = usbLink ? await startUsbLink(Number(port)) : undefined;
   if (link) onCleanup(() => link.close());
-  const serial = await connectToAdb(link?.port ?? Number(port), adb.port, { env: adb.env });
+  const serial = await connectToAdb(link?.port ?? Number(port), adb.port);
 
   const dataDir = tempDir(prefix);
   const env = {

@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectToAdb, runAdb, SimulatedPhone } from '../sim/android/index.js';
+import { connectToAdb, disconnectFromAdb, SimulatedPhone } from '../sim/android/index.js';
 
 /**
  * Who each demo phone is, kept in the data dir: a real phone keeps its serial (an iPhone its UDID) when the lab
@@ -60,7 +60,7 @@ export async function startDemoPhones(count: number, adbServerPort: number, data
   const identities: DemoIdentities['android'] = [];
   const serials: string[] = [];
   const stop = async () => {
-    for (const serial of serials) await runAdb(['disconnect', serial], { serverPort: adbServerPort, timeoutMs: 10_000 }).catch(() => undefined);
+    for (const serial of serials) await disconnectFromAdb(serial, adbServerPort).catch(() => undefined);
     for (const phone of phones) await phone.stop();
   };
   try {
@@ -73,7 +73,7 @@ export async function startDemoPhones(count: number, adbServerPort: number, data
       const port = await listenAsBefore(phone, model, before?.port, log);
       // A run that crashed left adb a transport at this address, offline: adb answers "already connected" to it and
       // waits for its own reconnect. Dropped first, the phone is back at once, as a replugged USB phone would be.
-      if (port === before?.port) await runAdb(['disconnect', `127.0.0.1:${port}`], { serverPort: adbServerPort, timeoutMs: 10_000 }).catch(() => undefined);
+      if (port === before?.port) await disconnectFromAdb(`127.0.0.1:${port}`, adbServerPort).catch(() => undefined);
       // `adb connect` starts the adb server if none is running, as a USB phone would not need.
       serials.push(await connectToAdb(port, adbServerPort));
       identities.push({ model, port, serialNo: phone.serialNo });

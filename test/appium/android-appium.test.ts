@@ -50,7 +50,7 @@ describe.runIf(sdkAdbOrSkip())('Appium UiAutomator2 driver against a simulated p
     const starting = startAppium({ ANDROID_HOME }, ['uiautomator2']);
     adb = await startAdbServer({ adbPath: SDK_ADB });
     phone = new SimulatedPhone({ width: 720, height: 1280 });
-    serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env, adbPath: SDK_ADB });
+    serial = await connectToAdb(await phone.start(), adb.port);
     appium = await starting;
   });
 

@@ -27,7 +27,7 @@ describe.skipIf(!hasAdb)('lab settings over a real adb server and a simulated ph
   beforeAll(async () => {
     [lab, otherAdb] = await Promise.all([startLab([{ model: 'Pixel 8' }]), startAdbServer()]);
     otherPhone = new SimulatedPhone({ model: 'Pixel 6' });
-    otherSerial = await connectToAdb(await otherPhone.start(), otherAdb.port, { env: otherAdb.env });
+    otherSerial = await connectToAdb(await otherPhone.start(), otherAdb.port);
     c = client(lab.engine.api);
     owner = await c.login();
     await waitFor('the phone in the fleet', async () => (await phoneState()) === 'device');

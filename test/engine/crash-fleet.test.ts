@@ -65,7 +65,7 @@ async function plug(count: number, options: { installMs?: number } = {}): Promis
   for (let i = 0; i < count; i++) {
     const phone = new SimulatedPhone({ model: 'Crash Pixel', installMs: options.installMs ?? 0 });
     phones.push(phone);
-    serials.push(await connectToAdb(await phone.start(), adb.port, { env: adb.env }));
+    serials.push(await connectToAdb(await phone.start(), adb.port));
   }
   return serials;
 }

@@ -27,7 +27,7 @@ describe.skipIf(!hasAdb)('metering across a SIGKILL', () => {
   beforeAll(async () => {
     adb = await startAdbServer();
     phone = new SimulatedPhone({ model: 'Pixel 8', osVersion: '14' });
-    await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    await connectToAdb(await phone.start(), adb.port);
     env = {
       BENCHTOP_DATA_DIR: dir,
       BENCHTOP_OWNER_EMAIL: 'down@lab.test',

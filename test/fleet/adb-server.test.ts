@@ -48,13 +48,12 @@ describe.skipIf(!hasAdb)('the adb server', () => {
       BENCHTOP_ADB: 'on',
       BENCHTOP_ADB_PORT: String(port),
     });
-    const adbEnv = { ...process.env, ...env };
     // Probed with a bare TCP connect: an `adb` command would start a server itself and prove nothing.
     await waitFor('an adb server on the port', () => listening(port));
     // A phone arrives after the server has settled, as a cable plugged in later would: an `adb connect` racing the
     // new server's own start-up is sometimes never reported to trackers (seen with adb 1.0.41).
     await new Promise((r) => setTimeout(r, 1000));
-    const serial = await connectToAdb(await phone.start(), port, { env: adbEnv });
+    const serial = await connectToAdb(await phone.start(), port);
     const token = (await call(serve.api, 'POST', '/auth/login', { body: { email: 'o@lab.test', password: 'password-1' } })).body.token;
     const seen = await waitFor('the phone in the fleet', async () =>
       (await call(serve!.api, 'GET', '/fleet/devices', { token })).body.data.find((p: { serial: string; state: string }) => p.serial === serial && p.state === 'device'));

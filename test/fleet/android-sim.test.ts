@@ -94,7 +94,7 @@ describe.skipIf(!adbPath)('simulated Android phone through the real adb server',
     server = await startAdbServer({ adbPath });
     phone = new SimulatedPhone({ model: 'Pixel 7 Sim', manufacturer: 'Benchtop', osVersion: '13', sdk: 33, serialNo: 'SIM0001', battery: 77 });
     port = await phone.start();
-    serial = await connectToAdb(port, server.port, { env: server.env, adbPath });
+    serial = await connectToAdb(port, server.port);
   });
 
   afterAll(async () => {

@@ -22,7 +22,7 @@ describe.skipIf(!ready)('the simulated phone\'s screenrecord', () => {
   beforeAll(async () => {
     adb = await startAdbServer();
     phone = new SimulatedPhone({ width: 480, height: 800 });
-    serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    serial = await connectToAdb(await phone.start(), adb.port);
     await phone.shell('input keyevent WAKEUP && wm dismiss-keyguard');
     scratch = mkdtempSync(join(tmpdir(), 'benchtop-screenrecord-'));
   }, 60_000);

@@ -19,7 +19,7 @@ describe.skipIf(!ready)('the simulated phone\'s shell behind a PTY, through adb 
   beforeAll(async () => {
     adb = await startAdbServer();
     phone = new SimulatedPhone({ model: 'Pixel 8', deviceName: 'husky' });
-    serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    serial = await connectToAdb(await phone.start(), adb.port);
   }, 40_000);
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');

@@ -39,7 +39,7 @@ describe.runIf(adbOrSkip())('UiAutomator2 instrumentation on the simulated phone
   beforeAll(async () => {
     adb = await startAdbServer();
     phone = new SimulatedPhone();
-    serial = await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    serial = await connectToAdb(await phone.start(), adb.port);
   });
 
   afterAll(async () => {

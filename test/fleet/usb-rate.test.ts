@@ -25,7 +25,7 @@ describe.skipIf(!hasAdb)('a simulated phone at a USB link\'s rate (usbReadBytesP
   beforeAll(async () => {
     adb = await startAdbServer();
     writeFileSync(file, bytes);
-    for (const phone of [slow, fast]) serials.push(await connectToAdb(await phone.start(), adb.port, { env: adb.env }));
+    for (const phone of [slow, fast]) serials.push(await connectToAdb(await phone.start(), adb.port));
   }, 30_000);
   afterAll(async () => {
     await Promise.all([slow.stop(), fast.stop()]);

@@ -26,7 +26,7 @@ describe.skipIf(!hasAdb)('sharing across SIGKILL and restart', () => {
     for (const model of ['Pixel 8', 'Pixel 7']) {
       const phone = new SimulatedPhone({ model, osVersion: '14' });
       phones.push(phone);
-      await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+      await connectToAdb(await phone.start(), adb.port);
     }
     env = {
       BENCHTOP_DATA_DIR: dir,

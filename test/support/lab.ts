@@ -1,4 +1,4 @@
-import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
+import { findAdb, SimulatedPhone, startAdbServer, connectToAdb, disconnectFromAdb, type AdbServer, type SimulatedPhoneOptions } from '../../src/sim/android/index.js';
 import { startEngine, type client, type TestEngine } from './engine.js';
 import type { EngineConfig } from '../../src/main/engine/config.js';
 
@@ -39,16 +39,16 @@ export async function startLab(phones: SimulatedPhoneOptions[], config: Partial<
     async plug(options = {}) {
       const phone = new SimulatedPhone(options);
       const port = await phone.start();
-      const serial = await connectToAdb(port, adb.port, { env: adb.env });
+      const serial = await connectToAdb(port, adb.port);
       lab.phones.push(phone);
       lab.serials.push(serial);
       return serial;
     },
     async unplug(serial) {
-      await adb.run(['disconnect', serial]);
+      await disconnectFromAdb(serial, adb.port);
     },
     async replug(serial) {
-      await connectToAdb(Number(serial.split(':')[1]), adb.port, { env: adb.env });
+      await connectToAdb(Number(serial.split(':')[1]), adb.port);
     },
     phone(serial) {
       return lab.phones[lab.serials.indexOf(serial)]!;

@@ -66,7 +66,7 @@ async function labPicking(model: string, pick: () => Promise<number>) {
     await adb.stop();
   };
   try {
-    await connectToAdb(await phone.start(), adb.port, { env: adb.env });
+    await connectToAdb(await phone.start(), adb.port);
     const api = `${(await engine.start()).url}/api/v1`;
     const c = client(api);
     const token = await c.login();

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { EngineConfig } from '../config.js';
 import type { AndroidFleet } from './android/android-fleet.js';
-import type { AdbServerAddress } from './android/adb-host.js';
+import type { AdbServerAddress } from '../../../protocols/adb/host.js';
 import type { IosFleet } from './ios/ios-fleet.js';
 import type { Phone, PhoneDriver, PhoneSource } from './types.js';
 

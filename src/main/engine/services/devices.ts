@@ -252,7 +252,10 @@ export class DeviceAllocator {
   inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps' | 'wdaLaunch'>> {
     return this.stores.fleet.all().map((row) => {
       const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);
-      return live ? { ...row, model: live.model, steps: live.steps, wdaLaunch: live.wdaLaunch } : row;
+      if (live) return { ...row, model: live.model, steps: live.steps, wdaLaunch: live.wdaLaunch };
+      // Until the fleet's first look at the phones (reconcile), a stored state is the last run's: after a crash, a
+      // phone unplugged meanwhile would be listed as attached. One not seen yet in this run is not here yet.
+      return this.reconciled ? row : { ...row, state: 'gone' as const };
     });
   }
 

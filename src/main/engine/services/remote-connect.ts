@@ -6,7 +6,7 @@ import { reachableOrigin } from '../domain/reachable-origin.js';
 import { AdbBridge } from '../fleet/android/adb-bridge.js';
 import type { Socket } from 'node:net';
 import type { UsbmuxdAddress } from '../fleet/ios/usbmux.js';
-import { openDeviceService, type AdbServerAddress } from '../fleet/android/adb-host.js';
+import { openDeviceService, type AdbServerAddress } from '../../../protocols/adb/host.js';
 import type { PhoneSource } from '../fleet/types.js';
 import type { AdbKeyRow } from '../store/adb-keys.js';
 import type { DeviceAllocationRow } from '../store/devices.js';

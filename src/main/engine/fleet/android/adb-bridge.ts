@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { DeviceConnection, type ServiceSession, type StreamIo } from '../../../../protocols/adb/transport.js';
 import { verifyAdbSignature, type AdbPublicKey } from '../../../../protocols/adb/keys.js';
-import { AdbFail, hostQuery, openDeviceService, type AdbServerAddress } from './adb-host.js';
+import { AdbFail, hostQuery, openDeviceService, type AdbServerAddress } from '../../../../protocols/adb/host.js';
 
 /**
  * Services that reach beyond the phone or outlive the checkout. `reverse:` would listen on the lab box's own loopback,

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { hostQuery, waitForDevice } from '../android/adb-host.js';
+import { hostQuery, waitForDevice } from '../../../../protocols/adb/host.js';
 import { spawnGuarded, stopGuarded } from '../guarded-child.js';
 import { freePort } from './appium-server.js';
 

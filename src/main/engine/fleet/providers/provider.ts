@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { AndroidFleet } from '../android/android-fleet.js';
 import type { Client } from '../android/adb.js';
-import type { AdbServerAddress } from '../android/adb-host.js';
+import type { AdbServerAddress } from '../../../../protocols/adb/host.js';
 import { streamClient } from '../android/tunnel-client.js';
 import { shellQuote } from '../../domain/shell-quote.js';
 import { IosFleet } from '../ios/ios-fleet.js';
