@@ -67,7 +67,7 @@ export function runAdb(args: string[], options: AdbRunOptions = {}): Promise<Adb
 /**
  * `adb connect 127.0.0.1:<port>` against the server on `adbServerPort`, resolving to the device's serial. The request
  * is the one the command line sends its server (host:connect), asked directly: the server does the connecting either
- * way, and a client process spawned from a test worker blocked it for about 20 ms, some 600 times a suite. Where no
+ * way, and each client process spawned from a test worker blocked its event loop (about 300 of them a run). Where no
  * server runs yet, the command line itself is run, which starts one (as demo mode relies on).
  */
 export async function connectToAdb(port: number, adbServerPort = 5037, options: { timeoutMs?: number } = {}): Promise<string> {
@@ -143,7 +143,7 @@ export async function startAdbServer(options: { port?: number; adbPath?: string 
     env,
     run,
     async stop() {
-      // `adb kill-server` sends host:kill; the server exits without answering, so the socket's end is the answer.
+      // What `adb kill-server` sends: the server answers OKAY and exits, and the socket's end after it says it has gone.
       await hostQuery({ host: '127.0.0.1', port }, 'host:kill', 15_000).catch(() => undefined);
       rmSync(root, { recursive: true, force: true });
     },
