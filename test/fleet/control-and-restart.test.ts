@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -177,5 +178,30 @@ describe.skipIf(!hasAdb)('restart recovery', () => {
       return d.status === 'in_use' ? d : undefined;
     });
     expect(served.info.serial).toBe(lost.serial);
+  });
+});
+
+describe.skipIf(!hasAdb)('the fleet before its first look after a start', () => {
+  it('a phone the last run stored as attached is not listed as attached until this run has seen it', async () => {
+    const lab = await startLab([{ model: 'Pixel 7', osVersion: '14' }]);
+    // An adb server that accepts and never answers: the started engine's first look at the phones never ends.
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      let c = client(lab.engine.api);
+      let token = await c.login();
+      const listed = async () => ((await c.call('GET', '/fleet/devices', { token })).body.data as Array<{ serial: string; state: string }>).find((d) => d.serial === lab.serials[0]);
+      await waitFor('the phone attached', async () => (await listed())?.state === 'device');
+      // The engine stops with the phone attached, so its stored row says attached, as after a crash.
+      lab.engine = await lab.engine.restart({ adb: { host: '127.0.0.1', port: (silent.address() as AddressInfo).port } });
+      c = client(lab.engine.api);
+      token = await c.login();
+      expect(await listed()).toMatchObject({ serial: lab.serials[0], state: 'gone' });
+    } finally {
+      for (const socket of held) socket.destroy();
+      silent.close();
+      await lab.stop();
+    }
   });
 });
