@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { hostQuery } from '../../protocols/adb/host.js';
 
-/** Driving the real `adb` command line: a private server, `adb connect`, and plain command runs. */
+/**
+ * Driving a real adb server: starting a private one with the `adb` command line, connecting and disconnecting phones
+ * and stopping it with the host requests that command line sends, and plain command runs.
+ */
+
+/** A host request to the adb server on this machine's `port`, as the `adb` command line sends it. */
+const askServer = (port: number, request: string, timeoutMs: number) => hostQuery({ host: '127.0.0.1', port }, request, timeoutMs);
 
 export interface AdbResult {
   code: number | null;
@@ -75,7 +81,7 @@ export async function connectToAdb(port: number, adbServerPort = 5037, options: 
   const timeoutMs = options.timeoutMs ?? 30_000;
   let text: string;
   try {
-    text = await hostQuery({ host: '127.0.0.1', port: adbServerPort }, `host:connect:${serial}`, timeoutMs);
+    text = await askServer(adbServerPort, `host:connect:${serial}`, timeoutMs);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ECONNREFUSED') throw error;
     const result = await runAdb(['connect', serial], { serverPort: adbServerPort, timeoutMs });
@@ -89,7 +95,7 @@ export async function connectToAdb(port: number, adbServerPort = 5037, options: 
 
 /** `adb disconnect <serial>`, asked of the server directly (host:disconnect), as connectToAdb asks. */
 export async function disconnectFromAdb(serial: string, adbServerPort = 5037): Promise<void> {
-  await hostQuery({ host: '127.0.0.1', port: adbServerPort }, `host:disconnect:${serial}`, 10_000);
+  await askServer(adbServerPort, `host:disconnect:${serial}`, 10_000);
 }
 
 export interface AdbServer {
@@ -144,7 +150,7 @@ export async function startAdbServer(options: { port?: number; adbPath?: string 
     run,
     async stop() {
       // What `adb kill-server` sends: the server answers OKAY and exits, and the socket's end after it says it has gone.
-      await hostQuery({ host: '127.0.0.1', port }, 'host:kill', 15_000).catch(() => undefined);
+      await askServer(port, 'host:kill', 15_000).catch(() => undefined);
       rmSync(root, { recursive: true, force: true });
     },
   };

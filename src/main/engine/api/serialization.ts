@@ -22,8 +22,8 @@ export const lazySerializers: SerializerFactory = (externalSchemas, options) => 
     return (doc) => {
       if (!serialize) {
         const key = `${settings}\n${JSON.stringify(route.schema)}`;
-        serialize = compiled.get(key) ?? compile(route);
-        compiled.set(key, serialize);
+        serialize = compiled.get(key);
+        if (!serialize) compiled.set(key, (serialize = compile(route)));
       }
       return serialize(doc);
     };
