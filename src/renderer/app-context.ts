@@ -33,17 +33,34 @@ function membershipMayHaveChanged(): void {
 }
 
 /**
+ * A request the browser could not complete is asked once more when asking again changes nothing (a GET): Chromium
+ * cancels the connections it is opening whenever the computer's network changes (net::ERR_NETWORK_CHANGED: a laptop
+ * joining Wi-Fi, a VPN going up, a container's bridge appearing), and a screen should not show an error for that.
+ */
+async function fetchOnceMore(input: Parameters<typeof fetch>[0], init: RequestInit | undefined): Promise<Response> {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    if ((init?.method ?? 'GET') !== 'GET' || init?.signal?.aborted) throw error;
+    return fetch(input, init);
+  }
+}
+
+/**
  * The page's fetch, which answers a request that prefetch.ts already made (the first screen's first few) with that
- * answer, once, when it was asked with the same token and organization.
+ * answer, once, when it was asked with the same token and organization; an early request that failed is asked again.
  */
 const pageFetch: typeof fetch = async (input, init) => {
   const headers = (init?.headers ?? {}) as Record<string, string>;
   const early = typeof input === 'string' && (init?.method ?? 'GET') === 'GET' ? prefetched?.get(input) : undefined;
+  let response: Response | undefined;
   if (early) {
     prefetched!.delete(input as string);
-    if (headers.authorization === early.authorization && (headers['x-organization-id'] ?? null) === early.organization) return early.response;
+    if (headers.authorization === early.authorization && (headers['x-organization-id'] ?? null) === early.organization) {
+      response = await early.response.catch(() => undefined);
+    }
   }
-  const response = await fetch(input, init);
+  response ??= await fetchOnceMore(input, init);
   if ((response.status === 403 || response.status === 404) && headers['x-organization-id']) membershipMayHaveChanged();
   return response;
 };

@@ -5,7 +5,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'account';
@@ -29,7 +29,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     const context = await newContext(browser);
     const page = await context.newPage();
     const problems = watchConsole(page);
-    await page.goto(origin);
+    await open(page, origin);
     await page.getByLabel('Email').fill(OWNER_EMAIL);
     await page.getByLabel('Password').fill('not-the-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -48,7 +48,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
     await snap(page, SUITE, '02-fleet-after-login');
 
     // A reload keeps the tab signed in; a deep link is served the app too.
-    await page.goto(`${origin}/organization`);
+    await open(page, `${origin}/organization`);
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
     expect(problems.filter((p) => CSP_OR_CRASH.test(p))).toEqual([]);
     await context.close();
@@ -145,7 +145,7 @@ describe.runIf(hasChromium)('GUI: account, keys and invitations', () => {
       };
     }, token);
     const page = await context.newPage();
-    await page.goto(`${origin}/fleet`);
+    await open(page, `${origin}/fleet`);
     await page.getByRole('heading', { name: 'Fleet' }).waitFor();
     expect(await page.getByLabel('Email').count()).toBe(0);
     await page.getByText(OWNER_EMAIL).waitFor();

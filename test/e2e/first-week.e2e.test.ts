@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD, type Client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip('chromium') && adbOrSkip();
 const SUITE = 'first-week';
@@ -283,7 +283,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
       // Nobody looks at it (a live screen in sight keeps a phone in use): the lab takes it back, and its session says so.
       const { session, id } = await allocateInUse(c, owner, 'Galaxy S23');
       await waitFor('the idle release', async () => (await c.call('GET', `/sessions/${session}/devices/${id}`, { token: owner })).body.status === 'released', 15_000);
-      await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+      await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
       const released = page.getByRole('region', { name: 'Released phones' });
       await released.getByText(/^Galaxy S23 \(.+\) was released at .+: nobody used it for the lab's idle time, so the lab gave it back to the pool \(idle timeout\)\.$/).waitFor({ timeout: 20_000 });
       expect(await released.isVisible()).toBe(true);
@@ -296,7 +296,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
 
   it('the log fits the window at 1024x768, 1280x720 and 1440x900: its newest line is in sight while it follows', async () => {
     const { session } = await allocateInUse(c, owner, 'Galaxy S23');
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
     await page.getByRole('tab', { name: 'Logcat' }).click();
     const log = page.getByRole('list', { name: 'Log of Galaxy S23' });
     await log.locator('li').first().waitFor({ timeout: 15_000 });

@@ -6,7 +6,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'invitations';
@@ -43,7 +43,7 @@ describe.runIf(hasChromium)('GUI: an invitation link over the LAN, and managing 
     const context = await browser.newContext({ viewport: { width: 1024, height: 768 }, ignoreHTTPSErrors: true });
     const page = await context.newPage();
     const problems = watchConsole(page);
-    await page.goto(link);
+    await open(page, link);
     await page.getByRole('heading', { name: 'Join Field Team' }).waitFor();
     const card = page.getByRole('region', { name: 'Join Field Team' });
     expect(await card.textContent()).toMatch(new RegExp(`${OWNER_EMAIL} invited ${invitee} to the organization Field Team .*as read-only`));

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApk } from '../../src/sim/android/apk.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'phone-page';
@@ -230,7 +230,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
   });
 
   it('works from the keyboard alone: skip link, buttons, tabs and the screen, with a visible focus ring', async () => {
-    await page.goto(page.url());
+    await open(page, page.url());
     await image().waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
@@ -282,7 +282,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
   it('at 800 px nothing overflows sideways and the chat\'s Send button is whole', async () => {
     await page.setViewportSize({ width: 800, height: 900 });
     for (const path of ['/fleet', '/sessions', '/files', `/sessions/${sessionId}`]) {
-      await page.goto(originOf(lab.engine.api) + path);
+      await open(page, originOf(lab.engine.api) + path);
       await page.getByRole('heading', { level: 1 }).waitFor();
       await page.waitForTimeout(300);
       expect(await page.evaluate(() => document.documentElement.scrollWidth), path).toBeLessThanOrEqual(800);
@@ -302,7 +302,7 @@ describe.runIf(ready)('GUI: the phone page', () => {
   });
 
   it('a session is named and ended: ending releases its phone, and the chat says why it cannot drive it', async () => {
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${sessionId}`);
     await page.getByRole('button', { name: 'Rename' }).click();
     await page.getByLabel('Session name').fill('Checkout on Pixel');
     await page.getByRole('button', { name: 'Save' }).click();

@@ -13,7 +13,7 @@ import { buildApk } from '../../src/sim/android/apk.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { mp4Boxes } from '../support/mp4-boxes.js';
-import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'phone-toolbox';
@@ -232,7 +232,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     const mate = 'mia@lab.test';
     await c().signup(mate, 'mia-password');
     const origin = originOf(lab.engine.api);
-    await page.goto(`${origin}/organization`);
+    await open(page, `${origin}/organization`);
     await page.getByLabel('New organization').fill('Lab Team');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.getByRole('heading', { name: 'Lab Team' }).waitFor();
@@ -244,7 +244,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
 
     // The teammate opens the link in their own browser: the invitation names who sent it; they have an account.
     const matePage = await (await browser.newContext({ viewport: { width: 1024, height: 768 } })).newPage();
-    await matePage.goto(link);
+    await open(matePage, link);
     await matePage.getByRole('region', { name: 'Join Lab Team' }).getByText(OWNER_EMAIL).waitFor();
     await matePage.getByRole('button', { name: 'Have an account? Sign in' }).click();
     await matePage.getByLabel('Password').fill('mia-password');
@@ -267,7 +267,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     expect(await galaxy.getByText(mate).count()).toBe(0);
 
     await page.getByLabel('Current organization').selectOption(team);
-    await page.goto(`${origin}/sessions/${mateSession}`);
+    await open(page, `${origin}/sessions/${mateSession}`);
     const notice = page.getByRole('region', { name: `Galaxy S21 held by ${mate}` });
     await notice.getByText('Ask them before you act on it or release it.').waitFor();
     expect(await page.getByRole('button', { name: /^Release Galaxy S21/ }).count()).toBe(0);
@@ -281,7 +281,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
 
   it('LAN sharing asks whether sign-up stays open; Usage says what the plan means here', async () => {
     const origin = originOf(lab.engine.api);
-    await page.goto(`${origin}/settings`);
+    await open(page, `${origin}/settings`);
     await page.getByLabel(/Share this lab on the LAN/).check();
     const ask = page.getByRole('group', { name: 'Sign-up on the LAN' });
     await ask.getByText('anyone who reaches this lab on the LAN could create an account').waitFor();
@@ -293,7 +293,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.getByText('At zero nothing is stopped or refused and nothing is charged').waitFor();
     await axe('usage');
-    await page.goto(`${origin}/sessions/${sessionId}`);
+    await open(page, `${origin}/sessions/${sessionId}`);
     await image().waitFor();
   });
 
@@ -312,7 +312,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await c().call('PATCH', `/test-results/${run}`, { token, body: { status: 'passed' } });
     await row.getByText('passed').waitFor({ timeout: 10_000 });
     await axe('test results');
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${sessionId}`);
     await image().waitFor();
   });
 
@@ -327,7 +327,7 @@ describe.runIf(ready)('GUI: the phone page\'s toolbox, logcat and layout (issue 
     await form.getByRole('status').filter({ hasText: 'Installed Toolbox E2E on Pixel 7 and opened it.' }).waitFor({ timeout: 20_000 });
     expect(phone().state.packages).toContain(APP);
     await axe('files and apps');
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${sessionId}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${sessionId}`);
     await image().waitFor();
   });
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
-import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip() && netnsOrSkip();
 const SUITE = 'providers';
@@ -79,7 +79,7 @@ describe.runIf(ready)('GUI: providers', () => {
       observer.disconnect();
       (globalThis as { __providersAtFirst?: string | null }).__providersAtFirst = document.querySelector('table[aria-label="Providers"]')?.textContent ?? null;
     }).observe(document, { childList: true, subtree: true }));
-    await page.goto(`${originOf(lab.engine.api)}/fleet`);
+    await open(page, `${originOf(lab.engine.api)}/fleet`);
     const phones = page.getByRole('table', { name: 'Phones' });
     await phones.getByRole('row', { name: /Remote Pixel.*rack-2/ }).waitFor();
     await phones.getByRole('row', { name: /Desk Pixel.*this workstation/ }).waitFor();

@@ -15,7 +15,7 @@ import { client } from '../support/engine.js';
 import { ffmpegOrSkip, ffprobe } from '../support/ffmpeg.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, allocateInUse, startLab, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, sharedChromium, newContext } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, newContext, open } from './support/browser.js';
 
 const ready = adbOrSkip() && chromiumOrSkip() && ffmpegOrSkip();
 
@@ -45,7 +45,7 @@ describe.skipIf(!ready)('recordings play in Chromium', () => {
     // A plain page of its own: the GUI's Content-Security-Policy is not what is under test here.
     blank = createServer((_, res) => res.end('<!doctype html><title>player</title>'));
     await new Promise<void>((resolve) => blank.listen(0, '127.0.0.1', resolve));
-    await page.goto(`http://127.0.0.1:${(blank.address() as AddressInfo).port}/`);
+    await open(page, `http://127.0.0.1:${(blank.address() as AddressInfo).port}/`);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

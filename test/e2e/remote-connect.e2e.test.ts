@@ -11,7 +11,7 @@ import { startAdbServer, type AdbServer } from '../../src/sim/android/index.js';
 import { allocateInUse, adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { remotePorts } from '../support/remote.js';
-import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'remote-connect';
@@ -90,7 +90,7 @@ describe.runIf(ready)('GUI: Use from your computer', () => {
     expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     await snap(page, SUITE, '02-settings-lan');
 
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
     const panel = page.getByRole('region', { name: 'Use from your computer' });
     await panel.getByRole('button', { name: 'Open for adb connect' }).click();
     const command = await panel.locator('.command-line code').first().textContent();

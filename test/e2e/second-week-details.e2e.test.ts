@@ -17,7 +17,7 @@ import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { labSession } from '../support/webdriver.js';
-import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'second-week-details';
@@ -92,7 +92,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
 
   it('sign-in offers sign-up only while it is open, and says how to get in while it is by invitation', async () => {
     expect((await c().call('PATCH', '/lab/settings', { token: owner, body: { signupOpen: false } })).status).toBe(200);
-    await page.goto(origin);
+    await open(page, origin);
     await page.getByText('New here? Sign-up is by invitation: ask a member of this lab for an invitation link.').waitFor();
     expect(await page.getByRole('button', { name: /Create an account/ }).count()).toBe(0);
     await snap(page, SUITE, '01-sign-in-invitation-only');
@@ -105,7 +105,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
 
   it('a mistyped join link says what to do, not "No resource with that id."', async () => {
     for (const secret of ['not-a-real-link', 'A'.repeat(43)]) {
-      await page.goto(`${origin}/join/${secret}`);
+      await open(page, `${origin}/join/${secret}`);
       await page.getByText(/This invitation link does not work here: it may be mistyped or cut short/).waitFor();
       expect(await page.getByText('No resource with that id.').count()).toBe(0);
     }
@@ -212,7 +212,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     await page.locator('select[aria-label="Current organization"]').selectOption({ index: 0 });
     const iphoneSession = (await c().call('POST', '/sessions', { token: owner })).body.id as string;
     await allocate(owner, iphoneSession, 'ios');
-    await page.goto(`${origin}/sessions/${iphoneSession}`);
+    await open(page, `${origin}/sessions/${iphoneSession}`);
     await page.getByRole('tab', { name: 'Apps', exact: true }).click();
     const app = page.getByRole('list', { name: `Apps on ${IPHONE}` }).getByRole('listitem', { name: 'Field Notes' });
     await app.waitFor();
@@ -223,7 +223,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
   it('chats go by the phone\'s name, and the Assistant\'s box is named by the words above it', async () => {
     const chat = await c().call('POST', `/sessions/${session}/chats`, { token: owner, body: { metadata: { deviceId: pixel.serial } } });
     expect(chat.status).toBe(201);
-    await page.goto(`${origin}/sessions/${session}`);
+    await open(page, `${origin}/sessions/${session}`);
     await page.getByRole('tab', { name: 'Chats' }).click();
     const chats = page.getByRole('list', { name: 'Chats' });
     await chats.getByRole('button', { name: /^Pixel 7 · \d\d:\d\d$/ }).waitFor();
@@ -277,7 +277,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     try {
       const runSession = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
       await driver.getPageSource();
-      await page.goto(`${origin}/sessions/${runSession}`);
+      await open(page, `${origin}/sessions/${runSession}`);
       await page.getByRole('img', { name: 'Screen of Pixel 7' }).waitFor({ timeout: 30_000 });
       // Every tab the page offers during a run (a watch-only page may offer fewer than a holder's).
       const tabs = await page.getByRole('tablist', { name: 'About Pixel 7' }).getByRole('tab').allInnerTexts();
@@ -307,7 +307,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
     const teamSession = (await c().call('POST', '/sessions', { token: owner, org: team })).body.id as string;
     const held = await allocate(owner, teamSession, 'android', team);
     expect((await c().call('POST', `/sessions/${teamSession}/devices/${held.serial}/release`, { token: mate.token, org: team })).status).toBe(202);
-    await page.goto(`${origin}/sessions/${teamSession}`);
+    await open(page, `${origin}/sessions/${teamSession}`);
     await page.getByRole('region', { name: 'Released phones' }).getByText(`${TEAMMATE} released it.`).waitFor();
     await snap(page, SUITE, '13-released-by-teammate');
   });

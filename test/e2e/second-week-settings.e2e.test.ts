@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const hasChromium = chromiumOrSkip();
 const SUITE = 'second-week-settings';
@@ -85,7 +85,7 @@ describe.runIf(hasChromium)('GUI: the lab owner\'s settings and API keys, second
     const on = await lab.c.call('PATCH', '/lab/settings', { token: lab.owner, body: { lanSharing: true } });
     expect(on.status).toBe(200);
     const { urls, certificateSha256 } = on.body.lanSharing as { urls: string[]; certificateSha256: string };
-    await page.goto(`${originOf(lab.t.api)}/organization`);
+    await open(page, `${originOf(lab.t.api)}/organization`);
     await page.getByLabel('Key name').fill('ci');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = await page.getByLabel('The new API key').inputValue();
@@ -113,7 +113,7 @@ describe.runIf(hasChromium)('GUI: the lab owner\'s settings and API keys, second
     expect(await axeViolations(page)).toEqual([]);
 
     // Settings → LAN sharing: the same certificate, one click from its fingerprint.
-    await page.goto(`${originOf(lab.t.api)}/settings`);
+    await open(page, `${originOf(lab.t.api)}/settings`);
     const lan = page.getByRole('region', { name: 'LAN sharing' });
     await lan.getByText(certificateSha256).waitFor();
     expect(await lan.getByRole('link', { name: 'Download the certificate' }).getAttribute('href')).toBe('/api/v1/lab/certificate.pem');

@@ -6,7 +6,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, useEngine } from '../support/engine.js';
-import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip();
 const SUITE = 'second-week-small';
@@ -29,7 +29,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the smaller findings', () => 
   });
 
   it('sign-up states the password rule under the field it is about', async () => {
-    await page.goto(originOf(lab.t.api));
+    await open(page, originOf(lab.t.api));
     await page.getByRole('button', { name: 'New here? Create an account' }).click();
     const rule = page.getByText('At least 8 characters.');
     await rule.waitFor();
@@ -58,7 +58,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the smaller findings', () => 
   it('a test result\'s page leads back to the list', async () => {
     const created = await lab.c.call('POST', '/test-results', { token: lab.owner, body: { name: 'checkout flow' } });
     expect(created.status).toBe(201);
-    await page.goto(`${originOf(lab.t.api)}/test-results/${created.body.id}`);
+    await open(page, `${originOf(lab.t.api)}/test-results/${created.body.id}`);
     await page.getByRole('heading', { name: 'checkout flow', level: 1 }).waitFor();
     await snap(page, SUITE, '03-test-result');
     await page.getByRole('link', { name: '← All test results' }).click();

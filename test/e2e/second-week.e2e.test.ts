@@ -10,7 +10,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, type Client } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
+import { chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'second-week';
@@ -86,7 +86,7 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
     errors = watchConsole(page);
     await logIn(page, originOf(lab.engine.api), MATE, 'password-123', '/fleet');
     await page.getByLabel('Current organization').selectOption({ label: 'Team (readwrite)' });
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
   }, 90_000);
   afterAll(async () => {
     await browser?.close();
@@ -146,7 +146,7 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
     await expect.poll(() => select.locator('option:checked').textContent(), { timeout: 10_000 }).toBe('Team (readonly)');
 
     // The owner's Galaxy, in the owner's session: the lab refuses, and the refusal is beside "Release now".
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${serialOfGalaxy!.session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${serialOfGalaxy!.session}`);
     await page.getByRole('button', { name: /^I asked .*: open Galaxy S21$/ }).click();
     const releaseGroup = page.getByRole('toolbar', { name: 'Controls of Galaxy S21' }).getByRole('group', { name: 'Release' });
     await releaseGroup.getByRole('button', { name: 'Release Galaxy S21…' }).click();
@@ -158,7 +158,7 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
     expect(errors.splice(0)).toEqual([expect.stringContaining('status of 403')]);
 
     // On their own Pixel 7, Home is refused now: beside Home, not under the screen.
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
     const navigation = toolbar().getByRole('group', { name: 'Navigation' });
     await navigation.getByRole('button', { name: 'Home' }).click();
     await alertBeside(navigation.getByRole('alert').filter({ hasText: 'readwrite' }), navigation.getByRole('button', { name: 'Home' }));
@@ -176,7 +176,7 @@ describe.runIf(ready)('GUI: a team\'s second week', () => {
 
   it('removed from the organization: the open page notices, says why, and moves to one they still belong to', async () => {
     // Back on a screen of the team's: its session list.
-    await page.goto(`${originOf(lab.engine.api)}/sessions/${session}`);
+    await open(page, `${originOf(lab.engine.api)}/sessions/${session}`);
     await page.getByRole('region', { name: 'Released phones' }).waitFor();
     expect((await c.call('DELETE', `/organizations/${team}/members/${mate.user.id}`, { token: owner })).status).toBe(204);
     const notice = page.getByRole('alert').filter({ hasText: 'no longer a member of Team' });

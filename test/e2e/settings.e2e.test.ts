@@ -9,7 +9,7 @@ import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, type TestLab } from '../support/lab.js';
-import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, sharedChromium, logIn, originOf, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'settings';
@@ -71,7 +71,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
   });
 
   it('Organization: a new API key comes with the variables for CI, the reporter, mobilecli, MCP and the WebDriver URL', async () => {
-    await page.goto(`${originOf(lab.engine.api)}/organization`);
+    await open(page, `${originOf(lab.engine.api)}/organization`);
     await page.getByLabel('Key name').fill('ci');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = await page.getByLabel('The new API key').inputValue();
@@ -90,7 +90,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
   });
 
   it('iPhone Apps tab: only the apps someone installed are listed with Uninstall…, never iOS\'s own', async () => {
-    await page.goto(`${originOf(lab.engine.api)}/fleet`);
+    await open(page, `${originOf(lab.engine.api)}/fleet`);
     await page.getByRole('button', { name: new RegExp(`^Use this phone: ${IPHONE}`) }).click({ timeout: 20_000 });
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
     await page.getByRole('tab', { name: 'Apps', exact: true }).click();
@@ -111,7 +111,7 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
   });
 
   it('Usage: the lab owner sees every organization\'s time on each phone', async () => {
-    await page.goto(`${originOf(lab.engine.api)}/usage`);
+    await open(page, `${originOf(lab.engine.api)}/usage`);
     const table = page.getByRole('table', { name: 'Usage by organization and phone' });
     await table.getByRole('row', { name: new RegExp(`Personal \\(${OWNER_EMAIL}\\).*${IPHONE}`) }).waitFor();
     expect(await axeViolations(page)).toEqual([]);

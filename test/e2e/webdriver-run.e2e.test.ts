@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { labSession } from '../support/webdriver.js';
-import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole } from './support/browser.js';
+import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'webdriver-run';
@@ -101,7 +101,7 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
   it('the result\'s page: the video plays, a command seeks it, the failed one is marked, logs inline, the phone named, axe finds nothing', async () => {
     expect(resultId).toBeDefined();
     await page.setViewportSize({ width: 1280, height: 800 });
-    await page.goto(`${originOf(lab.engine.api)}/test-results/${resultId}`);
+    await open(page, `${originOf(lab.engine.api)}/test-results/${resultId}`);
     await page.getByRole('heading', { name: 'watched run' }).waitFor();
     const run = page.getByRole('definition').filter({ hasText: 'Pixel 8' }).first();
     await run.waitFor();

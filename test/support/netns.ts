@@ -20,6 +20,14 @@ export function makeNamespace({ namespace, hubLink, nsLink, hub, ns }: Veth): vo
   ip('netns', 'add', namespace);
   ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', nsLink);
   ip('link', 'set', nsLink, 'netns', namespace);
+  // No IPv6 link-local address on this host's end: its arrival, and its duplicate-address check ending a second later,
+  // are two more address changes on this host, and Chromium cancels what a GUI test has in flight on each
+  // (net::ERR_NETWORK_CHANGED). A kernel without IPv6 has no such address to stop.
+  try {
+    ip('link', 'set', hubLink, 'addrgenmode', 'none');
+  } catch {
+    /* IPv6 is off here */
+  }
   ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
   ip('link', 'set', hubLink, 'up');
   ip('-n', namespace, 'addr', 'add', `${ns}/30`, 'dev', nsLink);

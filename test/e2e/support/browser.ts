@@ -108,15 +108,20 @@ export async function snap(page: Page, suite: string, name: string): Promise<str
 export const originOf = (api: string) => api.replace(/\/api\/v1$/, '');
 
 /**
- * Navigates, once more if Chromium cancelled the navigation because the machine's network changed: other test files add
- * and remove veth pairs (the provider and app-download tests), which is the test machine's doing, not the page's.
+ * Navigates, again if Chromium cancelled the navigation because the machine's network changed: other test files add
+ * and remove veth pairs (the provider and app-download tests), which is the test machine's doing, not the page's. A
+ * pair's addresses come and go in a burst, so a navigation may be cancelled more than once. Every test's navigation
+ * goes through here (`npm run lint` refuses a `goto` elsewhere under test/e2e).
  */
 export async function open(page: Page, url: string): Promise<void> {
-  try {
-    await page.goto(url);
-  } catch (error) {
-    if (!String(error).includes('net::ERR_NETWORK_CHANGED')) throw error;
-    await page.goto(url);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url);
+      return;
+    } catch (error) {
+      if (attempt === 4 || !String(error).includes('net::ERR_NETWORK_CHANGED')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
   }
 }
 
