@@ -21,8 +21,9 @@ export default defineConfig({
     reporters: ['default', './test/support/slowest-files-reporter.ts'],
     // The slowest files first, so that none of them starts last (test/support/slow-first-sequencer.ts).
     sequence: { sequencer: SlowFirstSequencer },
-    // The end-to-end tests serve the built renderer: built once per run, and only when a source changed.
-    globalSetup: ['test/e2e/support/global-setup.ts'],
+    // The end-to-end tests serve the built renderer: built once per run, and only when a source changed. The network
+    // hub that namespaces plug into is made before any file starts (test/support/netns.ts says why).
+    globalSetup: ['test/e2e/support/global-setup.ts', 'test/support/network-hub.ts'],
     // BENCHTOP_TEST_CPU_LOG=<file>: each file's CPU, to find what the suite's time goes on (a no-op otherwise).
     setupFiles: ['test/support/cpu-per-file.ts'],
   },

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { makeNamespace, removeNamespace } from './netns.js';
+import { hubAddress, makeNamespace, networkHub, removeNamespace } from './netns.js';
 
 /**
  * A server of apps that the lab may download (issue 43.1): not on the lab box itself or loopback, which the lab refuses,
- * but in a network namespace reached through a veth pair (CI runs as root; netnsOrSkip() in ./provider says otherwise).
+ * but in a network namespace plugged into the run's network hub (CI runs as root; netnsOrSkip() in ./provider says otherwise).
  */
 /**
  * A file server in a namespace of its own (http on 8080; https on 8443 when `dir` holds tls.json, its { key, cert }): ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
@@ -37,23 +37,22 @@ http.createServer(serve).listen(8080, () => console.log('listening'));
 `;
 
 export interface Namespace {
-  /** The namespace's address: only this host reaches it, through the veth pair. */
+  /** The namespace's address: only this host reaches it, through the run's network hub. */
   ns: string;
-  /** The lab box's own end of the pair. */
+  /** The lab box's own address on the hub. */
   hub: string;
   stop(): void;
 }
 
 /**
- * A namespace with a veth pair into it (a /30 nothing else has) and the file server above inside, on port 8080, serving
+ * A namespace plugged into the run's network hub (./netns.ts) and the file server above inside, on port 8080, serving
  * the files of `dir`; `maxBytes` is the lab's asset limit, which its too-large answers pass by one byte.
  */
 export async function startServerNamespace(dir: string, maxBytes: number): Promise<Namespace> {
   const tag = `${process.pid % 100000}`;
-  const a = 150 + (process.pid % 50);
-  const b = (process.pid >> 6) % 256;
-  const veth = { namespace: `bt-apps-${tag}`, hubLink: `bta${tag}`, nsLink: `btb${tag}`, hub: `10.${a}.${b}.1`, ns: `10.${a}.${b}.2` };
-  const { namespace: name, hub, ns } = veth;
+  const veth = { namespace: `bt-apps-${tag}`, hubLink: `bta${tag}`, nsLink: `btb${tag}`, ns: hubAddress(200) };
+  const { namespace: name, ns } = veth;
+  const hub = networkHub().address;
   const started: { server?: ChildProcess } = {};
   const stop = () => {
     started.server?.kill('SIGKILL');

@@ -4,33 +4,117 @@ import { execFileSync } from 'node:child_process';
 export const ip = (...args: string[]) => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
- * A network namespace joined to this host only by a veth pair on a /30 of its own: `hubLink` (this host's end, at
- * `hub`) and `nsLink` (the namespace's, at `ns`), with the namespace's loopback up and no route beyond the /30.
+ * The run's network hub: a bridge holding this host's one address on a /16 of its own, made once before any test file
+ * starts (test/support/network-hub.ts, vitest's global setup) and removed after the last. Each namespace is plugged
+ * into it by a veth pair whose host end has no address.
+ *
+ * Why one hub rather than an address per namespace: Chromium cancels the connections it is opening whenever an address
+ * of this host comes or goes (net::ERR_NETWORK_CHANGED), and the GUI tests run beside the provider and app-download
+ * tests. A namespace plugged in or pulled out is then a link change only, which Chromium does not act on.
+ */
+export interface NetworkHub {
+  bridge: string;
+  /** This host's address on the hub. */
+  address: string;
+  /** The hub's /16, as its first two octets ("10.<a>"). */
+  prefix: string;
+}
+
+/** How vitest's global setup hands the hub to the test workers (an environment variable, inherited). */
+const HUB_ENV = 'BENCHTOP_TEST_HUB';
+
+/** No IPv6 link-local address on a host-side link: its arrival and its duplicate-address check are address changes. */
+function withoutLinkLocal(link: string): void {
+  try {
+    ip('link', 'set', link, 'addrgenmode', 'none');
+  } catch {
+    /* IPv6 is off here: there is no such address to stop */
+  }
+}
+
+/**
+ * Makes a hub: a bridge at 10.<a>.0.1/16, <a> from this process's pid, the next one when another run on this machine
+ * holds that /16 already. A bridge of the same name left by a run that crashed is taken away first.
+ */
+export function makeHub(): NetworkHub {
+  for (let step = 0; step < 100; step++) {
+    const a = 150 + ((process.pid + step) % 100);
+    const bridge = `bthub${a}`;
+    try {
+      ip('link', 'del', bridge);
+    } catch {
+      /* none left over */
+    }
+    if (ip('route', 'show', `10.${a}.0.0/16`).trim()) continue;
+    ip('link', 'add', bridge, 'type', 'bridge');
+    withoutLinkLocal(bridge);
+    ip('addr', 'add', `10.${a}.0.1/16`, 'dev', bridge);
+    ip('link', 'set', bridge, 'up');
+    return { bridge, address: `10.${a}.0.1`, prefix: `10.${a}` };
+  }
+  throw new Error('no 10.<a>.0.0/16 between 10.150 and 10.249 is free on this machine for the test network hub');
+}
+
+export function removeHub(hub: NetworkHub): void {
+  try {
+    ip('link', 'del', hub.bridge);
+  } catch {
+    /* already gone */
+  }
+}
+
+let ownHub: NetworkHub | undefined;
+
+/**
+ * The run's hub: vitest's global setup made it; a process outside vitest (a benchmark) makes its own on first use,
+ * removed when the process exits.
+ */
+export function networkHub(): NetworkHub {
+  const given = process.env[HUB_ENV];
+  if (given) return JSON.parse(given) as NetworkHub;
+  if (!ownHub) {
+    const hub = makeHub();
+    ownHub = hub;
+    process.once('exit', () => removeHub(hub));
+  }
+  return ownHub;
+}
+
+/** Hands the hub to the processes this one starts (vitest's workers). */
+export function shareHub(hub: NetworkHub): void {
+  process.env[HUB_ENV] = JSON.stringify(hub);
+}
+
+/**
+ * A namespace's address on the hub: 10.<a>.<worker>.<host>. Each vitest worker (VITEST_POOL_ID, 1 to its number of
+ * workers) has its own third octet, since two workers' files run at once; a process outside vitest has 0.
+ */
+export function hubAddress(host: number): string {
+  return `${networkHub().prefix}.${Number(process.env.VITEST_POOL_ID ?? 0) % 256}.${host}`;
+}
+
+/**
+ * A network namespace plugged into the hub by a veth pair: `hubLink` (this host's end, no address: the cable, which
+ * `ip link set <hubLink> down` pulls) and `nsLink` (the namespace's, at `ns`), with the namespace's loopback up and no
+ * route beyond the hub's /16.
  */
 export interface Veth {
   namespace: string;
   hubLink: string;
   nsLink: string;
-  hub: string;
   ns: string;
 }
 
 /** Makes the namespace and its veth pair; a half-made one is for `removeNamespace` to take away. */
-export function makeNamespace({ namespace, hubLink, nsLink, hub, ns }: Veth): void {
+export function makeNamespace({ namespace, hubLink, nsLink, ns }: Veth): void {
+  const hub = networkHub();
   ip('netns', 'add', namespace);
   ip('link', 'add', hubLink, 'type', 'veth', 'peer', 'name', nsLink);
   ip('link', 'set', nsLink, 'netns', namespace);
-  // No IPv6 link-local address on this host's end: its arrival, and its duplicate-address check ending a second later,
-  // are two more address changes on this host, and Chromium cancels what a GUI test has in flight on each
-  // (net::ERR_NETWORK_CHANGED). A kernel without IPv6 has no such address to stop.
-  try {
-    ip('link', 'set', hubLink, 'addrgenmode', 'none');
-  } catch {
-    /* IPv6 is off here */
-  }
-  ip('addr', 'add', `${hub}/30`, 'dev', hubLink);
+  withoutLinkLocal(hubLink);
+  ip('link', 'set', hubLink, 'master', hub.bridge);
   ip('link', 'set', hubLink, 'up');
-  ip('-n', namespace, 'addr', 'add', `${ns}/30`, 'dev', nsLink);
+  ip('-n', namespace, 'addr', 'add', `${ns}/16`, 'dev', nsLink);
   ip('-n', namespace, 'link', 'set', nsLink, 'up');
   ip('-n', namespace, 'link', 'set', 'lo', 'up');
 }

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimulatedPhoneOptions } from '../../../src/sim/android/index.js';
 import type { SimulatedIPhoneOptions } from '../../../src/sim/ios/index.js';
-import { ip, makeNamespace, removeNamespace } from '../netns.js';
+import { hubAddress, ip, makeNamespace, networkHub, removeNamespace } from '../netns.js';
 import { prepareSshd } from '../sshd-config.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -13,15 +13,16 @@ const PHONES_SCRIPT = fileURLToPath(new URL('./phones-process.ts', import.meta.u
 const IPHONES_SCRIPT = fileURLToPath(new URL('./iphones-process.ts', import.meta.url));
 
 /**
- * One provider on this machine with real separation: its own Linux network namespace, joined to the hub's only by a
- * veth pair whose two addresses (a /30) exist nowhere else, with its own sshd, its own `adb -P 5037 nodaemon
- * server` and simulated phones on the namespace's loopback. The hub reaches it only at `address:22`.
+ * One provider on this machine with real separation: its own Linux network namespace, whose one link is a veth pair
+ * plugged into the run's network hub (test/support/netns.ts), at an address that exists nowhere else, with its own
+ * sshd, its own `adb -P 5037 nodaemon server` and simulated phones on the namespace's loopback. The hub (the lab box)
+ * reaches it only at `address:22`.
  */
 export interface NetnsProvider {
   namespace: string;
   /** The namespace's end of the veth pair: where its sshd listens. */
   address: string;
-  /** The hub's end of the veth pair (`ip link set <hubLink> down` pulls the provider's cable). */
+  /** The hub's end of the veth pair, in the run's hub (`ip link set <hubLink> down` pulls the provider's cable). */
   hubLink: string;
   privateKey: string;
   serials: string[];
@@ -73,20 +74,13 @@ export function netnsOrSkip(): boolean {
   }
 }
 
-/** Each provider's /30: 10.<a>.<b>.<4k>, from this process's pid, so that parallel runs do not collide. */
-function subnet(index: number): { hub: string; ns: string } {
-  const a = 200 + (process.pid % 50);
-  const b = (process.pid >> 6) % 256;
-  const base = index * 4;
-  return { hub: `10.${a}.${b}.${base + 1}`, ns: `10.${a}.${b}.${base + 2}` };
-}
-
 export async function startNetnsProvider(index: number, options: NetnsProviderOptions): Promise<NetnsProvider> {
   const tag = `${process.pid % 100000}${index}`;
   const namespace = `bt-prov-${tag}`;
   const hubLink = `bth${tag}`;
   const nsLink = `btp${tag}`;
-  const { hub, ns } = subnet(index);
+  // Each provider's address on the run's hub: hosts 10 and up of this worker's.
+  const ns = hubAddress(10 + index);
   const dir = mkdtempSync(join(tmpdir(), 'benchtop-provider-'));
   const children: ChildProcess[] = [];
   let made = false;
@@ -98,11 +92,12 @@ export async function startNetnsProvider(index: number, options: NetnsProviderOp
   };
   try {
     made = true;
-    makeNamespace({ namespace, hubLink, nsLink, hub, ns });
-    // Verify the link before anything is sent: the namespace's address is reached through our veth and nothing else,
-    // and the namespace has no route beyond its /30 (no default route out).
+    makeNamespace({ namespace, hubLink, nsLink, ns });
+    // Verify the link before anything is sent: the namespace's address is reached through the hub and nothing else,
+    // and the namespace has no route beyond the hub's /16 (no default route out).
+    const { bridge } = networkHub();
     const route = ip('route', 'get', ns);
-    if (!new RegExp(`dev ${hubLink}\\b`).test(route)) throw new Error(`${ns} would not go through ${hubLink}: ${route}`);
+    if (!new RegExp(`dev ${bridge}\\b`).test(route)) throw new Error(`${ns} would not go through the hub ${bridge}: ${route}`);
     const nsRoutes = ip('-n', namespace, 'route', 'show');
     if (/default/.test(nsRoutes)) throw new Error(`namespace ${namespace} has a default route: ${nsRoutes}`);
 
