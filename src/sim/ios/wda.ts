@@ -153,16 +153,19 @@ export class WebDriverAgent {
     socket.on('error', () => undefined);
     let request = '';
     let timer: NodeJS.Timeout | undefined;
-    const send = () => {
+    const send = async () => {
       if (socket.destroyed) return;
-      const frame = this.board.jpeg(this.settings.mjpegServerScreenshotQuality);
+      const frame = await this.board.jpeg(this.settings.mjpegServerScreenshotQuality);
+      if (socket.destroyed) return;
       this.mjpegFramesSent++;
       const ok = socket.write(Buffer.concat([Buffer.from(`${boundary}\r\nContent-type: image/jpeg\r\nContent-Length: ${frame.length}\r\n\r\n`), frame, Buffer.from('\r\n\r\n')]));
-      const next = () => (timer = setTimeout(send, 1000 / Math.max(1, this.settings.mjpegServerFramerate)));
+      const next = () => (timer = setTimeout(sendSoon, 1000 / Math.max(1, this.settings.mjpegServerFramerate)));
       // A slow viewer gets fewer frames, never a backlog: the next frame waits for the socket to drain.
       if (ok) next();
       else socket.once('drain', next);
     };
+    // A frame that cannot be encoded ends the stream, as WDA's MJPEG server drops a client on an error.
+    const sendSoon = () => void send().catch(() => socket.destroy());
     const onData = (chunk: Buffer) => {
       request += chunk.toString('latin1');
       if (!request.includes('\r\n\r\n')) return;
@@ -172,7 +175,7 @@ export class WebDriverAgent {
           `Cache-Control: no-cache, private\r\nPragma: no-cache\r\nContent-Type: multipart/x-mixed-replace; boundary=${boundary}\r\n\r\n`,
       );
       this.streams.add(socket);
-      send();
+      sendSoon();
     };
     socket.on('data', onData);
     socket.on('close', () => {
