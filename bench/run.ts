@@ -13,6 +13,7 @@ import { compare } from './support/compare.js';
 import { enginesLastLines } from './support/processes.js';
 import { printTable, type Benchmark, type Figure } from './support/report.js';
 import { cpuSeconds, SMOKE, smokeInParallel } from './support/smoke.js';
+import { offerHub } from '../test/support/netns.js';
 
 /**
  * Every benchmark, in the order a run takes them, each loaded when it runs: a process that runs one (a smoke run's
@@ -111,6 +112,9 @@ async function unlisted(): Promise<string | undefined> {
 // after the other, in this process (as does a smoke run of one benchmark). A smoke run's worker leaves the check that
 // every benchmark is listed to its parent, which loads every benchmark for it while the workers start.
 const jobs = Number(process.env.BENCH_SMOKE_JOBS || 2);
+// The network hub the benchmarks' namespaces plug into (test/support/netns.ts), made before any of them starts a
+// browser: a hub made midway would cancel what a Chromium beside it has in flight (net::ERR_NETWORK_CHANGED).
+if (!process.env.BENCH_SMOKE_CHILD) offerHub();
 const chosen = NAMES.filter((name) => wanted.length === 0 || wanted.includes(name));
 if (SMOKE && !process.env.BENCH_SMOKE_CHILD) {
   const checked = unlisted();

@@ -86,6 +86,18 @@ export function shareHub(hub: NetworkHub): void {
 }
 
 /**
+ * Makes this process's hub now and hands it to the processes it starts (a benchmark run's), where this machine lets it
+ * make one; elsewhere nothing, and what needs namespaces says so itself.
+ */
+export function offerHub(): void {
+  try {
+    shareHub(networkHub());
+  } catch {
+    /* no namespaces here */
+  }
+}
+
+/**
  * A namespace's address on the hub: 10.<a>.<worker>.<host>. Each vitest worker (VITEST_POOL_ID, 1 to its number of
  * workers) has its own third octet, since two workers' files run at once; a process outside vitest has 0.
  */
