@@ -3,7 +3,8 @@ import { hubAddress, makeNamespace, networkHub, removeNamespace } from './netns.
 
 /**
  * A server of apps that the lab may download (issue 43.1): not on the lab box itself or loopback, which the lab refuses,
- * but in a network namespace plugged into the run's network hub (CI runs as root; netnsOrSkip() in ./provider says otherwise).
+ * but in a network namespace plugged into the run's network hub (CI runs as root; netnsOrSkip() in ./provider says
+ * otherwise).
  */
 /**
  * A file server in a namespace of its own (http on 8080; https on 8443 when `dir` holds tls.json, its { key, cert }): ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's

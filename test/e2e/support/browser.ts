@@ -108,10 +108,10 @@ export async function snap(page: Page, suite: string, name: string): Promise<str
 export const originOf = (api: string) => api.replace(/\/api\/v1$/, '');
 
 /**
- * Navigates, again if Chromium cancelled the navigation because the machine's network changed: other test files add
- * and remove veth pairs (the provider and app-download tests), which is the test machine's doing, not the page's. A
- * pair's addresses come and go in a burst, so a navigation may be cancelled more than once. Every test's navigation
- * goes through here (`npm run lint` refuses a `goto` elsewhere under test/e2e).
+ * Navigates, again if Chromium cancelled the navigation because the machine's network changed, which is the test
+ * machine's doing, not the page's. The namespaces other test files plug in and out change no address of this host
+ * (test/support/netns.ts); what else changes the machine's network may come in a burst, so a navigation is asked up to
+ * four times. Every test's navigation goes through here (`npm run lint` refuses a `goto` elsewhere under test/e2e).
  */
 export async function open(page: Page, url: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -138,8 +138,8 @@ export async function logIn(page: Page, origin: string, email: string, password:
 export function watchConsole(page: Page): string[] {
   const errors: string[] = [];
   page.on('console', (m) => {
-    // Chromium cancels what is in flight when the machine's network changes: other test files add and remove veth
-    // pairs (the provider and app-download tests), which is the test machine's doing, not the page's.
+    // Chromium cancels what is in flight when the machine's network changes (see open()): the test machine's doing,
+    // not the page's.
     if (m.type() === 'error' && !m.text().includes('net::ERR_NETWORK_CHANGED')) errors.push(m.text());
   });
   page.on('pageerror', (e) => errors.push(e.message));
