@@ -19,7 +19,7 @@ const addresses = () =>
     .sort();
 
 describe.runIf(hasNetns)("the tests' network hub", () => {
-  it("a namespace plugged in, its cable pulled and put back, then taken away, changes no address of this host; the hub is one of this host's", () => {
+  it("a namespace plugged in, its cable pulled and put back, then taken away, changes no address of this host; the hub is one of this host's, and its port reaches only this host", () => {
     const hub = networkHub();
     const before = addresses();
     expect(before.some((line) => line.startsWith(`${hub.bridge} `) && line.includes(` ${hub.address}/16 `))).toBe(true);
@@ -29,6 +29,8 @@ describe.runIf(hasNetns)("the tests' network hub", () => {
       makeNamespace(veth);
       expect(addresses()).toEqual(before);
       expect(ip('route', 'get', veth.ns)).toMatch(new RegExp(`dev ${hub.bridge}\\b`));
+      // Its port reaches this host only, not another namespace on the hub.
+      expect(ip('-d', 'link', 'show', veth.hubLink)).toMatch(new RegExp(`master ${hub.bridge}\\b[\\s\\S]*\\bisolated on\\b`));
       ip('link', 'set', veth.hubLink, 'down');
       ip('link', 'set', veth.hubLink, 'up');
       expect(addresses()).toEqual(before);

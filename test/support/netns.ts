@@ -106,9 +106,9 @@ export function hubAddress(host: number): string {
 }
 
 /**
- * A network namespace plugged into the hub by a veth pair: `hubLink` (this host's end, no address: the cable, which
- * `ip link set <hubLink> down` pulls) and `nsLink` (the namespace's, at `ns`), with the namespace's loopback up and no
- * route beyond the hub's /16.
+ * A network namespace plugged into the hub by a veth pair: `hubLink` (this host's end, no address, an isolated port of
+ * the hub: the cable, which `ip link set <hubLink> down` pulls) and `nsLink` (the namespace's, at `ns`), with the
+ * namespace's loopback up and no route beyond the hub's /16. It reaches this host and nothing else.
  */
 export interface Veth {
   namespace: string;
@@ -125,6 +125,8 @@ export function makeNamespace({ namespace, hubLink, nsLink, ns }: Veth): void {
   ip('link', 'set', nsLink, 'netns', namespace);
   withoutLinkLocal(hubLink);
   ip('link', 'set', hubLink, 'master', hub.bridge);
+  // An isolated port: the namespace reaches this host and no other namespace on the hub, as over a pair of its own.
+  ip('link', 'set', 'dev', hubLink, 'type', 'bridge_slave', 'isolated', 'on');
   ip('link', 'set', hubLink, 'up');
   ip('-n', namespace, 'addr', 'add', `${ns}/16`, 'dev', nsLink);
   ip('-n', namespace, 'link', 'set', nsLink, 'up');
