@@ -46,7 +46,9 @@ export function makeHub(): NetworkHub {
       /* none left over */
     }
     if (ip('route', 'show', `10.${a}.0.0/16`).trim()) continue;
-    ip('link', 'add', bridge, 'type', 'bridge');
+    // A bridge takes the lowest address of its ports unless given one: as namespaces came and went it would change,
+    // and each namespace would keep sending to the old one until its ARP entry ran out (seconds without the hub).
+    ip('link', 'add', bridge, 'address', `02:62:74:${a.toString(16).padStart(2, '0')}:00:01`, 'type', 'bridge');
     withoutLinkLocal(bridge);
     ip('addr', 'add', `10.${a}.0.1/16`, 'dev', bridge);
     ip('link', 'set', bridge, 'up');
@@ -106,9 +108,9 @@ export function hubAddress(host: number): string {
 }
 
 /**
- * A network namespace plugged into the hub by a veth pair: `hubLink` (this host's end, no address, an isolated port of
- * the hub: the cable, which `ip link set <hubLink> down` pulls) and `nsLink` (the namespace's, at `ns`), with the
- * namespace's loopback up and no route beyond the hub's /16. It reaches this host and nothing else.
+ * A network namespace plugged into the hub by a veth pair: `hubLink` (this host's end, no address: the cable, which
+ * `ip link set <hubLink> down` pulls) and `nsLink` (the namespace's, at `ns`), with the namespace's loopback up and no
+ * route beyond the hub's /16: nothing of it leaves this machine.
  */
 export interface Veth {
   namespace: string;
@@ -125,12 +127,13 @@ export function makeNamespace({ namespace, hubLink, nsLink, ns }: Veth): void {
   ip('link', 'set', nsLink, 'netns', namespace);
   withoutLinkLocal(hubLink);
   ip('link', 'set', hubLink, 'master', hub.bridge);
-  // An isolated port: the namespace reaches this host and no other namespace on the hub, as over a pair of its own.
-  ip('link', 'set', 'dev', hubLink, 'type', 'bridge_slave', 'isolated', 'on');
   ip('link', 'set', hubLink, 'up');
   ip('-n', namespace, 'addr', 'add', `${ns}/16`, 'dev', nsLink);
   ip('-n', namespace, 'link', 'set', nsLink, 'up');
   ip('-n', namespace, 'link', 'set', 'lo', 'up');
+  // The address may have been an earlier namespace's (the same worker's next file): this host would keep sending to
+  // that one's link-layer address, gone with it, until its ARP entry ran out.
+  ip('neigh', 'flush', 'to', ns, 'dev', hub.bridge);
 }
 
 /** Ends everything still running inside the namespace, then removes its veth pair and the namespace; what is gone is skipped. */
