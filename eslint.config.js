@@ -18,8 +18,8 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
-    // A page's navigation is cancelled when the test machine's network changes (other files add veth pairs): the GUI
-    // tests navigate through open() in test/e2e/support/browser.ts, which asks again.
+    // A page's navigation is cancelled when the test machine's network changes: the GUI tests navigate through open()
+    // in test/e2e/support/browser.ts, which asks again.
     files: ['test/e2e/**/*.ts'],
     ignores: ['test/e2e/support/browser.ts'],
     rules: {

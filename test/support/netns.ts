@@ -32,19 +32,28 @@ function withoutLinkLocal(link: string): void {
   }
 }
 
+/** Whether a process of this pid is running (signal 0 only asks). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * Makes a hub: a bridge at 10.<a>.0.1/16, <a> from this process's pid, the next one when another run on this machine
- * holds that /16 already. A bridge of the same name left by a run that crashed is taken away first.
+ * Makes a hub: a bridge named after this process (`bthub<pid>`) at 10.<a>.0.1/16, <a> from the pid, the next one when
+ * another run on this machine holds that /16 already. The hubs of runs whose process has gone (a crash) are taken away
+ * first; a hub of a run still going is never touched.
  */
 export function makeHub(): NetworkHub {
+  for (const [, name, pid] of ip('-o', 'link', 'show', 'type', 'bridge').matchAll(/^\d+:\s+(bthub(\d+))[:@]/gm)) {
+    if (!running(Number(pid))) removeHub({ bridge: name! });
+  }
+  const bridge = `bthub${process.pid}`;
   for (let step = 0; step < 100; step++) {
     const a = 150 + ((process.pid + step) % 100);
-    const bridge = `bthub${a}`;
-    try {
-      ip('link', 'del', bridge);
-    } catch {
-      /* none left over */
-    }
     if (ip('route', 'show', `10.${a}.0.0/16`).trim()) continue;
     // A bridge takes the lowest address of its ports unless given one: as namespaces came and went it would change,
     // and each namespace would keep sending to the old one until its ARP entry ran out (seconds without the hub).
@@ -57,7 +66,7 @@ export function makeHub(): NetworkHub {
   throw new Error('no 10.<a>.0.0/16 between 10.150 and 10.249 is free on this machine for the test network hub');
 }
 
-export function removeHub(hub: NetworkHub): void {
+export function removeHub(hub: Pick<NetworkHub, 'bridge'>): void {
   try {
     ip('link', 'del', hub.bridge);
   } catch {
