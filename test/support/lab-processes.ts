@@ -104,8 +104,15 @@ export async function startDemoLab(dataDir: string, more: Record<string, string>
 export async function demoSession(api: string, name: string): Promise<{ driver: WebdriverIO.Browser; token: string; key: string }> {
   const token = (await call(api, 'POST', '/auth/login', { body: DEMO_OWNER })).body.token as string;
   const key = await client(api).createKey(token);
-  await waitFor('the demo phone in the fleet', async () =>
-    ((await call(api, 'GET', '/fleet/devices', { token })).body.data as Array<{ state: string }>).some((d) => d.state === 'device'), 30_000);
+  // What the fleet listed last, for the failure's message: a phone never listed, or listed but not attached.
+  let listed: string[] = [];
+  await waitFor('the demo phone in the fleet', async () => {
+    const phones = (await call(api, 'GET', '/fleet/devices', { token })).body.data as Array<{ serial: string; state: string }>;
+    listed = phones.map((d) => `${d.serial} ${d.state}`);
+    return phones.some((d) => d.state === 'device');
+  }, 30_000).catch((error: Error) => {
+    throw new Error(`${error.message}; the fleet listed ${listed.length ? listed.join(', ') : 'no phone'}`);
+  });
   const driver = await labSession(api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name } });
   return { driver, token, key };
 }
