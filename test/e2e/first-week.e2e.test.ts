@@ -13,7 +13,7 @@ import { client, OWNER_EMAIL, OWNER_PASSWORD, type Client } from '../support/eng
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { axeViolations, chromiumOrSkip, sharedChromium, logIn, newContext, originOf, snap, watchConsole, open } from './support/browser.js';
 
-const ready = chromiumOrSkip('chromium') && adbOrSkip();
+const ready = chromiumOrSkip() && adbOrSkip();
 const SUITE = 'first-week';
 const SIZES = [{ width: 1024, height: 768 }, { width: 1280, height: 720 }, { width: 1440, height: 900 }];
 const HOUR = 3600_000;
@@ -40,7 +40,7 @@ describe.runIf(ready)('GUI: a team\'s first week', () => {
   beforeAll(async () => {
     [lab, browser] = await Promise.all([
       startLab([{ model: 'Pixel 7', osVersion: '14' }, { model: 'Galaxy S23', osVersion: '14' }], { deviceIdleMinSeconds: 1, idleWarningSeconds: 1, sharingCheckSeconds: 0.2, activityFlushSeconds: 0.3 }),
-      sharedChromium('chromium'),
+      sharedChromium(),
     ]);
     c = client(lab.engine.api);
     owner = await c.login();
