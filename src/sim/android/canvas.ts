@@ -19,6 +19,11 @@ export class Canvas {
     this.fill(background);
   }
 
+  /** Whether a picture of this size can be drawn over this canvas (its pixels reused rather than new memory). */
+  fits(width: number, height: number): boolean {
+    return this.width === width && this.height === height;
+  }
+
   fill(color: Rgb): void {
     this.data.fill(Buffer.from([color[0], color[1], color[2], 255]));
   }

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 
 /**
@@ -87,7 +86,9 @@ export class H264Encoder {
     const { width, height } = this.options;
     if (rgba.length !== width * height * 4) throw new RangeError(`a ${width}x${height} frame is ${width * height * 4} bytes, not ${rgba.length}`);
     if (this.child.stdin.destroyed || this.child.stdin.writableEnded) return;
-    if (!this.child.stdin.write(rgba)) await Promise.race([once(this.child.stdin, 'drain'), this.exited]);
+    // Resolved once ffmpeg's pipe has the picture (not when it is only queued): the caller draws the next one into
+    // the same memory.
+    await Promise.race([new Promise<void>((resolve) => this.child.stdin.write(rgba, () => resolve())), this.exited]);
   }
 
   /** Ends the input and waits for ffmpeg to write everything out; fails with ffmpeg's own words if it failed. */

@@ -18,6 +18,8 @@ interface Frame {
   png?: Buffer;
   /** JPEGs of this frame by `<width>x<height>q<quality>`: every minicap client of the phone shares them. */
   jpegs?: Map<string, Promise<Buffer>>;
+  /** JPEG encodings still reading this frame's canvas (on sharp's threads). */
+  encoding?: number;
 }
 
 /**
@@ -26,6 +28,13 @@ interface Frame {
  */
 export class Screen {
   private frame?: Frame;
+  /**
+   * The canvas of a picture no longer shown that nothing reads any more, drawn over for the next one. A 1080x2400
+   * canvas is 10 MB: new memory for each picture of a moving screen cost more in page faults than drawing it did
+   * (the largest part of a profiled test run's simulated phones). Every reader of canvas() but the JPEG encoder is
+   * done with it before it returns; the encoder holds its frame's canvas until it has finished.
+   */
+  private spare?: Canvas;
   /** The last RECENT_PNGS pictures' PNGs by renderKey, least recently used first. */
   private readonly pngs = new Map<string, Buffer>();
 
@@ -40,7 +49,11 @@ export class Screen {
     let key = `${this.device.rev}@${now.getFullYear()}-${now.getMonth()}-${now.getDate()}T${now.getHours()}:${now.getMinutes()}`;
     // A running stopwatch changes the picture on every refresh of the display, as an animation does.
     if (this.device.animating) key += `#${Math.floor(now.getTime() / (1000 / this.device.options.refreshRate))}`;
-    if (this.frame?.key !== key) this.frame = { key, now, tree: buildWindow(this.device, now) };
+    if (this.frame?.key !== key) {
+      const shown = this.frame;
+      this.frame = { key, now, tree: buildWindow(this.device, now) };
+      if (shown && !shown.encoding) this.retire(shown);
+    }
     return this.frame;
   }
 
@@ -50,8 +63,17 @@ export class Screen {
 
   canvas(): Canvas {
     const f = this.current();
-    f.canvas ??= render(this.device, f.tree, f.now);
+    if (!f.canvas) {
+      f.canvas = render(this.device, f.tree, f.now, this.spare);
+      if (f.canvas === this.spare) this.spare = undefined;
+    }
     return f.canvas;
+  }
+
+  /** A frame no longer shown, and no longer read: its canvas is kept for the next picture. */
+  private retire(frame: Frame): void {
+    this.spare ??= frame.canvas;
+    frame.canvas = undefined;
   }
 
   png(): Buffer {
@@ -89,7 +111,10 @@ export class Screen {
     const id = `${width}x${height}q${quality}`;
     let data = f.jpegs.get(id);
     if (!data) {
-      data = encodeJpeg(this.canvas(), width, height, quality);
+      f.encoding = (f.encoding ?? 0) + 1;
+      data = encodeJpeg(this.canvas(), width, height, quality).finally(() => {
+        if (--f.encoding! === 0 && f !== this.frame) this.retire(f);
+      });
       f.jpegs.set(id, data);
     }
     return data;

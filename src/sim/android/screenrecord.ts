@@ -163,11 +163,14 @@ async function recordFrames(host: MinicapHost, encoder: H264Encoder, width: numb
   let deadline = Infinity;
   let key: string | undefined;
   let frame: Buffer | undefined;
+  // One picture buffer for the whole recording, written over for each frame once the encoder has taken the last one:
+  // new memory for each was page faults on every picture.
+  const picture = Buffer.allocUnsafe(width * height * 4);
   do {
     const started = performance.now();
     if (host.screen.key() !== key) {
       key = host.screen.key();
-      frame = letterbox(host.screen.canvas(), width, height);
+      frame = letterbox(host.screen.canvas(), width, height, picture);
       await encoder.frame(frame);
     }
     // The time limit runs from the first picture the encoder has taken, as a phone's recording begins once its encoder
@@ -208,17 +211,23 @@ const spanCache = new Map<string, Int32Array>();
 
 /**
  * The screen scaled to fit width x height, centred on black, as screenrecord's display projection shows a screen
- * whose orientation or shape differs from the video's. Each output pixel averages the source pixels it covers.
+ * whose orientation or shape differs from the video's. Each output pixel averages the source pixels it covers. Drawn
+ * into `into` when given (width x height x 4 bytes), else into new memory; the screen's own canvas is never handed
+ * out, since the screen draws its next picture over it.
  */
-export function letterbox(canvas: Canvas, width: number, height: number): Buffer {
-  if (canvas.width === width && canvas.height === height) return canvas.data;
+export function letterbox(canvas: Canvas, width: number, height: number, into?: Buffer): Buffer {
+  const out = into ?? Buffer.allocUnsafe(width * height * 4);
+  if (canvas.width === width && canvas.height === height) {
+    canvas.data.copy(out);
+    return out;
+  }
   const scale = Math.min(width / canvas.width, height / canvas.height);
   const w = Math.max(1, Math.round(canvas.width * scale));
   const h = Math.max(1, Math.round(canvas.height * scale));
   const left = Math.floor((width - w) / 2);
   const top = Math.floor((height - h) / 2);
   // One native pass for the bars and every alpha byte; the picture is written over it below.
-  const out = Buffer.allocUnsafe(width * height * 4).fill(OPAQUE_BLACK);
+  out.fill(OPAQUE_BLACK);
   const columns = spans(w, canvas.width);
   const rows = spans(h, canvas.height);
   // Each source pixel read as one 32-bit word rather than three bytes: a third of the loads.

@@ -850,10 +850,17 @@ export function renderKey(device: Device, root: UiNode | undefined, now: Date): 
   return root ? `${state}\n${JSON.stringify(root)}\n${JSON.stringify(imeWindow(device) ?? null)}` : state;
 }
 
-/** Rasterizes the window the way SurfaceFlinger would composite it: app window, status bar, pointer trace. */
-export function render(device: Device, root: UiNode | undefined, now: Date): Canvas {
+/**
+ * Rasterizes the window the way SurfaceFlinger would composite it: app window, status bar, pointer trace. `reuse` is
+ * a canvas no one looks at any more, drawn over when its size fits.
+ */
+export function render(device: Device, root: UiNode | undefined, now: Date, reuse?: Canvas): Canvas {
   const { width, height } = device.logicalSize;
-  const canvas = new Canvas(width, height, BLACK);
+  let canvas: Canvas;
+  if (reuse?.fits(width, height)) {
+    canvas = reuse;
+    canvas.fill(BLACK);
+  } else canvas = new Canvas(width, height, BLACK);
   if (!root) return canvas;
   const dp = device.options.density / 160;
   paintNode(canvas, root, dp);
