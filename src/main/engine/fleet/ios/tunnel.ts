@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect, createServer, isIPv6, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -67,21 +67,40 @@ const INFO_TIMEOUT_MS = 15_000;
 const STOP_GRACE_MS = 1000;
 const PORT_ATTEMPTS = 3;
 
-/** A loopback port nothing listens on now, with the next one free too (go-ios's proxy takes the port after its API's). */
-export async function freePortPair(): Promise<number> {
-  for (;;) {
+/** Where go-ios's ports are looked for: above the well-known services, below the kernel's ephemeral range. */
+const FIRST_PAIR_PORT = 20000;
+
+/** The lowest port the kernel hands out as a connection's source port; 32768 where it cannot be read (macOS: 49152). */
+function ephemeralPortsFrom(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > FIRST_PAIR_PORT + 1000 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+const listens = (port: number) =>
+  new Promise<ReturnType<typeof createServer> | undefined>((resolve) => {
     const server = createServer();
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
-    });
-    const next = createServer();
-    const free = port < 65535 && (await new Promise<boolean>((resolve) => {
-      next.once('error', () => resolve(false));
-      next.listen(port + 1, '127.0.0.1', () => resolve(true));
-    }));
-    await Promise.all([new Promise((r) => server.close(r)), free ? new Promise((r) => next.close(r)) : undefined]);
-    if (free) return port;
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+
+/**
+ * A loopback port nothing listens on now, with the next one free too (go-ios's proxy takes the port after its API's).
+ * It is below the ephemeral range, which outgoing connections draw their source ports from: go-ios binds its proxy
+ * port again each time it reopens a tunnel (a phone plugged in again), and a port from that range was taken meanwhile
+ * by some connection in a full test run ("bind: address already in use", no tunnel for 30 s). Here only another
+ * program's own bind can take it.
+ */
+export async function freePortPair(): Promise<number> {
+  const span = ephemeralPortsFrom() - 1 - FIRST_PAIR_PORT;
+  for (;;) {
+    const port = FIRST_PAIR_PORT + Math.floor(Math.random() * span);
+    const [first, next] = await Promise.all([listens(port), listens(port + 1)]);
+    await Promise.all([first, next].map((server) => server && new Promise((r) => server.close(r))));
+    if (first && next) return port;
   }
 }
 
