@@ -25,6 +25,12 @@ const hasNetns = hasAdb && netnsOrSkip();
 const MAX_ASSET_BYTES = 1_000_000;
 /** How long an abandoned request's place is kept for its retry: 30 s by default, shorter here to see it given up. */
 const RETRY_SECONDS = 8;
+/**
+ * A download that sends nothing for this long is given up. Short, so that the silent server costs the test little, but
+ * not 1 s: a full run's loaded machine once kept the namespace's just-started server from answering the first request
+ * within a second.
+ */
+const UPLOAD_IDLE_SECONDS = 3;
 
 
 /**
@@ -84,7 +90,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
         { model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true },
         { model: 'Pixel 7', osVersion: '13', uiautomator2ServerInstalled: true },
       ],
-      { remotePorts: remotePorts(8), remotePortRestSeconds: 1, maxAssetBytes: MAX_ASSET_BYTES, uploadIdleSeconds: 1, webDriverRetrySeconds: RETRY_SECONDS },
+      { remotePorts: remotePorts(8), remotePortRestSeconds: 1, maxAssetBytes: MAX_ASSET_BYTES, uploadIdleSeconds: UPLOAD_IDLE_SECONDS, webDriverRetrySeconds: RETRY_SECONDS },
     );
     c = client(lab.engine.api);
     owner = await c.login();
@@ -193,8 +199,8 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     expect(await refusal(`http://${net.ns}:8080/missing.apk`)).toContain('answered 404');
     expect(await refusal(`http://${net.ns}:8080/big.apk`)).toContain(`limit of ${MAX_ASSET_BYTES} bytes`);
     expect(await refusal(`http://${net.ns}:8080/endless.apk`)).toContain(`limit of ${MAX_ASSET_BYTES} bytes`);
-    expect(await refusal(`http://${net.ns}:8080/silent.apk`)).toContain('sent nothing for 1 s');
-    // A byte every 100 ms is never silent for the idle second, but far under the least rate once that second has passed.
+    expect(await refusal(`http://${net.ns}:8080/silent.apk`)).toContain(`sent nothing for ${UPLOAD_IDLE_SECONDS} s`);
+    // A byte every 100 ms is never silent for the idle limit, but far under the least rate once that much time has passed.
     expect(await refusal(`http://${net.ns}:8080/trickle.apk`)).toMatch(/sent \d+ bytes in \d+ s, under 16 KiB\/s/);
     expect(await refusal(`http://${net.ns}:8080/not-an-app.apk`)).toContain('not an app');
     expect(await refusal('file:///etc/passwd')).toContain('names a path');
