@@ -59,5 +59,17 @@ describe("the simulated phone's screen canvas", () => {
       seen.add(screen.canvas().data.buffer);
     }
     expect(seen.size).toBeLessThanOrEqual(2);
+
+    // Turned: the pictures are another size, and after the first of them the turned ones reuse memory again.
+    device.settings.system.set('user_rotation', '1');
+    device.changed();
+    const turned = new Set<ArrayBufferLike>();
+    for (let i = 0; i < 10; i++) {
+      device.launch(i % 2 ? NOTES_PACKAGE : SETTINGS_PACKAGE);
+      const canvas = screen.canvas();
+      expect([canvas.width, canvas.height]).toEqual([2400, 1080]);
+      turned.add(canvas.data.buffer);
+    }
+    expect(turned.size).toBeLessThanOrEqual(2);
   });
 });

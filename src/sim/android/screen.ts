@@ -64,8 +64,10 @@ export class Screen {
   canvas(): Canvas {
     const f = this.current();
     if (!f.canvas) {
-      f.canvas = render(this.device, f.tree, f.now, this.spare);
-      if (f.canvas === this.spare) this.spare = undefined;
+      // Taken either way: a spare of another size (the phone turned) is not kept for pictures that never fit it.
+      const spare = this.spare;
+      this.spare = undefined;
+      f.canvas = render(this.device, f.tree, f.now, spare);
     }
     return f.canvas;
   }
