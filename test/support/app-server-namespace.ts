@@ -5,8 +5,7 @@ import { hubAddress, makeNamespace, networkHub, removeNamespace } from './netns.
  * A server of apps that the lab may download (issue 43.1): not on the lab box itself or loopback, which the lab refuses,
  * but in a network namespace plugged into the run's network hub (CI runs as root; netnsOrSkip() in ./provider says
  * otherwise).
- */
-/**
+ *
  * A file server in a namespace of its own (http on 8080; https on 8443 when `dir` holds tls.json, its { key, cert }): ETags (and 304 to a matching If-None-Match), a 404, a body over the lab's
  * limit (with and without a Content-Length), one that never answers, one that trickles a byte every 100 ms, a
  * redirect to the lab box's own address, and a count of what it was asked.

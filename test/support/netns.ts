@@ -35,13 +35,12 @@ export interface NetworkHub {
 /** How vitest's global setup hands the hub to the test workers (an environment variable, inherited). */
 const HUB_ENV = 'BENCHTOP_TEST_HUB';
 
-/** No IPv6 link-local address on a host-side link: its arrival and its duplicate-address check are address changes. */
-function withoutLinkLocal(link: string): void {
-  try {
-    ip('link', 'set', link, 'addrgenmode', 'none');
-  } catch {
-    /* IPv6 is off here: there is no such address to stop */
-  }
+/**
+ * `ip` arguments that give a host-side link no IPv6 link-local address (its arrival and its duplicate-address check
+ * are address changes); none where IPv6 is off, which gives no such address to stop.
+ */
+function withoutLinkLocal(link: string): string[][] {
+  return existsSync('/proc/sys/net/ipv6') ? [['link', 'set', link, 'addrgenmode', 'none']] : [];
 }
 
 /** Whether a process of this pid is running (signal 0 only asks). */
@@ -70,7 +69,7 @@ export function makeHub(): NetworkHub {
     // A bridge takes the lowest address of its ports unless given one: as namespaces came and went it would change,
     // and each namespace would keep sending to the old one until its ARP entry ran out (seconds without the hub).
     ip('link', 'add', bridge, 'address', `02:62:74:${a.toString(16).padStart(2, '0')}:00:01`, 'type', 'bridge');
-    withoutLinkLocal(bridge);
+    for (const args of withoutLinkLocal(bridge)) ip(...args);
     ip('addr', 'add', `10.${a}.0.1/16`, 'dev', bridge);
     ip('link', 'set', bridge, 'up');
     return { bridge, address: `10.${a}.0.1`, prefix: `10.${a}` };
@@ -147,8 +146,7 @@ export function makeNamespace({ namespace, hubLink, nsLink, ns }: Veth): void {
     ['netns', 'add', namespace],
     ['link', 'add', hubLink, 'type', 'veth', 'peer', 'name', nsLink],
     ['link', 'set', nsLink, 'netns', namespace],
-    // No IPv6 link-local address on the host's end (where IPv6 is on at all): see withoutLinkLocal.
-    ...(existsSync('/proc/sys/net/ipv6') ? [['link', 'set', hubLink, 'addrgenmode', 'none']] : []),
+    ...withoutLinkLocal(hubLink),
     ['link', 'set', hubLink, 'master', hub.bridge],
     ['link', 'set', hubLink, 'up'],
   ]);
