@@ -7,7 +7,7 @@ import { InstallBody, InstallResult } from '../../../../shared/api/files.js';
 import type { DeviceControl } from '../../services/device-control.js';
 import { HEARTBEAT_MS } from '../../events/sse.js';
 import { DEFAULT_MAX_SIZE, type FeedEnd, type Frame, type Viewer } from '../../services/live-screen.js';
-import { videoHeader, type ScreenHello } from '../../../../shared/api/live-screen.js';
+import { VIDEO_HEADER_BYTES, writeVideoHeader, type ScreenHello } from '../../../../shared/api/live-screen.js';
 import { BEARER, OrganizationHeader, responses, scopeOf, SOCKET_QUERY, type App } from '../http.js';
 import { eventStream, served } from '../media.js';
 import { list } from '../presenters/common.js';
@@ -37,39 +37,48 @@ const SEND_BINARY = { binary: true, compress: false } as const;
 
 /**
  * Each frame's hello and message, written once for all its viewers rather than once per viewer and frame: at 60
- * frames/s to four viewers that was 240 JSON.stringify calls a second for the same few strings.
+ * frames/s to four viewers that was 240 JSON.stringify calls a second for the same few strings. The last frame's are
+ * kept, not a map of every frame: every viewer is sent a frame before the next one comes, and a feed's frames share
+ * their hello until the screen turns or the source changes, so the hello is compared by what it says. (A WeakMap
+ * entry for each frame cost the collector more than the strings did.)
  */
-const hellos = new WeakMap<Frame, string>();
+let lastHello: { frame: Frame; hello: string } | undefined;
 function helloOf(frame: Frame): string {
-  let hello = hellos.get(frame);
-  if (hello === undefined) {
-    const screen = frame.screen ?? frame;
-    const message: ScreenHello = {
-      type: 'hello',
-      width: screen.width,
-      height: screen.height,
-      frameWidth: frame.width,
-      frameHeight: frame.height,
-      format: frame.format,
-      source: frame.source,
-      codec: frame.video?.codec,
-      reason: frame.reason,
-    };
-    hello = JSON.stringify(message);
-    hellos.set(frame, hello);
-  }
-  return hello;
+  const last = lastHello;
+  if (last && (last.frame === frame || sameHello(last.frame, frame))) return last.hello;
+  const screen = frame.screen ?? frame;
+  const message: ScreenHello = {
+    type: 'hello',
+    width: screen.width,
+    height: screen.height,
+    frameWidth: frame.width,
+    frameHeight: frame.height,
+    format: frame.format,
+    source: frame.source,
+    codec: frame.video?.codec,
+    reason: frame.reason,
+  };
+  lastHello = { frame, hello: JSON.stringify(message) };
+  return lastHello.hello;
+}
+
+/** Whether two frames' hellos say the same: every field helloOf writes. */
+function sameHello(a: Frame, b: Frame): boolean {
+  const as = a.screen ?? a;
+  const bs = b.screen ?? b;
+  return as.width === bs.width && as.height === bs.height && a.width === b.width && a.height === b.height && a.format === b.format
+    && a.source === b.source && a.video?.codec === b.video?.codec && a.reason === b.reason;
 }
 
 /** An H.264 access unit behind its header (see src/shared/api/live-screen.ts); a picture as it is. */
-const messages = new WeakMap<Frame, Buffer>();
+let lastMessage: { frame: Frame; message: Buffer } | undefined;
 function messageOf(frame: Frame): Buffer {
   if (!frame.video) return frame.data;
-  let message = messages.get(frame);
-  if (message === undefined) {
-    message = Buffer.concat([videoHeader(frame.video.keyframe, frame.video.timestamp), frame.data]);
-    messages.set(frame, message);
-  }
+  if (lastMessage?.frame === frame) return lastMessage.message;
+  const message = Buffer.allocUnsafe(VIDEO_HEADER_BYTES + frame.data.length);
+  writeVideoHeader(message, frame.video.keyframe, frame.video.timestamp);
+  frame.data.copy(message, VIDEO_HEADER_BYTES);
+  lastMessage = { frame, message };
   return message;
 }
 

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { isLoopback } from '../../config.js';
 import type { Phone } from '../types.js';
 import { Adb, NO_ADB, type Client } from './adb.js';
 import { AndroidDriver } from './driver.js';
@@ -32,6 +33,12 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private retry: NodeJS.Timeout | undefined;
   private batteryTimer: NodeJS.Timeout | undefined;
   private lastProblem: string | undefined;
+  /**
+   * The adb server is this machine's own, on loopback, reached straight: its writes reach the engine as it made them
+   * (what lets a live screen's H.264 picture go out without a pause, fleet/android/h264-feed.ts). A provider's SSH
+   * channel and a network can cut them anywhere.
+   */
+  private writesIntact: boolean;
   /** Bumped when the fleet moves to another adb server: what the old one still reports is dropped. */
   private generation = 0;
 
@@ -47,6 +54,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   ) {
     super();
     this.client = client ?? Adb.createClient({ host: address.host, port: address.port });
+    this.writesIntact = client === undefined && isLoopback(address.host);
   }
 
   /** Resolves once the current device list has been read, or after a first failure (it keeps retrying). */
@@ -81,6 +89,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     old?.end();
     this.address = address;
     this.client = Adb.createClient({ host: address.host, port: address.port });
+    this.writesIntact = isLoopback(address.host);
     this.lastProblem = undefined;
     for (const serial of [...this.phones.keys()]) this.onRemove(serial);
     await this.track();
@@ -95,7 +104,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   }
 
   driver(serial: string): AndroidDriver {
-    return new AndroidDriver(this.client, serial, this.bulk);
+    return new AndroidDriver(this.client, serial, this.bulk, this.writesIntact);
   }
 
   private async track(): Promise<void> {

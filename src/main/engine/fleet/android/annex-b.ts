@@ -22,6 +22,15 @@ export function codecOfSps(sps: Buffer): string {
 }
 
 const isVcl = (type: number) => type >= NAL.SLICE && type <= NAL.IDR;
+/** A picture's first slice: first_mb_in_slice is 0, whose ue(v) code is the single bit 1. */
+const isFirstSlice = (unit: Buffer) => isVcl(unit[0]! & 0x1f) && unit.length > 1 && (unit[1]! & 0x80) !== 0;
+
+/** How many pictures begin among these NAL units: each has exactly one first slice. */
+export function picturesBegun(units: readonly Buffer[]): number {
+  let count = 0;
+  for (const unit of units) if (unit.length > 0 && isFirstSlice(unit)) count++;
+  return count;
+}
 
 /** A three-byte start code; a four-byte one is a zero byte and this. */
 const START = Buffer.from([0, 0, 1]);
@@ -62,6 +71,11 @@ export class NalSplitter {
     return units;
   }
 
+  /** The unit after the last start code, still open (the next start code or a pause ends it), if any. */
+  peek(): Buffer | undefined {
+    return this.started && this.buffer.length > START.length ? this.buffer.subarray(START.length) : undefined;
+  }
+
   /** The unit after the last start code, taken as complete: the stream paused after it. */
   flush(): Buffer | undefined {
     if (!this.started || this.buffer.length <= START.length) return undefined;
@@ -97,15 +111,19 @@ export class AccessUnitAssembler {
   private keyframe = false;
   private sps: Buffer | undefined;
   private pps: Buffer | undefined;
+  /** The last SPS's codec string, read once per SPS rather than once per picture. */
+  private codec = '';
 
   /** Adds one NAL unit (no start code); returns the access unit it completed, if any. */
   push(unit: Buffer): AccessUnit | undefined {
     if (unit.length === 0) return undefined;
     const type = unit[0]! & 0x1f;
-    const firstSlice = isVcl(type) && unit.length > 1 && (unit[1]! & 0x80) !== 0;
-    const startsNew = this.hasPicture && ((type >= NAL.SEI && type <= NAL.AUD) || firstSlice);
+    const startsNew = this.hasPicture && ((type >= NAL.SEI && type <= NAL.AUD) || isFirstSlice(unit));
     const done = startsNew ? this.take() : undefined;
-    if (type === NAL.SPS) this.sps = unit;
+    if (type === NAL.SPS) {
+      this.sps = unit;
+      this.codec = codecOfSps(unit);
+    }
     if (type === NAL.PPS) this.pps = unit;
     if (isVcl(type)) {
       this.hasPicture = true;
@@ -127,9 +145,21 @@ export class AccessUnitAssembler {
     this.hasPicture = false;
     this.keyframe = false;
     if (!this.sps) return undefined;
-    const types = new Set(units.map((u) => u[0]! & 0x1f));
-    const lead = keyframe ? [!types.has(NAL.SPS) ? this.sps : undefined, !types.has(NAL.PPS) ? this.pps : undefined] : [];
-    const all = [...lead.filter((u): u is Buffer => u !== undefined), ...units];
-    return { data: Buffer.concat(all.flatMap((u) => [START_CODE, u])), keyframe, codec: codecOfSps(this.sps) };
+    let parts = units;
+    if (keyframe) {
+      const types = units.map((u) => u[0]! & 0x1f);
+      const lead = [types.includes(NAL.SPS) ? undefined : this.sps, types.includes(NAL.PPS) ? undefined : this.pps];
+      parts = [...lead.filter((u): u is Buffer => u !== undefined), ...units];
+    }
+    // One buffer written in place: this runs for every picture of every live screen.
+    let length = 0;
+    for (const unit of parts) length += START_CODE.length + unit.length;
+    const data = Buffer.allocUnsafe(length);
+    let at = 0;
+    for (const unit of parts) {
+      at += START_CODE.copy(data, at);
+      at += unit.copy(data, at);
+    }
+    return { data, keyframe, codec: this.codec };
   }
 }

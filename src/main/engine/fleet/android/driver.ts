@@ -165,6 +165,8 @@ export class AndroidDriver implements PhoneDriver {
     private readonly client: Client,
     readonly serial: string,
     private readonly bulk: Client = client,
+    /** The adb server's writes arrive as it made them (AndroidFleet says when). */
+    private readonly writesIntact = false,
   ) {}
 
   async shell(command: string, signal?: AbortSignal): Promise<string> {
@@ -303,7 +305,7 @@ export class AndroidDriver implements PhoneDriver {
   }
 
   liveVideo(signal: AbortSignal, options: { maxSize: number }): AsyncIterable<LiveFrame> {
-    return screenrecordFrames(this.client, this.serial, options, signal);
+    return screenrecordFrames(this.client, this.serial, { ...options, writesIntact: this.writesIntact }, signal);
   }
 
   holdLiveVideo(): () => void {

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { readAll, type Client } from './adb.js';
-import { AccessUnitAssembler, NalSplitter, type AccessUnit } from './annex-b.js';
+import { AccessUnitAssembler, NalSplitter, picturesBegun, type AccessUnit } from './annex-b.js';
 import { displayOf } from './minicap.js';
 import type { LiveFrame } from '../types.js';
 
@@ -15,6 +15,7 @@ import type { LiveFrame } from '../types.js';
  * - it keeps the orientation it started with: the rotation is watched, and a turn restarts it at the new size;
  * - it writes a picture only when the screen changes, one encoder buffer per write: the access unit under way is taken
  *   as complete when the stream pauses (FLUSH_MS), rather than when the next picture begins, which could be never;
+ *   or at once, where the chunk it came in shows that the picture's last write has arrived (wholePicture());
  * - its keyframe interval is long (seconds): a new or lagging viewer's keyframe is the live screen's job (it keeps
  *   the last keyframe and the pictures since).
  */
@@ -26,6 +27,12 @@ export interface ScreenrecordOptions {
   bitRate?: number;
   /** screenrecord's --time-limit, 1 to 180 s. */
   timeLimitSeconds?: number;
+  /**
+   * The stream's chunks end where the adb server's writes end: its server is on this machine's loopback and nothing
+   * re-cuts the bytes on the way (a provider's SSH channel or a network can). Only then may a chunk's shape end a
+   * picture without the FLUSH_MS pause.
+   */
+  writesIntact?: boolean;
 }
 
 /** Enough for text to stay sharp at 720p while the screen moves; a still screen costs nothing. */
@@ -34,6 +41,30 @@ export const DEFAULT_BIT_RATE = 2_000_000;
 export const MAX_TIME_LIMIT_S = 180;
 /** A pause this long ends the access unit under way: one picture arrives as one write, split only by the transport. */
 export const FLUSH_MS = 4;
+/**
+ * screenrecord hands each encoder buffer (one access unit) to fwrite and then fflush. bionic's stdio buffers stdout
+ * in blocks of 1024 bytes (BUFSIZ) or of the pipe's or socket's st_blksize (a page, 4096 or more): a picture smaller
+ * than a block leaves in one write(), a larger one as whole blocks and then the rest. A write of at most PIPE_BUF
+ * (4096) bytes reaches adbd whole, adbd sends what one read gave it as one packet, and the lab's adb server writes each
+ * packet's data to its socket whole, which on loopback arrives as one segment.
+ */
+const STDIO_BLOCK = 1024;
+const EMPTY = Buffer.alloc(0);
+const WHOLE_WRITE_MAX = 4096;
+
+/**
+ * Whether `chunk`, read while nothing of an earlier picture waits (the stream was idle, or the last chunk was whole
+ * too) and holding one picture (the caller counts them), is by its shape the whole picture as screenrecord wrote it:
+ * it begins with a start code, is under WHOLE_WRITE_MAX, and is not a whole number of stdio blocks (a picture cut
+ * after one of its blocks would be).
+ * Its last write has then arrived and nothing of the picture is still on the way: it can go out without the pause that
+ * cost the engine an event-loop wake per picture (and the viewer FLUSH_MS). Anything else waits for the pause.
+ */
+export function wholePicture(chunk: Buffer): boolean {
+  const startCode = chunk[0] === 0 && chunk[1] === 0 && (chunk[2] === 1 || (chunk[2] === 0 && chunk[3] === 1));
+  return startCode && chunk.length < WHOLE_WRITE_MAX && chunk.length % STDIO_BLOCK !== 0;
+}
+
 /** The next screenrecord starts this long before the running one reaches its time limit. */
 const OVERLAP_MS = 1500;
 /**
@@ -190,14 +221,14 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     wake = undefined;
     w?.();
   };
-  const start = async (): Promise<Run> => {
+  const start = async (): Promise<ScreenrecordRun> => {
     await unheld(client, serial, signal);
     const geometry = await geometryOf(client, serial, options.maxSize);
     const command = `screenrecord --output-format=h264 --size ${geometry.width}x${geometry.height} --bit-rate ${options.bitRate ?? DEFAULT_BIT_RATE} --time-limit ${limit} -`;
-    return new Run(await device.shell(command), geometry, notify);
+    return new ScreenrecordRun(await device.shell(command), geometry, notify, options.writesIntact === true);
   };
   let current = await start();
-  let next: Run | undefined;
+  let next: ScreenrecordRun | undefined;
   let successor: NodeJS.Timeout | undefined;
   const planSuccessor = () => {
     clearTimeout(successor);
@@ -267,12 +298,14 @@ export async function* screenrecordFrames(client: Client, serial: string, option
 }
 
 /** One screenrecord's output as access units, as they complete. */
-class Run {
+export class ScreenrecordRun {
   private readonly nals = new NalSplitter();
   private readonly assembler = new AccessUnitAssembler();
   private readonly ready: AccessUnit[] = [];
   private failure: Error | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Bytes have come since the last picture was taken as complete. */
+  private open = false;
   ended = false;
   /** Stopped for a rotation: no picture is then no failure. */
   rotated = false;
@@ -282,9 +315,15 @@ class Run {
     private readonly stream: Duplex,
     readonly geometry: Geometry,
     private readonly notify: () => void,
+    writesIntact: boolean,
   ) {
     stream.on('data', (chunk: Buffer) => {
-      for (const unit of this.nals.push(chunk)) this.add(unit);
+      const fresh = !this.open;
+      this.open = true;
+      const units = this.nals.push(chunk);
+      for (const unit of units) this.add(unit);
+      // Nothing was pending, so every unit is this chunk's; the one still open is its last.
+      if (writesIntact && fresh && wholePicture(chunk) && picturesBegun([...units, this.nals.peek() ?? EMPTY]) === 1) return this.flush();
       // One timer for the run, pushed back by each chunk: cheaper than a new one per chunk.
       if (this.timer) this.timer.refresh();
       else this.timer = setTimeout(() => this.flush(), FLUSH_MS);
@@ -327,6 +366,7 @@ class Run {
   }
 
   private flush(): void {
+    this.open = false;
     const tail = this.nals.flush();
     if (tail) this.add(tail);
     this.queue(this.assembler.flush());
