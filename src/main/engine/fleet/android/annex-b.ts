@@ -25,9 +25,9 @@ const isVcl = (type: number) => type >= NAL.SLICE && type <= NAL.IDR;
 /** A picture's first slice: first_mb_in_slice is 0, whose ue(v) code is the single bit 1. */
 const isFirstSlice = (unit: Buffer) => isVcl(unit[0]! & 0x1f) && unit.length > 1 && (unit[1]! & 0x80) !== 0;
 
-/** How many pictures begin among these NAL units: each has exactly one first slice. */
-export function picturesBegun(units: readonly Buffer[]): number {
-  let count = 0;
+/** How many pictures begin among these NAL units and `last`: each has exactly one first slice. */
+export function picturesBegun(units: readonly Buffer[], last?: Buffer): number {
+  let count = last && last.length > 0 && isFirstSlice(last) ? 1 : 0;
   for (const unit of units) if (unit.length > 0 && isFirstSlice(unit)) count++;
   return count;
 }

@@ -49,7 +49,6 @@ export const FLUSH_MS = 4;
  * packet's data to its socket whole, which on loopback arrives as one segment.
  */
 const STDIO_BLOCK = 1024;
-const EMPTY = Buffer.alloc(0);
 const WHOLE_WRITE_MAX = 4096;
 
 /**
@@ -323,7 +322,7 @@ export class ScreenrecordRun {
       const units = this.nals.push(chunk);
       for (const unit of units) this.add(unit);
       // Nothing was pending, so every unit is this chunk's; the one still open is its last.
-      if (writesIntact && fresh && wholePicture(chunk) && picturesBegun([...units, this.nals.peek() ?? EMPTY]) === 1) return this.flush();
+      if (writesIntact && fresh && wholePicture(chunk) && picturesBegun(units, this.nals.peek()) === 1) return this.flush();
       // One timer for the run, pushed back by each chunk: cheaper than a new one per chunk.
       if (this.timer) this.timer.refresh();
       else this.timer = setTimeout(() => this.flush(), FLUSH_MS);
