@@ -52,8 +52,14 @@ function figure(name: string, value: number, baseline: number, baselineName: str
   return { benchmark: 'appium', figure: name, value: format(value), baseline: `${format(baseline)} (${baselineName})`, ratio: fmtRatio(value, baseline), target, met };
 }
 
+/** Milliseconds of each find by text + click and of each screenshot. */
+interface Samples {
+  clicks: number[];
+  shots: number[];
+}
+
 /** What a find by text + click and a screenshot cost in a session, COMMANDS of each. */
-async function commands(driver: Driver): Promise<{ clicks: number[]; shots: number[] }> {
+async function commands(driver: Driver): Promise<Samples> {
   await driver.activateApp('com.android.settings');
   const clicks: number[] = [];
   const shots: number[] = [];
@@ -65,7 +71,13 @@ async function commands(driver: Driver): Promise<{ clicks: number[]; shots: numb
   return { clicks, shots };
 }
 
-const medians = ({ clicks, shots }: { clicks: number[]; shots: number[] }) => ({ click: median(clicks), screenshot: median(shots) });
+const medians = ({ clicks, shots }: Samples) => ({ click: median(clicks), screenshot: median(shots) });
+
+/** Adds one session's samples to those of its kind. */
+function pool(into: Samples, more: Samples): void {
+  into.clicks.push(...more.clicks);
+  into.shots.push(...more.shots);
+}
 
 export const appium: Benchmark = {
   name: 'appium',
@@ -111,16 +123,12 @@ export const appium: Benchmark = {
     // Every round measures the commands on a session of each, and every other round starts with the user's own
     // Appium: the simulated phone's side of a command gets faster as its code warms up, and measured in round 0 alone,
     // the lab first, the lab's commands ran on a colder phone than the user's own (+12 ms in one run against +6 ms).
-    const labClicks: number[] = [];
-    const labShots: number[] = [];
-    const directClicks: number[] = [];
-    const directShots: number[] = [];
+    const labSamples: Samples = { clicks: [], shots: [] };
+    const directSamples: Samples = { clicks: [], shots: [] };
     const viaDirectRound = async () => {
       const [d2, ms2] = await timed(() => viaDirect());
       directStart.push(ms2);
-      const measured = await commands(d2);
-      directClicks.push(...measured.clicks);
-      directShots.push(...measured.shots);
+      pool(directSamples, await commands(d2));
       await d2.deleteSession();
     };
     for (let round = 0; round < ROUNDS; round++) {
@@ -128,9 +136,7 @@ export const appium: Benchmark = {
       const runStarted = performance.now();
       const [d1, ms1] = await timed(() => viaLab(noVideo));
       labStart.push(ms1);
-      const measured = await commands(d1);
-      labClicks.push(...measured.clicks);
-      labShots.push(...measured.shots);
+      pool(labSamples, await commands(d1));
       await d1.deleteSession();
       if (round === 0) noVideoRunMs = performance.now() - runStarted;
       const [d0, ms0] = await timed(() => viaLab(one));
@@ -139,8 +145,8 @@ export const appium: Benchmark = {
       await d0.deleteSession();
       if (round % 2 === 0) await viaDirectRound();
     }
-    const labCommands = { click: median(labClicks), screenshot: median(labShots) };
-    const directCommands = { click: median(directClicks), screenshot: median(directShots) };
+    const labCommands = medians(labSamples);
+    const directCommands = medians(directSamples);
     const start = median(labStart);
     const startVideo = median(labStartVideo);
     const own = median(directStart);
