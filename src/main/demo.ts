@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { waitForDevice } from '../protocols/adb/host.js';
 import { connectToAdb, disconnectFromAdb, SimulatedPhone } from '../sim/android/index.js';
 
 /**
@@ -54,6 +55,31 @@ export interface DemoPhones {
   stop(): Promise<void>;
 }
 
+/** How long adb may take to list a demo phone as a device once it is connected, and how often it is connected. */
+const ATTACH_TIMEOUT_MS = 10_000;
+const ATTACH_ATTEMPTS = 3;
+
+/**
+ * `adb connect`, then adb's own word that the phone is a device. A run that crashed left adb a transport at this
+ * address, offline, that it is still reconnecting or tearing down: adb answers "already connected" to it, and may then
+ * drop it, leaving no phone at all (a restart a moment after SIGKILL, on a loaded machine). So that transport is
+ * dropped first, and the phone is connected again when adb does not list it in time, as a person would replug it.
+ * `adb connect` starts the adb server if none is running, as a USB phone would not need.
+ */
+async function attach(port: number, adbServerPort: number, leftByAnEarlierRun: boolean): Promise<string> {
+  const serial = `127.0.0.1:${port}`;
+  for (let attempt = 1; ; attempt++) {
+    if (leftByAnEarlierRun || attempt > 1) await disconnectFromAdb(serial, adbServerPort).catch(() => undefined);
+    await connectToAdb(port, adbServerPort);
+    try {
+      await waitForDevice({ host: '127.0.0.1', port: adbServerPort }, serial, ATTACH_TIMEOUT_MS);
+      return serial;
+    } catch (error) {
+      if (attempt === ATTACH_ATTEMPTS) throw new Error(`adb did not list ${serial} as a device after ${ATTACH_ATTEMPTS} connects: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
 export async function startDemoPhones(count: number, adbServerPort: number, dataDir: string, log: (line: string) => void = console.warn): Promise<DemoPhones> {
   const kept = readIdentities(dataDir).android;
   const phones: SimulatedPhone[] = [];
@@ -71,11 +97,7 @@ export async function startDemoPhones(count: number, adbServerPort: number, data
       const phone = new SimulatedPhone({ ...spec, model, ...(before && { serialNo: before.serialNo }) });
       phones.push(phone);
       const port = await listenAsBefore(phone, model, before?.port, log);
-      // A run that crashed left adb a transport at this address, offline: adb answers "already connected" to it and
-      // waits for its own reconnect. Dropped first, the phone is back at once, as a replugged USB phone would be.
-      if (port === before?.port) await disconnectFromAdb(`127.0.0.1:${port}`, adbServerPort).catch(() => undefined);
-      // `adb connect` starts the adb server if none is running, as a USB phone would not need.
-      serials.push(await connectToAdb(port, adbServerPort));
+      serials.push(await attach(port, adbServerPort, port === before?.port));
       identities.push({ model, port, serialNo: phone.serialNo });
     }
     keepIdentities(dataDir, { android: identities });

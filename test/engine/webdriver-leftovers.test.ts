@@ -7,6 +7,7 @@ import { endLeftovers } from '../../src/main/engine/fleet/guarded-child.js';
 import { call } from '../support/engine.js';
 import { DEMO_OWNER, demoSession, processesUnder, startDemoLab, type DemoLab } from '../support/lab-processes.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
+import type { ServeProcess } from '../support/serve-process.js';
 
 /**
  * No leftovers of WebDriver (issue 41.8): Appium and its private adb server end with the engine however it ends, and a
@@ -28,20 +29,25 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'benchtop-leftovers-'));
     dirs.push(dir);
-    lab = await startDemoLab(dir);
+    // The engine's warnings (the fleet's among them) go to its output, which a failed wait for the phone prints.
+    lab = await startDemoLab(dir, { BENCHTOP_LOG_LEVEL: 'warn' });
   });
   afterAll(() => lab?.stop());
 
   /** A session runs: Appium and the private adb server with it. */
-  async function withSession(api: string, name: string) {
-    await demoSession(api, name);
+  async function withSession(engine: ServeProcess, name: string) {
+    await demoSession(engine.api, name).catch(async (error: Error) => {
+      // What the engine said and what adb lists: a restart right after a SIGKILL is where this has failed.
+      const devices = await lab.adb.run(['devices']).then((r) => r.stdout.toString().trim(), (e: Error) => e.message);
+      throw new Error(`${error.message}\nadb devices: ${devices}\nthe engine's output:\n${engine.output().slice(-3000)}`, { cause: error });
+    });
     expect(adbServers(dir)).toHaveLength(1);
     expect(processesUnder([dir]).some((p) => p.cmdline.includes('appium'))).toBe(true);
   }
 
   it('a SIGKILLed engine takes Appium and its adb server with it', async () => {
     const engine = await lab.serve();
-    await withSession(engine.api, 'killed');
+    await withSession(engine, 'killed');
     engine.child.kill('SIGKILL');
     await engine.exited;
     await waitFor('nothing of the data dir left running', () => processesUnder([dir]).length === 0, 5_000).catch(() => undefined);
@@ -50,7 +56,7 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
 
   it('a start of the data dir ends what a run killed with its guards left; a graceful stop with a session takes under 3 s', async () => {
     let engine = await lab.serve();
-    await withSession(engine.api, 'guards killed');
+    await withSession(engine, 'guards killed');
     // The engine and the guards between it and its children die at once (as when the whole lot is killed).
     const pids = join(dir, 'appium', 'pids');
     const guards = readdirSync(pids).map((f) => JSON.parse(readFileSync(join(pids, f), 'utf8')).processes[0].pid as number);
@@ -74,7 +80,7 @@ describe.skipIf(!hasAdb)('WebDriver leaves nothing running behind the engine (is
     });
 
     // The restarted engine starts its own; a graceful stop with a session running ends them all.
-    await withSession(engine.api, 'stopped');
+    await withSession(engine, 'stopped');
     const started = performance.now();
     engine.child.kill('SIGTERM');
     const { code } = await engine.exited;

@@ -151,6 +151,7 @@ export class SimulatedPhone {
   private server: Server | undefined;
   private boundPort: number | undefined;
   private readonly sockets = new Set<Socket>();
+  private wedged = false;
   private readonly connections = new Set<DeviceConnection>();
   private readonly services: string[] = [];
   /** A reboot is under way: adbd comes back unless the phone is stopped meanwhile. */
@@ -283,6 +284,19 @@ export class SimulatedPhone {
     return this.boundPort === undefined ? undefined : `127.0.0.1:${this.boundPort}`;
   }
 
+  /**
+   * adbd stops answering and keeps its connections open: what the adb server sees of a phone whose USB link went bad.
+   * It stays listed as a device, and whatever is asked of it waits. `false` lets it answer again, and what waited
+   * goes on.
+   */
+  wedge(on = true): void {
+    this.wedged = on;
+    for (const socket of this.sockets) {
+      if (on) socket.pause();
+      else socket.resume();
+    }
+  }
+
   /** ro.serialno */
   get serialNo(): string {
     return this.device.options.serialNo;
@@ -355,6 +369,7 @@ export class SimulatedPhone {
 
   private accept(socket: Socket): void {
     this.sockets.add(socket);
+    if (this.wedged) socket.pause();
     const conn = new DeviceConnection(socket, {
       banner: () => this.banner(),
       openService: (service, io) => this.openService(service, io),

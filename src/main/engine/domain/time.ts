@@ -9,3 +9,14 @@ export const isoOrNull = (ms: number | null | undefined): string | null => (ms =
 export function uniqueCreatedAt(now: number, newestInOrg: number | null | undefined): number {
   return newestInOrg == null || now > newestInOrg ? now : newestInOrg + 1;
 }
+
+/** The promise, or an error naming `what` once `ms` have passed: a step on a phone may fail, never hang. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+    }),
+  ]);
+}

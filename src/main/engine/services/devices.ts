@@ -7,6 +7,7 @@ import type { FileRow } from '../store/files.js';
 import type { FleetDeviceRow } from '../store/fleet.js';
 import type { Stores } from '../store/index.js';
 import { refuseIfEnded } from '../domain/session-state.js';
+import { withTimeout } from '../domain/time.js';
 import { requireRole } from './auth.js';
 import type { Clock, Scope } from './scope.js';
 
@@ -39,17 +40,6 @@ export interface AllocatorOptions {
 class InstallFailed extends Error {}
 
 const FILE_REF = /^file:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
-
-/** The promise, or an error naming `what` once `ms` have passed: a step on a phone may fail, never hang. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
-    }),
-  ]);
-}
 
 /**
  * Device allocation: matches filters against the fleet, queues first-in first-out when every match is busy,

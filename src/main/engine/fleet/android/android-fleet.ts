@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { isLoopback } from '../../config.js';
+import { withTimeout } from '../../domain/time.js';
 import type { Phone } from '../types.js';
 import { Adb, NO_ADB, type Client } from './adb.js';
 import { AndroidDriver } from './driver.js';
@@ -9,6 +10,16 @@ type AdbDevice = { id: string; type: string };
 
 const RETRY_MS = 1000;
 const BATTERY_REFRESH_MS = 60_000;
+
+export interface AndroidFleetTiming {
+  /** How long a phone adb lists as a device may take to say who it is (getprop, battery) before it is listed offline. */
+  describeMs: number;
+  /** How soon such a phone is asked again. */
+  readAgainMs: number;
+}
+
+/** A phone's getprop and battery take well under a second; a USB 2 phone that is still booting a few seconds. */
+export const ANDROID_FLEET_TIMING: AndroidFleetTiming = { describeMs: 15_000, readAgainMs: 5_000 };
 
 export interface AndroidFleetEvents {
   /** A phone appeared or changed (state, battery). */
@@ -41,6 +52,9 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private writesIntact: boolean;
   /** Bumped when the fleet moves to another adb server: what the old one still reports is dropped. */
   private generation = 0;
+  /** Phones adb lists as devices that did not say who they are in time, each with its next try. */
+  private readonly readAgain = new Map<string, NodeJS.Timeout>();
+  private readonly unanswered = new Set<string>();
 
   /**
    * `client` replaces the TCP connection to `address` (a provider's adb server reached over SSH), and `bulk` carries
@@ -51,6 +65,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     private readonly log: (message: string) => void,
     client?: Client,
     private readonly bulk?: Client,
+    private readonly timing: AndroidFleetTiming = ANDROID_FLEET_TIMING,
   ) {
     super();
     this.client = client ?? Adb.createClient({ host: address.host, port: address.port });
@@ -67,6 +82,8 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
+    for (const timer of this.readAgain.values()) clearTimeout(timer);
+    this.readAgain.clear();
     clearInterval(this.batteryTimer);
     this.tracker?.end();
     // adbkit starts an adb server when none answers. Once the lab has stopped, a call it still had in flight (a
@@ -145,13 +162,28 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     let phone: Phone = known
       ? { ...known, state, steps }
       : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null, steps };
+    clearTimeout(this.readAgain.get(device.id));
+    this.readAgain.delete(device.id);
     if (state === 'device') {
       try {
-        phone = { ...phone, ...(await this.describe(device.id)) };
+        // Bounded: a phone whose link went bad stays a device to adb while whatever is asked of it waits, and the
+        // fleet's first look (which the allocator waits for) would wait with it.
+        phone = { ...phone, ...(await withTimeout(this.describe(device.id), this.timing.describeMs, 'Reading its properties')) };
+        this.unanswered.delete(device.id);
       } catch (error) {
-        // A phone that cannot answer yet is listed as offline; the tracker reports it again when it settles.
-        this.log(`${device.id}: could not read its properties: ${(error as Error).message}`);
+        // Listed as offline, and read again until it answers (adb reports no change for a phone that stays a device);
+        // said once, not at every try.
+        if (!this.unanswered.has(device.id)) this.log(`${device.id}: could not read its properties: ${(error as Error).message}; trying again every ${this.timing.readAgainMs / 1000} s`);
+        this.unanswered.add(device.id);
         phone = { ...phone, state: 'offline' };
+        if (!this.stopped && generation === this.generation) {
+          const timer = setTimeout(() => {
+            this.readAgain.delete(device.id);
+            if (this.phones.has(device.id)) void this.onDevice(device, generation);
+          }, this.timing.readAgainMs);
+          timer.unref();
+          this.readAgain.set(device.id, timer);
+        }
       }
     }
     if (this.stopped || generation !== this.generation) return;
@@ -160,6 +192,9 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   }
 
   private onRemove(serial: string): void {
+    clearTimeout(this.readAgain.get(serial));
+    this.readAgain.delete(serial);
+    this.unanswered.delete(serial);
     if (!this.phones.delete(serial)) return;
     this.emit('gone', serial);
   }
@@ -185,7 +220,8 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     for (const phone of this.phones.values()) {
       if (phone.state !== 'device') continue;
       try {
-        const battery = await this.battery(this.driver(phone.serial));
+        // Bounded as the first read is: one phone that stopped answering would hold up every later phone's refresh.
+        const battery = await withTimeout(this.battery(this.driver(phone.serial)), this.timing.describeMs, 'Reading its battery');
         if (battery !== phone.battery && this.phones.has(phone.serial)) {
           const updated = { ...this.phones.get(phone.serial)!, battery };
           this.phones.set(phone.serial, updated);
