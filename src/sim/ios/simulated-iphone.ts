@@ -263,13 +263,31 @@ export class SimulatedIPhone implements UsbmuxDevice {
 
   // ---- the bus side ----
 
+  /** Connections made while the phone is wedged, served when it answers again. */
+  private parked: Array<{ port: number; socket: Socket }> | undefined;
+
   listening(port: number): boolean {
     if (port === LOCKDOWN_PORT) return true;
     if (port === WDA_PORT || port === MJPEG_PORT) return this.wdaRunning;
     return this.services.has(port);
   }
 
+  /**
+   * The phone stops answering over USB and keeps what is opened to it open: what a host sees of an iPhone whose cable
+   * went bad (usbmuxd still lists it, and lockdown never replies). `false` serves what waited, and answers again.
+   */
+  wedge(on = true): void {
+    if (on) {
+      this.parked ??= [];
+      return;
+    }
+    const parked = this.parked ?? [];
+    this.parked = undefined;
+    for (const { port, socket } of parked) if (!socket.destroyed) this.accept(port, socket);
+  }
+
   accept(port: number, socket: Socket): void {
+    if (this.parked) return void this.parked.push({ port, socket });
     socket.setNoDelay(true);
     if (port === LOCKDOWN_PORT) return serveLockdown(socket, this.lockdownHost());
     if (port === WDA_PORT) return this.wda.accept(socket);

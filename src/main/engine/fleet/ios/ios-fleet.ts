@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { withTimeout } from '../../domain/time.js';
 import { endLeftovers } from '../guarded-child.js';
 import type { Phone } from '../types.js';
 import { IosDriver } from './driver.js';
@@ -12,6 +13,12 @@ import {
 
 const RETRY_MS = 2000;
 const BATTERY_REFRESH_MS = 60_000;
+/** A plugged-in iPhone tells its name, version and battery over lockdown in well under a second. */
+const FIRST_LOOK_MS = 15_000;
+/** How soon an iPhone whose lockdown did not answer is asked again. */
+const READ_AGAIN_MS = 5_000;
+/** appium-ios-device's words when lockdown sends nothing in time, and ours. */
+const NO_ANSWER = /within the timeout|took longer than|timed out/i;
 /** A phone whose WDA is not answering is asked again this often: someone may be starting it from Xcode. */
 const WDA_RECHECK_MS = 5000;
 const WDA_STATUS_TIMEOUT_MS = 3000;
@@ -63,6 +70,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     readonly address: UsbmuxdAddress,
     private readonly log: (message: string) => void,
     private readonly launch: WdaLaunchOptions = { bundleId: DEFAULT_WDA_BUNDLE_ID, xcrun: null },
+    /** How long the first look waits for the iPhones already plugged in to say who they are. */
+    private readonly firstLookMs = FIRST_LOOK_MS,
   ) {
     super();
   }
@@ -148,7 +157,10 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
       this.lastProblem = undefined;
       // Listen answers with an Attached message per phone already plugged in: the first look is those.
       await new Promise((r) => setTimeout(r, 50));
-      await Promise.all(pending);
+      // Bounded, as the Android fleet's: an iPhone whose lockdown stopped answering (a bad cable) joins when it answers,
+      // and the first look, which the allocator waits for, does not wait for it.
+      await withTimeout(Promise.all(pending), this.firstLookMs, 'Reading the iPhones already plugged in').catch((error: Error) =>
+        this.log(`${error.message}: those that answered are listed, each other one joins once it answers`));
       void this.subscription.closed.then(() => {
         for (const udid of [...this.phones.keys()]) this.onGone(udid);
         this.scheduleRetry('usbmuxd closed the Listen connection');
@@ -238,10 +250,29 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
       setImmediate(() => this.startWdaOn(udid));
       return { ...described, state: 'wda_unavailable', wdaLaunch: undefined, steps: this.starts.get(udid)?.problem ?? `WebDriverAgent is not answering on port 8100, so it cannot be allocated yet.` };
     } catch (error) {
+      const message = (error as Error).message;
+      if (NO_ANSWER.test(message)) {
+        // Not a refusal: the phone said nothing in time (a bad cable). Listed offline and read again until it answers.
+        this.log(`${udid}: lockdown did not answer (${message}); trying again every ${READ_AGAIN_MS / 1000} s`);
+        this.readAgainLater(udid);
+        return { ...phone, name: phone.name || udid, state: 'offline', steps: undefined };
+      }
       // The pair record no longer matches (the phone was erased or un-trusted): pairing again is the fix.
-      this.log(`${udid}: lockdown session refused (${(error as Error).message}); the phone must trust this computer again`);
+      this.log(`${udid}: lockdown session refused (${message}); the phone must trust this computer again`);
       return { ...phone, name: phone.name || udid, state: 'unauthorized', steps: UNTRUSTED_STEPS };
     }
+  }
+
+  /** Describes a phone again after READ_AGAIN_MS, if it is still plugged in then. */
+  private readAgainLater(udid: string): void {
+    const timer = setTimeout(async () => {
+      if (this.stopped || !this.phones.has(udid)) return;
+      const phone = await this.describe(udid);
+      if (this.stopped || ![...this.udids.values()].includes(udid)) return;
+      this.phones.set(udid, phone);
+      this.emit('phone', phone);
+    }, READ_AGAIN_MS);
+    timer.unref();
   }
 
   private async wdaReady(udid: string): Promise<boolean> {
