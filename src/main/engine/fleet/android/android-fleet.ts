@@ -55,6 +55,8 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   /** Phones adb lists as devices that did not say who they are in time, each with its next try. */
   private readonly readAgain = new Map<string, NodeJS.Timeout>();
   private readonly unanswered = new Set<string>();
+  /** What adb last said of each phone (device, offline, unauthorized). */
+  private readonly reported = new Map<string, string>();
 
   /**
    * `client` replaces the TCP connection to `address` (a provider's adb server reached over SSH), and `bulk` carries
@@ -164,6 +166,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
       : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null, steps };
     clearTimeout(this.readAgain.get(device.id));
     this.readAgain.delete(device.id);
+    this.reported.set(device.id, device.type);
     if (state === 'device') {
       try {
         // Bounded: a phone whose link went bad stays a device to adb while whatever is asked of it waits, and the
@@ -179,7 +182,8 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
         if (!this.stopped && generation === this.generation) {
           const timer = setTimeout(() => {
             this.readAgain.delete(device.id);
-            if (this.phones.has(device.id)) void this.onDevice(device, generation);
+            // Only while adb still says what it said then: a later report was handled as it came.
+            if (this.phones.has(device.id) && this.reported.get(device.id) === device.type) void this.onDevice(device, generation);
           }, this.timing.readAgainMs);
           timer.unref();
           this.readAgain.set(device.id, timer);
@@ -195,6 +199,7 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     clearTimeout(this.readAgain.get(serial));
     this.readAgain.delete(serial);
     this.unanswered.delete(serial);
+    this.reported.delete(serial);
     if (!this.phones.delete(serial)) return;
     this.emit('gone', serial);
   }
