@@ -65,6 +65,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   private lastProblem: string | undefined;
   private readonly starts = new Map<string, WdaStart>();
   private readonly rechecking = new Set<string>();
+  /** iPhones whose lockdown did not answer, each with its next try: one at a time per phone, none once it is gone. */
+  private readonly readAgain = new Map<string, NodeJS.Timeout>();
 
   constructor(
     readonly address: UsbmuxdAddress,
@@ -94,6 +96,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     this.stopped = true;
     clearTimeout(this.retry);
     for (const t of this.timers) clearInterval(t);
+    for (const t of this.readAgain.values()) clearTimeout(t);
+    this.readAgain.clear();
     // Taken before the Listen closes: its end counts the phones gone, and onGone would close their runs unawaited.
     const closing = [...this.starts.values()].map((start) => start.running?.close());
     this.starts.clear();
@@ -195,6 +199,8 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
   }
 
   private onGone(udid: string): void {
+    clearTimeout(this.readAgain.get(udid));
+    this.readAgain.delete(udid);
     // A new attach is a new chance: the next one tries to start WDA again at once. Its tunnel, if any, ends here.
     this.starts.get(udid)?.running?.close();
     this.starts.delete(udid);
@@ -265,7 +271,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
 
   /** Describes a phone again after READ_AGAIN_MS, if it is still plugged in then. */
   private readAgainLater(udid: string): void {
+    clearTimeout(this.readAgain.get(udid));
     const timer = setTimeout(async () => {
+      this.readAgain.delete(udid);
       if (this.stopped || !this.phones.has(udid)) return;
       const phone = await this.describe(udid);
       if (this.stopped || ![...this.udids.values()].includes(udid)) return;
@@ -273,6 +281,7 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
       this.emit('phone', phone);
     }, READ_AGAIN_MS);
     timer.unref();
+    this.readAgain.set(udid, timer);
   }
 
   private async wdaReady(udid: string): Promise<boolean> {
