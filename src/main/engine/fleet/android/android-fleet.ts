@@ -19,7 +19,7 @@ export interface AndroidFleetTiming {
 }
 
 /** A phone's getprop and battery take well under a second; a USB 2 phone that is still booting a few seconds. */
-export const ANDROID_FLEET_TIMING: AndroidFleetTiming = { describeMs: 15_000, readAgainMs: 5_000 };
+const ANDROID_FLEET_TIMING: AndroidFleetTiming = { describeMs: 15_000, readAgainMs: 5_000 };
 
 export interface AndroidFleetEvents {
   /** A phone appeared or changed (state, battery). */
@@ -54,7 +54,6 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private generation = 0;
   /** Phones adb lists as devices that did not say who they are in time, each with its next try. */
   private readonly readAgain = new Map<string, NodeJS.Timeout>();
-  private readonly unanswered = new Set<string>();
   /** What adb last said of each phone (device, offline, unauthorized). */
   private readonly reported = new Map<string, string>();
 
@@ -164,6 +163,8 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     let phone: Phone = known
       ? { ...known, state, steps }
       : { serial: device.id, platform: 'android', type: 'real', name: '', osVersion: '', state, battery: null, steps };
+    // A read already failing is being tried again: its silence was said.
+    const retrying = this.readAgain.has(device.id);
     clearTimeout(this.readAgain.get(device.id));
     this.readAgain.delete(device.id);
     this.reported.set(device.id, device.type);
@@ -172,18 +173,17 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
         // Bounded: a phone whose link went bad stays a device to adb while whatever is asked of it waits, and the
         // fleet's first look (which the allocator waits for) would wait with it.
         phone = { ...phone, ...(await withTimeout(this.describe(device.id), this.timing.describeMs, 'Reading its properties')) };
-        this.unanswered.delete(device.id);
       } catch (error) {
         // Listed as offline, and read again until it answers (adb reports no change for a phone that stays a device);
         // said once, not at every try.
-        if (!this.unanswered.has(device.id)) this.log(`${device.id}: could not read its properties: ${(error as Error).message}; trying again every ${this.timing.readAgainMs / 1000} s`);
-        this.unanswered.add(device.id);
+        if (!retrying) this.log(`${device.id}: could not read its properties: ${(error as Error).message}; trying again every ${this.timing.readAgainMs / 1000} s`);
         phone = { ...phone, state: 'offline' };
         if (!this.stopped && generation === this.generation) {
           const timer = setTimeout(() => {
-            this.readAgain.delete(device.id);
-            // Only while adb still says what it said then: a later report was handled as it came.
+            // Only while adb still says what it said then: a later report was handled as it came. The entry stays
+            // for the try, which removes it.
             if (this.phones.has(device.id) && this.reported.get(device.id) === device.type) void this.onDevice(device, generation);
+            else this.readAgain.delete(device.id);
           }, this.timing.readAgainMs);
           timer.unref();
           this.readAgain.set(device.id, timer);
@@ -198,7 +198,6 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
   private onRemove(serial: string): void {
     clearTimeout(this.readAgain.get(serial));
     this.readAgain.delete(serial);
-    this.unanswered.delete(serial);
     this.reported.delete(serial);
     if (!this.phones.delete(serial)) return;
     this.emit('gone', serial);

@@ -192,9 +192,14 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     // A phone on USB and on Wi-Fi shows twice under one UDID; USB is what this lab serves.
     if (event.connectionType !== 'USB') return;
     this.udids.set(event.deviceId, event.udid);
-    const phone = await this.describe(event.udid);
-    if (this.stopped || ![...this.udids.values()].includes(event.udid)) return;
-    this.phones.set(event.udid, phone);
+    await this.publish(event.udid);
+  }
+
+  /** Reads what the phone is and lists it, unless it was unplugged (or the fleet stopped) meanwhile. */
+  private async publish(udid: string): Promise<void> {
+    const phone = await this.describe(udid);
+    if (this.stopped || ![...this.udids.values()].includes(udid)) return;
+    this.phones.set(udid, phone);
     this.emit('phone', phone);
   }
 
@@ -258,8 +263,9 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     } catch (error) {
       const message = (error as Error).message;
       if (NO_ANSWER.test(message)) {
-        // Not a refusal: the phone said nothing in time (a bad cable). Listed offline and read again until it answers.
-        this.log(`${udid}: lockdown did not answer (${message}); trying again every ${READ_AGAIN_MS / 1000} s`);
+        // Not a refusal: the phone said nothing in time (a bad cable). Listed offline and read again until it answers;
+        // said once, not at every try.
+        if (!this.readAgain.has(udid)) this.log(`${udid}: lockdown did not answer (${message}); trying again every ${READ_AGAIN_MS / 1000} s`);
         this.readAgainLater(udid);
         return { ...phone, name: phone.name || udid, state: 'offline', steps: undefined };
       }
@@ -269,16 +275,15 @@ export class IosFleet extends EventEmitter<IosFleetEvents> {
     }
   }
 
-  /** Describes a phone again after READ_AGAIN_MS, if it is still plugged in then. */
+  /**
+   * Reads a phone again after READ_AGAIN_MS, if it is still plugged in then. Its entry stays while the tries fail (a
+   * failed one sets the next), so that the phone's silence is said once.
+   */
   private readAgainLater(udid: string): void {
     clearTimeout(this.readAgain.get(udid));
     const timer = setTimeout(async () => {
-      this.readAgain.delete(udid);
-      if (this.stopped || !this.phones.has(udid)) return;
-      const phone = await this.describe(udid);
-      if (this.stopped || ![...this.udids.values()].includes(udid)) return;
-      this.phones.set(udid, phone);
-      this.emit('phone', phone);
+      if (!this.stopped && this.phones.has(udid)) await this.publish(udid);
+      if (this.readAgain.get(udid) === timer) this.readAgain.delete(udid);
     }, READ_AGAIN_MS);
     timer.unref();
     this.readAgain.set(udid, timer);
