@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fmtOffset, parseCommandsLog, videoOffset } from './webdriver-log.js';
+import { currentCommand, fmtOffset, parseCommandsLog, videoOffset } from './webdriver-log.js';
 
 describe('a WebDriver run\'s commands.log read back', () => {
   it('reads each command with its words, status, time and error; the trailer is not a command', () => {
@@ -24,5 +24,21 @@ describe('a WebDriver run\'s commands.log read back', () => {
     expect(videoOffset(Date.parse('2026-11-29T06:00:01.250Z'), Date.parse('2026-11-29T06:00:00.250Z'))).toBe(1);
     expect(videoOffset(0, 1000)).toBe(0);
     expect(fmtOffset(61.25)).toBe('1:01.3');
+  });
+
+  it('shows the command the video is at, and of commands a moment apart the one clicked', () => {
+    // Two before the video's first picture, then a find and its click 17 ms apart, then one 2 s later.
+    const offsets = [0, 0, 3.2, 3.217, 5.2];
+    expect(currentCommand(offsets, 0)).toBe(1);
+    expect(currentCommand(offsets, 4)).toBe(3);
+    expect(currentCommand(offsets, 10)).toBe(4);
+    expect(currentCommand([], 3)).toBe(-1);
+    expect(currentCommand(offsets, -1)).toBe(-1);
+    // Clicked: the find, not its click at the same moment; the first of the two before the video, not the second.
+    expect(currentCommand(offsets, 3.2, 2)).toBe(2);
+    expect(currentCommand(offsets, 0, 0)).toBe(0);
+    // Once the video plays on past that moment, or is moved elsewhere, the command it is at.
+    expect(currentCommand(offsets, 5.3, 2)).toBe(4);
+    expect(currentCommand(offsets, 1, 2)).toBe(1);
   });
 });

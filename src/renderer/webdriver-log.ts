@@ -33,3 +33,17 @@ export function fmtOffset(seconds: number): string {
   const s = seconds - m * 60;
   return `${m}:${s.toFixed(1).padStart(4, '0')}`;
 }
+
+/** How near a command must be to the video's time to be the one it shows: a picture's worth, and the clock's slack. */
+const SAME_MOMENT_S = 0.05;
+
+/**
+ * The command the video is at: the last one at or before its time. Commands a few milliseconds apart (a find and its
+ * click, or all those before the video's first picture) share one moment of the video; of those, the one a person
+ * clicked is the one shown, not the last of them.
+ */
+export function currentCommand(offsets: readonly number[], time: number, picked?: number): number {
+  const last = offsets.reduce((found, offset, i) => (offset <= time + SAME_MOMENT_S ? i : found), -1);
+  if (picked === undefined || picked > last || last < 0) return last;
+  return offsets[last]! - offsets[picked]! <= SAME_MOMENT_S ? picked : last;
+}

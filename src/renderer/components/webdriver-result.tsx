@@ -3,7 +3,7 @@ import type { Asset, TestResult } from '../../shared/api/test-results.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
 import { ErrorBanner, fmtBytes, fmtDuration, fmtTime, Spinner, Status } from '../ui.js';
-import { fmtOffset, parseCommandsLog, videoOffset, type LoggedCommand } from '../webdriver-log.js';
+import { currentCommand, fmtOffset, parseCommandsLog, videoOffset, type LoggedCommand } from '../webdriver-log.js';
 
 /** A log shown inline is its newest part at most: a week-long run's Appium log is for downloading. */
 const INLINE_LOG_BYTES = 256 * 1024;
@@ -69,15 +69,15 @@ function DownloadButton({ resultId, asset }: { resultId: string; asset: Asset })
 }
 
 /** The commands beside the video: each one seeks the video to its moment; failed ones are marked. */
-function CommandList({ commands, videoStart, current, onSeek }: { commands: LoggedCommand[]; videoStart: number; current: number; onSeek?(seconds: number): void }) {
+function CommandList({ commands, offsets, current, onSeek }: { commands: LoggedCommand[]; offsets: number[]; current: number; onSeek?(index: number): void }) {
   return (
     <ol className="run-commands" aria-label="Commands">
       {commands.map((c, i) => {
-        const offset = videoOffset(c.at, videoStart);
+        const offset = offsets[i]!;
         const failed = c.status >= 400;
         return (
           <li key={i} className={failed ? 'failed' : undefined}>
-            <button type="button" aria-current={i === current ? 'true' : undefined} disabled={!onSeek} title={onSeek ? 'Play the video from this command' : undefined} onClick={() => onSeek?.(offset)}>
+            <button type="button" aria-current={i === current ? 'true' : undefined} disabled={!onSeek} title={onSeek ? 'Play the video from this command' : undefined} onClick={() => onSeek?.(i)}>
               <span className="run-command-time">{fmtOffset(offset)}</span>
               <code className="run-command-what">{c.what}</code>
               <span className="run-command-status">{failed ? <><span className="visually-hidden">failed, </span>{c.status}</> : c.status}</span>
@@ -137,13 +137,16 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
   const commands = useMemo(() => (log.text ? parseCommandsLog(log.text) : []), [log.text]);
   const videoStart = Date.parse(typeof stats.videoStartedAt === 'string' ? stats.videoStartedAt : r.startedAt ?? r.createdAt);
   const player = useRef<HTMLVideoElement>(null);
+  const offsets = useMemo(() => commands.map((c) => videoOffset(c.at, videoStart)), [commands, videoStart]);
   const [time, setTime] = useState(0);
-  const current = commands.reduce((found, c, i) => (videoOffset(c.at, videoStart) <= time + 0.05 ? i : found), -1);
-  const seek = (seconds: number) => {
+  const [picked, setPicked] = useState<number>();
+  const current = currentCommand(offsets, time, picked);
+  const seek = (index: number) => {
     const v = player.current;
     if (!v) return;
-    v.currentTime = seconds;
-    setTime(seconds);
+    v.currentTime = offsets[index]!;
+    setTime(offsets[index]!);
+    setPicked(index);
   };
   const logs = LOG_NAMES.map(byName).filter((a): a is Asset => a !== undefined);
   const phone = typeof environment.device === 'string' ? environment.device : undefined;
@@ -171,7 +174,7 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
         <section className="run-command-list" aria-labelledby="run-commands-title">
           <h2 id="run-commands-title">Commands</h2>
           <ErrorBanner error={log.error} />
-          {log.text === undefined && !log.error && byName('commands.log') ? <Spinner label="Loading the commands" /> : <CommandList commands={commands} videoStart={videoStart} current={current} onSeek={video.url ? seek : undefined} />}
+          {log.text === undefined && !log.error && byName('commands.log') ? <Spinner label="Loading the commands" /> : <CommandList commands={commands} offsets={offsets} current={current} onSeek={video.url ? seek : undefined} />}
         </section>
       </div>
       <Logs resultId={r.id} logs={logs} />
