@@ -110,6 +110,8 @@ export function useAction() {
 }
 
 export const fmtTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+/** The time of day to the second: what a list of a run's commands needs, where the date on every row only took room. */
+export const fmtTimeOfDay = (iso: string) => new Date(iso).toLocaleTimeString();
 
 export function fmtDuration(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));

@@ -65,6 +65,10 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     const screen = page.getByRole('img', { name: 'Screen of Pixel 8' });
     const commands = page.getByRole('log', { name: 'Commands on Pixel 8' });
     await commands.getByText('POST /element (xpath //android.widget.TextView[@text="Wi-Fi"])').waitFor();
+    // Each command's time is its time of day (the instant in its datetime), not a date that took a line of every row.
+    const time = commands.locator('tbody tr').first().locator('time');
+    await expect(time.textContent()).resolves.toMatch(/^\d{1,2}:\d{2}:\d{2}( [AP]M)?$/);
+    expect(Number.isNaN(Date.parse((await time.getAttribute('datetime'))!))).toBe(false);
     await waitFor('the live screen', async () => Number(await screen.getAttribute('data-frames')) > 0, 15_000);
     for (const [width, height] of [[1280, 800], [1440, 900]] as const) {
       await page.setViewportSize({ width, height });

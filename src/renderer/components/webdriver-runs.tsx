@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { WebDriverRun } from '../../shared/api/webdriver.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
-import { fmtTime, useAction } from '../ui.js';
+import { fmtTime, fmtTimeOfDay, useAction } from '../ui.js';
 
 /** How often a session's page asks for its WebDriver runs' new commands: often enough to read as a stream. */
 export const WEBDRIVER_POLL_MS = 1000;
@@ -49,8 +49,8 @@ export function WebDriverRunPanel({ sessionId, run, onTakenOver }: { sessionId: 
           <tbody>
             {latest.map((c, i) => (
               <tr key={`${c.at}-${i}`} className={c.status >= 400 ? 'failed' : undefined}>
-                <td>{fmtTime(c.at)}</td>
-                <td><code>{what(c)}</code>{c.error ? <span className="error"> {c.error}</span> : null}</td>
+                <td><time dateTime={c.at}>{fmtTimeOfDay(c.at)}</time></td>
+                <td><code>{what(c)}</code>{c.error ? <span className="webdriver-command-error">{c.error}</span> : null}</td>
                 <td>{c.status}</td>
                 <td>{Math.round(c.ms)} ms</td>
               </tr>
