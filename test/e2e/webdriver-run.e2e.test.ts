@@ -135,8 +135,9 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     const at = await video.evaluate((v: HTMLVideoElement) => v.currentTime);
     expect(Math.abs(at - (m * 60 + s))).toBeLessThan(0.15);
     expect(at).toBeGreaterThan(0);
-    // The clicked command is the one marked, though its click came 17 ms after it, in the same moment of the video.
-    await page.getByRole('list', { name: 'Commands' }).locator('button[aria-current="true"]').filter({ hasText: 'TextView[@text="Wi-Fi"]' }).waitFor({ timeout: 2_000 });
+    // The clicked command is the one marked, though its click was logged milliseconds after it, at the same moment of
+    // the video.
+    await list.locator('button[aria-current="true"]').filter({ hasText: 'TextView[@text="Wi-Fi"]' }).waitFor({ timeout: 2_000 });
     await expect(list.locator('button[aria-current="true"]').count()).resolves.toBe(1);
     // The failed find is marked, with its error.
     const failed = list.locator('li.failed');
