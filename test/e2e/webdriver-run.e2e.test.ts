@@ -157,6 +157,13 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     await snap(page, SUITE, 'result');
 
     expect(await axeViolations(page)).toEqual([]);
+
+    // In the list of results, the run names its phone, and counts no tests it does not have.
+    await page.getByRole('link', { name: '← All test results' }).click();
+    const row = page.getByRole('table', { name: 'Test results' }).getByRole('row').filter({ hasText: 'watched run' });
+    await row.getByText('WebDriver on Pixel 8').waitFor();
+    await expect(row.getByText('— / —').count()).resolves.toBe(0);
+    await snap(page, SUITE, 'results-list');
     expect(errors).toEqual([]);
   }, 60_000);
 });

@@ -13,6 +13,12 @@ const LOG_LABELS: Record<string, string> = { 'commands.log': 'Commands', 'appium
 /** A test result kept by the lab's /wd/hub for a WebDriver run (it tags its own). */
 export const isWebDriverRun = (r: TestResult): boolean => r.tags.includes('webdriver') && r.userAgent === 'Benchtop WebDriver';
 
+/** The phone a WebDriver run drove, by its name, as the lab recorded it in the result's environment. */
+export function phoneOf(r: TestResult): string | undefined {
+  const environment = r.environment && typeof r.environment === 'object' ? (r.environment as Record<string, unknown>) : {};
+  return typeof environment.device === 'string' ? environment.device : undefined;
+}
+
 /** An asset's bytes, fetched with the bearer: as text, or as an object URL the page revokes when it leaves. */
 function useAsset(resultId: string, asset: Asset | undefined, as: 'text' | 'url'): { text?: string; url?: string; error?: string } {
   const [state, setState] = useState<{ text?: string; url?: string; error?: string }>({});
@@ -149,7 +155,7 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
     setPicked(index);
   };
   const logs = LOG_NAMES.map(byName).filter((a): a is Asset => a !== undefined);
-  const phone = typeof environment.device === 'string' ? environment.device : undefined;
+  const phone = phoneOf(r);
   const serial = typeof environment.serial === 'string' ? environment.serial : undefined;
   const failed = commands.filter((c) => c.status >= 400).length;
 

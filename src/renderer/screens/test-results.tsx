@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-results.js';
 import type { Static } from 'typebox';
 import { api } from '../app-context.js';
-import { isWebDriverRun, WebDriverResult } from '../components/webdriver-result.js';
+import { isWebDriverRun, phoneOf, WebDriverResult } from '../components/webdriver-result.js';
 import { linkTo } from '../router.js';
 import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
 
@@ -91,11 +91,15 @@ export function TestResultsScreen() {
           <tbody>
             {shown.map((r) => (
               <tr key={r.id}>
-                <td><a href={`/test-results/${r.id}`} onClick={linkTo(`/test-results/${r.id}`)}>{r.name}</a></td>
+                <td>
+                  <a href={`/test-results/${r.id}`} onClick={linkTo(`/test-results/${r.id}`)}>{r.name}</a>
+                  {isWebDriverRun(r) && <span className="muted"> · WebDriver on {phoneOf(r) ?? 'a phone'}</span>}
+                </td>
                 <td><Status value={r.status} /></td>
                 <td>{r.git?.branch ?? <span className="muted">—</span>}</td>
                 <td>{r.git?.commitSha ? <code>{String(r.git.commitSha).slice(0, 8)}</code> : <span className="muted">—</span>}</td>
-                <td>{r.stats ? `${String(statsOf(r).expected ?? '—')} / ${String(statsOf(r).unexpected ?? '—')}` : <span className="muted">—</span>}</td>
+                {/* A WebDriver run has no tests to count: its commands and their failures are on its page. */}
+                <td>{r.stats && !isWebDriverRun(r) ? `${String(statsOf(r).expected ?? '—')} / ${String(statsOf(r).unexpected ?? '—')}` : <span className="muted">—</span>}</td>
                 <td>{fmtTime(r.createdAt)}</td>
               </tr>
             ))}
