@@ -16,7 +16,7 @@ import { parseUsbmuxdAddress } from '../../src/main/engine/fleet/ios/usbmux.js';
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { startIosBus, type IosBus } from '../support/ios-lab.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
-import { labSession } from '../support/webdriver.js';
+import { labSession, NO_VIDEO } from '../support/webdriver.js';
 import { axeViolations, chromiumOrSkip, logIn, originOf, sharedChromium, snap, watchConsole, open } from './support/browser.js';
 
 const ready = chromiumOrSkip() && adbOrSkip();
@@ -273,7 +273,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the details', () => {
 
   it('axe finds nothing on the phone page, on any tab, while a WebDriver run (WebdriverIO) holds the phone', async () => {
     const key = await c().createKey(owner);
-    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name: 'axe while running' } });
+    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name: 'axe while running', ...NO_VIDEO } });
     try {
       const runSession = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
       await driver.getPageSource();

@@ -6,6 +6,7 @@ import { startAdbServer, type AdbResult, type AdbServer } from '../../src/sim/an
 import { client, errorCode } from '../support/engine.js';
 import { refused, remotePorts } from '../support/remote.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
+import { NO_VIDEO } from '../support/webdriver.js';
 
 /**
  * Membership is live: removing a member ends, at once, everything they hold in that organization (allocations, queued
@@ -141,7 +142,7 @@ describe.skipIf(!hasAdb)('removing a member ends what they hold in that organiza
     mcpByKey = await openMcp(a.key);
     mcpByToken = await openMcp(a.token, team);
 
-    const started = await wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 6' } } }, `Bearer ${a.key}`);
+    const started = await wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 6', 'benchtop:options': NO_VIDEO } } }, `Bearer ${a.key}`);
     expect(started.status, JSON.stringify(started.body)).toBe(200);
     webdriverSession = started.body.value.sessionId!;
     expect((await wd('GET', `/session/${webdriverSession}/source`)).status).toBe(200);

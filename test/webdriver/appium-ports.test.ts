@@ -12,7 +12,7 @@ import { PrivateAdbServer } from '../../src/main/engine/fleet/appium/private-adb
 import { client, OWNER_EMAIL, OWNER_PASSWORD } from '../support/engine.js';
 import { adbOrSkip, waitFor } from '../support/lab.js';
 import { remotePorts } from '../support/remote.js';
-import { labSession } from '../support/webdriver.js';
+import { labSession, NO_VIDEO } from '../support/webdriver.js';
 
 /**
  * A port the lab picks is free when picked and bound later by its user (issue 45, seen under load as "cannot bind
@@ -124,7 +124,7 @@ describe('ports the lab hands out (issue 45)', () => {
     };
     const { api, key, stop } = await labPicking('Race Pixel', pick);
     try {
-      const caps = { platformName: 'Android', 'appium:automationName': 'UiAutomator2' };
+      const caps = { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': NO_VIDEO };
       // A first session starts Appium and its adb server: the next two ports picked are the next session's own.
       await (await labSession(api, key, caps)).deleteSession();
       take = 2;

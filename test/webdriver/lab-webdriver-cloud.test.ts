@@ -13,7 +13,7 @@ import { adbOrSkip, allocateInUse, startLab, uploadReadyApp, waitFor, type TestL
 import { netnsOrSkip } from '../support/provider/index.js';
 import { remotePorts } from '../support/remote.js';
 import { startServerNamespace, type Namespace } from '../support/app-server-namespace.js';
-import { labSession } from '../support/webdriver.js';
+import { labSession, NO_VIDEO } from '../support/webdriver.js';
 
 /**
  * Appium the way a cloud lab takes it (issue 43.1-3), through /wd/hub with WebdriverIO unchanged: apps by reference
@@ -120,7 +120,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     return { status: r.status, body: (await r.json()) as { value: Record<string, unknown> & { error?: string; message?: string } } };
   };
   const newSession = (caps: Record<string, unknown>, apiKey = key) =>
-    wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', ...caps } } }, apiKey);
+    wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'benchtop:options': NO_VIDEO, ...caps } } }, apiKey);
   const hits = async () => (await (await fetch(`http://${net.ns}:8080/hits`)).json()) as Array<{ url: string; ifNoneMatch: string | null }>;
 
   it('installs apps by reference (a stored file, a URL it downloads once), launches the app, and names the phone everywhere', async () => {
@@ -132,7 +132,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
       'appium:app': url,
       'appium:otherApps': [`lab://files/${fileId}`],
       'appium:newCommandTimeout': 120,
-      'benchtop:options': { name: 'apps by reference' },
+      'benchtop:options': { name: 'apps by reference', ...NO_VIDEO },
     });
     const serial = serialOf('Pixel 8');
     const phone = lab.phone(serial);
@@ -173,7 +173,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     await driver.deleteSession();
 
     // The same URL again: the lab asks with the ETag it kept, the server answers 304, and the stored file is reused.
-    const again = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'appium:app': url });
+    const again = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'appium:app': url, 'benchtop:options': NO_VIDEO });
     expect(lab.phone(serial).state.foregroundPackage).toBe('com.example.downloaded');
     await again.deleteSession();
     const asked = (await hits()).filter((h) => h.url === '/app.apk');
@@ -251,7 +251,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     // Both phones taken: one by the lab's owner through the API, the other by another team's WebDriver session. The
     // contested one is Pixel 8, whose first session (the driver's server installed) the first test has had.
     const holder = await allocateInUse(c, owner, 'Pixel 8');
-    const theirs = await labSession(lab.engine.api, strangerKey, { platformName: 'Android', 'appium:deviceName': 'Pixel 7' });
+    const theirs = await labSession(lab.engine.api, strangerKey, { platformName: 'Android', 'appium:deviceName': 'Pixel 7', 'benchtop:options': NO_VIDEO });
     expect((await wd('GET', '/status')).body.value).toMatchObject({ ready: false, freePhones: 0 });
     expect((await wd('GET', '/status', undefined, strangerKey)).body.value).toMatchObject({ ready: false, freePhones: 0 });
 
@@ -265,7 +265,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     const first = remote({
       protocol: 'http', hostname: '127.0.0.1', port: relay.port, path: '/wd/hub', user: 'ci', key, logLevel: 'silent',
       connectionRetryTimeout: 120_000, connectionRetryCount: 1,
-      capabilities: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'appium:automationName': 'UiAutomator2' } as WebdriverIO.Capabilities,
+      capabilities: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'appium:automationName': 'UiAutomator2', 'benchtop:options': NO_VIDEO } as WebdriverIO.Capabilities,
     });
     const [mine] = await waitFor('the first request queued', async () => ((await queued()).length === 1 ? queued() : undefined));
     // A later request for the same phone, from the same organization.
@@ -273,7 +273,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     const second = fetch(`${origin}/wd/hub/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'benchtop:options': { name: 'later' } } } }),
+      body: JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'Android', 'appium:deviceName': 'Pixel 8', 'benchtop:options': { name: 'later', ...NO_VIDEO } } } }),
       signal: later.signal,
     }).catch(() => undefined);
     await waitFor('the later request queued', async () => (await queued()).length === 2);

@@ -11,7 +11,7 @@ import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../su
 import { remotePorts } from '../support/remote.js';
 import { DEMO_OWNER, startDemoLab, type DemoLab } from '../support/lab-processes.js';
 import type { ServeProcess } from '../support/serve-process.js';
-import { labSession } from '../support/webdriver.js';
+import { labSession, NO_VIDEO } from '../support/webdriver.js';
 
 /**
  * The WebDriver gate (issue 41, findings 1, 2, 3, 7 and 9's first): what a caller names reaches Appium, which acts on
@@ -107,7 +107,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     }, 30_000);
     const stranger = await c.signup('other-team@lab.test');
     theirs = { token: stranger.token, ...(await allocateInUse(c, stranger.token, 'Pixel 7')) };
-    mine = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 8', 'appium:newCommandTimeout': 0 });
+    mine = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 8', 'appium:newCommandTimeout': 0, 'benchtop:options': NO_VIDEO });
 
     scratch = mkdtempSync(join(tmpdir(), 'benchtop-gate-'));
     listened = [];
@@ -136,7 +136,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     return { status: r.status, text, body: JSON.parse(text) as { value: { error?: string; message?: string; stacktrace?: string } & Record<string, unknown> } };
   };
   const newSession = (alwaysMatch: Record<string, unknown>) =>
-    wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', ...alwaysMatch } } });
+    wd('POST', '/session', { capabilities: { alwaysMatch: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': NO_VIDEO, ...alwaysMatch } } });
   const ownAllocations = async () => {
     const sessions = (await c.call('GET', '/sessions', { token: owner })).body.data as Array<{ devices: Array<{ status: string }> }>;
     return sessions.flatMap((s) => s.devices).filter((d) => d.status !== 'released');
@@ -370,7 +370,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', 
     const key = await c.createKey(token);
     const fleet = await waitFor('the demo phone in the fleet', async () =>
       ((await call(serve.api, 'GET', '/fleet/devices', { token })).body.data as Array<{ serial: string; state: string }>).find((d) => d.state === 'device'), 30_000);
-    const driver = await labSession(serve.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2' });
+    const driver = await labSession(serve.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': NO_VIDEO });
     const replies = await traversals(Number(new URL(serve.api).port), driver.sessionId, fleet.serial, lab.adb.port);
     for (const reply of replies) expectRefused(reply);
     expect(await driver.getPageSource()).toContain('<hierarchy');

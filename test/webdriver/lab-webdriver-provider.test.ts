@@ -3,7 +3,7 @@ import { client } from '../support/engine.js';
 import { adbOrSkip, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { netnsOrSkip, startNetnsProvider, type NetnsProvider } from '../support/provider/index.js';
 import { remotePorts } from '../support/remote.js';
-import { labSession } from '../support/webdriver.js';
+import { labSession, NO_VIDEO } from '../support/webdriver.js';
 
 const ready = adbOrSkip() && netnsOrSkip();
 
@@ -38,7 +38,7 @@ describe.skipIf(!ready)('WebDriver for the lab: a phone on a provider', () => {
   });
 
   it('drives Settings on it by xpath, as on a local phone', async () => {
-    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:deviceName': 'Remote Pixel' });
+    const driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:deviceName': 'Remote Pixel', 'benchtop:options': NO_VIDEO });
     expect((driver.capabilities as Record<string, unknown>)['appium:udid']).toBe(provider.serials[0]);
     await driver.activateApp('com.android.settings');
     const wifi = await driver.$('//android.widget.TextView[@text="Wi-Fi"]');
