@@ -29,6 +29,7 @@ const AT_ONCE = sized(4, 2);
 /** An app of a real app's size (issue 43: 50 MB), smaller in a smoke run. */
 const APP_BYTES = sized(50, 1) * 1024 * 1024;
 const PHONE_SCRIPT = fileURLToPath(new URL('./support/phone-process.ts', import.meta.url));
+const BARE_PROXY_SCRIPT = fileURLToPath(new URL('./support/bare-proxy.mjs', import.meta.url));
 /** Published: a UiAutomator2 session start of about 20 s on a Samsung S7 (appium/appium#11527), the server installed. */
 const REAL_SESSION_MS = 20_000;
 /** Published: installing the UiAutomator2 server's two APKs is most of a first session's 20-45 s (appium/appium#12167). */
@@ -93,12 +94,15 @@ export const appium: Benchmark = {
     }
     const direct = await startAppium({ ANDROID_HOME }, ['uiautomator2']);
     onCleanup(() => direct.stop());
+    // The least any proxy in front of Appium adds (bench/support/bare-proxy.mjs): the lab's own share is beyond it.
+    const bare = startChild(process.execPath, [BARE_PROXY_SCRIPT], { cwd: ROOT, env: { ...process.env, APPIUM_PORT: String(direct.port) } });
+    const [, bareUrl] = await bare.waitForOutput(/Bare proxy is serving (http:\/\/\S+)/, 30_000);
     const url = new URL(lab.engine.api);
     const viaLab = (caps: Record<string, unknown>) =>
       remote({ protocol: 'http', hostname: url.hostname, port: Number(url.port), path: '/wd/hub', user: 'bench', key: lab.apiKey, logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, ...caps } as WebdriverIO.Capabilities });
     // The same capabilities, with what a user's own Appium needs to find the phone: its serial and adb server.
-    const viaDirect = (udid = lab.serial) =>
-      remote({ hostname: '127.0.0.1', port: direct.port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': udid, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
+    const viaDirect = (udid = lab.serial, port = direct.port) =>
+      remote({ hostname: '127.0.0.1', port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': udid, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
     const one = { 'appium:deviceName': 'Bench 1' };
 
     // The first session through the lab starts Appium (not counted: the lab starts it once) and installs the server.
@@ -125,11 +129,16 @@ export const appium: Benchmark = {
     // the lab first, the lab's commands ran on a colder phone than the user's own (+12 ms in one run against +6 ms).
     const labSamples: Samples = { clicks: [], shots: [] };
     const directSamples: Samples = { clicks: [], shots: [] };
+    const bareSamples: Samples = { clicks: [], shots: [] };
     const viaDirectRound = async () => {
       const [d2, ms2] = await timed(() => viaDirect());
       directStart.push(ms2);
       pool(directSamples, await commands(d2));
       await d2.deleteSession();
+      // The same session through the bare proxy, in the same turn (a smoke run checks that it works, and no more).
+      const d3 = await viaDirect(lab.serial, Number(new URL(bareUrl!).port));
+      pool(bareSamples, await commands(d3));
+      await d3.deleteSession();
     };
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 1) await viaDirectRound();
@@ -147,6 +156,8 @@ export const appium: Benchmark = {
     }
     const labCommands = medians(labSamples);
     const directCommands = medians(directSamples);
+    const bareCommands = medians(bareSamples);
+    detail(`a bare proxy in front of the user's own Appium (no checks, no logs, no ADB bridge) adds ${fmtMs(bareCommands.click - directCommands.click)} to a find + click and ${fmtMs(bareCommands.screenshot - directCommands.screenshot)} to a screenshot; the lab adds ${fmtMs(labCommands.click - directCommands.click)} and ${fmtMs(labCommands.screenshot - directCommands.screenshot)}`);
     const start = median(labStart);
     const startVideo = median(labStartVideo);
     const own = median(directStart);
@@ -256,6 +267,8 @@ export const appium: Benchmark = {
       figure("session start through the lab with the run's video (the simulated phone encodes it in software)", startVideo, own, "a user's own Appium", 'reported', true),
       figure('first session through the lab (installs the server)', first, start, 'a later session', 'reported', true),
       figure('find + click through the lab (no video)', labCommands.click, directCommands.click, "a user's own Appium", '<= +5 ms', labCommands.click - directCommands.click <= 5),
+      figure('find + click through a bare proxy (bench/support/bare-proxy.mjs)', bareCommands.click, directCommands.click, "a user's own Appium", 'reported', true),
+      figure('find + click through the lab against through a bare proxy: the lab\'s own share', labCommands.click, bareCommands.click, 'a bare proxy', 'reported', true),
       figure('screenshot through the lab (no video)', labCommands.screenshot, directCommands.screenshot, "a user's own Appium", '<= +5 ms', labCommands.screenshot - directCommands.screenshot <= 5),
       // A rate: one alone over four at once, so that >= 0.9x means each of four keeps 90% of a lone session's pace.
       { benchmark: 'appium', figure: `${AT_ONCE} sessions at once: each one's find + click pace`, value: fmtMs(atOnce), baseline: `${fmtMs(alone)} (one alone)`, ratio: fmtRatio(alone, atOnce), target: '>= 0.9x', met: alone / atOnce >= 0.9 },
