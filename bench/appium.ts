@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { remote } from 'webdriverio';
+import { attach, remote } from 'webdriverio';
 import { connectToAdb } from '../src/sim/android/index.js';
 import { startAppium } from '../test/support/appium-server.js';
 import { buildApk } from '../src/sim/android/apk.js';
@@ -101,8 +101,8 @@ export const appium: Benchmark = {
     const viaLab = (caps: Record<string, unknown>) =>
       remote({ protocol: 'http', hostname: url.hostname, port: Number(url.port), path: '/wd/hub', user: 'bench', key: lab.apiKey, logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, ...caps } as WebdriverIO.Capabilities });
     // The same capabilities, with what a user's own Appium needs to find the phone: its serial and adb server.
-    const viaDirect = (udid = lab.serial, port = direct.port) =>
-      remote({ hostname: '127.0.0.1', port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': udid, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
+    const viaDirect = (udid = lab.serial) =>
+      remote({ hostname: '127.0.0.1', port: direct.port, path: '/', logLevel: 'silent', connectionRetryCount: 0, connectionRetryTimeout: 120_000, capabilities: { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:newCommandTimeout': 120, 'appium:udid': udid, 'appium:adbPort': lab.adb.port } as WebdriverIO.Capabilities });
     const one = { 'appium:deviceName': 'Bench 1' };
 
     // The first session through the lab starts Appium (not counted: the lab starts it once) and installs the server.
@@ -134,11 +134,10 @@ export const appium: Benchmark = {
       const [d2, ms2] = await timed(() => viaDirect());
       directStart.push(ms2);
       pool(directSamples, await commands(d2));
-      await d2.deleteSession();
-      // The same session through the bare proxy, in the same turn (a smoke run checks that it works, and no more).
-      const d3 = await viaDirect(lab.serial, Number(new URL(bareUrl!).port));
+      // The same session, on the same phone, driven through the bare proxy: WebdriverIO attaches to it there.
+      const d3 = await attach({ sessionId: d2.sessionId, hostname: '127.0.0.1', port: Number(new URL(bareUrl!).port), path: '/', logLevel: 'silent', connectionRetryCount: 0, capabilities: d2.capabilities as WebdriverIO.Capabilities });
       pool(bareSamples, await commands(d3));
-      await d3.deleteSession();
+      await d2.deleteSession();
     };
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 1) await viaDirectRound();
