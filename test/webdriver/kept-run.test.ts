@@ -119,6 +119,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
 
     const log = (await asset(result.id, 'commands.log')).toString();
     expect(log).toMatch(/POST \/element \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200 \d+ ms/);
+    // The click names the element by the locator that found it, not by Appium's id for it alone.
+    expect(log).toMatch(/POST \/element\/[^/ ]+\/click \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200 \d+ ms/);
     expect(log).toMatch(/POST \/execute\/sync \(mobile: pressKey\) 200/);
     expect(log).toMatch(/POST \/execute\/sync \(benchtop: status\) 200/);
     expect(log).toMatch(/POST \/execute\/sync \(return document\.title \+ "x+…\) 400 0 ms invalid argument/);

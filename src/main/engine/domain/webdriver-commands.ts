@@ -445,3 +445,32 @@ export function commandLabel(template: string, text: string): string | undefined
   if (isFind(template) && typeof body.using === 'string' && typeof body.value === 'string') return clip(`${body.using} ${body.value}`);
   return undefined;
 }
+
+/** W3C's key of an element reference (Appium sends JSONWP's `ELEMENT` beside it). */
+const ELEMENT_KEY = 'element-6066-11e4-a52e-4f735466cecf';
+/** A find's answer larger than this is not read for its elements (a page of them names nothing a person reads). */
+const FOUND_ANSWER_LIMIT = 256 * 1024;
+/** The most elements of one `elements` answer that the run's log remembers by their locator. */
+const FOUND_LIMIT = 100;
+
+/** The ids of the elements a find answered with, in order (at most FOUND_LIMIT); none of an answer it cannot read. */
+export function foundElements(answer: Buffer): string[] {
+  if (answer.length > FOUND_ANSWER_LIMIT) return [];
+  let value: unknown;
+  try {
+    value = (JSON.parse(answer.toString('utf8')) as { value?: unknown }).value;
+  } catch {
+    return [];
+  }
+  const references = Array.isArray(value) ? value.slice(0, FOUND_LIMIT) : [value];
+  return references.flatMap((reference) => {
+    const id = isObject(reference) ? (reference[ELEMENT_KEY] ?? reference.ELEMENT) : undefined;
+    return typeof id === 'string' && id.length > 0 ? [id] : [];
+  });
+}
+
+/** The element a command acts on (`element/:id/click`: its id), or undefined for a command of no element. */
+export function elementOf(command: Pick<Command, 'segments' | 'template'>): string | undefined {
+  const at = command.template.split('/').indexOf(':id');
+  return at >= 0 ? command.segments[at] : undefined;
+}

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
-import { CommandError, commandLabel, endsScreenRecorders, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
+import { CommandError, commandLabel, elementOf, endsScreenRecorders, foundElements, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import { AppRefError, readAppRef } from '../domain/app-refs.js';
 import { answeredCapabilities } from '../domain/webdriver-answer.js';
@@ -89,6 +89,8 @@ const PORT_TAKEN = /local port #\d+ is busy|cannot bind listener|Address already
 
 /** The most a run keeps in memory of each log: a week-long session must not grow the engine without end. */
 const MAX_COMMANDS = 20_000;
+/** The most elements a run remembers by their locator; the oldest is forgotten first. */
+const MAX_ELEMENTS = 2_000;
 const MAX_LOG_BYTES = 8 * 1024 * 1024;
 /** Appium prints a few hundred lines while it creates a session: this many cover several created at once. */
 const MAX_STARTING_LINES = 20_000;
@@ -143,6 +145,8 @@ interface Run {
   largeBodies: number;
   lastCommandAt: number;
   commands: CommandEntry[];
+  /** The locator each element was found by (oldest first): a command on an element is logged by it, not by its id. */
+  elements: Map<string, string>;
   appiumLog: TextLog;
   phoneLog: TextLog;
   stopPhoneLog: AbortController;
@@ -298,6 +302,7 @@ export class WebDriverRuns {
       largeBodies: 0,
       lastCommandAt: this.now(),
       commands: [],
+      elements: new Map(),
       appiumLog: new TextLog(),
       phoneLog: new TextLog(),
       stopPhoneLog: new AbortController(),
@@ -560,7 +565,7 @@ export class WebDriverRuns {
     const run = this.find(secret, scope);
     const path = `/${command.segments.join('/')}`;
     let payload: Buffer | undefined;
-    const label = body && 'text' in body ? commandLabel(command.template, body.text) : undefined;
+    const label = (body && 'text' in body ? commandLabel(command.template, body.text) : undefined) ?? run.elements.get(elementOf(command) ?? '');
     if (body && 'text' in body && isFind(command.template)) payload = Buffer.from(body.text);
     else if (body && 'text' in body) {
       let read: ReturnType<typeof readInspected>;
@@ -614,6 +619,7 @@ export class WebDriverRuns {
     run.inFlight--;
     run.lastCommandAt = this.now();
     const error = reply.status >= 400 ? w3cErrorOf(reply.body) : undefined;
+    if (label && reply.status === 200 && isFind(command.template)) this.remember(run, foundElements(reply.body), label);
     this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}), ...(label ? { label } : {}) });
     if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
     else this.armTimeout(run);
@@ -867,6 +873,18 @@ export class WebDriverRuns {
       run.recordingStartedAt = Math.max(asked, started.startedAt.getTime());
     });
     run.recording.catch((error: Error) => run.appiumLog.add(`[benchtop] the screen recording did not start: ${error.message}`));
+  }
+
+  /** Elements a find answered with, by the locator that found them (a find again moves one to the newest). */
+  private remember(run: Run, ids: string[], locator: string): void {
+    for (const id of ids) {
+      run.elements.delete(id);
+      run.elements.set(id, locator);
+    }
+    for (const oldest of run.elements.keys()) {
+      if (run.elements.size <= MAX_ELEMENTS) break;
+      run.elements.delete(oldest);
+    }
   }
 
   private log(run: Run, entry: CommandEntry): void {
