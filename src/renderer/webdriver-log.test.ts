@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { currentCommand, fmtOffset, parseCommandsLog, videoOffset } from './webdriver-log.js';
+import { currentCommand, fmtOffset, parseCommandsLog, shortIds, videoOffset } from './webdriver-log.js';
 
 describe('a WebDriver run\'s commands.log read back', () => {
   it('reads each command with its words, status, time and error; the trailer is not a command', () => {
@@ -40,5 +40,12 @@ describe('a WebDriver run\'s commands.log read back', () => {
     // Once the video plays on past that moment, or is moved elsewhere, the command it is at.
     expect(currentCommand(offsets, 5.3, 2)).toBe(4);
     expect(currentCommand(offsets, 1, 2)).toBe(1);
+  });
+
+  it('cuts an element\'s id in a command\'s path to 8 characters, and leaves short ids and other words alone', () => {
+    expect(shortIds('POST /element/3a653ce8-53c7-4cfe-8db9-b5ba2ad49464/click (xpath //a[@text="Wi-Fi"])')).toBe('POST /element/3a653ce8…/click (xpath //a[@text="Wi-Fi"])');
+    expect(shortIds('GET /element/e1/text')).toBe('GET /element/e1/text');
+    expect(shortIds('POST /appium/element/00000000-0000-0000-0000-000000000001/value')).toBe('POST /appium/element/00000000…/value');
+    expect(shortIds('POST /element (xpath //element/abcdefghijklmnop/x)')).toBe('POST /element (xpath //element/abcdefghijklmnop/x)');
   });
 });

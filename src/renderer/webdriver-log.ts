@@ -24,6 +24,18 @@ export function parseCommandsLog(text: string): LoggedCommand[] {
   return commands;
 }
 
+/**
+ * A command's words as the page shows them: an element's id in its path (Appium's, a UUID of no meaning to a person,
+ * whom the locator in brackets tells which element it was) cut to its first 8 characters. The whole line stays in
+ * commands.log, and in the row's title.
+ */
+export function shortIds(what: string): string {
+  // Only in the path: a locator in brackets (an xpath) may hold `/element/...` of its own.
+  const at = what.indexOf(' (');
+  const path = at < 0 ? what : what.slice(0, at);
+  return path.replace(/\/element\/([^/ ]{8})[^/ ]{5,}\//g, '/element/$1…/') + (at < 0 ? '' : what.slice(at));
+}
+
 /** Where a command is in the run's video, in seconds: from the video's first picture, never before it. */
 export const videoOffset = (at: number, videoStartedAt: number): number => Math.max(0, (at - videoStartedAt) / 1000);
 

@@ -65,6 +65,9 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     const screen = page.getByRole('img', { name: 'Screen of Pixel 8' });
     const commands = page.getByRole('log', { name: 'Commands on Pixel 8' });
     await commands.getByText('POST /element (xpath //android.widget.TextView[@text="Wi-Fi"])').waitFor();
+    // The click names its element by the locator that found it, and Appium's id for it cut short (whole in its title).
+    const click = commands.getByText(/^POST \/element\/[^/]{8}…\/click \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\)$/);
+    expect(await click.getAttribute('title')).toMatch(/^POST \/element\/[^/…]{13,}\/click \(xpath /);
     // Each command's time is its time of day (the instant in its datetime), not a date that took a line of every row.
     const time = commands.locator('tbody tr').first().locator('time');
     await expect(time.textContent()).resolves.toMatch(/^\d{1,2}:\d{2}:\d{2}( [AP]M)?$/);
@@ -137,7 +140,7 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     expect(at).toBeGreaterThan(0);
     // The clicked command is the one marked, though its click was logged milliseconds after it, at the same moment of
     // the video.
-    await list.locator('button[aria-current="true"]').filter({ hasText: 'TextView[@text="Wi-Fi"]' }).waitFor({ timeout: 2_000 });
+    await list.locator('button[aria-current="true"]').filter({ hasText: /POST \/element \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\)/ }).waitFor({ timeout: 2_000 });
     await expect(list.locator('button[aria-current="true"]').count()).resolves.toBe(1);
     // The failed find is marked, with its error.
     const failed = list.locator('li.failed');

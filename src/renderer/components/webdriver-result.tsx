@@ -3,7 +3,7 @@ import type { Asset, TestResult } from '../../shared/api/test-results.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
 import { ErrorBanner, fmtBytes, fmtDuration, fmtTime, Spinner, Status } from '../ui.js';
-import { currentCommand, fmtOffset, parseCommandsLog, videoOffset, type LoggedCommand } from '../webdriver-log.js';
+import { currentCommand, fmtOffset, parseCommandsLog, shortIds, videoOffset, type LoggedCommand } from '../webdriver-log.js';
 
 /** A log shown inline is its newest part at most: a week-long run's Appium log is for downloading. */
 const INLINE_LOG_BYTES = 256 * 1024;
@@ -85,7 +85,7 @@ function CommandList({ commands, offsets, current, onSeek }: { commands: LoggedC
           <li key={i} className={failed ? 'failed' : undefined}>
             <button type="button" aria-current={i === current ? 'true' : undefined} disabled={!onSeek} title={onSeek ? 'Play the video from this command' : undefined} onClick={() => onSeek?.(i)}>
               <span className="run-command-time">{fmtOffset(offset)}</span>
-              <code className="run-command-what">{c.what}</code>
+              <code className="run-command-what" title={shortIds(c.what) === c.what ? undefined : c.what}>{shortIds(c.what)}</code>
               <span className="run-command-status">{failed ? <><span className="visually-hidden">failed, </span>{c.status}</> : c.status}</span>
               <span className="run-command-ms muted">{c.ms} ms</span>
               {c.error && <span className="run-command-error">{c.error}</span>}
