@@ -72,7 +72,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     await table.getByText('login-smoke').waitFor();
     await page.getByLabel('Status').selectOption('passed');
     await expect.poll(() => table.getByText('login-smoke').count()).toBe(0);
-    await page.getByLabel('Name, branch or tag').fill('checkout');
+    await page.getByLabel('Name, branch, tag or phone').fill('checkout');
     await table.getByRole('link', { name: 'checkout-e2e' }).click();
 
     await page.getByRole('heading', { name: 'checkout-e2e' }).waitFor();

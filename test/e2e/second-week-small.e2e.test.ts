@@ -51,7 +51,7 @@ describe.runIf(ready)('GUI: a team\'s second week, the smaller findings', () => 
     await snap(page, SUITE, '02-test-results-empty');
     expect(await axeViolations(page)).toEqual([]);
     // A filter that hides every result says that, not that there are none.
-    await page.getByLabel('Name, branch or tag').fill('nothing like this');
+    await page.getByLabel('Name, branch, tag or phone').fill('nothing like this');
     await page.getByText('No test result matches these filters.').waitFor();
   }, 30_000);
 

@@ -167,6 +167,13 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     await row.getByText('WebDriver on Pixel 8').waitFor();
     await expect(row.getByText('— / —').count()).resolves.toBe(0);
     await snap(page, SUITE, 'results-list');
+    // The filter finds a run by the phone it drove.
+    const filter = page.getByLabel('Name, branch, tag or phone');
+    await filter.fill('pixel 8');
+    await row.waitFor();
+    await filter.fill('pixel 7');
+    await page.getByText('No test result matches these filters.').waitFor();
+    await filter.fill('');
     expect(errors).toEqual([]);
   }, 60_000);
 });

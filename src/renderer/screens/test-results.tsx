@@ -59,7 +59,8 @@ export function TestResultsScreen() {
   };
 
   const needle = text.trim().toLowerCase();
-  const shown = pages.filter((r) => !needle || r.name.toLowerCase().includes(needle) || (r.git?.branch ?? '').toLowerCase().includes(needle) || r.tags.some((t) => t.toLowerCase().includes(needle)));
+  // A WebDriver run's phone too: "which runs on the Pixel 8 failed" is a question a lab's list answers.
+  const shown = pages.filter((r) => !needle || [r.name, r.git?.branch ?? '', phoneOf(r) ?? '', ...r.tags].some((field) => field.toLowerCase().includes(needle)));
 
   return (
     <Page title="Test results">
@@ -72,7 +73,7 @@ export function TestResultsScreen() {
           </select>
         </label>
         <label>
-          Name, branch or tag
+          Name, branch, tag or phone
           <input type="search" value={text} onChange={(e) => setText(e.target.value)} placeholder="Filter" />
         </label>
       </div>
