@@ -129,7 +129,7 @@ describe.skipIf(!hasAdb)('WebDriver for the lab: WebdriverIO against /wd/hub wit
     expect(assets.map((a) => a.name).sort()).toEqual(['appium.log', 'commands.log', 'logcat.txt', 'screenshot.png', 'video.mp4']);
     const commands = await assetText(result.id, 'commands.log');
     expect(commands).toMatch(/POST \/element \(xpath [^)]*\) 200 \d+ ms/);
-    expect(commands).toMatch(/POST \/element\/[^/]+\/click 200/);
+    expect(commands).toMatch(/POST \/element\/[^/]+\/click \(xpath [^)]*\) 200/);
     expect(commands).toContain('Reason given: the assertion on Wi-Fi failed');
     // The session's own lines of Appium's log: the driver installed its server on this phone's first session.
     expect(await assetText(result.id, 'appium.log')).toContain('Server packages are going to be (re)installed');
