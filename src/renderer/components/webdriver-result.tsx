@@ -13,6 +13,12 @@ const LOG_LABELS: Record<string, string> = { 'commands.log': 'Commands', 'appium
 /** A test result kept by the lab's /wd/hub for a WebDriver run (it tags its own). */
 export const isWebDriverRun = (r: TestResult): boolean => r.tags.includes('webdriver') && r.userAgent === 'Benchtop WebDriver';
 
+/** A command's words with an element's id cut short (the whole line in its title, when it was cut). */
+export function CommandWords({ what, className }: { what: string; className?: string }) {
+  const shown = shortIds(what);
+  return <code className={className} title={shown === what ? undefined : what}>{shown}</code>;
+}
+
 /** The phone a WebDriver run drove, by its name, as the lab recorded it in the result's environment. */
 export function phoneOf(r: TestResult): string | undefined {
   const environment = r.environment && typeof r.environment === 'object' ? (r.environment as Record<string, unknown>) : {};
@@ -85,7 +91,7 @@ function CommandList({ commands, offsets, current, onSeek }: { commands: LoggedC
           <li key={i} className={failed ? 'failed' : undefined}>
             <button type="button" aria-current={i === current ? 'true' : undefined} disabled={!onSeek} title={onSeek ? 'Play the video from this command' : undefined} onClick={() => onSeek?.(i)}>
               <span className="run-command-time">{fmtOffset(offset)}</span>
-              <code className="run-command-what" title={shortIds(c.what) === c.what ? undefined : c.what}>{shortIds(c.what)}</code>
+              <CommandWords what={c.what} className="run-command-what" />
               <span className="run-command-status">{failed ? <><span className="visually-hidden">failed, </span>{c.status}</> : c.status}</span>
               <span className="run-command-ms muted">{c.ms} ms</span>
               {c.error && <span className="run-command-error">{c.error}</span>}

@@ -3,7 +3,7 @@ import type { WebDriverRun } from '../../shared/api/webdriver.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
 import { fmtTime, fmtTimeOfDay, useAction } from '../ui.js';
-import { shortIds } from '../webdriver-log.js';
+import { CommandWords } from './webdriver-result.js';
 
 /** How often a session's page asks for its WebDriver runs' new commands: often enough to read as a stream. */
 export const WEBDRIVER_POLL_MS = 1000;
@@ -51,7 +51,7 @@ export function WebDriverRunPanel({ sessionId, run, onTakenOver }: { sessionId: 
             {latest.map((c, i) => (
               <tr key={`${c.at}-${i}`} className={c.status >= 400 ? 'failed' : undefined}>
                 <td><time dateTime={c.at}>{fmtTimeOfDay(c.at)}</time></td>
-                <td><code title={shortIds(what(c)) === what(c) ? undefined : what(c)}>{shortIds(what(c))}</code>{c.error ? <span className="webdriver-command-error">{c.error}</span> : null}</td>
+                <td><CommandWords what={what(c)} />{c.error ? <span className="webdriver-command-error">{c.error}</span> : null}</td>
                 <td>{c.status}</td>
                 <td>{Math.round(c.ms)} ms</td>
               </tr>
