@@ -35,10 +35,13 @@ export function wsMethods(services: WsServices): Record<string, Method> {
   const { allocator, control } = services;
   const target = (p: { deviceId: string }): DeviceTarget => ({ serial: p.deviceId });
   const act = (call: RpcCall, p: { deviceId: string }, action: DeviceAction) => control.act(call.scope(), target(p), action, call.signal);
-  /** A method that is one device action and answers {"status":"ok"}. */
-  const acting = <K extends keyof typeof PARAMS>(params: K, toDomain: (p: Params<K>) => DeviceAction): Method => ({
+  /**
+   * A method that is one device action and answers {"status":"ok"}. P is always its default, the params' Static type
+   * (see tool() in mcp/tools.ts: typebox's Static of a bare type parameter costs the typecheck seconds).
+   */
+  const acting = <K extends keyof typeof PARAMS, P = Params<K>>(params: K, toDomain: (p: NoInfer<P>) => DeviceAction): Method => ({
     params: PARAMS[params],
-    handle: async (p: Params<K> & { deviceId: string }, call) => {
+    handle: async (p: P & { deviceId: string }, call) => {
       await act(call, p, toDomain(p));
       return OK;
     },
