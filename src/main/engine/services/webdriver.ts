@@ -565,7 +565,9 @@ export class WebDriverRuns {
     const run = this.find(secret, scope);
     const path = `/${command.segments.join('/')}`;
     let payload: Buffer | undefined;
-    const label = (body && 'text' in body ? commandLabel(command.template, body.text) : undefined) ?? run.elements.get(elementOf(command) ?? '');
+    // Its own words (a script's name, a find's locator), or else the locator that found the element it acts on.
+    const own = body && 'text' in body ? commandLabel(command.template, body.text) : undefined;
+    const label = own ?? run.elements.get(elementOf(command) ?? '');
     if (body && 'text' in body && isFind(command.template)) payload = Buffer.from(body.text);
     else if (body && 'text' in body) {
       let read: ReturnType<typeof readInspected>;
@@ -619,7 +621,7 @@ export class WebDriverRuns {
     run.inFlight--;
     run.lastCommandAt = this.now();
     const error = reply.status >= 400 ? w3cErrorOf(reply.body) : undefined;
-    if (label && reply.status === 200 && isFind(command.template)) this.remember(run, foundElements(reply.body), label);
+    if (own && reply.status === 200 && isFind(command.template)) this.remember(run, foundElements(reply.body), own);
     this.log(run, { at, method: command.method, path, status: reply.status, ms: Math.round(performance.now() - started), ...(error ? { error } : {}), ...(label ? { label } : {}) });
     if (error === 'invalid session id' && this.runs.get(secret) === run) void this.end(run, 'appium_session_lost');
     else this.armTimeout(run);
