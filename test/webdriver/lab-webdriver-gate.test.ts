@@ -364,7 +364,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('refuses the traversals on a raw socket', async () => {
+  it('refuses the traversals on a raw socket, and keeps the run\'s log with its elements named', async () => {
     const c = client(serve.api);
     const token = (await call(serve.api, 'POST', '/auth/login', { body: DEMO_OWNER })).body.token as string;
     const key = await c.createKey(token);
@@ -374,6 +374,16 @@ describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', 
     const replies = await traversals(Number(new URL(serve.api).port), driver.sessionId, fleet.serial, lab.adb.port);
     for (const reply of replies) expectRefused(reply);
     expect(await driver.getPageSource()).toContain('<hierarchy');
+    // The run's log, as the bundle keeps it: a click names the locator that found its element.
+    await driver.activateApp('com.android.settings');
+    await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
+    const resultId = (driver.capabilities as Record<string, unknown>)['benchtop:testResult'] as string;
     await driver.deleteSession();
+    const log = await waitFor('the run\'s commands.log', async () => {
+      const assets = (await call(serve.api, 'GET', `/test-results/${resultId}/assets`, { token })).body.data as Array<{ id: string; name: string }> | undefined;
+      const asset = assets?.find((a) => a.name === 'commands.log');
+      return asset && (await fetch(`${serve.api}/test-results/${resultId}/assets/${asset.id}`, { headers: { authorization: `Bearer ${token}` } })).text();
+    }, 30_000);
+    expect(log).toMatch(/POST \/element\/[^/ ]+\/click \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200/);
   }, 120_000);
 });
