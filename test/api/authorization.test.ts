@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAdbPublicKey } from '../support/adb-keys.js';
 import { buildApk, sha256 } from '../support/app-fixtures.js';
-import { errorCode, useEngine, type CallOptions, type Reply } from '../support/engine.js';
+import { errorCode, settledLabSettings, useEngine, type CallOptions, type Reply } from '../support/engine.js';
 import { waitFor } from '../support/lab.js';
 import { readEvents, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { connectWs, refusedUpgrade } from '../support/ws.js';
@@ -289,7 +289,7 @@ const ownerFileIds = async () => ids(await inMatrix('GET', '/files?limit=500'));
 const ownerTestResult = async () => (await inMatrix('GET', `/test-results/${testResult}`)).body;
 const assetNames = async (): Promise<string[]> => (await inMatrix('GET', `/test-results/${testResult}/assets`)).body.data.map((a: { name: string }) => a.name);
 const chatMessages = async (): Promise<{ id: string; text: string }[]> => (await inMatrix('GET', `/sessions/${matrixSession}/chats/${chat}/messages`)).body.data;
-const labSettings = async () => (await owner('GET', '/lab/settings')).body;
+const labSettings = async () => settledLabSettings((await owner('GET', '/lab/settings')).body);
 const assistantConfig = async () => (await owner('GET', '/lab/assistant')).body;
 const labHosts = async () => ids(await owner('GET', '/lab/hosts'));
 

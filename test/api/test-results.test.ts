@@ -108,6 +108,7 @@ describe('POST /test-results', () => {
       finishedAt: null,
       createdAt: expect.stringMatching(RFC3339_MS),
       updatedAt: r.body.createdAt,
+      filesRemovedAt: null,
     });
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, errorCode, startEngine, type TestEngine } from '../support/engine.js';
+import { client, errorCode, settledLabSettings, startEngine, type TestEngine } from '../support/engine.js';
 
 let t: TestEngine;
 let c: ReturnType<typeof client>;
@@ -34,7 +34,10 @@ describe('GET /lab/settings', () => {
       reservationMaxHours: 8,
       // Off until the lab owner switches it on; the address it would use is the machine's first LAN address.
       remoteConnectOnLan: { enabled: false, host: t.engine.services.lanSharing.lanAddress() },
+      // Kept unless the lab owner chooses a period; nothing stored yet, on a disk with room.
+      testResultFiles: { keepDays: 0, storedBytes: 0, diskFreeBytes: expect.any(Number) },
     });
+    expect(r.body.testResultFiles.diskFreeBytes).toBeGreaterThan(0);
   });
 
   it('401 without a token or with a bad one', async () => {
@@ -80,6 +83,12 @@ describe('PATCH /lab/settings', () => {
       { deviceIdleSeconds: -1 },
       { deviceIdleSeconds: 60.5 },
       { reservationMaxHours: 0 },
+      { testResultFiles: { keepDays: -1 } },
+      { testResultFiles: { keepDays: 3651 } },
+      { testResultFiles: { keepDays: 1.5 } },
+      { testResultFiles: { keepDays: '30' } },
+      { testResultFiles: { keepDays: 30, storedBytes: 0 } },
+      { testResultFiles: 30 },
       [],
       'text',
     ];
@@ -91,7 +100,7 @@ describe('PATCH /lab/settings', () => {
     const malformed = await c.call('PATCH', '/lab/settings', { token: owner, raw: '{"quotas":' });
     expect(malformed.status).toBe(400);
     expect(errorCode(malformed)).toBe('invalid_json');
-    expect((await c.call('GET', '/lab/settings', { token: owner })).body).toEqual(before);
+    expect(settledLabSettings((await c.call('GET', '/lab/settings', { token: owner })).body)).toEqual(settledLabSettings(before));
   });
 
   it('401 without a token', async () => {
@@ -119,7 +128,7 @@ describe('PATCH /lab/settings', () => {
     expect(r.body).toMatchObject({ signupOpen: true, secretStore: 'file', adb: { host: '127.0.0.1', port: 5037 } });
     const empty = await c.call('PATCH', '/lab/settings', { token: owner, body: {} });
     expect(empty.status).toBe(200);
-    expect(empty.body).toEqual(r.body);
+    expect(settledLabSettings(empty.body)).toEqual(settledLabSettings(r.body));
   });
 });
 

@@ -216,6 +216,9 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     expect(kept.status).toBe('in_use');
     expect(Date.parse(kept.idleReleaseAt)).toBeGreaterThan(Date.now());
   },
+  'test-result-files': (r) => {
+    expect(r.json[0]).toEqual({ keepDays: 90, storedBytes: expect.any(Number) });
+  },
   'sharing-idle-setting': (r) => {
     expect(r.json[0]).toEqual({ deviceIdleSeconds: 1800, reservationMaxHours: 8 });
   },

@@ -1,5 +1,6 @@
 /**
- * The lab owner's first week in Chromium: idle release and the longest reservation set in Settings; a new API key
+ * The lab owner's first week in Chromium: idle release, the longest reservation and how long test results' files are
+ * kept set in Settings; a new API key
  * shown with how to use it; the whole lab's usage; and an iPhone's Apps tab that offers only the apps someone
  * installed (never iOS's own) for uninstall. Screenshots go to test-artifacts/e2e/settings/.
  */
@@ -51,6 +52,31 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     expect(await page.getByLabel('Longest reservation (hours)').inputValue()).toBe('5');
     expect(await axeViolations(page)).toEqual([]);
     await snap(page, SUITE, '01-sharing-settings');
+  });
+
+  it("Settings: what test results' files take and how long they are kept; a result whose files went says so on its page", async () => {
+    const created = await c().call('POST', '/test-results', { token, body: { name: 'nightly', status: 'passed' } });
+    const body = new FormData();
+    body.set('name', 'trace.zip');
+    body.set('file', new Blob([new Uint8Array(3 * 1024)]), 'trace.zip');
+    expect((await fetch(`${lab.engine.api}/test-results/${created.body.id}/assets`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body })).status).toBe(201);
+    await page.reload();
+    const files = page.getByRole('region', { name: "Test results' files" });
+    await files.getByText(/^They take 3\.0 KB; the disk has [\d.]+ [KMGT]?B free\.$/).waitFor();
+    await files.getByLabel('Keep each file for (days, 0: always)').fill('30');
+    await files.getByRole('button', { name: 'Save' }).click();
+    await files.getByRole('status').getByText('Saved: files older than 30 days are removed, from now on as they age.').waitFor();
+    expect((await c().call('GET', '/lab/settings', { token })).body.testResultFiles.keepDays).toBe(30);
+    expect(await axeViolations(page)).toEqual([]);
+    await snap(page, SUITE, '02-test-result-files');
+
+    // A month and a day on, the hourly sweep removes the file; the result stays, and its page says when its files went.
+    expect((await lab.engine.engine.services.files.sweep(Date.now() + 31 * 24 * 3600 * 1000)).testResults).toBe(1);
+    await open(page, `${originOf(lab.engine.api)}/test-results/${created.body.id}`);
+    await page.getByText(/^The lab removed this run's files on .+: it keeps test results' files for as long as its settings say\.$/).waitFor();
+    expect(await page.getByText('No assets were uploaded.').count()).toBe(0);
+    await open(page, `${originOf(lab.engine.api)}/settings`);
+    await page.getByRole('region', { name: "Test results' files" }).getByText(/^They take 0 B;/).waitFor();
   });
 
   it('Settings: a provider no sshd answers for is refused in words, and nothing is listed', async () => {

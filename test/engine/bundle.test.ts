@@ -280,9 +280,12 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     const ipaFile = await read(((await (await upload('/files/upload', ipaForm)).json()) as { id: string }).id);
     expect(ipaFile).toMatchObject({ status: 'ready', platform: 'ios', bundleId: 'com.benchtop.ipa' });
 
-    const lan = await owner('PATCH', '/lab/settings', { body: { lanSharing: true } });
+    // With a retention of test results' files, whose save sweeps at once, and the disk's free space read (statfs).
+    const lan = await owner('PATCH', '/lab/settings', { body: { lanSharing: true, testResultFiles: { keepDays: 30 } } });
     expect(lan.status).toBe(200);
     expect(lan.body.lanSharing).toMatchObject({ enabled: true, certificateSha256: expect.stringMatching(/^[0-9A-F:]+$/) });
+    expect(lan.body.testResultFiles).toEqual({ keepDays: 30, storedBytes: expect.any(Number), diskFreeBytes: expect.any(Number) });
+    expect(lan.body.testResultFiles.diskFreeBytes).toBeGreaterThan(0);
 
     expect((await owner('PUT', '/lab/assistant', { body: { provider: 'openai', endpoint: model!.endpoint, model: 'scripted' } })).status).toBe(200);
     ids.chatId = (await created('POST', `/sessions/${ids.sessionId}/chats`, { title: 'bundle' })).id;

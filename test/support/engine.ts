@@ -162,6 +162,14 @@ export function useEngine(overrides: Partial<EngineConfig> = {}): EngineUnderTes
   return lab;
 }
 
+/**
+ * The lab settings without the disk's free space: that is the machine's, and moves with whatever else writes to the
+ * disk, so a check that nothing changed compares the rest.
+ */
+export function settledLabSettings<T extends { testResultFiles: Record<string, unknown> }>(settings: T): T {
+  return { ...settings, testResultFiles: { ...settings.testResultFiles, diskFreeBytes: 'the machine\'s' } };
+}
+
 /** Asserts the DESIGN.md error body and returns its code. */
 export function errorCode(reply: Reply): string {
   const e = reply.body?.error;

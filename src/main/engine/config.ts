@@ -61,6 +61,8 @@ export interface EngineConfig {
   uploadsPerCaller: number;
   /** How long a stored file (an app binary) is kept after its last upload. */
   fileExpiryDays: number;
+  /** The default of the lab setting testResultFiles.keepDays: a test result's files are removed this long after they were stored (0: kept). */
+  testResultFilesDays: number;
   plans: Record<string, PlanAllowance>;
   /** The default of the lab setting deviceIdleSeconds: an allocation idle this long is released (0: never). */
   deviceIdleSeconds: number;
@@ -139,6 +141,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     uploadIdleSeconds: intFrom(env.BENCHTOP_UPLOAD_IDLE_SECONDS, 30, 'BENCHTOP_UPLOAD_IDLE_SECONDS'),
     uploadsPerCaller: intFrom(env.BENCHTOP_UPLOADS_PER_CALLER, 4, 'BENCHTOP_UPLOADS_PER_CALLER'),
     fileExpiryDays: intFrom(env.BENCHTOP_FILE_EXPIRY_DAYS, 30, 'BENCHTOP_FILE_EXPIRY_DAYS'),
+    // Kept unless the lab owner chooses a period: removing a team's runs is the owner's decision, not an upgrade's.
+    testResultFilesDays: intFrom(env.BENCHTOP_TEST_RESULT_FILES_DAYS, 0, 'BENCHTOP_TEST_RESULT_FILES_DAYS'),
     plans: DEFAULT_PLANS,
     deviceIdleSeconds: intFrom(env.BENCHTOP_DEVICE_IDLE_SECONDS, 900, 'BENCHTOP_DEVICE_IDLE_SECONDS'),
     deviceIdleMinSeconds: intFrom(env.BENCHTOP_DEVICE_IDLE_MIN_SECONDS, 10, 'BENCHTOP_DEVICE_IDLE_MIN_SECONDS'),

@@ -109,8 +109,14 @@ function wire(
   // LAN sharing serves the same API over TLS: built from these services when the lab owner switches it on.
   const lanSharing = new LanServer(config, (https) => buildServer(services, VERSION, { https }), now);
   // The switch closes remote connections on the old address; `remote` is made below and only called later.
-  const labSettings = new LabSettingsService(stores, config, lanSharing, secrets, fleet.retarget?.bind(fleet), () => remote.rehost());
-  const files = new FileManager(stores, blobs, tokenSecret, config, now, { sweepIntervalMs: FILE_SWEEP_INTERVAL_MS, log });
+  const labSettings = new LabSettingsService(stores, config, lanSharing, secrets, fleet.retarget?.bind(fleet), () => remote.rehost(), () => {
+    void files.sweep().catch((error: Error) => log(`sweeping files failed: ${error.message}`));
+  });
+  const files = new FileManager(stores, blobs, tokenSecret, config, now, {
+    sweepIntervalMs: FILE_SWEEP_INTERVAL_MS,
+    log,
+    testResultFilesDays: () => labSettings.testResultFilesDays(),
+  });
   const allocator = new DeviceAllocator(stores, fleet, files, now, {
     deviceQuota: () => labSettings.quotas().devices,
     graceMs: config.deviceGraceSeconds * 1000,

@@ -7,7 +7,7 @@ import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api, useAuth } from '../app-context.js';
 import { CERTIFICATE_FILE, CERTIFICATE_PATH } from '../components/api-key-usage.js';
 import { ProvidersSection } from '../components/providers-section.js';
-import { Empty, ErrorBanner, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
+import { Empty, ErrorBanner, fmtBytes, fmtTime, Page, Spinner, Status, useAction, useLoad } from '../ui.js';
 
 function LabSection() {
   const settings = useLoad(() => api.labSettings(), []);
@@ -137,7 +137,54 @@ function LabSection() {
         </form>
       </section>
       <SharingSection settings={s} onSaved={() => void settings.reload()} />
+      <TestResultFilesSection settings={s} onSaved={() => void settings.reload()} />
     </>
+  );
+}
+
+/**
+ * How long the lab keeps test results' files (a WebDriver run's video and logs, a reporter's traces), beside what they
+ * take and what the disk has left: a lab on a desk fills its disk with runs' videos unless someone chooses.
+ */
+function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; onSaved(): void }) {
+  const files = settings.testResultFiles;
+  const [days, setDays] = useState(String(files.keepDays));
+  const [answer, setAnswer] = useState<{ ok: boolean; text: string }>();
+  const [pending, setPending] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setPending(true);
+    setAnswer(undefined);
+    try {
+      await api.updateLabSettings({ testResultFiles: { keepDays: Number(days) } });
+      setAnswer({ ok: true, text: Number(days) === 0 ? 'Saved: the files are kept.' : `Saved: files older than ${days} days are removed, from now on as they age.` });
+      onSaved();
+    } catch (e) {
+      setAnswer({ ok: false, text: (e as ApiError).message });
+    } finally {
+      setPending(false);
+    }
+  };
+  return (
+    <section aria-labelledby="test-result-files-title" className="card">
+      <h2 id="test-result-files-title">Test results' files</h2>
+      <p>
+        They take {fmtBytes(files.storedBytes)}
+        {files.diskFreeBytes !== null && <>; the disk has {fmtBytes(files.diskFreeBytes)} free</>}.
+      </p>
+      <form className="inline-form" onSubmit={(e) => void submit(e)} onInput={() => setAnswer(undefined)}>
+        <label>Keep each file for (days, 0: always)
+          <input type="number" min={0} max={3650} step={1} required value={days} onChange={(e) => setDays(e.target.value)} />
+        </label>
+        <div className="form-answer">
+          <button type="submit" disabled={pending}>Save</button>
+          {answer && <span role={answer.ok ? 'status' : 'alert'} className={answer.ok ? 'ok' : 'error inline'}>{answer.text}</span>}
+        </div>
+      </form>
+      <p className="muted">
+        A WebDriver run's video and logs, and a reporter's traces and screenshots, of every organization. The results themselves stay, saying when their files went.
+      </p>
+    </section>
   );
 }
 

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-results.js';
 import type { Static } from 'typebox';
 import { api } from '../app-context.js';
-import { isWebDriverRun, phoneOf, WebDriverResult } from '../components/webdriver-result.js';
+import { filesRemoved, isWebDriverRun, phoneOf, WebDriverResult } from '../components/webdriver-result.js';
 import { linkTo } from '../router.js';
 import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
 
@@ -195,7 +195,7 @@ export function TestResultScreen({ id }: { id: string }) {
       </dl>
       <h2>Assets</h2>
       <ErrorBanner error={assets.error} />
-      {assets.data && assets.data.data.length === 0 && <Empty>No assets were uploaded.</Empty>}
+      {assets.data && assets.data.data.length === 0 && <Empty>{r.filesRemovedAt ? filesRemoved(r.filesRemovedAt) : 'No assets were uploaded.'}</Empty>}
       <div className="gallery">{assets.data?.data.map((a) => <AssetItem key={a.id} resultId={id} asset={a} />)}</div>
     </Page>
   );

@@ -103,6 +103,14 @@ export const LabSettings = Type.Object({
     },
     { description: 'Plain adb (and usbmuxd) on the LAN for remote connections; switching it either way closes the remote connections open on the other address.' },
   ),
+  testResultFiles: Type.Object(
+    {
+      keepDays: Type.Integer({ description: "A test result's files are removed this many days after they were stored; 0 keeps them (the default, BENCHTOP_TEST_RESULT_FILES_DAYS)." }),
+      storedBytes: Type.Integer({ description: "What every organization's test results' files take on disk now, each content counted once." }),
+      diskFreeBytes: Nullable(Type.Integer({ description: "Free space on the disk of the lab's data dir; null where the system does not say." })),
+    },
+    { description: "Test results' files (a WebDriver run's video and logs, a reporter's traces and screenshots): how long the lab keeps them, and the space they take. The results themselves are kept; a result whose files went has filesRemovedAt." },
+  ),
 });
 export type LabSettings = Static<typeof LabSettings>;
 
@@ -115,6 +123,12 @@ export const LabSettingsPatch = Type.Object(
     deviceIdleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 7 * 24 * 3600, description: '0 (never), or at least 10.' })),
     reservationMaxHours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 31 })),
     remoteConnectOnLan: Type.Optional(Type.Boolean()),
+    testResultFiles: Type.Optional(
+      Type.Object(
+        { keepDays: Type.Integer({ minimum: 0, maximum: 3650, description: '0 keeps them; else 1 to 3650 days. Files older than that are removed at once, and from then on as they age.' }) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

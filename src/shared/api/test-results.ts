@@ -54,6 +54,12 @@ export const TestResult = Type.Object({
   finishedAt: Nullable(DateTime),
   createdAt: DateTime,
   updatedAt: DateTime,
+  filesRemovedAt: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: "When the lab removed this result's files (its assets: videos, traces, logs), kept past the lab owner's retention period (lab settings, testResultFiles.keepDays); the result itself stays. null while the lab keeps them.",
+    }),
+  ),
 });
 export type TestResult = Static<typeof TestResult>;
 

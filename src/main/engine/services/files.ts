@@ -24,6 +24,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface FileManagerOptions {
   sweepIntervalMs: number;
   log: (message: string) => void;
+  /** The lab owner's retention of test results' files, in days (0: kept); read at each sweep. */
+  testResultFilesDays?: () => number;
 }
 
 /** Where the client PUTs the bytes. */
@@ -69,7 +71,7 @@ export class FileManager {
   private stopped = false;
 
   constructor(
-    private readonly stores: Pick<Stores, 'files'>,
+    private readonly stores: Pick<Stores, 'files' | 'testResults'>,
     private readonly blobs: BlobStore,
     /** The lab's token secret, from which the upload URLs' signing key is derived. */
     tokenSecret: Uint8Array,
@@ -323,13 +325,17 @@ export class FileManager {
   // ---- housekeeping ----
 
   /**
-   * Deletes expired files (and apps left without one), then every blob no file and no test-result asset refers
-   * to. Answers what went. `now` lets a test sweep as at a later time without moving the whole engine's clock,
-   * which would let every other timer (a holder's idle release among them) see that time too.
+   * Deletes expired files (and apps left without one) and test results' files kept past the lab's retention, then
+   * every blob no file and no test-result asset refers to. Answers what went. `now` lets a test sweep as at a later
+   * time without moving the whole engine's clock, which would let every other timer (a holder's idle release among
+   * them) see that time too.
    */
-  async sweep(now = this.now()): Promise<{ files: number; blobs: number }> {
-    const { files } = this.stores;
+  async sweep(now = this.now()): Promise<{ files: number; testResults: number; blobs: number }> {
+    const { files, testResults } = this.stores;
     const expired = files.deleteExpired(now);
+    const keepDays = this.options.testResultFilesDays?.() ?? 0;
+    const aged = keepDays > 0 ? testResults.removeFilesBefore(now - keepDays * DAY_MS, now) : { results: 0, assets: 0 };
+    if (aged.results > 0) this.options.log(`removed the files of ${aged.results} test results (${aged.assets} files), kept ${keepDays} days as the lab settings say`);
     const inUse = files.blobsInUse();
     let removed = 0;
     for (const blob of await this.blobs.list()) {
@@ -338,7 +344,7 @@ export class FileManager {
       await this.blobs.remove(blob.sha256);
       removed++;
     }
-    return { files: expired, blobs: removed };
+    return { files: expired, testResults: aged.results, blobs: removed };
   }
 
   // ---- internals ----

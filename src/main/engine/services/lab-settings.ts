@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs';
 import type { LabSettings, LabSettingsPatch } from '../../../shared/api/account.js';
 import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
@@ -13,6 +14,7 @@ const ADB_ADDRESS = 'adb_address';
 const DEVICE_IDLE_SECONDS = 'device_idle_seconds';
 const RESERVATION_MAX_HOURS = 'reservation_max_hours';
 const REMOTE_CONNECT_ON_LAN = 'remote_connect_on_lan';
+const TEST_RESULT_FILES_DAYS = 'test_result_files_days';
 
 /** What LAN sharing shows in the lab settings, and how it is switched; the HTTPS server itself lives in api/. */
 export interface LanSharing {
@@ -46,13 +48,27 @@ export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddre
   return config.adb && (savedAdb(settings) ?? config.adb);
 }
 
-/** The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas, plain remote-connect on the LAN. */
+/** Free bytes on the disk that holds `path`, or null where the system does not say. */
+function diskFreeBytes(path: string): number | null {
+  try {
+    const disk = statfsSync(path);
+    return disk.bavail * disk.bsize;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas, plain remote-connect
+ * on the LAN, how long test results' files are kept.
+ */
 export class LabSettingsService {
   constructor(
-    private readonly stores: Pick<Stores, 'settings'>,
+    private readonly stores: Pick<Stores, 'settings' | 'testResults'>,
     private readonly config: Pick<
       EngineConfig,
-      'adb' | 'usbmuxd' | 'goIos' | 'ddiPath' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota' | 'deviceIdleSeconds' | 'deviceIdleMinSeconds' | 'reservationMaxHours'
+      | 'adb' | 'usbmuxd' | 'goIos' | 'ddiPath' | 'deviceConcurrencyQuota' | 'instanceConcurrencyQuota' | 'deviceIdleSeconds' | 'deviceIdleMinSeconds'
+      | 'reservationMaxHours' | 'dataDir' | 'testResultFilesDays'
     >,
     private readonly lanSharing: LanSharing,
     private readonly secrets: Pick<SecretStore, 'kind'>,
@@ -60,6 +76,8 @@ export class LabSettingsService {
     private readonly retargetAdb?: (address: AdbAddress) => Promise<void>,
     /** Remote connections listening on the address this switch no longer names are closed (RemoteConnect.rehost). */
     private readonly remoteConnectMoved?: () => void,
+    /** A shorter retention applies at once: the files past it are removed now, not at the next hourly sweep. */
+    private readonly testResultFilesKeepChanged?: () => void,
   ) {}
 
   isSignupOpen(): boolean {
@@ -85,6 +103,11 @@ export class LabSettingsService {
     return Number(this.stores.settings.get(RESERVATION_MAX_HOURS) ?? this.config.reservationMaxHours);
   }
 
+  /** How many days a test result's files are kept after they were stored; 0: kept. */
+  testResultFilesDays(): number {
+    return Number(this.stores.settings.get(TEST_RESULT_FILES_DAYS) ?? this.config.testResultFilesDays);
+  }
+
   /** Public: any TLS handshake with the LAN port shows it anyway, and a teammate's client needs it to trust that port. */
   certificatePem(): string {
     const pem = this.lanSharing.certificatePem();
@@ -106,6 +129,7 @@ export class LabSettingsService {
       deviceIdleMinSeconds: this.config.deviceIdleMinSeconds,
       reservationMaxHours: this.reservationMaxHours(),
       remoteConnectOnLan: { enabled: isRemoteConnectOnLan(this.stores.settings), host: this.lanSharing.lanAddress() },
+      testResultFiles: { keepDays: this.testResultFilesDays(), storedBytes: this.stores.testResults.storedBytes(), diskFreeBytes: diskFreeBytes(this.config.dataDir) },
     };
   }
 
@@ -139,6 +163,11 @@ export class LabSettingsService {
     if (patch.remoteConnectOnLan !== undefined && patch.remoteConnectOnLan !== isRemoteConnectOnLan(settings)) {
       settings.set(REMOTE_CONNECT_ON_LAN, String(patch.remoteConnectOnLan));
       this.remoteConnectMoved?.();
+    }
+    const keepDays = patch.testResultFiles?.keepDays;
+    if (keepDays !== undefined && keepDays !== this.testResultFilesDays()) {
+      settings.set(TEST_RESULT_FILES_DAYS, String(keepDays));
+      if (keepDays > 0) this.testResultFilesKeepChanged?.();
     }
     return this.get();
   }

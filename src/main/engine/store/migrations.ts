@@ -424,4 +424,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE test_results ADD COLUMN reason TEXT;
   `,
+  // When the lab removed a result's files after the lab owner's retention period (the result itself stays), and the
+  // assets by age for that sweep.
+  `
+  ALTER TABLE test_results ADD COLUMN files_removed_at INTEGER;
+  CREATE INDEX test_result_assets_by_age ON test_result_assets(created_at);
+  `,
 ];

@@ -26,6 +26,8 @@ export interface TestResultRow extends TestResultFields {
   createdBy: string | null;
   createdAt: number;
   updatedAt: number;
+  /** When the lab removed the result's files, kept past the lab's retention period; null while it keeps them. */
+  filesRemovedAt: number | null;
 }
 
 export interface AssetRow {
@@ -48,7 +50,7 @@ type StoredTestResult = Omit<TestResultRow, 'git' | 'tags' | 'environment' | 'st
 
 const COLUMNS = `id, organization_id AS organizationId, session_id AS sessionId, created_by AS createdBy, name,
   user_agent AS userAgent, status, reason, git, tags, environment, stats, started_at AS startedAt, finished_at AS finishedAt,
-  created_at AS createdAt, updated_at AS updatedAt`;
+  created_at AS createdAt, updated_at AS updatedAt, files_removed_at AS filesRemovedAt`;
 const ASSET_COLUMNS = `id, test_result_id AS testResultId, name, content_type AS contentType, size, sha256, created_at AS createdAt`;
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
@@ -117,7 +119,7 @@ export function testResultStore(db: Db) {
     (id: string, organizationId: string, createdBy: string | null, fields: TestResultFields, now: number): TestResultRow => {
       const createdAt = uniqueCreatedAt(now, newest.get(organizationId)?.createdAt);
       insert.run({ id, organizationId, createdBy, createdAt, ...params(fields) });
-      return { id, organizationId, createdBy, createdAt, updatedAt: createdAt, ...fields };
+      return { id, organizationId, createdBy, createdAt, updatedAt: createdAt, filesRemovedAt: null, ...fields };
     },
   );
 
@@ -131,6 +133,18 @@ export function testResultStore(db: Db) {
   const assetById = db.prepare<[string, string], AssetRow>(
     `SELECT ${ASSET_COLUMNS} FROM test_result_assets WHERE id = ? AND test_result_id = ?`,
   );
+  const markFilesRemoved = db.prepare<[number, number]>(
+    'UPDATE test_results SET files_removed_at = ? WHERE id IN (SELECT DISTINCT test_result_id FROM test_result_assets WHERE created_at < ?)',
+  );
+  const deleteAssetsBefore = db.prepare<[number]>('DELETE FROM test_result_assets WHERE created_at < ?');
+  // Content stored once however many results share it (the blob store keeps one copy per SHA-256).
+  const storedBytes = db.prepare<[], { bytes: number }>(
+    'SELECT COALESCE(SUM(size), 0) AS bytes FROM (SELECT MAX(size) AS size FROM test_result_assets GROUP BY sha256)',
+  );
+  const removeFilesBefore = db.transaction((cutoff: number, now: number) => {
+    const results = markFilesRemoved.run(now, cutoff).changes;
+    return { results, assets: deleteAssetsBefore.run(cutoff).changes };
+  });
 
   return {
     /** The test result if it belongs to the organization. */
@@ -153,5 +167,12 @@ export function testResultStore(db: Db) {
     /** The test result's assets in upload order. */
     assets: (testResultId: string) => assetsOf.all(testResultId),
     asset: (id: string, testResultId: string) => assetById.get(id, testResultId),
+    /**
+     * Deletes every asset stored before `cutoff`, of every organization's results, and marks their results as having
+     * lost their files at `now`. The bytes go with the blob sweep, unless something else refers to them.
+     */
+    removeFilesBefore: (cutoff: number, now: number): { results: number; assets: number } => removeFilesBefore.immediate(cutoff, now),
+    /** What the test results' files take on disk, each content counted once. */
+    storedBytes: (): number => storedBytes.get()!.bytes,
   };
 }

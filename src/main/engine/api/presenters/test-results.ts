@@ -21,6 +21,7 @@ export const presentTestResult = (r: TestResultRow): TestResult => ({
   finishedAt: isoOrNull(r.finishedAt),
   createdAt: iso(r.createdAt),
   updatedAt: iso(r.updatedAt),
+  filesRemovedAt: isoOrNull(r.filesRemovedAt),
 });
 
 export const presentAsset = (a: AssetRow): Asset => ({
