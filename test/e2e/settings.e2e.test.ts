@@ -77,6 +77,16 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     expect(await page.getByText('No assets were uploaded.').count()).toBe(0);
     await open(page, `${originOf(lab.engine.api)}/settings`);
     await page.getByRole('region', { name: "Test results' files" }).getByText(/^They take 0 B;/).waitFor();
+    expect(await files.getByRole('alert').count()).toBe(0);
+
+    // A disk with 1.5 GB left (the lab's own answer, its free space changed on the way): the section warns.
+    await page.route('**/api/v1/lab/settings', async (route) => {
+      const settings = await (await route.fetch()).json();
+      await route.fulfill({ json: { ...settings, testResultFiles: { ...settings.testResultFiles, diskFreeBytes: 1.5 * 1024 ** 3 } } });
+    });
+    await page.reload();
+    await files.getByRole('alert').getByText("The lab's disk has under 2.0 GB free: once it is full, runs' videos and logs, and uploads, can no longer be stored. Keep files for fewer days, or free space on it.").waitFor();
+    await page.unroute('**/api/v1/lab/settings');
   });
 
   it('Settings: a provider no sshd answers for is refused in words, and nothing is listed', async () => {

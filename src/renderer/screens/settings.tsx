@@ -146,6 +146,9 @@ function LabSection() {
  * How long the lab keeps test results' files (a WebDriver run's video and logs, a reporter's traces), beside what they
  * take and what the disk has left: a lab on a desk fills its disk with runs' videos unless someone chooses.
  */
+/** Under this much free space the section warns: a few hours of runs' videos. */
+const LOW_DISK_BYTES = 2 * 1024 ** 3;
+
 function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; onSaved(): void }) {
   const files = settings.testResultFiles;
   const [days, setDays] = useState(String(files.keepDays));
@@ -172,6 +175,11 @@ function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; 
         They take {fmtBytes(files.storedBytes)}
         {files.diskFreeBytes !== null && <>; the disk has {fmtBytes(files.diskFreeBytes)} free</>}.
       </p>
+      {files.diskFreeBytes !== null && files.diskFreeBytes < LOW_DISK_BYTES && (
+        <div className="warning" role="alert">
+          The lab's disk has under {fmtBytes(LOW_DISK_BYTES)} free: once it is full, runs' videos and logs, and uploads, can no longer be stored. Keep files for fewer days, or free space on it.
+        </div>
+      )}
       <form className="inline-form" onSubmit={(e) => void submit(e)} onInput={() => setAnswer(undefined)}>
         <label>Keep each file for (days, 0: always)
           <input type="number" min={0} max={3650} step={1} required value={days} onChange={(e) => setDays(e.target.value)} />
