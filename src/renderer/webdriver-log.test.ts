@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { currentCommand, fmtOffset, parseCommandsLog, shortIds, videoOffset } from './webdriver-log.js';
+import { currentCommand, fmtOffset, noVideoReason, parseCommandsLog, shortIds, videoOffset } from './webdriver-log.js';
 
 describe('a WebDriver run\'s commands.log read back', () => {
   it('reads each command with its words, status, time and error; the trailer is not a command', () => {
@@ -47,5 +47,14 @@ describe('a WebDriver run\'s commands.log read back', () => {
     expect(shortIds('GET /element/e1/text')).toBe('GET /element/e1/text');
     expect(shortIds('POST /appium/element/00000000-0000-0000-0000-000000000001/value')).toBe('POST /appium/element/00000000…/value');
     expect(shortIds('POST /element (xpath //element/abcdefghijklmnop/x)')).toBe('POST /element (xpath //element/abcdefghijklmnop/x)');
+  });
+});
+
+describe("why a run's page shows no video", () => {
+  it('says which: its files removed, none asked for, one asked for only on failure (it passed), or none kept', () => {
+    expect(noVideoReason({ video: 'discarded' }, '1/2/2027')).toMatch(/^The lab removed this run's files on 1\/2\/2027:/);
+    expect(noVideoReason({ video: 'off' }, undefined)).toBe('The run asked for no video (benchtop:options.video false).');
+    expect(noVideoReason({ video: 'discarded' }, undefined)).toBe('The run passed, and asked for its video only if it did not (benchtop:options.video "retain-on-failure").');
+    expect(noVideoReason({}, undefined)).toBe('The run kept no video.');
   });
 });

@@ -66,7 +66,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     await lab?.stop();
   });
 
-  const session = (name: string, video = true) => labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name, ...(video ? {} : { video: false }) } });
+  const session = (name: string, video: boolean | 'retain-on-failure' = true) =>
+    labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name, ...(video === true ? {} : { video }) } });
   const ended = (name: string) =>
     waitFor(`test result ${name} to end`, async () => {
       const list = (await c.call('GET', '/test-results', { token: owner })).body.data as Result[];
@@ -82,8 +83,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
   const act = (sessionId: string, action: Record<string, unknown>) =>
     c.call('POST', `/sessions/${sessionId}/devices/${lab.serials[0]}/actions`, { token: owner, body: action });
 
-  it('logs scripts by name, finds by locator and the end in words; keeps the reason as a field; the video lasts the run', async () => {
-    const driver = await session('kept run');
+  it('logs scripts by name, finds by locator and the end in words; keeps the reason as a field; the video lasts the run, and a failed run keeps it when only a failure should', async () => {
+    const driver = await session('kept run', 'retain-on-failure');
     const labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
     await driver.activateApp('com.android.settings');
     await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
@@ -144,6 +145,20 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(videoStart - Date.parse(result.startedAt)).toBeLessThan(2500);
     expect(Math.abs(videoStart + seconds * 1000 - Date.parse(result.finishedAt))).toBeLessThan(500);
   }, 90_000);
+
+  it('a run that asked for its video only on failure, and passed, keeps none, and says why', async () => {
+    const driver = await session('passed, no video wanted', 'retain-on-failure');
+    await driver.activateApp('com.android.settings');
+    // Recorded while it ran: the lab could not know how it would end.
+    await waitFor('the recorder on the phone', async () => (await lab.phones[0]!.shell('ps -A')).output.toString().includes('screenrecord') || undefined, 10_000);
+    await driver.deleteSession();
+    const result = await ended('passed, no video wanted');
+    expect(result.status).toBe('passed');
+    await expect(asset(result.id, 'video.mp4')).rejects.toThrow(/no asset video\.mp4/);
+    expect(result.stats).toMatchObject({ video: 'discarded' });
+    expect(result.stats.videoStartedAt).toBeUndefined();
+    expect((await asset(result.id, 'appium.log')).toString()).toContain('the video was not kept: the run passed');
+  }, 60_000);
 
   it("a suite's own screen recording (which ends every screenrecord on the phone) leaves the run's video whole", async () => {
     // The recorder's own segments (three minutes on a phone), so that only the lab's setting aside starts a new one.

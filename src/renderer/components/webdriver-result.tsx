@@ -3,10 +3,10 @@ import type { Asset, TestResult } from '../../shared/api/test-results.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
 import { ErrorBanner, fmtBytes, fmtDuration, fmtTime, Spinner, Status } from '../ui.js';
-import { currentCommand, fmtOffset, parseCommandsLog, shortIds, videoOffset, type LoggedCommand } from '../webdriver-log.js';
+import { currentCommand, fmtOffset, noVideoReason, parseCommandsLog, shortIds, videoOffset, type LoggedCommand } from '../webdriver-log.js';
 
 /** Why a result has no files: the lab removed them once they were older than its lab settings keep them. */
-export const filesRemoved = (at: string) => `The lab removed this run's files on ${fmtTime(at)}: it keeps test results' files for as long as its settings say.`;
+export const filesRemoved = (at: string) => noVideoReason({}, fmtTime(at));
 
 /** A log shown inline is its newest part at most: a week-long run's Appium log is for downloading. */
 const INLINE_LOG_BYTES = 256 * 1024;
@@ -182,7 +182,7 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
         <section className="run-video" aria-labelledby="run-video-title">
           <h2 id="run-video-title">Video</h2>
           <ErrorBanner error={video.error} />
-          {!byName('video.mp4') && assets && <p className="muted">{r.filesRemovedAt ? filesRemoved(r.filesRemovedAt) : stats.video === 'off' ? 'The run asked for no video (benchtop:options.video false).' : 'The run kept no video.'}</p>}
+          {!byName('video.mp4') && assets && <p className="muted">{noVideoReason(stats, r.filesRemovedAt ? fmtTime(r.filesRemovedAt) : undefined)}</p>}
           {video.url && <video ref={player} src={video.url} controls preload="metadata" aria-label={`Video of the run on ${phone ?? 'the phone'}`} onTimeUpdate={(e) => setTime(e.currentTarget.currentTime)} onSeeked={(e) => setTime(e.currentTarget.currentTime)} />}
           {byName('video.mp4') && !video.url && !video.error && <Spinner label="Loading the video" />}
         </section>

@@ -61,6 +61,9 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     ]);
     expect(request.options).toEqual({ queueTimeoutMs: 30_000, name: 'run', build: '7', video: true });
     expect(request.newCommandTimeoutMs).toBe(60_000);
+    // A video kept only if the run does not pass, as Playwright's option says it.
+    const onFailure = readCapabilities({ platformName: 'Android', 'benchtop:options': { video: 'retain-on-failure' } });
+    expect(onFailure.options.video).toBe('retain-on-failure');
     // The lab's own options stay with the lab; udid is the lab's to give (the address Appium reaches the phone by).
     expect(request.appium).toEqual({ platformName: 'Android', 'appium:platformVersion': '14', 'appium:deviceName': 'Pixel 8', 'appium:noReset': true, 'appium:automationName': 'UiAutomator2' });
   });
@@ -90,6 +93,7 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     [{ platformName: 'Android', 'benchtop:options': { filters: [{ attribute: 'colour', operator: 'EQUALS', value: 'red' }] } }, 'invalid argument', 'colour'],
     [{ platformName: 'Android', 'benchtop:options': { sessionId: 'not-a-session' } }, 'invalid argument', 'sessionId'],
     [{ platformName: 'Android', 'benchtop:options': { video: 'no' } }, 'invalid argument', 'benchtop:options.video'],
+    [{ platformName: 'Android', 'benchtop:options': { video: 'on-failure' } }, 'invalid argument', 'retain-on-failure'],
   ])('%j is %s', (caps, w3c, message) => {
     const e = error(() => readCapabilities(caps));
     expect(e.w3c).toBe(w3c);

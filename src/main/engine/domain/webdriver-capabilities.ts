@@ -30,9 +30,15 @@ export interface RunOptions {
   /** The test result's name and build. */
   name?: string;
   build?: string;
-  /** Whether the run keeps a video of the phone's screen (as clouds' `video: false` turns it off). */
-  video: boolean;
+  /**
+   * Whether the run keeps a video of the phone's screen (as clouds' `video: false` turns it off), or, as Playwright's
+   * `video: 'retain-on-failure'` (Sauce Labs' `videoUploadOnPass: false`), records it and keeps it unless the run passed.
+   */
+  video: VideoChoice;
 }
+
+export type VideoChoice = boolean | typeof RETAIN_ON_FAILURE;
+export const RETAIN_ON_FAILURE = 'retain-on-failure';
 
 export interface NewSessionRequest {
   platform: 'android' | 'ios';
@@ -228,7 +234,9 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
   for (const [key, v] of [['name', name], ['build', build]] as const) {
     if (v !== undefined && (typeof v !== 'string' || v.length > MAX_TEXT)) throw bad(`benchtop:options.${key} must be a string of at most ${MAX_TEXT} characters.`);
   }
-  if (typeof video !== 'boolean') throw bad('benchtop:options.video is true (the default: the run keeps a video) or false.');
+  if (typeof video !== 'boolean' && video !== RETAIN_ON_FAILURE) {
+    throw bad(`benchtop:options.video is true (the default: the run keeps a video), false, or "${RETAIN_ON_FAILURE}" (kept unless the run passed).`);
+  }
   return {
     filters: filters as DeviceFilter[],
     options: {

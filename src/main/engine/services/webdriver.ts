@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { capabilitySets, CapabilityError, readCapabilities, whyNothingMatches, type NewSessionRequest } from '../domain/webdriver-capabilities.js';
+import { capabilitySets, CapabilityError, readCapabilities, RETAIN_ON_FAILURE, whyNothingMatches, type NewSessionRequest, type VideoChoice } from '../domain/webdriver-capabilities.js';
 import { CommandError, commandLabel, elementOf, endsScreenRecorders, foundElements, isFind, LAB_SCRIPT, readInspected, type Command } from '../domain/webdriver-commands.js';
 import type { BlobStore } from '../blobs/blob-store.js';
 import { AppRefError, readAppRef } from '../domain/app-refs.js';
@@ -151,8 +151,8 @@ interface Run {
   phoneLog: TextLog;
   stopPhoneLog: AbortController;
   recording?: Promise<unknown>;
-  /** The client's `benchtop:options.video`: false, and the run keeps no video. */
-  video: boolean;
+  /** The client's `benchtop:options.video`: false, and the run keeps no video; "retain-on-failure", none if it passed. */
+  video: VideoChoice;
   /** When the video's first picture was taken: where a command's place in the video is counted from. */
   recordingStartedAt?: number;
   /** What the client said of its run (`benchtop: status`). */
@@ -824,6 +824,12 @@ export class WebDriverRuns {
   private async report(run: Run, reason: EndReason, detail: string | undefined, endedAt: number, assets: Array<{ name: string; type: string; data: () => Promise<Buffer | undefined> }>): Promise<void> {
     const status = run.verdict?.status ?? (reason === 'deleted' ? 'passed' : 'interrupted');
     const why = endedWhy(reason, detail);
+    // Recorded all along (the run's end was not known), and kept only if the run did not pass.
+    const discarded = run.video === RETAIN_ON_FAILURE && status === 'passed' && assets.some((a) => a.name === 'video.mp4');
+    if (discarded) {
+      run.appiumLog.add(`[benchtop] the video was not kept: the run passed, and asked for one only when it does not (benchtop:options.video "${RETAIN_ON_FAILURE}")`);
+      assets = assets.filter((a) => a.name !== 'video.mp4');
+    }
     const text = (lines: string) => async () => Buffer.from(lines);
     const commands = run.commands.map(commandLine).join('\n');
     const all = [
@@ -847,8 +853,8 @@ export class WebDriverRuns {
         duration: endedAt - run.startedAt,
         ended: reason,
         ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}),
-        ...(run.recordingStartedAt !== undefined ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
-        ...(run.video ? {} : { video: 'off' }),
+        ...(run.recordingStartedAt !== undefined && !discarded ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
+        ...(run.video === false ? { video: 'off' } : discarded ? { video: 'discarded' } : {}),
       },
     });
   }
