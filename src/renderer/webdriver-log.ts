@@ -64,9 +64,14 @@ export function currentCommand(offsets: readonly number[], time: number, picked?
  * Why a run's page shows no video, in words: its files removed by the lab's retention, none asked for, or one asked
  * for only if the run did not pass (and it passed). `removedOn` is the removal's time as the page prints it.
  */
-export function noVideoReason(stats: { video?: unknown }, removedOn: string | undefined): string {
+export function noVideoReason(stats: { video?: unknown; videoChosenBy?: unknown }, removedOn: string | undefined): string {
   if (removedOn !== undefined) return `The lab removed this run's files on ${removedOn}: it keeps test results' files for as long as its settings say.`;
-  if (stats.video === 'off') return 'The run asked for no video (benchtop:options.video false).';
-  if (stats.video === 'discarded') return 'The run passed, and asked for its video only if it did not (benchtop:options.video "retain-on-failure").';
+  const byLab = stats.videoChosenBy === 'lab';
+  if (stats.video === 'off') return byLab ? 'The lab records no video of a run that does not ask for one (its settings).' : 'The run asked for no video (benchtop:options.video false).';
+  if (stats.video === 'discarded') {
+    return byLab
+      ? 'The run passed: the lab keeps the video only of a run that does not pass, unless the run asks (its settings).'
+      : 'The run passed, and asked for its video only if it did not (benchtop:options.video "retain-on-failure").';
+  }
   return 'The run kept no video.';
 }

@@ -36,6 +36,8 @@ describe('GET /lab/settings', () => {
       remoteConnectOnLan: { enabled: false, host: t.engine.services.lanSharing.lanAddress() },
       // Kept unless the lab owner chooses a period; nothing stored yet, on a disk with room.
       testResultFiles: { keepDays: 0, storedBytes: 0, diskFreeBytes: expect.any(Number) },
+      // A WebDriver run that does not say keeps its video.
+      webDriverVideo: 'on',
     });
     expect(r.body.testResultFiles.diskFreeBytes).toBeGreaterThan(0);
   });
@@ -89,6 +91,8 @@ describe('PATCH /lab/settings', () => {
       { testResultFiles: { keepDays: '30' } },
       { testResultFiles: { keepDays: 30, storedBytes: 0 } },
       { testResultFiles: 30 },
+      { webDriverVideo: 'sometimes' },
+      { webDriverVideo: true },
       [],
       'text',
     ];

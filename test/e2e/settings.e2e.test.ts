@@ -64,9 +64,10 @@ describe.runIf(ready)('GUI: settings, API keys, lab usage and an iPhone\'s apps'
     const files = page.getByRole('region', { name: "Test results' files" });
     await files.getByText(/^They take 3\.0 KB; the disk has [\d.]+ [KMGT]?B free\.$/).waitFor();
     await files.getByLabel('Keep each file for (days, 0: always)').fill('30');
+    await files.getByLabel("WebDriver runs' videos").selectOption({ label: 'Only a run that does not pass keeps its video' });
     await files.getByRole('button', { name: 'Save' }).click();
-    await files.getByRole('status').getByText('Saved: files older than 30 days are removed, from now on as they age.').waitFor();
-    expect((await c().call('GET', '/lab/settings', { token })).body.testResultFiles.keepDays).toBe(30);
+    await files.getByRole('status').getByText('Saved: files older than 30 days are removed, from now on as they age; only a run that does not pass keeps its video.').waitFor();
+    expect((await c().call('GET', '/lab/settings', { token })).body).toMatchObject({ testResultFiles: { keepDays: 30 }, webDriverVideo: 'retain-on-failure' });
     expect(await axeViolations(page)).toEqual([]);
     await snap(page, SUITE, '02-test-result-files');
 

@@ -146,18 +146,25 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(Math.abs(videoStart + seconds * 1000 - Date.parse(result.finishedAt))).toBeLessThan(500);
   }, 90_000);
 
-  it('a run that asked for its video only on failure, and passed, keeps none, and says why', async () => {
-    const driver = await session('passed, no video wanted', 'retain-on-failure');
-    await driver.activateApp('com.android.settings');
-    // Recorded while it ran: the lab could not know how it would end.
-    await waitFor('the recorder on the phone', async () => (await lab.phones[0]!.shell('ps -A')).output.toString().includes('screenrecord') || undefined, 10_000);
-    await driver.deleteSession();
-    const result = await ended('passed, no video wanted');
-    expect(result.status).toBe('passed');
-    await expect(asset(result.id, 'video.mp4')).rejects.toThrow(/no asset video\.mp4/);
-    expect(result.stats).toMatchObject({ video: 'discarded' });
-    expect(result.stats.videoStartedAt).toBeUndefined();
-    expect((await asset(result.id, 'appium.log')).toString()).toContain('the video was not kept: the run passed');
+  it("a run that says nothing of its video where the lab keeps one only of a run that does not pass: it passed, and keeps none, saying why", async () => {
+    const setVideo = async (webDriverVideo: string) =>
+      expect((await c.call('PATCH', '/lab/settings', { token: owner, body: { webDriverVideo } })).body.webDriverVideo).toBe(webDriverVideo);
+    await setVideo('retain-on-failure');
+    try {
+      const driver = await session('passed, no video wanted');
+      await driver.activateApp('com.android.settings');
+      // Recorded while it ran: the lab could not know how it would end.
+      await waitFor('the recorder on the phone', async () => (await lab.phones[0]!.shell('ps -A')).output.toString().includes('screenrecord') || undefined, 10_000);
+      await driver.deleteSession();
+      const result = await ended('passed, no video wanted');
+      expect(result.status).toBe('passed');
+      await expect(asset(result.id, 'video.mp4')).rejects.toThrow(/no asset video\.mp4/);
+      expect(result.stats).toMatchObject({ video: 'discarded', videoChosenBy: 'lab' });
+      expect(result.stats.videoStartedAt).toBeUndefined();
+      expect((await asset(result.id, 'appium.log')).toString()).toContain("the video was not kept: the run passed, and the lab keeps one only of a run that does not (its settings' webDriverVideo)");
+    } finally {
+      await setVideo('on');
+    }
   }, 60_000);
 
   it("a suite's own screen recording (which ends every screenrecord on the phone) leaves the run's video whole", async () => {

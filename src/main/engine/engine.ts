@@ -48,6 +48,7 @@ import { androidHomeFor, PrivateAdbServer } from './fleet/appium/private-adb.js'
 import { endLeftovers } from './fleet/guarded-child.js';
 import { formatUsbmuxdAddress } from './fleet/ios/usbmux.js';
 import { openDb, type Db } from './store/db.js';
+import { RETAIN_ON_FAILURE, type VideoChoice } from './domain/webdriver-capabilities.js';
 import { createStores, type Stores } from './store/index.js';
 import { settingStore } from './store/settings.js';
 
@@ -155,7 +156,9 @@ function wire(
   const sessions = new Sessions(stores, now);
   // Apps a WebDriver session names by URL are downloaded as uploads are received: bounded by the same size and silence.
   const apps = new WebDriverApps(files, blobs, { maxBytes: config.maxAssetBytes, timeoutMs: config.uploadIdleSeconds * 1000 });
-  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, apps, now, freePort: parts.freePort, log });
+  // The lab owner's "on" is the client's true: a video kept whatever the run's end.
+  const defaultVideo = (): VideoChoice => ({ on: true, off: false, 'retain-on-failure': RETAIN_ON_FAILURE } as const)[labSettings.webDriverVideo()];
+  const webdriver = webDriverRuns(config, stores, { allocator, remote, control, idleRelease, testResults, sessions, blobs, fleet, apps, now, freePort: parts.freePort, defaultVideo, log });
   // A WebDriver session on the phone ends first (Appium cleans up through the remote connection), then remote
   // connections drop, and only then does the released phone's cleanup start, so that nobody races it.
   allocator.onRelease((row) => {
@@ -233,7 +236,7 @@ function wire(
  * WebDriver for the whole lab: real Appium, a process for each platform (each started by its platform's first
  * session), reaching Android phones through a private adb server of its own and iPhones through their WebDriverAgent URL.
  */
-function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; freePort?: () => Promise<number>; log: (message: string) => void }) {
+function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<ConstructorParameters<typeof WebDriverRuns>[1], 'activity' | 'appium' | 'phones'> & { idleRelease: IdleRelease; fleet: Fleet; now: Clock; freePort?: () => Promise<number>; defaultVideo: () => VideoChoice; log: (message: string) => void }) {
   const home = join(config.dataDir, 'appium');
   const pids = join(home, 'pids');
   // Before anything new starts: what a crashed run of this data dir left (its Appium, its private adb server).
@@ -246,12 +249,13 @@ function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<Constru
     android: appiumFor('android', androidHome ? { ANDROID_HOME: androidHome } : {}),
     ios: appiumFor('ios', usbmuxd ? { USBMUXD_SOCKET_ADDRESS: usbmuxd } : {}),
   };
-  const { idleRelease, fleet, now, freePort, log, ...rest } = parts;
+  const { idleRelease, fleet, now, freePort, log, defaultVideo, ...rest } = parts;
   return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
     privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json'), freePort }) : undefined,
     pollMs: 50,
     retryWindowMs: config.webDriverRetrySeconds * 1000,
     freePort,
+    defaultVideo,
     log,
   });
 }

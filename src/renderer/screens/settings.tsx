@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { CreateMacHostBody, MacHost } from '../../shared/api/mac-hosts.js';
 import type { AssistantProvider } from '../../shared/api/chats.js';
-import type { LabSettings } from '../../shared/api/account.js';
+import type { LabSettings, WebDriverVideo } from '../../shared/api/account.js';
 import type { ApiError } from '../../shared/client/api-client.js';
 import { DEFAULT_PLANS } from '../../shared/plans.js';
 import { api, useAuth } from '../app-context.js';
@@ -146,12 +146,20 @@ function LabSection() {
  * How long the lab keeps test results' files (a WebDriver run's video and logs, a reporter's traces), beside what they
  * take and what the disk has left: a lab on a desk fills its disk with runs' videos unless someone chooses.
  */
+/** The lab's choice for the video of WebDriver runs that do not say, in words. */
+const VIDEO_CHOICES: Record<WebDriverVideo, string> = {
+  on: 'Every run keeps its video',
+  'retain-on-failure': 'Only a run that does not pass keeps its video',
+  off: 'No run is recorded',
+};
+
 /** Under this much free space the section warns: a few hours of runs' videos. */
 const LOW_DISK_BYTES = 2 * 1024 ** 3;
 
 function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; onSaved(): void }) {
   const files = settings.testResultFiles;
   const [days, setDays] = useState(String(files.keepDays));
+  const [video, setVideo] = useState(settings.webDriverVideo);
   const [answer, setAnswer] = useState<{ ok: boolean; text: string }>();
   const [pending, setPending] = useState(false);
   const submit = async (event: FormEvent) => {
@@ -159,8 +167,8 @@ function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; 
     setPending(true);
     setAnswer(undefined);
     try {
-      await api.updateLabSettings({ testResultFiles: { keepDays: Number(days) } });
-      setAnswer({ ok: true, text: Number(days) === 0 ? 'Saved: the files are kept.' : `Saved: files older than ${days} days are removed, from now on as they age.` });
+      await api.updateLabSettings({ testResultFiles: { keepDays: Number(days) }, webDriverVideo: video });
+      setAnswer({ ok: true, text: `Saved: ${Number(days) === 0 ? 'the files are kept' : `files older than ${days} days are removed, from now on as they age`}; ${VIDEO_CHOICES[video].toLowerCase()}.` });
       onSaved();
     } catch (e) {
       setAnswer({ ok: false, text: (e as ApiError).message });
@@ -184,6 +192,11 @@ function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; 
         <label>Keep each file for (days, 0: always)
           <input type="number" min={0} max={3650} step={1} required value={days} onChange={(e) => setDays(e.target.value)} />
         </label>
+        <label>WebDriver runs' videos
+          <select value={video} onChange={(e) => setVideo(e.target.value as WebDriverVideo)}>
+            {(Object.keys(VIDEO_CHOICES) as WebDriverVideo[]).map((choice) => <option key={choice} value={choice}>{VIDEO_CHOICES[choice]}</option>)}
+          </select>
+        </label>
         <div className="form-answer">
           <button type="submit" disabled={pending}>Save</button>
           {answer && <span role={answer.ok ? 'status' : 'alert'} className={answer.ok ? 'ok' : 'error inline'}>{answer.text}</span>}
@@ -191,6 +204,7 @@ function TestResultFilesSection({ settings, onSaved }: { settings: LabSettings; 
       </form>
       <p className="muted">
         A WebDriver run's video and logs, and a reporter's traces and screenshots, of every organization. The results themselves stay, saying when their files went.
+        The video choice is for runs that do not say: a run's own <code>benchtop:options.video</code> wins.
       </p>
     </section>
   );

@@ -56,6 +56,12 @@ const AdbAddress = Type.Object(
 );
 const Quota = Type.Integer({ minimum: 0, maximum: 10_000 });
 
+export const WebDriverVideo = Type.Union([Type.Literal('on'), Type.Literal('retain-on-failure'), Type.Literal('off')], {
+  description:
+    'The video of a WebDriver run that does not say (benchtop:options.video): "on" keeps one (the default), "retain-on-failure" records it and keeps it only if the run does not pass, "off" records none. A run that says chooses for itself.',
+});
+export type WebDriverVideo = Static<typeof WebDriverVideo>;
+
 export const LabSettings = Type.Object({
   signupOpen: Type.Boolean(),
   lanSharing: Type.Object({
@@ -111,6 +117,7 @@ export const LabSettings = Type.Object({
     },
     { description: "Test results' files (a WebDriver run's video and logs, a reporter's traces and screenshots): how long the lab keeps them, and the space they take. The results themselves are kept; a result whose files went has filesRemovedAt." },
   ),
+  webDriverVideo: WebDriverVideo,
 });
 export type LabSettings = Static<typeof LabSettings>;
 
@@ -129,6 +136,7 @@ export const LabSettingsPatch = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    webDriverVideo: Type.Optional(WebDriverVideo),
   },
   { additionalProperties: false },
 );

@@ -33,8 +33,9 @@ export interface RunOptions {
   /**
    * Whether the run keeps a video of the phone's screen (as clouds' `video: false` turns it off), or, as Playwright's
    * `video: 'retain-on-failure'` (Sauce Labs' `videoUploadOnPass: false`), records it and keeps it unless the run passed.
+   * Absent, the lab's own choice for runs that do not say (lab settings, webDriverVideo).
    */
-  video: VideoChoice;
+  video?: VideoChoice;
 }
 
 export type VideoChoice = boolean | typeof RETAIN_ON_FAILURE;
@@ -221,9 +222,9 @@ export function versionRange(version: string): DeviceFilter[] {
 }
 
 function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilter[] } {
-  if (value === undefined) return { options: { queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_S * 1000, video: true }, filters: [] };
+  if (value === undefined) return { options: { queueTimeoutMs: DEFAULT_QUEUE_TIMEOUT_S * 1000 }, filters: [] };
   if (!isObject(value)) throw bad('benchtop:options must be a JSON object.');
-  const { filters = [], sessionId, queueTimeout = DEFAULT_QUEUE_TIMEOUT_S, name, build, video = true } = value;
+  const { filters = [], sessionId, queueTimeout = DEFAULT_QUEUE_TIMEOUT_S, name, build, video } = value;
   if (!Array.isArray(filters) || !filters.every((f) => isObject(f) && ['attribute', 'operator', 'value'].every((k) => typeof f[k] === 'string'))) {
     throw bad('benchtop:options.filters must be a list of {attribute, operator, value}, as the API\'s allocation takes them.');
   }
@@ -234,14 +235,14 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
   for (const [key, v] of [['name', name], ['build', build]] as const) {
     if (v !== undefined && (typeof v !== 'string' || v.length > MAX_TEXT)) throw bad(`benchtop:options.${key} must be a string of at most ${MAX_TEXT} characters.`);
   }
-  if (typeof video !== 'boolean' && video !== RETAIN_ON_FAILURE) {
-    throw bad(`benchtop:options.video is true (the default: the run keeps a video), false, or "${RETAIN_ON_FAILURE}" (kept unless the run passed).`);
+  if (video !== undefined && typeof video !== 'boolean' && video !== RETAIN_ON_FAILURE) {
+    throw bad(`benchtop:options.video is true (the run keeps a video), false, or "${RETAIN_ON_FAILURE}" (kept unless the run passed); without it, the lab's settings choose (a video, unless the lab owner chose otherwise).`);
   }
   return {
     filters: filters as DeviceFilter[],
     options: {
       queueTimeoutMs: queueTimeout * 1000,
-      video,
+      ...(video !== undefined ? { video } : {}),
       ...(sessionId ? { sessionId } : {}),
       ...(typeof name === 'string' ? { name } : {}),
       ...(typeof build === 'string' ? { build } : {}),

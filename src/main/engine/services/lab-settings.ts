@@ -1,5 +1,5 @@
 import { statfsSync } from 'node:fs';
-import type { LabSettings, LabSettingsPatch } from '../../../shared/api/account.js';
+import type { LabSettings, LabSettingsPatch, WebDriverVideo } from '../../../shared/api/account.js';
 import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
@@ -15,6 +15,7 @@ const DEVICE_IDLE_SECONDS = 'device_idle_seconds';
 const RESERVATION_MAX_HOURS = 'reservation_max_hours';
 const REMOTE_CONNECT_ON_LAN = 'remote_connect_on_lan';
 const TEST_RESULT_FILES_DAYS = 'test_result_files_days';
+const WEBDRIVER_VIDEO = 'webdriver_video';
 
 /** What LAN sharing shows in the lab settings, and how it is switched; the HTTPS server itself lives in api/. */
 export interface LanSharing {
@@ -60,7 +61,7 @@ function diskFreeBytes(path: string): number | null {
 
 /**
  * The lab owner's settings: sign-up, LAN sharing, the adb server, the usbmuxd (read-only), quotas, plain remote-connect
- * on the LAN, how long test results' files are kept.
+ * on the LAN, how long test results' files are kept, and the video of WebDriver runs that do not say.
  */
 export class LabSettingsService {
   constructor(
@@ -108,6 +109,11 @@ export class LabSettingsService {
     return Number(this.stores.settings.get(TEST_RESULT_FILES_DAYS) ?? this.config.testResultFilesDays);
   }
 
+  /** The video of a WebDriver run that does not say: a video unless the lab owner chose otherwise. */
+  webDriverVideo(): WebDriverVideo {
+    return (this.stores.settings.get(WEBDRIVER_VIDEO) as WebDriverVideo | undefined) ?? 'on';
+  }
+
   /** Public: any TLS handshake with the LAN port shows it anyway, and a teammate's client needs it to trust that port. */
   certificatePem(): string {
     const pem = this.lanSharing.certificatePem();
@@ -130,6 +136,7 @@ export class LabSettingsService {
       reservationMaxHours: this.reservationMaxHours(),
       remoteConnectOnLan: { enabled: isRemoteConnectOnLan(this.stores.settings), host: this.lanSharing.lanAddress() },
       testResultFiles: { keepDays: this.testResultFilesDays(), storedBytes: this.stores.testResults.storedBytes(), diskFreeBytes: diskFreeBytes(this.config.dataDir) },
+      webDriverVideo: this.webDriverVideo(),
     };
   }
 
@@ -164,6 +171,7 @@ export class LabSettingsService {
       settings.set(REMOTE_CONNECT_ON_LAN, String(patch.remoteConnectOnLan));
       this.remoteConnectMoved?.();
     }
+    if (patch.webDriverVideo !== undefined) settings.set(WEBDRIVER_VIDEO, patch.webDriverVideo);
     const keepDays = patch.testResultFiles?.keepDays;
     if (keepDays !== undefined && keepDays !== this.testResultFilesDays()) {
       settings.set(TEST_RESULT_FILES_DAYS, String(keepDays));

@@ -60,6 +60,8 @@ export interface WebDriverOptions {
   retryWindowMs: number;
   /** Where the ports the lab gives Appium come from (free ones of the OS's): a test takes them to make the race happen. */
   freePort?: () => Promise<number>;
+  /** The lab owner's choice for runs that do not say (lab settings, webDriverVideo); a video if absent. */
+  defaultVideo?: () => VideoChoice;
   log: (message: string) => void;
 }
 
@@ -153,6 +155,8 @@ interface Run {
   recording?: Promise<unknown>;
   /** The client's `benchtop:options.video`: false, and the run keeps no video; "retain-on-failure", none if it passed. */
   video: VideoChoice;
+  /** The video was the lab's choice (its settings), the client having said nothing. */
+  videoByLab: boolean;
   /** When the video's first picture was taken: where a command's place in the video is counted from. */
   recordingStartedAt?: number;
   /** What the client said of its run (`benchtop: status`). */
@@ -297,7 +301,8 @@ export class WebDriverRuns {
       capabilities: {},
       startedAt: this.now(),
       newCommandTimeoutMs: request.newCommandTimeoutMs,
-      video: request.options.video,
+      video: request.options.video ?? this.options.defaultVideo?.() ?? true,
+      videoByLab: request.options.video === undefined,
       inFlight: 0,
       largeBodies: 0,
       lastCommandAt: this.now(),
@@ -312,7 +317,7 @@ export class WebDriverRuns {
     // The video covers the whole run, its start on the phone too (the driver's server installed, Appium's session),
     // unless the client turned it off: a phone then encodes nothing, and the result keeps no video.
     if (run.video) this.startVideo(run);
-    else run.appiumLog.add('[benchtop] no video: the run asked for none (benchtop:options.video false)');
+    else run.appiumLog.add(`[benchtop] no video: ${run.videoByLab ? "the lab keeps none of runs that do not ask for one (its settings' webDriverVideo)" : 'the run asked for none (benchtop:options.video false)'}`);
     // The step under way, named in a failure: a bare "read ECONNRESET" does not say which of the parts refused.
     let step = 'connecting the phone';
     try {
@@ -827,7 +832,7 @@ export class WebDriverRuns {
     // Recorded all along (the run's end was not known), and kept only if the run did not pass.
     const discarded = run.video === RETAIN_ON_FAILURE && status === 'passed' && assets.some((a) => a.name === 'video.mp4');
     if (discarded) {
-      run.appiumLog.add(`[benchtop] the video was not kept: the run passed, and asked for one only when it does not (benchtop:options.video "${RETAIN_ON_FAILURE}")`);
+      run.appiumLog.add(`[benchtop] the video was not kept: the run passed, and ${run.videoByLab ? "the lab keeps one only of a run that does not (its settings' webDriverVideo)" : `asked for one only when it does not (benchtop:options.video "${RETAIN_ON_FAILURE}")`}`);
       assets = assets.filter((a) => a.name !== 'video.mp4');
     }
     const text = (lines: string) => async () => Buffer.from(lines);
@@ -855,6 +860,8 @@ export class WebDriverRuns {
         ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}),
         ...(run.recordingStartedAt !== undefined && !discarded ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
         ...(run.video === false ? { video: 'off' } : discarded ? { video: 'discarded' } : {}),
+        // Whose choice that was, when it was the lab's: the result's page says so.
+        ...((run.video === false || discarded) && run.videoByLab ? { videoChosenBy: 'lab' } : {}),
       },
     });
   }
