@@ -13,7 +13,8 @@ import { labSession } from '../support/webdriver.js';
 /**
  * What typical suites call besides find and click (issue 43.7), through the lab's /wd/hub with WebdriverIO and real
  * Appium, each checked against the phone's own state: its shell (dumpsys, settings, logcat, uiautomator) on Android,
- * SpringBoard's screen and pasteboard on the iPhone. One engine, one session per platform.
+ * SpringBoard's screen and pasteboard on the iPhone. One engine, one session per platform, each with a cloud's own
+ * capabilities and status script, as a suite moving from Sauce Labs or BrowserStack has them.
  */
 const hasAdb = adbOrSkip();
 const hasFfmpeg = ffmpegOrSkip();
@@ -22,13 +23,27 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
   let lab: TestLab;
   let bus: IosBus;
   let key: string;
+  let owner: string;
+  /** The run's test result, by the name its client gave, once it has ended. */
+  const result = (name: string) =>
+    waitFor(`the test result ${name}`, async () => {
+      const list = (await client(lab.engine.api).call('GET', '/test-results', { token: owner })).body.data as Array<{ id: string; name: string; status: string; reason: string | null; tags: string[]; stats: Record<string, unknown> }>;
+      const r = list.find((x) => x.name === name);
+      return r && r.status !== 'running' ? r : undefined;
+    }, 30_000);
+  const commandsLog = async (id: string) => {
+    const c = client(lab.engine.api);
+    const assets = (await c.call('GET', `/test-results/${id}/assets`, { token: owner })).body.data as Array<{ id: string; name: string }>;
+    const log = assets.find((a) => a.name === 'commands.log')!;
+    return (await fetch(`${lab.engine.api}/test-results/${id}/assets/${log.id}`, { headers: { authorization: `Bearer ${owner}` } })).text();
+  };
 
   beforeAll(async () => {
     // iOS 16: WebDriverAgent is up as a lockdown-era phone's is, without a tunnel.
     bus = await startIosBus([{ name: 'Suite iPhone', version: '16.7.2', battery: 64 }]);
     lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }], { usbmuxd: parseUsbmuxdAddress(bus.address), remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
     const c = client(lab.engine.api);
-    const owner = await c.login();
+    owner = await c.login();
     key = await c.createKey(owner);
     await waitFor('both phones in the fleet', async () => {
       const fleet = (await c.call('GET', '/fleet/devices', { token: owner })).body.data as Array<{ state: string }>;
@@ -44,7 +59,8 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
   it('Android: hideKeyboard, openNotifications, getContexts, screen recording and Wi-Fi off act on the phone', async () => {
     const phone: SimulatedPhone = lab.phones[0]!;
     const sh = async (command: string) => (await phone.shell(command)).output.toString();
-    const d = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2' });
+    // A suite moving from Sauce Labs keeps its capabilities: its name and build are the run's, its tunnel means nothing here.
+    const d = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'sauce:options': { name: 'suite calls (Sauce)', build: 'ci-41', tunnelName: 'sauce-tunnel' } });
     const { height } = phone.state;
     const bottomPixel = () => {
       const png = PNG.sync.read(phone.screenshot());
@@ -98,14 +114,20 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
 
     await d.execute('mobile: setConnectivity', { wifi: true });
     expect(phone.state.wifi).toBe(true);
+    // ...and its way of saying how the run went.
+    expect(await d.execute('sauce:job-result=failed')).toBeNull();
     await d.deleteSession();
+    const kept = await result('suite calls (Sauce)');
+    expect(kept).toMatchObject({ status: 'failed', tags: expect.arrayContaining(['build:ci-41']) });
+    expect(await commandsLog(kept.id)).toMatch(/POST \/execute\/sync \(sauce:job-result=failed\) 200/);
   }, 180_000);
 
   it('iPhone: element screenshot, scroll and swipe, hideKeyboard, background_app, clipboard, battery and device info, contexts', async () => {
     const phone = bus.phones[0]!;
     const board = phone.board;
     // A native suite's setting for getContexts' wait on the Web Inspector (5 s by default), forwarded by the lab.
-    const d = await labSession(lab.engine.api, key, { platformName: 'iOS', 'appium:webviewConnectTimeout': 300 });
+    // A suite moving from BrowserStack keeps its capabilities (its device catalog and local testing mean nothing here).
+    const d = await labSession(lab.engine.api, key, { platformName: 'iOS', 'appium:webviewConnectTimeout': 300, 'bstack:options': { sessionName: 'suite calls (BrowserStack)', buildName: 'ci-42', deviceName: 'iPhone 15', local: 'true' } });
 
     // WebDriverAgent's element screenshot: the screen's pixels under the element's frame.
     const icon = await d.$('~Settings').getElement();
@@ -159,6 +181,14 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     expect(await d.getContexts()).toEqual(['NATIVE_APP']);
     // The driver's own 5 s wait when the capability does not reach it.
     expect(performance.now() - asked).toBeLessThan(4000);
+    // ...and its executor's note and status.
+    await d.execute('browserstack_executor: {"action": "annotate", "arguments": {"data": "contexts checked", "level": "info"}}');
+    await d.execute('browserstack_executor: {"action": "setSessionStatus", "arguments": {"status": "passed", "reason": "every call answered"}}');
     await d.deleteSession();
+    const kept = await result('suite calls (BrowserStack)');
+    expect(kept).toMatchObject({ status: 'passed', reason: 'every call answered', tags: expect.arrayContaining(['build:ci-42']) });
+    const log = await commandsLog(kept.id);
+    expect(log).toMatch(/\(browserstack_executor: annotate contexts checked\) 200/);
+    expect(log).toMatch(/\(browserstack_executor: setSessionStatus passed\) 200/);
   }, 180_000);
 });

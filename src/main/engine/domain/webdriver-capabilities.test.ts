@@ -62,6 +62,15 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     // No word on the video: the lab's settings choose.
     expect(request.options).toEqual({ queueTimeoutMs: 30_000, name: 'run', build: '7' });
     expect(request.newCommandTimeoutMs).toBe(60_000);
+    // A suite moving from a cloud keeps its own options: the run's name, build and video are read from them (the lab's
+    // own win); the rest is the cloud's, and nothing of them reaches Appium.
+    const sauce = readCapabilities({ platformName: 'Android', 'sauce:options': { name: 'login', build: 42, videoUploadOnPass: false, tunnelName: 't' } });
+    expect(sauce.options).toMatchObject({ name: 'login', build: '42', video: 'retain-on-failure' });
+    expect(sauce.appium['sauce:options']).toBeUndefined();
+    expect(readCapabilities({ platformName: 'Android', 'sauce:options': { recordVideo: false, videoUploadOnPass: false } }).options.video).toBe(false);
+    const bstack = readCapabilities({ platformName: 'iOS', 'bstack:options': { sessionName: 'checkout', buildName: 'b7', video: false, deviceName: 'iPhone 15', local: true }, 'benchtop:options': { name: 'ours' } });
+    expect(bstack.options).toMatchObject({ name: 'ours', build: 'b7', video: false });
+    expect(bstack.appium['bstack:options']).toBeUndefined();
     // A video kept only if the run does not pass, as Playwright's option says it.
     const onFailure = readCapabilities({ platformName: 'Android', 'benchtop:options': { video: 'retain-on-failure' } });
     expect(onFailure.options.video).toBe('retain-on-failure');
@@ -95,6 +104,10 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     [{ platformName: 'Android', 'benchtop:options': { sessionId: 'not-a-session' } }, 'invalid argument', 'sessionId'],
     [{ platformName: 'Android', 'benchtop:options': { video: 'no' } }, 'invalid argument', 'benchtop:options.video'],
     [{ platformName: 'Android', 'benchtop:options': { video: 'on-failure' } }, 'invalid argument', 'retain-on-failure'],
+    [{ platformName: 'Android', 'sauce:options': 'fast' }, 'invalid argument', 'sauce:options must be a JSON object'],
+    [{ platformName: 'Android', 'sauce:options': { recordVideo: 'no' } }, 'invalid argument', 'sauce:options.recordVideo'],
+    [{ platformName: 'Android', 'bstack:options': { sessionName: { a: 1 } } }, 'invalid argument', 'bstack:options.sessionName'],
+    [{ platformName: 'Android', constructor: 'x' }, 'invalid argument', 'constructor'],
   ])('%j is %s', (caps, w3c, message) => {
     const e = error(() => readCapabilities(caps));
     expect(e.w3c).toBe(w3c);
@@ -151,7 +164,7 @@ describe('appium:options and the allowlist: what reaches Appium', () => {
     [{ 'appium:settings': { serverPort: 1 } }, 'serverPort'],
     [{ 'appium:settings[mjpegServerPort]': 1 }, 'mjpegServerPort'],
     [{ 'appium:ADBPORT': 5037 }, 'appium:ADBPORT'],
-    [{ 'sauce:options': {} }, 'sauce:options'],
+    [{ 'lt:options': {} }, 'lt:options'],
   ])('refuses %j on Android naming it', (caps, message) => {
     const e = error(() => sets({ platformName: 'Android', ...caps }).map(readCapabilities));
     expect(e.w3c).toBe('invalid argument');

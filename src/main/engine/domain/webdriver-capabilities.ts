@@ -193,6 +193,8 @@ function checkForwarded(caps: Record<string, unknown>, platform: 'android' | 'io
     }
     // W3C's empty browserName is how some clients say "no browser".
     if (name === 'browserName' && value === '') continue;
+    // A cloud's own options: read for what the lab has of them (cloudRunOptions), never forwarded.
+    if (Object.hasOwn(CLOUD_OPTIONS, name)) continue;
     if (!FORWARDED.both.has(name) && !FORWARDED[platform].has(name)) throw bad(whyRefused(name));
   }
   if (caps['appium:settings'] !== undefined) {
@@ -250,6 +252,38 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
   };
 }
 
+/**
+ * BrowserStack's and Sauce Labs' own capability objects, as a suite moving here has them: the run's name, its build and
+ * its video are read from them (benchtop:options wins); the rest is the cloud's (its tunnels, regions, device catalog)
+ * and means nothing here, so it is ignored, and none of it reaches Appium.
+ */
+const CLOUD_OPTIONS: Record<string, { name: string; build: string; video?: string; videoOnPass?: string }> = {
+  'bstack:options': { name: 'sessionName', build: 'buildName', video: 'video' },
+  'sauce:options': { name: 'name', build: 'build', video: 'recordVideo', videoOnPass: 'videoUploadOnPass' },
+};
+
+function cloudRunOptions(caps: Record<string, unknown>): Pick<RunOptions, 'name' | 'build' | 'video'> {
+  const read: Pick<RunOptions, 'name' | 'build' | 'video'> = {};
+  for (const [capability, keys] of Object.entries(CLOUD_OPTIONS)) {
+    const value = caps[capability];
+    if (value === undefined) continue;
+    if (!isObject(value)) throw bad(`${capability} must be a JSON object.`);
+    for (const field of ['name', 'build'] as const) {
+      const v = value[keys[field]];
+      if (v === undefined) continue;
+      if ((typeof v !== 'string' && typeof v !== 'number') || String(v).length > MAX_TEXT) throw bad(`${capability}.${keys[field]} must be a string of at most ${MAX_TEXT} characters.`);
+      read[field] ??= String(v);
+    }
+    for (const key of [keys.video, keys.videoOnPass]) {
+      if (key !== undefined && value[key] !== undefined && typeof value[key] !== 'boolean') throw bad(`${capability}.${key} is true or false.`);
+    }
+    // Sauce Labs records unless recordVideo is false, and keeps a passed run's video unless videoUploadOnPass is false.
+    if (keys.video && value[keys.video] === false) read.video ??= false;
+    else if (keys.videoOnPass && value[keys.videoOnPass] === false) read.video ??= RETAIN_ON_FAILURE;
+  }
+  return read;
+}
+
 /** One merged capability set, read: which phone it asks for, and what goes on to Appium. */
 export function readCapabilities(caps: Record<string, unknown>): NewSessionRequest {
   const platformName = text(caps, 'platformName');
@@ -273,7 +307,8 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   if (deviceName !== undefined) asked.push({ capability: 'appium:deviceName', value: deviceName, filters: [{ attribute: 'name', operator: 'EQUALS', value: deviceName }] });
   const udid = text(caps, 'appium:udid');
   if (udid !== undefined) asked.push({ capability: 'appium:udid', value: udid, filters: [{ attribute: 'serial', operator: 'EQUALS', value: udid }] });
-  const { options, filters: own } = runOptions(caps['benchtop:options']);
+  const { options: benchtop, filters: own } = runOptions(caps['benchtop:options']);
+  const options: RunOptions = { ...cloudRunOptions(caps), ...benchtop };
   if (own.length > 0) asked.push({ capability: 'benchtop:options.filters', value: JSON.stringify(own), filters: own });
   let filters: DeviceFilter[];
   try {
@@ -298,6 +333,7 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   delete appium['appium:app'];
   delete appium['appium:otherApps'];
   delete appium['benchtop:options'];
+  for (const capability of Object.keys(CLOUD_OPTIONS)) delete appium[capability];
   delete appium['appium:newCommandTimeout'];
   delete appium['appium:udid'];
   delete appium.browserName;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandError, parseCommand, readInspected, readScript, withoutHostDetails } from './webdriver-commands.js';
+import { CommandError, commandLabel, parseCommand, readInspected, readScript, withoutHostDetails } from './webdriver-commands.js';
 
 const error = (work: () => unknown): CommandError => {
   try {
@@ -68,6 +68,18 @@ describe('readScript and the bodies the lab reads', () => {
     expect(readInspected('appium/device/install_app', JSON.stringify({ appPath: 'lab://files/x', options: {} }), 'ios')).toEqual({ install: 'lab://files/x' });
   });
 
+  it("takes BrowserStack's and Sauce Labs' status scripts as the lab's own, and BrowserStack's annotate as a note", () => {
+    const setStatus = (args: object) => `browserstack_executor: ${JSON.stringify({ action: 'setSessionStatus', arguments: args })}`;
+    expect(readScript(body(setStatus({ status: 'failed', reason: 'no Wi-Fi' })), 'android')).toEqual({ lab: { status: 'failed', reason: 'no Wi-Fi' } });
+    expect(readScript(body(setStatus({ status: 'passed' })), 'ios')).toEqual({ lab: { status: 'passed' } });
+    expect(readScript(body('browserstack_executor: {"action": "annotate", "arguments": {"data": "Step 2", "level": "info"}}'), 'android')).toEqual({ note: 'Step 2' });
+    expect(readScript(body('sauce:job-result=failed'), 'android')).toEqual({ lab: { status: 'failed' } });
+    expect(readScript(body('sauce:job-result=true'), 'ios')).toEqual({ lab: { status: 'passed' } });
+    // The run's log names them by what they say, not by their JSON.
+    expect(commandLabel('execute/sync', body(setStatus({ status: 'failed', reason: 'r' })))).toBe('browserstack_executor: setSessionStatus failed');
+    expect(commandLabel('execute/sync', body('sauce:job-result=passed'))).toBe('sauce:job-result=passed');
+  });
+
   it.each([
     [body('mobile: installApp', { app: '/tmp/a.ipa' }), 'ios', 'appPath'],
     [body('mobile: installApp', { appPath: 'lab://files/x', grantPermissions: true }), 'android', 'no install options'],
@@ -83,6 +95,11 @@ describe('readScript and the bodies the lab reads', () => {
     [body('return document.title'), 'android', 'webview'],
     [body(' mobile: shell', { command: 'id' }), 'android', 'webview'],
     [body('benchtop: verdict', { status: 'passed' }), 'android', 'benchtop: status'],
+    [body('browserstack_executor: {"action": "setSessionStatus", "arguments": {"status": "maybe"}}'), 'android', 'setSessionStatus'],
+    [body('browserstack_executor: {"action": "getSessionDetails"}'), 'ios', "BrowserStack's own"],
+    [body('browserstack_executor: not json'), 'android', 'setSessionStatus'],
+    [body(`browserstack_executor: {"action": "annotate", "arguments": {"data": "${'x'.repeat(70 * 1024)}"}}`), 'android', '64 KiB'],
+    [body('sauce:job-result=maybe'), 'android', 'webview'],
     [body('benchtop: status', { status: 'passed', reason: 'x'.repeat(70 * 1024) }), 'android', '64 KiB'],
     ['{"script":', 'android', 'JSON'],
   ])('refuses script #%#', (text, platform, message) => {

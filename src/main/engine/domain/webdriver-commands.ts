@@ -255,8 +255,18 @@ export const LAB_SCRIPT = 'benchtop: status';
 /** The most a `benchtop: status` body may be: never sent on to Appium, whatever its size. */
 export const LAB_SCRIPT_LIMIT = 64 * 1024;
 
+/**
+ * The clouds' own ways of saying how a run went, which a suite moving here keeps: BrowserStack's
+ * `browserstack_executor: {"action": "setSessionStatus", ...}` (and its `annotate`, a note in the log), Sauce Labs'
+ * `sauce:job-result=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
+ */
+const BROWSERSTACK = 'browserstack_executor:';
+const SAUCE_RESULT = /^sauce:job-result=(passed|failed|true|false)$/;
+
 export type Script =
   | { lab: { status: 'passed' | 'failed'; reason?: string } }
+  /** A note for the run's log (BrowserStack's `annotate`): nothing else happens. */
+  | { note: string }
   /** An app for the lab to install itself (`mobile: installApp`): lab://files/<id> or an http(s) URL, read later. */
   | { install: string }
   | { forward: { script: string; args: unknown[] }; name: string };
@@ -283,6 +293,8 @@ export function readScript(text: string, platform: Platform): Script {
   const args = body.args ?? [];
   if (!Array.isArray(args)) throw invalid('"args" must be a list.');
   const script = body.script;
+  const cloud = cloudScript(script.trim(), text.length);
+  if (cloud) return cloud;
   if (script.trim().startsWith('benchtop:')) {
     const arg = args[0];
     if (text.length > LAB_SCRIPT_LIMIT) throw invalid(`A "${LAB_SCRIPT}" body is at most ${LAB_SCRIPT_LIMIT / 1024} KiB.`);
@@ -307,6 +319,26 @@ export function readScript(text: string, platform: Platform): Script {
     if (extra) throw invalid(`mobile: ${name} with "${extra}": the lab forwards ${allowed.length ? allowed.join(', ') : 'no arguments'} for it (an upload to a URL or a host's path is not one of them; the video comes back in the answer).`);
   }
   return { forward: { script: `mobile: ${name}`, args }, name };
+}
+
+/** A cloud's status script (BROWSERSTACK, SAUCE_RESULT) read as the lab's own; undefined for any other script. */
+function cloudScript(script: string, length: number): Script | undefined {
+  const sauce = SAUCE_RESULT.exec(script);
+  if (sauce) return { lab: { status: sauce[1] === 'passed' || sauce[1] === 'true' ? 'passed' : 'failed' } };
+  if (!script.startsWith(BROWSERSTACK)) return undefined;
+  if (length > LAB_SCRIPT_LIMIT) throw invalid(`A "${BROWSERSTACK}" body is at most ${LAB_SCRIPT_LIMIT / 1024} KiB.`);
+  let command: unknown;
+  try {
+    command = JSON.parse(script.slice(BROWSERSTACK.length));
+  } catch {
+    command = undefined;
+  }
+  const args = isObject(command) && isObject(command.arguments) ? command.arguments : {};
+  if (isObject(command) && command.action === 'setSessionStatus' && (args.status === 'passed' || args.status === 'failed')) {
+    return { lab: { status: args.status, ...(typeof args.reason === 'string' ? { reason: args.reason.slice(0, 1000) } : {}) } };
+  }
+  if (isObject(command) && command.action === 'annotate' && typeof args.data === 'string') return { note: args.data.slice(0, 1000) };
+  throw invalid(`${BROWSERSTACK} here takes {"action": "setSessionStatus", "arguments": {"status": "passed" | "failed", "reason": "..."}} or {"action": "annotate", "arguments": {"data": "..."}}: the rest is BrowserStack's own.`);
 }
 
 /**
@@ -398,7 +430,7 @@ export function withoutHostDetails(body: Buffer, roots: ReadonlyArray<string | u
  * A body the lab reads before Appium sees it, by the route it came to: a script (the lab's own, or a `mobile:`
  * extension rebuilt from what was checked), settings, or a screen recording's options.
  */
-export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { install: string } | { forward: string } {
+export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { note: string } | { install: string } | { forward: string } {
   if (template.startsWith('execute/')) {
     const script = readScript(text, platform);
     return 'forward' in script ? { forward: JSON.stringify(script.forward) } : script;
@@ -440,7 +472,20 @@ export function commandLabel(template: string, text: string): string | undefined
   if (!isObject(body)) return undefined;
   if (template.startsWith('execute/') && typeof body.script === 'string') {
     const script = body.script.trim().replace(/\s+/g, ' ');
-    return /^(mobile|benchtop):/.test(script) ? clip(script, 80) : clip(script, 60);
+    // A cloud's status script is named by its status, not its whole JSON.
+    if (script.startsWith(BROWSERSTACK)) {
+      const read = (() => {
+        try {
+          return cloudScript(script, 0);
+        } catch {
+          return undefined;
+        }
+      })();
+      if (read && 'lab' in read) return `${BROWSERSTACK} setSessionStatus ${read.lab.status}`;
+      if (read && 'note' in read) return clip(`${BROWSERSTACK} annotate ${read.note}`, 80);
+      return clip(script, 60);
+    }
+    return /^(mobile|benchtop|sauce):/.test(script) ? clip(script, 80) : clip(script, 60);
   }
   if (isFind(template) && typeof body.using === 'string' && typeof body.value === 'string') return clip(`${body.using} ${body.value}`);
   return undefined;

@@ -583,7 +583,8 @@ export class WebDriverRuns {
         this.log(run, { at: this.now(), method: command.method, path, status: 400, ms: 0, error: error.w3c, ...(label ? { label } : {}) });
         throw new WebDriverError(error.w3c, error.message);
       }
-      if ('lab' in read) return this.verdict(run, read.lab);
+      if ('lab' in read) return this.verdict(run, read.lab, label);
+      if ('note' in read) return this.noted(run, label);
       if ('install' in read) return this.install(run, read.install, command.method, path);
       payload = Buffer.from(read.forward);
     }
@@ -693,9 +694,14 @@ export class WebDriverRuns {
    * `executeScript('benchtop: status', [{status: 'passed' | 'failed', reason}])`: how a run says how it went, as the
    * clouds take it (BrowserStack's executor, Sauce's job-result); never sent on to Appium.
    */
-  private verdict(run: Run, verdict: NonNullable<Run['verdict']>): AppiumReply {
+  private verdict(run: Run, verdict: NonNullable<Run['verdict']>, label = LAB_SCRIPT): AppiumReply {
     run.verdict = verdict;
-    this.log(run, { at: this.now(), method: 'POST', path: '/execute/sync', status: 200, ms: 0, label: LAB_SCRIPT });
+    return this.noted(run, label);
+  }
+
+  /** A script the lab answers itself (a status, a note): its line in the run's log, and W3C's null. */
+  private noted(run: Run, label = LAB_SCRIPT): AppiumReply {
+    this.log(run, { at: this.now(), method: 'POST', path: '/execute/sync', status: 200, ms: 0, label });
     this.armTimeout(run);
     return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value: null })) };
   }
