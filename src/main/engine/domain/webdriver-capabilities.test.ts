@@ -71,6 +71,7 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     const bstack = readCapabilities({ platformName: 'iOS', 'bstack:options': { sessionName: 'checkout', buildName: 'b7', video: false, deviceName: 'iPhone 15', local: true }, 'benchtop:options': { name: 'ours' } });
     expect(bstack.options).toMatchObject({ name: 'ours', build: 'b7', video: false });
     expect(bstack.appium['bstack:options']).toBeUndefined();
+    expect(readCapabilities({ platformName: 'Android', 'lt:options': { name: 'lt run', build: 'b', video: false, network: true } }).options).toMatchObject({ name: 'lt run', build: 'b', video: false });
     // A video kept only if the run does not pass, as Playwright's option says it.
     const onFailure = readCapabilities({ platformName: 'Android', 'benchtop:options': { video: 'retain-on-failure' } });
     expect(onFailure.options.video).toBe('retain-on-failure');
@@ -164,7 +165,7 @@ describe('appium:options and the allowlist: what reaches Appium', () => {
     [{ 'appium:settings': { serverPort: 1 } }, 'serverPort'],
     [{ 'appium:settings[mjpegServerPort]': 1 }, 'mjpegServerPort'],
     [{ 'appium:ADBPORT': 5037 }, 'appium:ADBPORT'],
-    [{ 'lt:options': {} }, 'lt:options'],
+    [{ 'perfecto:options': {} }, 'perfecto:options'],
   ])('refuses %j on Android naming it', (caps, message) => {
     const e = error(() => sets({ platformName: 'Android', ...caps }).map(readCapabilities));
     expect(e.w3c).toBe('invalid argument');

@@ -253,13 +253,14 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
 }
 
 /**
- * BrowserStack's and Sauce Labs' own capability objects, as a suite moving here has them: the run's name, its build and
+ * BrowserStack's, Sauce Labs' and LambdaTest's own capability objects, as a suite moving here has them: the run's name, its build and
  * its video are read from them (benchtop:options wins); the rest is the cloud's (its tunnels, regions, device catalog)
  * and means nothing here, so it is ignored, and none of it reaches Appium.
  */
 const CLOUD_OPTIONS: Record<string, { name: string; build: string; video?: string; videoOnPass?: string }> = {
   'bstack:options': { name: 'sessionName', build: 'buildName', video: 'video' },
   'sauce:options': { name: 'name', build: 'build', video: 'recordVideo', videoOnPass: 'videoUploadOnPass' },
+  'lt:options': { name: 'name', build: 'build', video: 'video' },
 };
 
 function cloudRunOptions(caps: Record<string, unknown>): Pick<RunOptions, 'name' | 'build' | 'video'> {

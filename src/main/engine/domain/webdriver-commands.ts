@@ -258,10 +258,10 @@ export const LAB_SCRIPT_LIMIT = 64 * 1024;
 /**
  * The clouds' own ways of saying how a run went, which a suite moving here keeps: BrowserStack's
  * `browserstack_executor: {"action": "setSessionStatus", ...}` (and its `annotate`, a note in the log), Sauce Labs'
- * `sauce:job-result=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
+ * `sauce:job-result=passed|failed`, LambdaTest's `lambda-status=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
  */
 const BROWSERSTACK = 'browserstack_executor:';
-const SAUCE_RESULT = /^sauce:job-result=(passed|failed|true|false)$/;
+const SAUCE_RESULT = /^(?:sauce:job-result|lambda-status)=(passed|failed|true|false)$/;
 
 export type Script =
   | { lab: { status: 'passed' | 'failed'; reason?: string } }
@@ -485,7 +485,7 @@ export function commandLabel(template: string, text: string): string | undefined
       if (read && 'note' in read) return clip(`${BROWSERSTACK} annotate ${read.note}`, 80);
       return clip(script, 60);
     }
-    return /^(mobile|benchtop|sauce):/.test(script) ? clip(script, 80) : clip(script, 60);
+    return /^(mobile:|benchtop:|sauce:|lambda-status=)/.test(script) ? clip(script, 80) : clip(script, 60);
   }
   if (isFind(template) && typeof body.using === 'string' && typeof body.value === 'string') return clip(`${body.using} ${body.value}`);
   return undefined;
