@@ -143,9 +143,11 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
 
     // The answer names the phone as the Fleet does, with the client's own timeout; no bridge, no lab port.
     const caps = driver.capabilities as Record<string, unknown>;
+    expect(caps['benchtop:testResultUrl']).toBe(`${new URL(lab.engine.api).origin}/test-results/${caps['benchtop:testResult']}`);
     const named = (capabilities: Record<string, unknown>) => {
       // The simulated phones' serials are adb connect addresses themselves; the bridge's is another, new each session.
-      const text = JSON.stringify(capabilities).replaceAll(serial, '<serial>');
+      // The lab's own address is the one the client used (the run's page), not a port of the lab's plumbing.
+      const text = JSON.stringify(capabilities).replaceAll(serial, '<serial>').replaceAll(new URL(lab.engine.api).origin, '<lab>');
       expect(text).not.toMatch(/127\.0\.0\.1:\d+/);
       expect(text).not.toMatch(/adbPort|systemPort|mjpegServerPort|webDriverAgentUrl|remoteAdbHost/);
       for (const [name, value] of Object.entries(capabilities)) {

@@ -378,6 +378,12 @@ describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', 
     await driver.activateApp('com.android.settings');
     await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
     const resultId = (driver.capabilities as Record<string, unknown>)['benchtop:testResult'] as string;
+    // A link a CI log can print: the run's page, at the address the suite reached the lab by.
+    const page = (driver.capabilities as Record<string, unknown>)['benchtop:testResultUrl'] as string;
+    expect(page).toBe(`${new URL(serve.api).origin}/test-results/${resultId}`);
+    const opened = await fetch(page);
+    expect(opened.status).toBe(200);
+    expect(opened.headers.get('content-type')).toMatch(/^text\/html/);
     await driver.deleteSession();
     const log = await waitFor('the run\'s commands.log', async () => {
       const assets = (await call(serve.api, 'GET', `/test-results/${resultId}/assets`, { token })).body.data as Array<{ id: string; name: string }> | undefined;

@@ -235,7 +235,11 @@ export class WebDriverRuns {
    * until `signal` says the client went away), connects Appium to it and starts Appium's session. Whatever fails after
    * the phone was taken releases it.
    */
-  async start(scope: Scope, body: unknown, signal: AbortSignal): Promise<{ sessionId: string; capabilities: Record<string, unknown> }> {
+  /**
+   * A new session for the caller: its phone chosen, queued for, held, Appium's session started on it. `origin` is where
+   * the caller reached the lab (http://127.0.0.1:7676, a LAN https URL), for the link to the run's page in the answer.
+   */
+  async start(scope: Scope, body: unknown, signal: AbortSignal, origin?: string): Promise<{ sessionId: string; capabilities: Record<string, unknown> }> {
     if (this.stopped) throw new WebDriverError('session not created', 'The lab is stopping.');
     try {
       requireRole(scope.role, 'readwrite');
@@ -355,7 +359,7 @@ export class WebDriverRuns {
       run.commands.push({ at: run.startedAt, method: 'POST', path: `/session (phone ${Math.round(phoneMs)} ms, connect ${Math.round(connectMs)} ms, Appium ${Math.round(performance.now() - started)} ms)`, status: 200, ms: Math.round(performance.now() - asked) });
       // The phone as the lab knows it (its serial and name), not the bridge address or ports Appium reached it by.
       run.capabilities = answeredCapabilities(
-        { ...answer.value.capabilities, 'appium:udid': held.serial, 'benchtop:session': labSessionId, 'benchtop:device': run.deviceName, 'benchtop:testResult': testResult.id },
+        { ...answer.value.capabilities, 'appium:udid': held.serial, 'benchtop:session': labSessionId, 'benchtop:device': run.deviceName, 'benchtop:testResult': testResult.id, ...(origin ? { 'benchtop:testResultUrl': `${origin}/test-results/${testResult.id}` } : {}) },
         { serial: held.serial!, deviceName: run.deviceName, newCommandTimeoutS: request.newCommandTimeoutMs / 1000, ...(run.adbAddress ? { bridge: run.adbAddress } : {}) },
       );
       if (signal.aborted) throw new WebDriverError('session not created', 'The client went away while its session started.');
