@@ -141,7 +141,7 @@ export function webDriverRoutes(app: App, runs: WebDriverRuns, auth: Auth): void
     try {
       // The address the client used (its Host header is one of the lab's own names, checked before any route): a CI log
       // that prints the run's page gives a link that opens where the suite ran from.
-      const value = await runs.start(scope, body, gone.signal, `${request.protocol}://${request.headers.host}`);
+      const value = await runs.start(scope, body, gone.signal, request.headers.host ? `${request.protocol}://${request.headers.host}` : undefined);
       return reply.header('content-type', 'application/json; charset=utf-8').send({ value });
     } catch (error) {
       return failed(reply, error);
