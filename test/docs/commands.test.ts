@@ -259,6 +259,8 @@ const CHECKS: Record<string, (r: BlockRun) => void> = {
     // WebdriverIO reached a demo phone through the lab's /wd/hub with the key, and the click landed on it.
     expect(r.stdout).toMatch(/^phone 127\.0\.0\.1:\d+ (Pixel 8|Galaxy S23|Pixel 6a)$/m);
     expect(r.stdout).toContain('on the Wi-Fi page');
+    // The run's page, a link a CI log prints.
+    expect(r.stdout).toMatch(/^the run: http:\/\/127\.0\.0\.1:\d+\/test-results\/[0-9a-f-]{36}$/m);
   },
   'appium-release': (r) => {
     const [released] = r.json;
