@@ -181,8 +181,12 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     expect(await d.getContexts()).toEqual(['NATIVE_APP']);
     // The driver's own 5 s wait when the capability does not reach it.
     expect(performance.now() - asked).toBeLessThan(4000);
-    // ...and its executor's note and status.
+    // ...and its executor's note, its session's details (the link a CI log prints), and its status.
     await d.execute('browserstack_executor: {"action": "annotate", "arguments": {"data": "contexts checked", "level": "info"}}');
+    const details = JSON.parse((await d.execute('browserstack_executor: {"action": "getSessionDetails"}')) as string) as Record<string, unknown>;
+    const resultId = (d.capabilities as Record<string, unknown>)['benchtop:testResult'];
+    expect(details).toMatchObject({ name: 'suite calls (BrowserStack)', status: 'running', build_name: 'ci-42', device: 'Suite iPhone', os: 'ios', os_version: '16.7.2', hashed_id: resultId });
+    expect(details.public_url).toBe(`${new URL(lab.engine.api).origin}/test-results/${resultId}`);
     await d.execute('browserstack_executor: {"action": "setSessionStatus", "arguments": {"status": "passed", "reason": "every call answered"}}');
     await d.deleteSession();
     const kept = await result('suite calls (BrowserStack)');
@@ -190,5 +194,6 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     const log = await commandsLog(kept.id);
     expect(log).toMatch(/\(browserstack_executor: annotate contexts checked\) 200/);
     expect(log).toMatch(/\(browserstack_executor: setSessionStatus passed\) 200/);
+    expect(log).toMatch(/\(browserstack_executor: getSessionDetails\) 200/);
   }, 180_000);
 });

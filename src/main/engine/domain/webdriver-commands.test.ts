@@ -73,6 +73,7 @@ describe('readScript and the bodies the lab reads', () => {
     expect(readScript(body(setStatus({ status: 'failed', reason: 'no Wi-Fi' })), 'android')).toEqual({ lab: { status: 'failed', reason: 'no Wi-Fi' } });
     expect(readScript(body(setStatus({ status: 'passed' })), 'ios')).toEqual({ lab: { status: 'passed' } });
     expect(readScript(body('browserstack_executor: {"action": "annotate", "arguments": {"data": "Step 2", "level": "info"}}'), 'android')).toEqual({ note: 'Step 2' });
+    expect(readScript(body('browserstack_executor: {"action": "getSessionDetails"}'), 'ios')).toEqual({ details: true });
     expect(readScript(body('sauce:job-result=failed'), 'android')).toEqual({ lab: { status: 'failed' } });
     expect(readScript(body('sauce:job-result=true'), 'ios')).toEqual({ lab: { status: 'passed' } });
     expect(readScript(body('lambda-status=failed'), 'android')).toEqual({ lab: { status: 'failed' } });
@@ -97,7 +98,7 @@ describe('readScript and the bodies the lab reads', () => {
     [body(' mobile: shell', { command: 'id' }), 'android', 'webview'],
     [body('benchtop: verdict', { status: 'passed' }), 'android', 'benchtop: status'],
     [body('browserstack_executor: {"action": "setSessionStatus", "arguments": {"status": "maybe"}}'), 'android', 'setSessionStatus'],
-    [body('browserstack_executor: {"action": "getSessionDetails"}'), 'ios', "BrowserStack's own"],
+    [body('browserstack_executor: {"action": "fileExists"}'), 'ios', "BrowserStack's own"],
     [body('browserstack_executor: not json'), 'android', 'setSessionStatus'],
     [body(`browserstack_executor: {"action": "annotate", "arguments": {"data": "${'x'.repeat(70 * 1024)}"}}`), 'android', '64 KiB'],
     [body('sauce:job-result=maybe'), 'android', 'webview'],

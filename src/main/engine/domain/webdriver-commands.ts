@@ -267,6 +267,8 @@ export type Script =
   | { lab: { status: 'passed' | 'failed'; reason?: string } }
   /** A note for the run's log (BrowserStack's `annotate`): nothing else happens. */
   | { note: string }
+  /** BrowserStack's `getSessionDetails`: the run as the lab keeps it, with the link to its page. */
+  | { details: true }
   /** An app for the lab to install itself (`mobile: installApp`): lab://files/<id> or an http(s) URL, read later. */
   | { install: string }
   | { forward: { script: string; args: unknown[] }; name: string };
@@ -338,7 +340,8 @@ function cloudScript(script: string, length: number): Script | undefined {
     return { lab: { status: args.status, ...(typeof args.reason === 'string' ? { reason: args.reason.slice(0, 1000) } : {}) } };
   }
   if (isObject(command) && command.action === 'annotate' && typeof args.data === 'string') return { note: args.data.slice(0, 1000) };
-  throw invalid(`${BROWSERSTACK} here takes {"action": "setSessionStatus", "arguments": {"status": "passed" | "failed", "reason": "..."}} or {"action": "annotate", "arguments": {"data": "..."}}: the rest is BrowserStack's own.`);
+  if (isObject(command) && command.action === 'getSessionDetails') return { details: true };
+  throw invalid(`${BROWSERSTACK} here takes {"action": "setSessionStatus", "arguments": {"status": "passed" | "failed", "reason": "..."}}, {"action": "annotate", "arguments": {"data": "..."}} or {"action": "getSessionDetails"}: the rest is BrowserStack's own.`);
 }
 
 /**
@@ -430,7 +433,7 @@ export function withoutHostDetails(body: Buffer, roots: ReadonlyArray<string | u
  * A body the lab reads before Appium sees it, by the route it came to: a script (the lab's own, or a `mobile:`
  * extension rebuilt from what was checked), settings, or a screen recording's options.
  */
-export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { note: string } | { install: string } | { forward: string } {
+export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { note: string } | { details: true } | { install: string } | { forward: string } {
   if (template.startsWith('execute/')) {
     const script = readScript(text, platform);
     return 'forward' in script ? { forward: JSON.stringify(script.forward) } : script;
@@ -483,6 +486,7 @@ export function commandLabel(template: string, text: string): string | undefined
       })();
       if (read && 'lab' in read) return `${BROWSERSTACK} setSessionStatus ${read.lab.status}`;
       if (read && 'note' in read) return clip(`${BROWSERSTACK} annotate ${read.note}`, 80);
+      if (read && 'details' in read) return `${BROWSERSTACK} getSessionDetails`;
       return clip(script, 60);
     }
     return /^(mobile:|benchtop:|sauce:|lambda-status=)/.test(script) ? clip(script, 80) : clip(script, 60);

@@ -213,7 +213,7 @@ export class WebDriverRuns {
       control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'besideRecording' | 'logs'>;
       apps: Pick<WebDriverApps, 'file' | 'pathOf'>;
       activity: { touch(allocationId: string): void };
-      testResults: Pick<TestResults, 'createTestResult' | 'updateTestResult' | 'addAsset'>;
+      testResults: Pick<TestResults, 'createTestResult' | 'getTestResult' | 'updateTestResult' | 'addAsset'>;
       blobs: Pick<BlobStore, 'stage'>;
       phones: Pick<PhoneSource, 'get' | 'driver'>;
       /** Appium for each platform, each started by its platform's first session. */
@@ -589,6 +589,7 @@ export class WebDriverRuns {
       }
       if ('lab' in read) return this.verdict(run, read.lab, label);
       if ('note' in read) return this.noted(run, label);
+      if ('details' in read) return this.details(run, label);
       if ('install' in read) return this.install(run, read.install, command.method, path);
       payload = Buffer.from(read.forward);
     }
@@ -703,11 +704,34 @@ export class WebDriverRuns {
     return this.noted(run, label);
   }
 
-  /** A script the lab answers itself (a status, a note): its line in the run's log, and W3C's null. */
-  private noted(run: Run, label = LAB_SCRIPT): AppiumReply {
+  /** A script the lab answers itself (a status, a note): its line in the run's log, and W3C's null (or `value`). */
+  private noted(run: Run, label = LAB_SCRIPT, value: unknown = null): AppiumReply {
     this.log(run, { at: this.now(), method: 'POST', path: '/execute/sync', status: 200, ms: 0, label });
     this.armTimeout(run);
-    return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value: null })) };
+    return { status: 200, contentType: 'application/json; charset=utf-8', body: Buffer.from(JSON.stringify({ value })) };
+  }
+
+  /**
+   * BrowserStack's `getSessionDetails`, as a suite moving here reads it (a JSON string, its fields named as
+   * BrowserStack names them): the run as the lab keeps it, its page the link a CI log prints.
+   */
+  private details(run: Run, label?: string): AppiumReply {
+    const result = this.parts.testResults.getTestResult(run.scope, run.testResultId);
+    const environment = (result.environment ?? {}) as Record<string, unknown>;
+    const page = run.capabilities['benchtop:testResultUrl'] ?? null;
+    return this.noted(run, label, JSON.stringify({
+      name: result.name,
+      status: run.verdict?.status ?? 'running',
+      reason: run.verdict?.reason ?? null,
+      build_name: environment.build ?? null,
+      device: run.deviceName,
+      os: run.platform,
+      os_version: environment.platformVersion ?? null,
+      hashed_id: result.id,
+      duration: Math.round((this.now() - run.startedAt) / 1000),
+      public_url: page,
+      browser_url: page,
+    }));
   }
 
   /** DELETE /session/{id}: ends Appium's session and releases the phone, then answers. */
