@@ -114,12 +114,15 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
 
     await d.execute('mobile: setConnectivity', { wifi: true });
     expect(phone.state.wifi).toBe(true);
-    // ...and its way of saying how the run went.
+    // ...and its way of noting a step and saying how the run went.
+    expect(await d.execute('sauce:context=Wi-Fi back on')).toBeNull();
     expect(await d.execute('sauce:job-result=failed')).toBeNull();
     await d.deleteSession();
     const kept = await result('suite calls (Sauce)');
     expect(kept).toMatchObject({ status: 'failed', tags: expect.arrayContaining(['build:ci-41']) });
-    expect(await commandsLog(kept.id)).toMatch(/POST \/execute\/sync \(sauce:job-result=failed\) 200/);
+    const log = await commandsLog(kept.id);
+    expect(log).toMatch(/POST \/execute\/sync \(sauce:context=Wi-Fi back on\) 200/);
+    expect(log).toMatch(/POST \/execute\/sync \(sauce:job-result=failed\) 200/);
   }, 180_000);
 
   it('iPhone: element screenshot, scroll and swipe, hideKeyboard, background_app, clipboard, battery and device info, contexts', async () => {

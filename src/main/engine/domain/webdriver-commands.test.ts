@@ -77,6 +77,8 @@ describe('readScript and the bodies the lab reads', () => {
     expect(readScript(body('sauce:job-result=failed'), 'android')).toEqual({ lab: { status: 'failed' } });
     expect(readScript(body('sauce:job-result=true'), 'ios')).toEqual({ lab: { status: 'passed' } });
     expect(readScript(body('lambda-status=failed'), 'android')).toEqual({ lab: { status: 'failed' } });
+    expect(readScript(body('sauce:context=Logged in as ada'), 'ios')).toEqual({ note: 'Logged in as ada' });
+    expect(commandLabel('execute/sync', body('sauce:context=Logged in as ada'))).toBe('sauce:context=Logged in as ada');
     // The run's log names them by what they say, not by their JSON.
     expect(commandLabel('execute/sync', body(setStatus({ status: 'failed', reason: 'r' })))).toBe('browserstack_executor: setSessionStatus failed');
     expect(commandLabel('execute/sync', body('sauce:job-result=passed'))).toBe('sauce:job-result=passed');

@@ -258,10 +258,11 @@ export const LAB_SCRIPT_LIMIT = 64 * 1024;
 /**
  * The clouds' own ways of saying how a run went, which a suite moving here keeps: BrowserStack's
  * `browserstack_executor: {"action": "setSessionStatus", ...}` (and its `annotate`, a note in the log), Sauce Labs'
- * `sauce:job-result=passed|failed`, LambdaTest's `lambda-status=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
+ * `sauce:job-result=passed|failed` (and its `sauce:context=<note>`), LambdaTest's `lambda-status=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
  */
 const BROWSERSTACK = 'browserstack_executor:';
 const SAUCE_RESULT = /^(?:sauce:job-result|lambda-status)=(passed|failed|true|false)$/;
+const SAUCE_CONTEXT = 'sauce:context=';
 
 export type Script =
   | { lab: { status: 'passed' | 'failed'; reason?: string } }
@@ -327,6 +328,8 @@ export function readScript(text: string, platform: Platform): Script {
 function cloudScript(script: string, length: number): Script | undefined {
   const sauce = SAUCE_RESULT.exec(script);
   if (sauce) return { lab: { status: sauce[1] === 'passed' || sauce[1] === 'true' ? 'passed' : 'failed' } };
+  // Sauce Labs' note in a run's log: the note is the label its line in commands.log shows.
+  if (script.startsWith(SAUCE_CONTEXT)) return { note: script.slice(SAUCE_CONTEXT.length, SAUCE_CONTEXT.length + 1000) };
   if (!script.startsWith(BROWSERSTACK)) return undefined;
   if (length > LAB_SCRIPT_LIMIT) throw invalid(`A "${BROWSERSTACK}" body is at most ${LAB_SCRIPT_LIMIT / 1024} KiB.`);
   let command: unknown;
