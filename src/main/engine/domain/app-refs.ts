@@ -23,6 +23,13 @@ export function shownUrl(url: string): string {
   }
 }
 
+/** The clouds' app references: BrowserStack's bs://, Sauce Labs' storage:, LambdaTest's lt://. */
+const CLOUD_APP_STORES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^bs:\/\//i, 'BrowserStack'],
+  [/^storage:/i, 'Sauce Labs'],
+  [/^lt:\/\//i, 'LambdaTest'],
+];
+
 export function readAppRef(value: unknown, where: string): AppRef {
   if (typeof value !== 'string' || value.trim() === '') throw new AppRefError(`${where} must be lab://files/<id> or an http(s) URL.`);
   const text = value.trim();
@@ -39,6 +46,9 @@ export function readAppRef(value: unknown, where: string): AppRef {
     return { url: url.href };
   }
   if (/^lab:/i.test(text)) throw new AppRefError(`${where}: a stored file is lab://files/<id>, with the id Files & Apps (or POST /api/v1/files/upload) gives.`);
+  // A cloud's own app store, as a suite moving here names its app.
+  const cloud = CLOUD_APP_STORES.find(([pattern]) => pattern.test(text));
+  if (cloud) throw new AppRefError(`${where}: ${text.slice(0, 60)} is an app in the app storage of ${cloud[1]}, which this lab cannot reach; upload the app to the lab (Files & Apps, or POST /api/v1/files/upload) and name it lab://files/<id>, or give an http(s) URL the lab downloads it from.`);
   // Appium would take anything else as a path on its host; a long run of base64 is an app's bytes.
   if (text.length > 256 && /^[A-Za-z0-9+/=\s]+$/.test(text)) {
     throw new AppRefError(`${where}: the lab takes no app as base64; upload it first (Files & Apps, or POST /api/v1/files/upload) and name it lab://files/<id>.`);

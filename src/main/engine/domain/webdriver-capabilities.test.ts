@@ -157,6 +157,10 @@ describe('appium:options and the allowlist: what reaches Appium', () => {
     [{ 'appium:otherApps': ['/tmp/a.apk'] }, 'appium:otherApps[0] names a path'],
     [{ 'appium:app': `UEsDBBQ${'A'.repeat(400)}` }, 'takes no app as base64'],
     [{ 'appium:app': 'lab://files/not-an-id' }, 'lab://files/<id>'],
+    // A cloud's app store, as a suite moving here names its app: said so, with what to do instead.
+    [{ 'appium:app': 'bs://c700ce60cf13ae8ed97705a55b8e022f13c5827c' }, 'an app in the app storage of BrowserStack'],
+    [{ 'appium:app': 'storage:filename=app.apk' }, 'an app in the app storage of Sauce Labs'],
+    [{ 'appium:otherApps': ['lt://APP10160341071729861544399'] }, 'an app in the app storage of LambdaTest'],
     [{ 'appium:avd': 'Pixel', 'appium:avdArgs': '-x' }, 'appium:avd'],
     [{ 'appium:mjpegScreenshotUrl': 'http://127.0.0.1:9100' }, 'appium:mjpegScreenshotUrl'],
     [{ proxy: { proxyType: 'manual', httpProxy: '127.0.0.1:3128' } }, 'proxy'],
