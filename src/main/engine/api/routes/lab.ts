@@ -39,7 +39,7 @@ export function labRoutes(app: App, settings: LabSettingsService, labOwner: LabO
   });
 
   app.patch('/lab/settings', {
-    schema: { tags, operationId: 'updateLabSettings', summary: 'Change lab settings: sign-up, LAN sharing, the adb address, quotas, plain remote-connect on the LAN (lab owner); only the fields given change', security: BEARER, body: LabSettingsPatch, response: responses({ 200: LabSettings }, [400, 401, 403, 409]) },
+    schema: { tags, operationId: 'updateLabSettings', summary: 'Change lab settings: sign-up, LAN sharing, the adb address, quotas, plain remote-connect on the LAN, how long test results\' files are kept, the video of WebDriver runs (lab owner); only the fields given change', security: BEARER, body: LabSettingsPatch, response: responses({ 200: LabSettings }, [400, 401, 403, 409]) },
   }, (req) => {
     labOwner.require(callerOf(req));
     return settings.update(req.body);
