@@ -56,6 +56,7 @@ describe("why a run's page shows no video", () => {
     expect(noVideoReason({ video: 'off' }, undefined)).toBe('The run asked for no video (benchtop:options.video false).');
     expect(noVideoReason({ video: 'discarded' }, undefined)).toBe('The run passed, and asked for its video only if it did not (benchtop:options.video "retain-on-failure").');
     expect(noVideoReason({}, undefined)).toBe('The run kept no video.');
+    expect(noVideoReason({ video: 'low-disk' }, undefined)).toMatch(/^The lab's disk was nearly full when the run began/);
     // The lab's choice for a run that said nothing, in the lab's words.
     expect(noVideoReason({ video: 'off', videoChosenBy: 'lab' }, undefined)).toBe('The lab records no video of a run that does not ask for one (its settings).');
     expect(noVideoReason({ video: 'discarded', videoChosenBy: 'lab' }, undefined)).toMatch(/^The run passed: the lab keeps the video only of a run that does not pass/);

@@ -66,6 +66,7 @@ export function currentCommand(offsets: readonly number[], time: number, picked?
  */
 export function noVideoReason(stats: { video?: unknown; videoChosenBy?: unknown }, removedOn: string | undefined): string {
   if (removedOn !== undefined) return `The lab removed this run's files on ${removedOn}: it keeps test results' files for as long as its settings say.`;
+  if (stats.video === 'low-disk') return "The lab's disk was nearly full when the run began: it recorded no video (BENCHTOP_VIDEO_MIN_FREE_MB).";
   const byLab = stats.videoChosenBy === 'lab';
   if (stats.video === 'off') return byLab ? 'The lab records no video of a run that does not ask for one (its settings).' : 'The run asked for no video (benchtop:options.video false).';
   if (stats.video === 'discarded') {

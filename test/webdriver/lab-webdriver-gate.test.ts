@@ -95,7 +95,9 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
   let listenerUrl: string;
 
   beforeAll(async () => {
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }, { model: 'Pixel 7', osVersion: '13' }], { remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
+    // A disk that has less free than this lab wants for a run's video (every disk: 1 EB): the runs record none, as a
+    // lab whose disk is nearly full would.
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }, { model: 'Pixel 7', osVersion: '13' }], { remotePorts: remotePorts(8), remotePortRestSeconds: 1, videoMinFreeMb: 2 ** 40 });
     c = client(lab.engine.api);
     owner = await c.login();
     key = await c.createKey(owner);
@@ -107,7 +109,7 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     }, 30_000);
     const stranger = await c.signup('other-team@lab.test');
     theirs = { token: stranger.token, ...(await allocateInUse(c, stranger.token, 'Pixel 7')) };
-    mine = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 8', 'appium:newCommandTimeout': 0, 'benchtop:options': NO_VIDEO });
+    mine = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Pixel 8', 'appium:newCommandTimeout': 0, 'benchtop:options': { name: 'the gate', video: true } });
 
     scratch = mkdtempSync(join(tmpdir(), 'benchtop-gate-'));
     listened = [];
@@ -343,6 +345,22 @@ describe.skipIf(!hasAdb)('The WebDriver gate: allowlists in front of Appium', ()
     // The session goes on.
     expect(await mine.getPageSource()).toContain('<hierarchy');
   }, 180_000);
+
+  it("a run that asked for a video on a disk nearly full records none (the phone encodes nothing), and its result says why", async () => {
+    expect((await lab.phones[0]!.shell('ps -A')).output.toString()).not.toContain('screenrecord');
+    await mine.deleteSession();
+    const result = await waitFor('the gate\'s test result', async () => {
+      const list = (await c.call('GET', '/test-results', { token: owner })).body.data as Array<{ id: string; name: string; status: string; stats: Record<string, unknown> }>;
+      const r = list.find((x) => x.name === 'the gate');
+      return r && r.status !== 'running' ? r : undefined;
+    }, 30_000);
+    expect(result.stats).toMatchObject({ video: 'low-disk' });
+    const assets = (await c.call('GET', `/test-results/${result.id}/assets`, { token: owner })).body.data as Array<{ id: string; name: string }>;
+    expect(assets.map((a) => a.name)).not.toContain('video.mp4');
+    const appiumLog = assets.find((a) => a.name === 'appium.log')!;
+    const text = await (await fetch(`${lab.engine.api}/test-results/${result.id}/assets/${appiumLog.id}`, { headers: { authorization: `Bearer ${owner}` } })).text();
+    expect(text).toMatch(/\[benchtop\] no video: the lab's disk has \d+ MB free, under the \d+ MB a run's video needs \(BENCHTOP_VIDEO_MIN_FREE_MB\)/);
+  }, 60_000);
 });
 
 describe.skipIf(!hasAdb)('The WebDriver gate in the bundle npm run serve runs', () => {

@@ -49,6 +49,7 @@ import { endLeftovers } from './fleet/guarded-child.js';
 import { formatUsbmuxdAddress } from './fleet/ios/usbmux.js';
 import { openDb, type Db } from './store/db.js';
 import { RETAIN_ON_FAILURE, type VideoChoice } from './domain/webdriver-capabilities.js';
+import { diskFreeBytes } from './services/disk.js';
 import { createStores, type Stores } from './store/index.js';
 import { settingStore } from './store/settings.js';
 
@@ -256,6 +257,7 @@ function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<Constru
     retryWindowMs: config.webDriverRetrySeconds * 1000,
     freePort,
     defaultVideo,
+    disk: { freeBytes: () => diskFreeBytes(config.dataDir), minFreeForVideoBytes: config.videoMinFreeMb * 1024 ** 2 },
     log,
   });
 }

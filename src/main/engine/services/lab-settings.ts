@@ -1,10 +1,10 @@
-import { statfsSync } from 'node:fs';
 import type { LabSettings, LabSettingsPatch, WebDriverVideo } from '../../../shared/api/account.js';
 import type { EngineConfig } from '../config.js';
 import { DEFAULT_USBMUXD_SOCKET, formatUsbmuxdAddress } from '../fleet/ios/usbmux.js';
 import type { Stores } from '../store/index.js';
 import type { SecretStore } from '../secrets.js';
 import { conflict, invalid, ServiceError } from '../domain/errors.js';
+import { diskFreeBytes } from './disk.js';
 
 const SIGNUP_OPEN = 'signup_open';
 export const LAN_SHARING = 'lan_sharing';
@@ -47,16 +47,6 @@ export const isRemoteConnectOnLan = (settings: Settings) => settings.get(REMOTE_
  */
 export function adbAddressOf(config: EngineConfig, settings: Settings): AdbAddress | null {
   return config.adb && (savedAdb(settings) ?? config.adb);
-}
-
-/** Free bytes on the disk that holds `path`, or null where the system does not say. */
-function diskFreeBytes(path: string): number | null {
-  try {
-    const disk = statfsSync(path);
-    return disk.bavail * disk.bsize;
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -62,6 +62,8 @@ export interface WebDriverOptions {
   freePort?: () => Promise<number>;
   /** The lab owner's choice for runs that do not say (lab settings, webDriverVideo); a video if absent. */
   defaultVideo?: () => VideoChoice;
+  /** Free space on the lab's disk, and the least a run's video is recorded with (BENCHTOP_VIDEO_MIN_FREE_MB). */
+  disk?: { freeBytes: () => number | null; minFreeForVideoBytes: number };
   log: (message: string) => void;
 }
 
@@ -157,6 +159,8 @@ interface Run {
   video: VideoChoice;
   /** The video was the lab's choice (its settings), the client having said nothing. */
   videoByLab: boolean;
+  /** No video because the lab's disk was nearly full when the run began. */
+  videoLowDisk?: boolean;
   /** When the video's first picture was taken: where a command's place in the video is counted from. */
   recordingStartedAt?: number;
   /** What the client said of its run (`benchtop: status`). */
@@ -320,7 +324,13 @@ export class WebDriverRuns {
     this.byAllocation.set(held.id, run);
     // The video covers the whole run, its start on the phone too (the driver's server installed, Appium's session),
     // unless the client turned it off: a phone then encodes nothing, and the result keeps no video.
-    if (run.video) this.startVideo(run);
+    // A disk nearly full is kept for the lab's own data: the run goes on without a video, and says why.
+    const free = run.video && this.options.disk ? this.options.disk.freeBytes() : null;
+    if (free !== null && free < this.options.disk!.minFreeForVideoBytes) {
+      run.video = false;
+      run.videoLowDisk = true;
+      run.appiumLog.add(`[benchtop] no video: the lab's disk has ${Math.floor(free / 1024 ** 2)} MB free, under the ${Math.floor(this.options.disk!.minFreeForVideoBytes / 1024 ** 2)} MB a run's video needs (BENCHTOP_VIDEO_MIN_FREE_MB)`);
+    } else if (run.video) this.startVideo(run);
     else run.appiumLog.add(`[benchtop] no video: ${run.videoByLab ? "the lab keeps none of runs that do not ask for one (its settings' webDriverVideo)" : 'the run asked for none (benchtop:options.video false)'}`);
     // The step under way, named in a failure: a bare "read ECONNRESET" does not say which of the parts refused.
     let step = 'connecting the phone';
@@ -893,9 +903,9 @@ export class WebDriverRuns {
         ended: reason,
         ...(run.verdict?.reason ? { reason: run.verdict.reason } : {}),
         ...(run.recordingStartedAt !== undefined && !discarded ? { videoStartedAt: new Date(run.recordingStartedAt).toISOString() } : {}),
-        ...(run.video === false ? { video: 'off' } : discarded ? { video: 'discarded' } : {}),
+        ...(run.videoLowDisk ? { video: 'low-disk' } : run.video === false ? { video: 'off' } : discarded ? { video: 'discarded' } : {}),
         // Whose choice that was, when it was the lab's: the result's page says so.
-        ...((run.video === false || discarded) && run.videoByLab ? { videoChosenBy: 'lab' } : {}),
+        ...((run.video === false || discarded) && run.videoByLab && !run.videoLowDisk ? { videoChosenBy: 'lab' } : {}),
       },
     });
   }
