@@ -37,12 +37,14 @@ describe('decodePlist', () => {
     expect(decodePlist(Buffer.from(text))).toEqual(parse(text));
   });
 
-  it('counts every expansion of a shared reference: 172 bytes that name 2^30 objects are refused within milliseconds', () => {
+  it('counts every expansion of a shared reference: 172 bytes that name 2^30 objects are refused at once', () => {
     const bomb = sharedReferencePlist(30);
     expect(bomb.length).toBeLessThan(200);
     const started = performance.now();
     expect(() => decodePlist(bomb)).toThrow(PlistLimitError);
-    expect(performance.now() - started).toBeLessThan(100);
+    // Milliseconds alone; the bound leaves room for a loaded machine's pauses (a full run on two cores took 101 ms),
+    // and is still far under the seconds that expanding the 2^30 objects would take.
+    expect(performance.now() - started).toBeLessThan(1000);
     // The same shape within the limits decodes in full.
     expect(JSON.stringify(decodePlist(sharedReferencePlist(3)))).toBe(JSON.stringify({ Bomb: [[[true, true], [true, true]], [[true, true], [true, true]]] }));
   });

@@ -121,7 +121,8 @@ describe('XPC codec', () => {
       }
       const started = performance.now();
       expect(() => decodeXpcObject(nested)).toThrow(/nests too deeply/);
-      expect(performance.now() - started).toBeLessThan(100);
+      // Milliseconds alone; room for a loaded machine's pauses, as plist-wire's bomb test leaves.
+      expect(performance.now() - started).toBeLessThan(1000);
       // At the limit itself it decodes.
       const atLimit = Buffer.concat([...Array.from({ length: XPC_LIMITS.maxDepth }, () => u32(XPC_TYPE.ARRAY, 4, 1)), u32(XPC_TYPE.NULL)]);
       expect(() => decodeXpcObject(atLimit)).not.toThrow();
