@@ -136,8 +136,10 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     const seconds = videoSeconds(video);
     const runSeconds = result.stats.duration / 1000;
     expect(runSeconds).toBeGreaterThan(2 * SEGMENT_SECONDS + 1);
-    // What it may miss is the recorder's own start on the phone and its hang-up at the end (each a fraction of a second, more on a busy machine).
-    expect(seconds).toBeGreaterThan(runSeconds - 2);
+    // What it may miss is the recorder's own start on the phone and its hang-up at the end (each a fraction of a second,
+    // more on a busy machine: the start may lag up to the 2.5 s allowed below, and a full run on two loaded cores saw
+    // 2.4 s in all). A segment missed in between (3 s) is more than that.
+    expect(seconds).toBeGreaterThan(runSeconds - 2.5);
     expect(seconds).toBeLessThan(runSeconds + 0.5);
     // It starts when the phone is held, not after Appium's session (seconds later): its first picture within the
     // recorder's own start on the phone; and videoStartedAt places it on the run's clock, its end at the run's end.
