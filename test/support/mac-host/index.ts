@@ -244,7 +244,33 @@ export async function startMacHost(): Promise<MacHostSim> {
       // Removing the VMs' markers ends every scripted `tart run` still looping, wherever it was reparented. A
       // scripted `tart clone` that was mid-copy can still write a file while the tree goes (ENOTEMPTY on CI once), so
       // the removal retries until the last of them has ended.
-      rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+      try {
+        rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+      } catch {
+        // One still writing after all that (a full run on two loaded cores): ended by its command line, then removed.
+        for (const pid of processesNaming(dir)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // ended meanwhile
+          }
+        }
+        rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      }
     },
   };
+}
+
+/** The processes whose command line names `path` (the simulated host's scripted tart, with its dir in its arguments). */
+function processesNaming(path: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(path)) pids.push(Number(name));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
 }
