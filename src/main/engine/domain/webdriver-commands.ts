@@ -258,7 +258,8 @@ export const LAB_SCRIPT_LIMIT = 64 * 1024;
 /**
  * The clouds' own ways of saying how a run went, which a suite moving here keeps: BrowserStack's
  * `browserstack_executor: {"action": "setSessionStatus", ...}` (and its `annotate`, a note in the log), Sauce Labs'
- * `sauce:job-result=passed|failed` (and its `sauce:context=<note>`), LambdaTest's `lambda-status=passed|failed`. The lab answers them as `benchtop: status`; Appium never sees them.
+ * `sauce:job-result=passed|failed` (and its `sauce:context=<note>`), LambdaTest's `lambda-status=passed|failed`. The
+ * lab answers them as `benchtop: status`; Appium never sees them.
  */
 const BROWSERSTACK = 'browserstack_executor:';
 const SAUCE_RESULT = /^(?:sauce:job-result|lambda-status)=(passed|failed|true|false)$/;
@@ -436,7 +437,7 @@ export function withoutHostDetails(body: Buffer, roots: ReadonlyArray<string | u
  * A body the lab reads before Appium sees it, by the route it came to: a script (the lab's own, or a `mobile:`
  * extension rebuilt from what was checked), settings, or a screen recording's options.
  */
-export function readInspected(template: string, text: string, platform: Platform): { lab: { status: 'passed' | 'failed'; reason?: string } } | { note: string } | { details: true } | { install: string } | { forward: string } {
+export function readInspected(template: string, text: string, platform: Platform): Exclude<Script, { forward: unknown }> | { forward: string } {
   if (template.startsWith('execute/')) {
     const script = readScript(text, platform);
     return 'forward' in script ? { forward: JSON.stringify(script.forward) } : script;
