@@ -1,3 +1,5 @@
+import { modelName } from './iphone-models.js';
+
 /**
  * How allocation filters match a phone: the engine's rule (domain/device-filters.ts validates, then allocates with it)
  * and the page's (it counts the matching phones before anyone allocates). One rule, so the count never disagrees.
@@ -18,6 +20,46 @@ export interface MatchableDevice {
   osVersion: string;
   /** What adb or usbmuxd calls it (WebDriver's appium:udid); a filter on it names exactly one phone. */
   serial?: string;
+  /** The model the phone reports (Android's ro.product.model, an iPhone's ProductType such as "iPhone15,4"). */
+  model?: string | null;
+}
+
+/**
+ * The makers a cloud lab's catalog puts before a model ("Google Pixel 7", "Apple iPhone 15"): the phone itself reports
+ * the model without it.
+ */
+const MAKERS = ['apple', 'google', 'samsung', 'oneplus', 'xiaomi', 'motorola', 'huawei', 'oppo', 'vivo', 'sony', 'nokia', 'realme', 'asus', 'lg', 'zte', 'honor', 'nothing'];
+
+/** `.*` stands for any text (Sauce Labs' dynamic allocation writes "iPhone.*"); everything else is literal. */
+function wildcardMatch(pattern: string, text: string): boolean {
+  const parts = pattern.split('.*');
+  if (parts.length === 1) return pattern === text;
+  // Linear in the text whatever the pattern: each literal part is found after the one before it, the first at the
+  // start and the last at the end (no backtracking of a regular expression a caller wrote).
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (!text.startsWith(first) || text.length < first.length + last.length || !text.endsWith(last)) return false;
+  let at = first.length;
+  const end = text.length - last.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = text.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
+}
+
+/**
+ * WebDriver's appium:deviceName as suites write it: the phone's name in the Fleet, or its model as a cloud lab's
+ * catalog names it ("Pixel 7", "Google Pixel 7", "iPhone 15" for an iPhone15,4), without regard to case, with `.*`
+ * for any text ("iPhone.*").
+ */
+export function matchesDeviceName(device: MatchableDevice, asked: string): boolean {
+  const wanted = asked.trim().toLowerCase();
+  const space = wanted.indexOf(' ');
+  const withoutMaker = space > 0 && MAKERS.includes(wanted.slice(0, space)) ? wanted.slice(space + 1) : undefined;
+  const names = [device.name, ...(device.model ? [device.model, modelName(device.model)] : [])].map((n) => n.toLowerCase());
+  return names.some((name) => wildcardMatch(wanted, name) || (withoutMaker !== undefined && wildcardMatch(withoutMaker, name)));
 }
 
 /**
@@ -42,6 +84,8 @@ function matchesOne(device: MatchableDevice, f: DeviceFilter): boolean {
       return device.type === f.value;
     case 'serial':
       return device.serial === f.value;
+    case 'deviceName':
+      return matchesDeviceName(device, f.value);
     case 'name': {
       // Names are matched without regard to case: "pixel" finds a "Pixel 8".
       const name = device.name.toLowerCase();

@@ -135,6 +135,7 @@ describe.skipIf(!hasAdb)('Android fleet and device allocation (real adb, simulat
       { filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'ios' }] },
       android(['name', 'CONTAINS', 'Nokia']),
       android(['version', 'GREATER_THAN_OR_EQUALS', '15']),
+      android(['deviceName', 'EQUALS', 'Motorola Moto.*']),
     ]) {
       const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body });
       expect(r.status).toBe(404);
@@ -160,6 +161,7 @@ describe.skipIf(!hasAdb)('Android fleet and device allocation (real adb, simulat
       android(['type', 'EQUALS', 'emulator']),
       android(['type', 'CONTAINS', 'real']),
       android(['name', 'GREATER_THAN', 'A']),
+      android(['deviceName', 'CONTAINS', 'Pixel']),
       android(['name', 'EQUALS', '']),
       android(['version', 'CONTAINS', '14']),
       android(['version', 'EQUALS', 'fourteen']),

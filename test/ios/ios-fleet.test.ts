@@ -18,7 +18,7 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
   beforeAll(async () => {
     bus = await startIosBus([
       { name: 'Ana’s iPhone', version: '17.5.1', battery: 77 },
-      { name: 'Old iPhone', version: '16.7.8', battery: 30 },
+      { name: 'Old iPhone', version: '16.7.8', battery: 30, productType: 'iPhone12,1' },
       { name: 'New iPhone', trusted: false },
     ]);
     engine = await startEngine({ usbmuxd: parseUsbmuxdAddress(bus.address), deviceGraceSeconds: 3, deviceConcurrencyQuota: 3 });
@@ -223,6 +223,31 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     expect(back.info.serial).toBe(phone.udid);
     expect((await act(session, phone.udid, { type: 'pressButton', button: 'HOME' })).status).toBe(200);
     await c.call('POST', `/sessions/${session}/devices/${phone.udid}/release`, { token: owner });
+  });
+
+  it('finds an iPhone by its model as a cloud lab names it ("iPhone 11"), plugged in and while it is away', async () => {
+    const old = bus.phones[1]!;
+    const free = () => waitFor('Old iPhone free', async () => (await fleet()).find((p) => p.serial === old.udid && p.state === 'device' && !p.held), 15_000);
+    expect((await free()).model).toBe('iPhone12,1');
+    const session = await newSession();
+    const byModel = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['deviceName', 'EQUALS', 'Apple iPhone 11']) });
+    expect(byModel.status).toBe(201);
+    expect((await untilInUse(session, byModel.body.id)).info.serial).toBe(old.udid);
+    await c.call('POST', `/sessions/${session}/devices/${old.udid}/release`, { token: owner });
+    await free();
+    // Away, it is still the lab's iPhone 11: the request waits for it rather than being told no such phone exists.
+    old.unplug();
+    await waitFor('gone', async () => (await fleet()).find((p) => p.serial === old.udid && p.state === 'gone'), 3000);
+    const none = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['deviceName', 'EQUALS', 'iPhone 12']) });
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe('no_matching_device');
+    const waiting = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['deviceName', 'EQUALS', 'iphone 1.*'], ['version', 'LESS_THAN', '17']) });
+    expect(waiting.status).toBe(201);
+    expect(waiting.body.status).toBe('queued');
+    await old.plugInto(bus.usbmuxd);
+    expect((await untilInUse(session, waiting.body.id)).info.serial).toBe(old.udid);
+    await c.call('POST', `/sessions/${session}/devices/${old.udid}/release`, { token: owner });
+    await free();
   });
 
   it("hides another organization's iPhone: 404 for its session's device, not 403", async () => {

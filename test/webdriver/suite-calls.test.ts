@@ -40,7 +40,8 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
 
   beforeAll(async () => {
     // iOS 16: WebDriverAgent is up as a lockdown-era phone's is, without a tunnel.
-    bus = await startIosBus([{ name: 'Suite iPhone', version: '16.7.2', battery: 64 }]);
+    // An iPhone 15 (its ProductType) that its owner named: a suite from a cloud names it by the model.
+    bus = await startIosBus([{ name: 'Suite iPhone', version: '16.7.2', battery: 64, productType: 'iPhone15,4' }]);
     lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }], { usbmuxd: parseUsbmuxdAddress(bus.address), remotePorts: remotePorts(8), remotePortRestSeconds: 1 });
     const c = client(lab.engine.api);
     owner = await c.login();
@@ -59,8 +60,9 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
   it('Android: hideKeyboard, openNotifications, getContexts, screen recording and Wi-Fi off act on the phone', async () => {
     const phone: SimulatedPhone = lab.phones[0]!;
     const sh = async (command: string) => (await phone.shell(command)).output.toString();
-    // A suite moving from Sauce Labs keeps its capabilities: its name and build are the run's, its tunnel means nothing here.
-    const d = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'sauce:options': { name: 'suite calls (Sauce)', build: 'ci-41', tunnelName: 'sauce-tunnel' } });
+    // A suite moving from Sauce Labs keeps its capabilities: its name and build are the run's, its tunnel means nothing
+    // here, and its dynamic allocation's device name ("Google Pixel.*") finds the lab's Pixel.
+    const d = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'appium:deviceName': 'Google Pixel.*', 'sauce:options': { name: 'suite calls (Sauce)', build: 'ci-41', tunnelName: 'sauce-tunnel' } });
     const { height } = phone.state;
     const bottomPixel = () => {
       const png = PNG.sync.read(phone.screenshot());
@@ -129,8 +131,20 @@ describe.skipIf(!hasAdb || !hasFfmpeg)('Suite calls on the simulated phones thro
     const phone = bus.phones[0]!;
     const board = phone.board;
     // A native suite's setting for getContexts' wait on the Web Inspector (5 s by default), forwarded by the lab.
-    // A suite moving from BrowserStack keeps its capabilities (its device catalog and local testing mean nothing here).
-    const d = await labSession(lab.engine.api, key, { platformName: 'iOS', 'appium:webviewConnectTimeout': 300, 'bstack:options': { sessionName: 'suite calls (BrowserStack)', buildName: 'ci-42', deviceName: 'iPhone 15', local: 'true' } });
+    // A suite moving from BrowserStack keeps its capabilities (its local testing means nothing here): its catalog's
+    // device name finds the lab's iPhone 15 by its model, whatever its owner named it; one the lab has not is refused,
+    // naming the phones it has.
+    const refused = await fetch(`${new URL(lab.engine.api).origin}/wd/hub/session`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ capabilities: { alwaysMatch: { platformName: 'iOS', 'bstack:options': { deviceName: 'iPhone 16 Pro', osVersion: '16' } } } }),
+    });
+    expect(refused.status).toBe(500);
+    expect((await refused.json()).value).toMatchObject({
+      error: 'session not created',
+      message: 'No phone in this lab matches bstack:options.deviceName iPhone 16 Pro among those matching the capabilities before it (phones here: Suite iPhone (iPhone 15)).',
+    });
+    const d = await labSession(lab.engine.api, key, { platformName: 'iOS', 'appium:webviewConnectTimeout': 300, 'bstack:options': { sessionName: 'suite calls (BrowserStack)', buildName: 'ci-42', deviceName: 'iPhone 15', osVersion: '16', local: 'true' } });
 
     // WebDriverAgent's element screenshot: the screen's pixels under the element's frame.
     const icon = await d.$('~Settings').getElement();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkFilters, compareVersions, matches, type DeviceFilter } from './device-filters.js';
+import { matchesDeviceName } from '../../../shared/device-filters.js';
 import { ServiceError } from './errors.js';
 
 const pixel = { platform: 'android', type: 'real', name: 'Pixel 8 Pro', osVersion: '14' };
@@ -45,6 +46,47 @@ describe('matches', () => {
     [[android, f('version', 'GREATER_THAN_OR_EQUALS', '12'), f('version', 'LESS_THAN', '14')], false],
   ])('%j is %s', (filters, expected) => {
     expect(matches(pixel, filters as DeviceFilter[])).toBe(expected);
+  });
+});
+
+describe('deviceName: a phone as WebDriver suites name it', () => {
+  const alices = { platform: 'ios', type: 'real', name: "Alice's iPhone", osVersion: '17.5', model: 'iPhone15,4' };
+  const pixel7 = { platform: 'android', type: 'real', name: 'Pixel 7', osVersion: '14', model: 'Pixel 7' };
+  const galaxy = { platform: 'android', type: 'real', name: 'Test bench 3', osVersion: '14', model: 'SM-S911B' };
+  it.each([
+    [alices, "alice's iphone", true],
+    [alices, 'iPhone 15', true],
+    [alices, 'Apple iPhone 15', true],
+    [alices, 'iphone15,4', true],
+    [alices, 'iPhone 15 Pro', false],
+    [alices, 'iPhone.*', true],
+    [alices, '.*15', true],
+    [alices, 'iPhone 1.*', true],
+    [alices, 'iPhone 14.*', false],
+    [pixel7, 'Google Pixel 7', true],
+    [pixel7, 'Google Pixel.*', true],
+    [pixel7, 'Samsung Galaxy.*', false],
+    // Only a maker's name is dropped: "Pixel 7" is not "Phone 7" without its first word.
+    [pixel7, 'My Pixel 7', false],
+    [pixel7, '7', false],
+    [galaxy, 'Test bench 3', true],
+    [galaxy, 'SM-S911B', true],
+    [galaxy, 'Samsung Galaxy S23', false],
+    [galaxy, '.*', true],
+    // `.*` is the one wildcard; any other character is itself.
+    [galaxy, 'SM-S9.1B', false],
+    [galaxy, 'SM.*S9.*B', true],
+    [galaxy, 'SM.*B.*B', false],
+  ])('%o named %s: %s', (phone, name, expected) => {
+    expect(matchesDeviceName(phone, name)).toBe(expected);
+    expect(matches(phone, [f('deviceName', 'EQUALS', name)])).toBe(expected);
+  });
+
+  it('takes time in proportion to the name, whatever the pattern', () => {
+    const long = { ...galaxy, name: 'a'.repeat(100_000) };
+    const started = performance.now();
+    expect(matchesDeviceName(long, `${'a.*'.repeat(5_000)}b`)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 });
 

@@ -8,6 +8,8 @@ const OPERATORS: Record<string, readonly string[]> = {
   type: ['EQUALS'],
   serial: ['EQUALS'],
   name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
+  // WebDriver's appium:deviceName: the Fleet's name or the model, as a cloud's catalog writes it (shared/device-filters.ts).
+  deviceName: ['EQUALS'],
   version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
 };
 const VALUES: Record<string, readonly string[]> = { platform: ['ios', 'android'], type: ['real'] };

@@ -55,7 +55,7 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
       { attribute: 'platform', operator: 'EQUALS', value: 'android' },
       { attribute: 'version', operator: 'GREATER_THAN_OR_EQUALS', value: '14' },
       { attribute: 'version', operator: 'LESS_THAN', value: '15' },
-      { attribute: 'name', operator: 'EQUALS', value: 'Pixel 8' },
+      { attribute: 'deviceName', operator: 'EQUALS', value: 'Pixel 8' },
       { attribute: 'serial', operator: 'EQUALS', value: 'A1' },
       { attribute: 'name', operator: 'STARTS_WITH', value: 'Pix' },
     ]);
@@ -68,9 +68,21 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     expect(sauce.options).toMatchObject({ name: 'login', build: '42', video: 'retain-on-failure' });
     expect(sauce.appium['sauce:options']).toBeUndefined();
     expect(readCapabilities({ platformName: 'Android', 'sauce:options': { recordVideo: false, videoUploadOnPass: false } }).options.video).toBe(false);
-    const bstack = readCapabilities({ platformName: 'iOS', 'bstack:options': { sessionName: 'checkout', buildName: 'b7', video: false, deviceName: 'iPhone 15', local: true }, 'benchtop:options': { name: 'ours' } });
+    const bstack = readCapabilities({ platformName: 'iOS', 'bstack:options': { sessionName: 'checkout', buildName: 'b7', video: false, deviceName: 'iPhone 15', osVersion: '17', local: true }, 'benchtop:options': { name: 'ours' } });
     expect(bstack.options).toMatchObject({ name: 'ours', build: 'b7', video: false });
     expect(bstack.appium['bstack:options']).toBeUndefined();
+    // The phone a cloud's suite names in the cloud's own object chooses here as appium:* would (appium:* wins).
+    expect(bstack.filters).toEqual([
+      { attribute: 'platform', operator: 'EQUALS', value: 'ios' },
+      { attribute: 'version', operator: 'GREATER_THAN_OR_EQUALS', value: '17' },
+      { attribute: 'version', operator: 'LESS_THAN', value: '18' },
+      { attribute: 'deviceName', operator: 'EQUALS', value: 'iPhone 15' },
+    ]);
+    expect(readCapabilities({ platformName: 'iOS', 'appium:deviceName': 'iPhone 14', 'bstack:options': { deviceName: 'iPhone 15' } }).filters[1]).toEqual({ attribute: 'deviceName', operator: 'EQUALS', value: 'iPhone 14' });
+    const lambda = readCapabilities({ 'lt:options': { platformName: 'android', deviceName: 'Galaxy S.*', platformVersion: '14', isRealMobile: true } });
+    expect(lambda.platform).toBe('android');
+    expect(lambda.asked.map((a) => `${a.capability}=${a.value}`)).toEqual(['platformName=android', 'lt:options.platformVersion=14', 'lt:options.deviceName=Galaxy S.*']);
+    expect(lambda.appium['lt:options']).toBeUndefined();
     expect(readCapabilities({ platformName: 'Android', 'lt:options': { name: 'lt run', build: 'b', video: false, network: true } }).options).toMatchObject({ name: 'lt run', build: 'b', video: false });
     // A video kept only if the run does not pass, as Playwright's option says it.
     const onFailure = readCapabilities({ platformName: 'Android', 'benchtop:options': { video: 'retain-on-failure' } });
@@ -108,6 +120,8 @@ describe('readCapabilities: which phone, and what goes on to Appium', () => {
     [{ platformName: 'Android', 'sauce:options': 'fast' }, 'invalid argument', 'sauce:options must be a JSON object'],
     [{ platformName: 'Android', 'sauce:options': { recordVideo: 'no' } }, 'invalid argument', 'sauce:options.recordVideo'],
     [{ platformName: 'Android', 'bstack:options': { sessionName: { a: 1 } } }, 'invalid argument', 'bstack:options.sessionName'],
+    [{ platformName: 'Android', 'bstack:options': { osVersion: 'latest' } }, 'invalid argument', 'bstack:options.osVersion must be numbers'],
+    [{ platformName: 'Android', 'lt:options': { deviceName: ['Pixel 8'] } }, 'invalid argument', 'lt:options.deviceName must be a non-empty string'],
     [{ platformName: 'Android', constructor: 'x' }, 'invalid argument', 'constructor'],
   ])('%j is %s', (caps, w3c, message) => {
     const e = error(() => readCapabilities(caps));
@@ -121,7 +135,13 @@ describe('whyNothingMatches', () => {
     const why = (caps: Record<string, unknown>) => whyNothingMatches(phones, readCapabilities(caps));
     expect(why({ platformName: 'Android', 'appium:platformVersion': '14' })).toBeUndefined();
     expect(why({ platformName: 'Android', 'appium:platformVersion': '99' })).toBe('No phone in this lab matches appium:platformVersion 99 among those matching the capabilities before it (versions here: 13.0.1, 14).');
-    expect(why({ platformName: 'Android', 'appium:deviceName': 'Galaxy' })).toContain('(names here: Pixel 7, Pixel 8)');
+    expect(why({ platformName: 'Android', 'appium:deviceName': 'Galaxy' })).toContain('(phones here: Pixel 7, Pixel 8)');
+    // A cloud's name for a model finds the phone of that model whatever its name in the Fleet; one that finds none
+    // says what models the lab has.
+    const alices = { platform: 'ios', type: 'real', name: "Alice's iPhone", osVersion: '17.5', serial: '0001-IOS', model: 'iPhone15,4' };
+    expect(whyNothingMatches([...phones, alices], readCapabilities({ platformName: 'iOS', 'bstack:options': { deviceName: 'iPhone 15' } }))).toBeUndefined();
+    expect(whyNothingMatches([alices], readCapabilities({ platformName: 'iOS', 'bstack:options': { deviceName: 'iPhone 16' } })))
+      .toBe("No phone in this lab matches bstack:options.deviceName iPhone 16 among those matching the capabilities before it (phones here: Alice's iPhone (iPhone 15)).");
     expect(why({ platformName: 'Android', 'appium:udid': '0000-IOS' })).toContain('appium:udid 0000-IOS');
     expect(whyNothingMatches([], readCapabilities({ platformName: 'iOS' }))).toBe('No phone in this lab matches platformName iOS.');
   });

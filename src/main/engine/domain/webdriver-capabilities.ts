@@ -1,4 +1,5 @@
 import { checkFilters, compareVersions, matches, type DeviceFilter, type MatchableDevice } from './device-filters.js';
+import { modelName } from '../../../shared/iphone-models.js';
 import { AppRefError, readAppRef, readOtherApps, type AppRef } from './app-refs.js';
 import { ServiceError } from './errors.js';
 import { refusedSetting } from './webdriver-commands.js';
@@ -254,14 +255,32 @@ function runOptions(value: unknown): { options: RunOptions; filters: DeviceFilte
 
 /**
  * BrowserStack's, Sauce Labs' and LambdaTest's own capability objects, as a suite moving here has them: the run's name, its build and
- * its video are read from them (benchtop:options wins); the rest is the cloud's (its tunnels, regions, device catalog)
- * and means nothing here, so it is ignored, and none of it reaches Appium.
+ * its video are read from them (benchtop:options wins), and the phone where a cloud asks for it there (BrowserStack's
+ * and LambdaTest's deviceName and version; appium:* wins); the rest is the cloud's (its tunnels, regions) and means
+ * nothing here, so it is ignored, and none of it reaches Appium.
  */
-const CLOUD_OPTIONS: Record<string, { name: string; build: string; video?: string; videoOnPass?: string }> = {
-  'bstack:options': { name: 'sessionName', build: 'buildName', video: 'video' },
+const CLOUD_OPTIONS: Record<string, { name: string; build: string; video?: string; videoOnPass?: string; deviceName?: string; version?: string; platformName?: string }> = {
+  'bstack:options': { name: 'sessionName', build: 'buildName', video: 'video', deviceName: 'deviceName', version: 'osVersion' },
   'sauce:options': { name: 'name', build: 'build', video: 'recordVideo', videoOnPass: 'videoUploadOnPass' },
-  'lt:options': { name: 'name', build: 'build', video: 'video' },
+  'lt:options': { name: 'name', build: 'build', video: 'video', deviceName: 'deviceName', version: 'platformVersion', platformName: 'platformName' },
 };
+
+/**
+ * A capability that chooses the phone, from the top level (appium:deviceName) or, where a cloud's suite has it, from
+ * that cloud's own object (bstack:options.deviceName): which one it came from, for the error that names it.
+ */
+function choosing(caps: Record<string, unknown>, name: string, field: 'deviceName' | 'version' | 'platformName'): { capability: string; value: string } | undefined {
+  const top = text(caps, name);
+  if (top !== undefined) return { capability: name, value: top };
+  for (const [capability, keys] of Object.entries(CLOUD_OPTIONS)) {
+    const key = keys[field];
+    const options = caps[capability];
+    if (key === undefined || !isObject(options)) continue;
+    const value = text({ [`${capability}.${key}`]: options[key] }, `${capability}.${key}`);
+    if (value !== undefined) return { capability: `${capability}.${key}`, value };
+  }
+  return undefined;
+}
 
 function cloudRunOptions(caps: Record<string, unknown>): Pick<RunOptions, 'name' | 'build' | 'video'> {
   const read: Pick<RunOptions, 'name' | 'build' | 'video'> = {};
@@ -287,7 +306,7 @@ function cloudRunOptions(caps: Record<string, unknown>): Pick<RunOptions, 'name'
 
 /** One merged capability set, read: which phone it asks for, and what goes on to Appium. */
 export function readCapabilities(caps: Record<string, unknown>): NewSessionRequest {
-  const platformName = text(caps, 'platformName');
+  const platformName = choosing(caps, 'platformName', 'platformName')?.value;
   if (!platformName) throw bad('platformName is required: Android or iOS.');
   const platform = platformName.toLowerCase();
   if (platform !== 'android' && platform !== 'ios') {
@@ -299,13 +318,14 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
   }
   checkForwarded(caps, platform);
   const asked: NewSessionRequest['asked'] = [{ capability: 'platformName', value: platformName, filters: [{ attribute: 'platform', operator: 'EQUALS', value: platform }] }];
-  const version = text(caps, 'appium:platformVersion');
+  const version = choosing(caps, 'appium:platformVersion', 'version');
   if (version !== undefined) {
-    if (!DOTTED_NUMBER.test(version)) throw bad(`appium:platformVersion must be numbers separated by dots, like 14 or 17.4, not "${version}".`);
-    asked.push({ capability: 'appium:platformVersion', value: version, filters: versionRange(version) });
+    if (!DOTTED_NUMBER.test(version.value)) throw bad(`${version.capability} must be numbers separated by dots, like 14 or 17.4, not "${version.value}".`);
+    asked.push({ ...version, filters: versionRange(version.value) });
   }
-  const deviceName = text(caps, 'appium:deviceName');
-  if (deviceName !== undefined) asked.push({ capability: 'appium:deviceName', value: deviceName, filters: [{ attribute: 'name', operator: 'EQUALS', value: deviceName }] });
+  // The Fleet's name or the model, as a cloud's catalog writes it ("Google Pixel 7", "iPhone 15", Sauce Labs' "iPhone.*").
+  const deviceName = choosing(caps, 'appium:deviceName', 'deviceName');
+  if (deviceName !== undefined) asked.push({ ...deviceName, filters: [{ attribute: 'deviceName', operator: 'EQUALS', value: deviceName.value }] });
   const udid = text(caps, 'appium:udid');
   if (udid !== undefined) asked.push({ capability: 'appium:udid', value: udid, filters: [{ attribute: 'serial', operator: 'EQUALS', value: udid }] });
   const { options: benchtop, filters: own } = runOptions(caps['benchtop:options']);
@@ -354,8 +374,8 @@ export function whyNothingMatches(phones: readonly MatchableDevice[], request: P
       const have = (pick: (p: MatchableDevice) => string, sort?: (a: string, b: string) => number) =>
         [...new Set(left.map(pick))].sort(sort).join(', ') || 'none';
       const instead =
-        capability === 'appium:platformVersion' ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
-        capability === 'appium:deviceName' ? ` (names here: ${have((p) => p.name)})` : '';
+        capability.endsWith('ersion') ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
+        capability.endsWith('deviceName') ? ` (phones here: ${have((p) => (p.model && modelName(p.model) !== p.name ? `${p.name} (${modelName(p.model)})` : p.name))})` : '';
       return `No phone in this lab matches ${capability} ${value}${i === 0 ? '' : ' among those matching the capabilities before it'}${instead}.`;
     }
     left = next;

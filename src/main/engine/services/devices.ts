@@ -240,12 +240,13 @@ export class DeviceAllocator {
   /** Every phone the lab has seen, with its last known state. */
   /** Every phone the lab has seen; an attached one with its model and, while it cannot be allocated, the steps to fix that. */
   inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps' | 'wdaLaunch'>> {
-    return this.stores.fleet.all().map((row) => {
+    return this.stores.fleet.all().map(({ model, ...row }) => {
       const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);
       if (live) return { ...row, model: live.model, steps: live.steps, wdaLaunch: live.wdaLaunch };
       // Until the fleet's first look at the phones (reconcile), a stored state is the last run's: after a crash, a
-      // phone unplugged meanwhile would be listed as attached. One not seen yet in this run is not here yet.
-      return this.reconciled ? row : { ...row, state: 'gone' as const };
+      // phone unplugged meanwhile would be listed as attached. One not seen yet in this run is not here yet. A phone
+      // away keeps the model it last reported.
+      return { ...row, model: model ?? undefined, ...(this.reconciled ? {} : { state: 'gone' as const }) };
     });
   }
 

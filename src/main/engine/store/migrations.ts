@@ -430,4 +430,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE test_results ADD COLUMN files_removed_at INTEGER;
   CREATE INDEX test_result_assets_by_age ON test_result_assets(created_at);
   `,
+  // The model each phone reports, kept for a phone that is away: WebDriver's appium:deviceName may name a phone by it.
+  `
+  ALTER TABLE fleet_devices ADD COLUMN model TEXT;
+  `,
 ];
