@@ -1,4 +1,4 @@
-import { modelName } from './iphone-models.js';
+import { modelName } from './phone-models.js';
 
 /**
  * How allocation filters match a phone: the engine's rule (domain/device-filters.ts validates, then allocates with it)
@@ -58,7 +58,10 @@ export function matchesDeviceName(device: MatchableDevice, asked: string): boole
   const wanted = asked.trim().toLowerCase();
   const space = wanted.indexOf(' ');
   const withoutMaker = space > 0 && MAKERS.includes(wanted.slice(0, space)) ? wanted.slice(space + 1) : undefined;
-  const names = [device.name, ...(device.model ? [device.model, modelName(device.model)] : [])].map((n) => n.toLowerCase());
+  // A catalog may leave out the "5G" of a name that has it ("Galaxy A54" for the Galaxy A54 5G).
+  const names = [device.name, ...(device.model ? [device.model, modelName(device.model)] : [])]
+    .map((n) => n.toLowerCase())
+    .flatMap((n) => (n.endsWith(' 5g') ? [n, n.slice(0, -3)] : [n]));
   return names.some((name) => wildcardMatch(wanted, name) || (withoutMaker !== undefined && wildcardMatch(withoutMaker, name)));
 }
 

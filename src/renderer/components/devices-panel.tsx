@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { Device } from '../../shared/api/sessions.js';
-import { platformName } from '../../shared/iphone-models.js';
+import { platformName } from '../../shared/phone-models.js';
 import { api, useAuth } from '../app-context.js';
 import { matchCount } from '../device-match.js';
 import { Empty, ErrorBanner, fmtTime, Spinner, Status, useAction, useLoad } from '../ui.js';

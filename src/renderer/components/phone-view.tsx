@@ -1,6 +1,6 @@
 import { useCallback, useRef, useState, type KeyboardEvent } from 'react';
 import type { Button, DeviceAction, DeviceInfo } from '../../shared/api/devices.js';
-import { modelName, platformName } from '../../shared/iphone-models.js';
+import { modelName, platformName } from '../../shared/phone-models.js';
 import type { Device } from '../../shared/api/sessions.js';
 import { api, uploadsStore } from '../app-context.js';
 import { isAppFile, notAnAppMessage } from '../file-errors.js';

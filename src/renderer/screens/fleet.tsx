@@ -2,7 +2,7 @@ import { Fragment, memo, useCallback, useEffect, useMemo, useState, type CSSProp
 import type { FleetDevice } from '../../shared/api/devices.js';
 import { api, fleetStore, useAuth, useFleet } from '../app-context.js';
 import { compareVersions, isAttached, isFree } from '../device-match.js';
-import { modelName, platformName } from '../../shared/iphone-models.js';
+import { modelName, platformName } from '../../shared/phone-models.js';
 import { IdleCountdown } from '../components/release-warnings.js';
 import { linkTo, navigate } from '../router.js';
 import { Empty, ErrorBanner, Page, Spinner, Status } from '../ui.js';

@@ -71,12 +71,18 @@ describe('deviceName: a phone as WebDriver suites name it', () => {
     [pixel7, '7', false],
     [galaxy, 'Test bench 3', true],
     [galaxy, 'SM-S911B', true],
-    [galaxy, 'Samsung Galaxy S23', false],
+    // Samsung's model number is the phone's own name for itself; the catalog's is its marketing name.
+    [galaxy, 'Samsung Galaxy S23', true],
+    [galaxy, 'Galaxy S23 Ultra', false],
+    [{ ...galaxy, model: 'SM-A546U1' }, 'Samsung Galaxy A54', true],
+    [{ ...galaxy, model: 'SM-A546U1' }, 'Galaxy A54 5G', true],
+    [{ ...galaxy, model: 'SM-X999B' }, 'Samsung Galaxy.*', false],
     [galaxy, '.*', true],
     // `.*` is the one wildcard; any other character is itself.
     [galaxy, 'SM-S9.1B', false],
     [galaxy, 'SM.*S9.*B', true],
     [galaxy, 'SM.*B.*B', false],
+    [galaxy, 'Galaxy S2.*', true],
   ])('%o named %s: %s', (phone, name, expected) => {
     expect(matchesDeviceName(phone, name)).toBe(expected);
     expect(matches(phone, [f('deviceName', 'EQUALS', name)])).toBe(expected);

@@ -1,5 +1,5 @@
 import { checkFilters, compareVersions, matches, type DeviceFilter, type MatchableDevice } from './device-filters.js';
-import { modelName } from '../../../shared/iphone-models.js';
+import { modelName } from '../../../shared/phone-models.js';
 import { AppRefError, readAppRef, readOtherApps, type AppRef } from './app-refs.js';
 import { ServiceError } from './errors.js';
 import { refusedSetting } from './webdriver-commands.js';
