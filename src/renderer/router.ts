@@ -21,6 +21,17 @@ export function usePath(): string {
   );
 }
 
+/** One parameter of the page's query string (`?tag=build:42`), following navigation like usePath. */
+export function useQueryParam(name: string): string | undefined {
+  return useSyncExternalStore(
+    (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    () => new URLSearchParams(location.search).get(name) ?? undefined,
+  );
+}
+
 /** Matches a pattern like /sessions/:id; answers its parameters, or undefined. */
 export function match(pattern: string, path: string): Record<string, string> | undefined {
   const want = pattern.split('/');

@@ -361,6 +361,35 @@ describe('GET /test-results', () => {
     expect(r.body).toEqual({ object: 'list', data: [b, a] });
   });
 
+  it('?tag= lists a build\'s runs only (the tag exactly, with status and paging), never another organization\'s of the same build', async () => {
+    const ci = await lab.c.signup('builds@results.test');
+    const other = await lab.c.signup('builds-other@results.test');
+    await create(other.token, { name: 'theirs', tags: ['build:nightly-7'] });
+    const one = await create(ci.token, { name: 'login', tags: ['webdriver', 'build:nightly-7'], status: 'passed' });
+    await create(ci.token, { name: 'earlier build', tags: ['build:nightly-6'], status: 'failed' });
+    await create(ci.token, { name: 'near miss', tags: ['build:nightly-70', 'nightly-7'] });
+    const two = await create(ci.token, { name: 'checkout', tags: ['build:nightly-7'], status: 'failed' });
+    const names = async (query: string) => {
+      const r = await lab.c.call('GET', `/test-results?${query}`, { token: ci.token });
+      expect(r.status).toBe(200);
+      return (r.body.data as Array<{ id: string }>).map((x) => x.id);
+    };
+    expect(await names(`tag=${encodeURIComponent('build:nightly-7')}`)).toEqual([two.id, one.id]);
+    expect(await names(`tag=${encodeURIComponent('build:nightly-7')}&status=failed`)).toEqual([two.id]);
+    const first = await lab.c.call('GET', `/test-results?limit=1&tag=${encodeURIComponent('build:nightly-7')}`, { token: ci.token });
+    expect(first.body.data.map((x: { id: string }) => x.id)).toEqual([two.id]);
+    expect(await names(`limit=1&tag=${encodeURIComponent('build:nightly-7')}&before=${encodeURIComponent(first.body.nextCursor)}`)).toEqual([one.id]);
+    expect(await names('tag=build%3Anone')).toEqual([]);
+    // The tag as a value, never as SQL or a pattern.
+    expect(await names(`tag=${encodeURIComponent("build:nightly-7' OR '1'='1")}`)).toEqual([]);
+    expect(await names('tag=build%3Anightly-%25')).toEqual([]);
+    for (const bad of ['tag=', `tag=${'x'.repeat(1025)}`]) {
+      const r = await lab.c.call('GET', `/test-results?${bad}`, { token: ci.token });
+      expect(r.status, bad).toBe(401);
+      expect(r.body.error.code).toBe('invalid_request');
+    }
+  });
+
   it('pages newest first over results created in the same millisecond, without skips or repeats', async () => {
     const pager = await lab.c.signup('pager@results.test');
     lab.t.clock.frozenAt = Date.parse('2026-11-20T10:00:00.000Z');

@@ -48,15 +48,17 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     expect(await rows.first().textContent()).toContain(newest.slice(0, 8));
   });
 
-  it('filters test results and shows one with its stats, git info, an inline image and a downloadable trace', async () => {
+  it('filters test results and shows one with its stats, git info, an inline image and a downloadable trace; a build\'s runs at a glance', async () => {
     const create = (body: unknown) => c().call('POST', '/test-results', { token: lab.owner, body }).then((r) => r.body.id as string);
     const passed = await create({
       name: 'checkout-e2e',
       status: 'passed',
       git: { branch: 'main', commitSha: '0123abcdef', commitMessage: 'Pay with one tap', authorName: 'Ada' },
       stats: { expected: 42, unexpected: 0, flaky: 1, skipped: 2, duration: 81234 },
+      tags: ['build:nightly-42'],
     });
-    await create({ name: 'login-smoke', status: 'failed', stats: { expected: 3, unexpected: 1 } });
+    await create({ name: 'login-smoke', status: 'failed', stats: { expected: 3, unexpected: 1 }, tags: ['build:nightly-42'] });
+    await create({ name: 'last-night', status: 'passed', tags: ['build:nightly-41'] });
     const upload = async (name: string, data: Buffer, type: string) => {
       const form = new FormData();
       form.set('name', name);
@@ -86,6 +88,21 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     const file = await download;
     expect(file.suggestedFilename()).toBe('trace.zip');
     await snap(page, SUITE, '02-test-result');
+
+    // Its build, as a cloud lab's build page shows one: that build's runs alone, and how they went.
+    await page.getByRole('link', { name: 'build:nightly-42' }).click();
+    const build = page.getByRole('region', { name: 'Build' });
+    await expect.poll(() => build.innerText()).toMatch(/Build nightly-42: 2 runs · 1 passed, 1 failed/);
+    expect(page.url()).toMatch(/\/test-results\?tag=build%3Anightly-42$/);
+    await table.getByText('login-smoke').waitFor();
+    expect(await table.getByText('last-night').count()).toBe(0);
+    await snap(page, SUITE, '02-build');
+    await build.getByRole('link', { name: 'All runs' }).click();
+    await table.getByText('last-night').waitFor();
+    expect(await build.count()).toBe(0);
+    // A build in the list opens the same page.
+    await table.getByRole('link', { name: 'nightly-41' }).click();
+    await expect.poll(() => build.innerText()).toMatch(/Build nightly-41: 1 run · 1 passed/);
   });
 
   it('charts seconds used and remaining for the period', async () => {

@@ -54,7 +54,7 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
   }
 
   it('the session page: screen and commands in view at 1280x800 and 1440x900, controls off, and a take-over ends the run as interrupted', async () => {
-    driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name: 'watched run' } });
+    driver = await labSession(lab.engine.api, key, { platformName: 'Android', 'appium:automationName': 'UiAutomator2', 'benchtop:options': { name: 'watched run', build: 'ci-77' } });
     labSessionId = (driver.capabilities as Record<string, unknown>)['benchtop:session'] as string;
     await driver.activateApp('com.android.settings');
     await (await driver.$('//android.widget.TextView[@text="Wi-Fi"]')).click();
@@ -114,6 +114,8 @@ describe.runIf(ready)('GUI: a WebDriver run watched live, taken over, and played
     await run.waitFor();
     await page.getByText(`taken over by ${OWNER_EMAIL}`, { exact: true }).waitFor();
     await expect(page.getByRole('link', { name: '← All test results' }).count()).resolves.toBe(1);
+    // The CI build it ran in, a link to that build's runs.
+    expect(await page.getByRole('link', { name: 'ci-77' }).getAttribute('href')).toBe('/test-results?tag=build%3Aci-77');
     // No Playwright figures for a WebDriver run.
     await expect(page.getByText('expected', { exact: true }).count()).resolves.toBe(0);
     await expect(page.getByText('unexpected', { exact: true }).count()).resolves.toBe(0);

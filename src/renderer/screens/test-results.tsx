@@ -3,7 +3,8 @@ import type { Asset, TestResult, TestResultStatus } from '../../shared/api/test-
 import type { Static } from 'typebox';
 import { api } from '../app-context.js';
 import { filesRemoved, isWebDriverRun, phoneOf, WebDriverResult } from '../components/webdriver-result.js';
-import { linkTo } from '../router.js';
+import { linkTo, useQueryParam } from '../router.js';
+import { BUILD, buildOf, tagPath } from '../test-result-tags.js';
 import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
 
 /** stats is free-form JSON, as the reporter sent it. */
@@ -14,22 +15,42 @@ const RUNNING_POLL_MS = 3000;
 /** How often the list looks for new runs while none it shows is running. */
 const LIST_POLL_MS = 5000;
 const STATUSES: Array<Static<typeof TestResultStatus>> = ['queued', 'running', 'passed', 'failed', 'skipped', 'interrupted'];
+/** A build's runs are read in one page, so that its counts are the whole build's (a nightly suite's hundreds of runs). */
+const BUILD_PAGE = 500;
+
+/** "12 runs: 10 passed, 1 failed, 1 running": a build at a glance, as a cloud lab's build page opens. */
+function BuildSummary({ tag, results, complete }: { tag: string; results: TestResult[]; complete: boolean }) {
+  const counts = STATUSES.map((s) => [s, results.filter((r) => r.status === s).length] as const).filter(([, n]) => n > 0);
+  const name = tag.startsWith(BUILD) ? <>Build <strong>{tag.slice(BUILD.length)}</strong></> : <>Tag <strong>{tag}</strong></>;
+  return (
+    <section className="summary" aria-label={tag.startsWith(BUILD) ? 'Build' : 'Tag'}>
+      <p>
+        {name}: {results.length}{complete ? '' : '+'} {results.length === 1 ? 'run' : 'runs'}
+        {counts.length > 0 && <> · {counts.map(([s, n]) => `${n} ${s}`).join(', ')}</>}
+        {' '}<a href="/test-results" onClick={linkTo('/test-results')}>All runs</a>
+      </p>
+    </section>
+  );
+}
 
 export function TestResultsScreen() {
   const [status, setStatus] = useState<Static<typeof TestResultStatus> | ''>('');
   const [text, setText] = useState('');
   const [pages, setPages] = useState<TestResult[]>([]);
   const [cursor, setCursor] = useState<string>();
+  // One build's (or tag's) runs when the address names one: a link a CI log prints, or a build clicked below.
+  const tag = useQueryParam('tag');
+  const limit = tag ? BUILD_PAGE : 50;
   // Polled, so that a run a CI job or a teammate starts shows up without a reload.
-  const first = useLoad(() => api.testResults({ limit: 50, status: status || undefined }), [status], LIST_POLL_MS);
+  const first = useLoad(() => api.testResults({ limit, status: status || undefined, tag }), [status, tag], LIST_POLL_MS);
   const [more, setMore] = useState<{ loading: boolean; error?: string }>({ loading: false });
 
   // A poll refreshes the first page in place: the pages loaded below it stay, and a new filter starts afresh.
-  const pagesOf = useRef(status);
+  const pagesOf = useRef(`${status} ${tag}`);
   useEffect(() => {
     const fresh = first.data?.data ?? [];
-    const sameFilter = pagesOf.current === status;
-    pagesOf.current = status;
+    const sameFilter = pagesOf.current === `${status} ${tag}`;
+    pagesOf.current = `${status} ${tag}`;
     setPages((old) => {
       const oldest = fresh.at(-1)?.createdAt;
       const below = sameFilter && oldest ? old.filter((r) => r.createdAt < oldest) : [];
@@ -49,7 +70,7 @@ export function TestResultsScreen() {
   const loadMore = async () => {
     setMore({ loading: true });
     try {
-      const page = await api.testResults({ limit: 50, status: status || undefined, before: cursor });
+      const page = await api.testResults({ limit, status: status || undefined, tag, before: cursor });
       setPages((p) => [...p, ...page.data]);
       setCursor(page.nextCursor);
       setMore({ loading: false });
@@ -64,6 +85,7 @@ export function TestResultsScreen() {
 
   return (
     <Page title="Test results">
+      {tag && first.data && <BuildSummary tag={tag} results={pages} complete={!cursor} />}
       <div className="toolbar">
         <label>
           Status
@@ -82,13 +104,13 @@ export function TestResultsScreen() {
       {!first.data && first.loading && <Spinner label="Loading test results" />}
       {first.data && shown.length === 0 ? (
         <Empty>
-          {status || needle
+          {status || needle || tag
             ? 'No test result matches these filters.'
             : <>No test results yet. A test run shows here once its reporter posts to <code>/api/v1/test-results</code> (WebDriver runs through the lab post theirs themselves).</>}
         </Empty>
       ) : shown.length > 0 && (
         <table className="table" aria-label="Test results">
-          <thead><tr><th>Name</th><th>Status</th><th>Branch</th><th>Commit</th><th>Passed / failed</th><th>Created</th></tr></thead>
+          <thead><tr><th>Name</th><th>Status</th><th>Build</th><th>Branch</th><th>Commit</th><th>Passed / failed</th><th>Created</th></tr></thead>
           <tbody>
             {shown.map((r) => (
               <tr key={r.id}>
@@ -97,6 +119,7 @@ export function TestResultsScreen() {
                   {isWebDriverRun(r) && <span className="muted"> · WebDriver on {phoneOf(r) ?? 'a phone'}</span>}
                 </td>
                 <td><Status value={r.status} /></td>
+                <td>{buildOf(r) !== undefined ? <a href={tagPath(`${BUILD}${buildOf(r)}`)} onClick={linkTo(tagPath(`${BUILD}${buildOf(r)}`))}>{buildOf(r)}</a> : <span className="muted">—</span>}</td>
                 <td>{r.git?.branch ?? <span className="muted">—</span>}</td>
                 <td>{r.git?.commitSha ? <code>{String(r.git.commitSha).slice(0, 8)}</code> : <span className="muted">—</span>}</td>
                 {/* A WebDriver run has no tests to count: its commands and their failures are on its page. */}
@@ -190,7 +213,7 @@ export function TestResultScreen({ id }: { id: string }) {
         <dt>Started</dt><dd>{fmtTime(r.startedAt)}</dd>
         <dt>Finished</dt><dd>{fmtTime(r.finishedAt)}</dd>
         <dt>Reporter</dt><dd>{r.userAgent ?? '—'}</dd>
-        <dt>Tags</dt><dd>{r.tags.length ? r.tags.map((t) => <span key={t} className="chip">{t}</span>) : '—'}</dd>
+        <dt>Tags</dt><dd>{r.tags.length ? r.tags.map((t) => <a key={t} className="chip" href={tagPath(t)} onClick={linkTo(tagPath(t))} title={`Runs tagged ${t}`}>{t}</a>) : '—'}</dd>
         {r.sessionId && <><dt>Session</dt><dd><a href={`/sessions/${r.sessionId}`} onClick={linkTo(`/sessions/${r.sessionId}`)}>{r.sessionId.slice(0, 8)}</a></dd></>}
       </dl>
       <h2>Assets</h2>

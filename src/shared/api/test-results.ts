@@ -91,6 +91,7 @@ export const TestResultListQuery = Type.Object({
   before: Type.Optional(Type.String({ format: 'date-time', description: 'Only results created strictly before this time: the previous page\'s nextCursor.' })),
   status: Type.Optional(TestResultStatus),
   sessionId: Type.Optional(Type.String({ format: 'uuid', description: 'Only results of this session.' })),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Only results carrying this tag exactly, e.g. build:nightly-42 (a CI build\'s runs, as a cloud lab groups them).' })),
 });
 export type TestResultListQuery = Static<typeof TestResultListQuery>;
 

@@ -232,7 +232,7 @@ export function createApiClient(options: ApiClientOptions) {
     cancelMessage: (sid: string, cid: string, mid: string) =>
       json<Message>('POST', `/sessions/${seg(sid)}/chats/${seg(cid)}/messages/${seg(mid)}/cancel`),
 
-    testResults: (query: { limit?: number; before?: string; status?: Static<typeof TestResultStatus> } = {}) =>
+    testResults: (query: { limit?: number; before?: string; status?: Static<typeof TestResultStatus>; tag?: string } = {}) =>
       json<List<TestResult>>('GET', '/test-results', { query }),
     testResult: (id: string) => json<TestResult>('GET', `/test-results/${seg(id)}`),
     assets: (id: string) => json<List<Asset>>('GET', `/test-results/${seg(id)}/assets`),

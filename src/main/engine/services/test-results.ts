@@ -95,13 +95,14 @@ export class TestResults {
    */
   listTestResults(
     scope: Scope,
-    query: { limit: number; before?: number; status?: string; sessionId?: string },
+    query: { limit: number; before?: number; status?: string; sessionId?: string; tag?: string },
   ): { testResults: TestResultRow[]; nextCursor?: number } {
     const rows = this.stores.testResults.page({
       organizationId: scope.organization.id,
       before: query.before ?? Number.MAX_SAFE_INTEGER,
       status: query.status ?? null,
       sessionId: query.sessionId ?? null,
+      tag: query.tag ?? null,
       limit: query.limit + 1,
     });
     const more = rows.length > query.limit;

@@ -82,6 +82,7 @@ interface PageParams {
   before: number;
   status: string | null;
   sessionId: string | null;
+  tag: string | null;
   limit: number;
 }
 
@@ -107,12 +108,13 @@ export function testResultStore(db: Db) {
   const page = db.prepare<[PageParams], StoredTestResult>(
     `SELECT ${COLUMNS} FROM test_results
      WHERE organization_id = @organizationId AND created_at < @before AND (@status IS NULL OR status = @status)
+       AND (@tag IS NULL OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = @tag))
      ORDER BY created_at DESC LIMIT @limit`,
   );
   const pageOfSession = db.prepare<[PageParams], StoredTestResult>(
     `SELECT ${COLUMNS} FROM test_results
      WHERE session_id = @sessionId AND organization_id = @organizationId AND created_at < @before
-       AND (@status IS NULL OR status = @status)
+       AND (@status IS NULL OR status = @status) AND (@tag IS NULL OR EXISTS (SELECT 1 FROM json_each(tags) WHERE value = @tag))
      ORDER BY created_at DESC LIMIT @limit`,
   );
   const create = db.transaction(
@@ -158,7 +160,7 @@ export function testResultStore(db: Db) {
     update: (row: TestResultRow) => {
       update.run({ id: row.id, organizationId: row.organizationId, updatedAt: row.updatedAt, ...params(row) });
     },
-    /** Newest first, created strictly before `before`; status and sessionId filter when given. */
+    /** Newest first, created strictly before `before`; status, sessionId and a tag filter when given. */
     page: (query: PageParams): TestResultRow[] => (query.sessionId ? pageOfSession : page).all(query).map(parsed),
 
     addAsset: (asset: AssetRow) => {

@@ -45,8 +45,8 @@ export function testResultRoutes(app: App, testResults: TestResults, uploads: Mu
   app.get('/test-results', {
     schema: { tags, operationId: 'listTestResults', summary: 'Test results, newest first, cursor paginated', description: 'The spec declares no 400 here: a malformed query is answered with its nearest declared status, and the error code invalid_request.', security: BEARER, headers: OrganizationHeader, querystring: TestResultListQuery, response: responses({ 200: List(TestResult) }, [401]) },
   }, (req) => {
-    const { limit = 100, before, status, sessionId } = req.query;
-    const result = testResults.listTestResults(scopeOf(req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId });
+    const { limit = 100, before, status, sessionId, tag } = req.query;
+    const result = testResults.listTestResults(scopeOf(req), { limit, before: before ? Date.parse(before) : undefined, status, sessionId, tag });
     return page(result.testResults.map(presentTestResult), result.nextCursor);
   });
 
