@@ -18,6 +18,11 @@ export interface BenchtopReporterOptions {
   name?: string;
   /** Tags for the result, e.g. ['nightly']. */
   tags?: string[];
+  /**
+   * The CI build the run belongs to, tagged build:<build> so that the lab lists a build's runs together; defaults to
+   * BENCHTOP_BUILD, else the CI's own run (GitHub Actions, GitLab, Buildkite, CircleCI, Azure Pipelines, Jenkins).
+   */
+  build?: string;
   /** Overrides BENCHTOP_URL and BENCHTOP_API_KEY. */
   url?: string;
   apiKey?: string;
@@ -41,6 +46,11 @@ function git(args: string[]): string | null {
   } catch {
     return null;
   }
+}
+
+/** The CI build a run belongs to, by the variable each CI sets for a whole pipeline run; an empty one counts as unset. */
+function buildOf(env: NodeJS.ProcessEnv): string | undefined {
+  return env.BENCHTOP_BUILD || env.GITHUB_RUN_ID || env.CI_PIPELINE_ID || env.BUILDKITE_BUILD_NUMBER || env.CIRCLE_WORKFLOW_ID || env.BUILD_BUILDID || env.BUILD_NUMBER || undefined;
 }
 
 /**
@@ -89,14 +99,17 @@ export class BenchtopReporter implements Reporter {
       return;
     }
     try {
-      const id = await this.report(`${base}/api/v1`, apiKey, result);
+      const build = this.options.build || buildOf(process.env);
+      const id = await this.report(`${base}/api/v1`, apiKey, result, build);
       console.log(`[benchtop] Test result: ${base}/api/v1/test-results/${id}`);
+      if (build) console.log(`[benchtop] The build's runs: ${base}/test-results?tag=${encodeURIComponent(`build:${build}`)}`);
     } catch (error) {
       warn(`the run was not reported: ${(error as Error).message}`);
     }
   }
 
-  private async report(api: string, apiKey: string, result: FullResult): Promise<string> {
+  private async report(api: string, apiKey: string, result: FullResult, build: string | undefined): Promise<string> {
+    const tags = this.options.tags ?? [];
     const outcomes = { expected: 0, unexpected: 0, flaky: 0, skipped: 0 };
     for (const test of this.root?.allTests() ?? []) outcomes[test.outcome()]++;
     const body = {
@@ -104,7 +117,7 @@ export class BenchtopReporter implements Reporter {
       userAgent: USER_AGENT,
       status: STATUS[result.status],
       git: gitInfo(process.env),
-      tags: this.options.tags ?? [],
+      tags: build && !tags.some((t) => t.startsWith('build:')) ? [...tags, `build:${build}`] : tags,
       environment: { ci: Boolean(process.env.CI), os: process.platform, node: process.version },
       stats: { ...outcomes, duration: result.duration, startTime: result.startTime.toISOString() },
       startedAt: result.startTime.toISOString(),

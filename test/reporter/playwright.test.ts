@@ -65,12 +65,19 @@ function run(command: string, args: string[], cwd: string, env: Record<string, s
 /** The run sees only the configuration the test gives it: not this machine's CI variables. */
 const runPlaywright = (dir: string, env: Record<string, string>, args: string[] = []) =>
   run(process.execPath, [join(ROOT, 'node_modules/@playwright/test/cli.js'), 'test', '--config', join(dir, 'playwright.config.mjs'), ...args], dir, {
-    ...env,
     CI: '',
     GITHUB_SHA: '',
     GITHUB_REF_NAME: '',
     GITHUB_HEAD_REF: '',
     BENCHTOP_RUN_NAME: '',
+    BENCHTOP_BUILD: '',
+    GITHUB_RUN_ID: '',
+    CI_PIPELINE_ID: '',
+    BUILDKITE_BUILD_NUMBER: '',
+    CIRCLE_WORKFLOW_ID: '',
+    BUILD_BUILDID: '',
+    BUILD_NUMBER: '',
+    ...env,
   });
 
 describe.skipIf(!hasChromium)('the Playwright reporter', () => {
@@ -92,11 +99,13 @@ describe.skipIf(!hasChromium)('the Playwright reporter', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('files the run with its stats, git info, screenshot and trace, and prints the result\'s URL', async () => {
-    const pw = await runPlaywright(dir, { BENCHTOP_URL: lab.t.api.replace(/\/api\/v1$/, ''), BENCHTOP_API_KEY: key });
+  it('files the run with its stats, git info, screenshot, trace and CI build, and prints the result\'s URL and its build\'s', async () => {
+    // GitHub Actions' run of the whole workflow: every job's run of it is one build.
+    const pw = await runPlaywright(dir, { BENCHTOP_URL: lab.t.api.replace(/\/api\/v1$/, ''), BENCHTOP_API_KEY: key, GITHUB_RUN_ID: '4242' });
     expect(pw.code, pw.out).toBe(0);
     const url = /\[benchtop\] Test result: (\S+)/.exec(pw.out)?.[1];
     expect(url, pw.out).toMatch(new RegExp(`^${lab.t.api}/test-results/[0-9a-f-]{36}$`));
+    expect(pw.out).toContain(`[benchtop] The build's runs: ${lab.t.api.replace(/\/api\/v1$/, '')}/test-results?tag=build%3A4242`);
 
     const c = client(lab.t.api);
     const result = (await c.call('GET', url!.slice(lab.t.api.length), { token: key })).body;
@@ -104,7 +113,7 @@ describe.skipIf(!hasChromium)('the Playwright reporter', () => {
     expect(result).toMatchObject({
       name: 'reporter smoke',
       status: 'passed',
-      tags: ['smoke'],
+      tags: ['smoke', 'build:4242'],
       userAgent: expect.stringMatching(/^benchtop-playwright-reporter\//),
       git: { commitSha: sha, branch: 'feature/reporter', authorName: 'Ada Lovelace', commitMessage: 'Add the smoke test' },
       stats: { expected: 1, unexpected: 0, flaky: 0, skipped: 1 },
