@@ -132,7 +132,7 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
       'appium:app': url,
       'appium:otherApps': [`lab://files/${fileId}`],
       'appium:newCommandTimeout': 120,
-      'benchtop:options': { name: 'apps by reference', ...NO_VIDEO },
+      'benchtop:options': { name: 'apps by reference', build: 'nightly 7', ...NO_VIDEO },
     });
     const serial = serialOf('Pixel 8');
     const phone = lab.phone(serial);
@@ -144,6 +144,8 @@ describe.skipIf(!hasNetns)('/wd/hub as a cloud lab takes Appium (issue 43)', () 
     // The answer names the phone as the Fleet does, with the client's own timeout; no bridge, no lab port.
     const caps = driver.capabilities as Record<string, unknown>;
     expect(caps['benchtop:testResultUrl']).toBe(`${new URL(lab.engine.api).origin}/test-results/${caps['benchtop:testResult']}`);
+    // Its build's page, every run of the build: a second link for the CI log.
+    expect(caps['benchtop:buildUrl']).toBe(`${new URL(lab.engine.api).origin}/test-results?tag=build%3Anightly%207`);
     const named = (capabilities: Record<string, unknown>) => {
       // The simulated phones' serials are adb connect addresses themselves; the bridge's is another, new each session.
       // The lab's own address is the one the client used (the run's page), not a port of the lab's plumbing.
