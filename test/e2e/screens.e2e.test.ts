@@ -57,7 +57,7 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
       stats: { expected: 42, unexpected: 0, flaky: 1, skipped: 2, duration: 81234 },
       tags: ['build:nightly-42'],
     });
-    await create({ name: 'login-smoke', status: 'failed', stats: { expected: 3, unexpected: 1 }, tags: ['build:nightly-42'] });
+    await create({ name: 'login-smoke', status: 'failed', reason: 'No element: ~Log in', stats: { expected: 3, unexpected: 1 }, tags: ['build:nightly-42'] });
     await create({ name: 'last-night', status: 'passed', tags: ['build:nightly-41'] });
     const upload = async (name: string, data: Buffer, type: string) => {
       const form = new FormData();
@@ -96,6 +96,8 @@ describe.runIf(hasChromium)('GUI: sessions, test results, usage, settings', () =
     expect(page.url()).toMatch(/\/test-results\?tag=build%3Anightly-42$/);
     await table.getByText('login-smoke').waitFor();
     expect(await table.getByText('last-night').count()).toBe(0);
+    // A failed run says why in the list.
+    await table.getByRole('row').filter({ hasText: 'login-smoke' }).getByText('No element: ~Log in').waitFor();
     await snap(page, SUITE, '02-build');
     await build.getByRole('link', { name: 'All runs' }).click();
     await table.getByText('last-night').waitFor();

@@ -118,7 +118,8 @@ export function TestResultsScreen() {
                   <a href={`/test-results/${r.id}`} onClick={linkTo(`/test-results/${r.id}`)}>{r.name}</a>
                   {isWebDriverRun(r) && <span className="muted"> · WebDriver on {phoneOf(r) ?? 'a phone'}</span>}
                 </td>
-                <td><Status value={r.status} /></td>
+                {/* Why it ended so, in its reporter's or client's words: a build's failures triaged from the list. */}
+                <td><Status value={r.status} />{r.reason && <div className="muted list-reason" title={r.reason}>{r.reason}</div>}</td>
                 <td>{buildOf(r) !== undefined ? <a href={tagPath(`${BUILD}${buildOf(r)}`)} onClick={linkTo(tagPath(`${BUILD}${buildOf(r)}`))}>{buildOf(r)}</a> : <span className="muted">—</span>}</td>
                 <td>{r.git?.branch ?? <span className="muted">—</span>}</td>
                 <td>{r.git?.commitSha ? <code>{String(r.git.commitSha).slice(0, 8)}</code> : <span className="muted">—</span>}</td>
