@@ -157,6 +157,8 @@ function writeNoFrameworkCopy(html: string, origin: string): string {
   // their dots, colons and dashes).
   const script = `<script>(() => {
   const headers = { authorization: 'Bearer ' + sessionStorage.getItem('benchtop.token') };
+  // The benchmark signs in as the lab owner, whose rows have the Note button.
+  const owner = true;
   const esc = (v) => String(v).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
   const cell = (inner, attrs = '') => '<td role="cell"' + attrs + '>' + inner + '</td>';
   const muted = (text) => '<span class="muted">' + text + '</span>';
@@ -168,14 +170,15 @@ function writeNoFrameworkCopy(html: string, origin: string): string {
     const state = d.state === 'device' ? (d.held ? 'in_use' : 'free') : d.state;
     const battery = d.battery === null ? muted('—') : '<span aria-label="Battery ' + d.battery + '%" class="' + (d.battery < 20 ? 'battery low' : 'battery') + '" style="--level: ' + d.battery + '%;">' + d.battery + '%</span>';
     const free = d.state === 'device' && !d.held;
-    return '<tr role="row" data-serial="' + esc(d.serial) + '">' + cell(esc(d.name))
+    return '<tr role="row" data-serial="' + esc(d.serial) + '">' + cell(esc(d.name) + (d.note ? '<span class="phone-note">' + esc(d.note) + '</span>' : ''))
       + cell(d.platform === 'ios' ? 'iOS' : d.platform === 'android' ? 'Android' : esc(d.platform), ' class="col-platform"')
       + cell(d.model ? esc(d.model) : muted('—'), ' title="' + esc(d.model ?? '') + '"') + cell(esc(d.osVersion)) + cell('<code>' + address(d.serial) + '</code>')
       + (hostColumn ? cell(d.host ? address(d.host) : muted('this workstation')) : '')
       + cell('<span class="status status-' + state + '">' + state.replace(/_/g, ' ') + '</span>'
         + (d.steps && d.state !== 'gone' ? '<p class="steps" aria-label="What ' + esc(d.name) + ' needs">' + esc(d.steps) + '</p>' : '')) + cell(battery)
       + cell((d.held ? muted('another organization') : d.booking ? '' : muted('free')) + (d.booking ? booking(d.booking) : ''))
-      + cell(free ? '<button type="button" aria-label="Use this phone: ' + esc(d.name) + ' (' + esc(d.serial) + ')" class="primary">Use this phone</button>' : '')
+      + cell((free ? '<button type="button" aria-label="Use this phone: ' + esc(d.name) + ' (' + esc(d.serial) + ')" class="primary">Use this phone</button>' : '')
+        + (owner ? '<button type="button" class="link note-button" aria-label="Note on ' + esc(d.name) + ' (' + esc(d.serial) + ')">Note\u2026</button>' : ''))
       + '</tr>';
   };
   Promise.all(['/api/v1/fleet/devices', '/api/v1/fleet/hosts'].map((p) => fetch(p, { headers }).then((r) => r.json()))).then(([devices]) => {

@@ -130,6 +130,8 @@ const MATRIX = {
   'GET /fleet/devices': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/hosts': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'GET /fleet/providers': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
+  // A phone's note is the lab owner's (phones are the lab's, not an organization's).
+  'PATCH /fleet/devices/{serial}': { interactive: [NLO, NLO, NLO, NLO], key: [IO, IO, IO, IO] },
   // Instances (the lab has no Mac host)
   'GET /sessions/{sessionId}/instances': { interactive: [200, 200, 200, NM], key: [200, 200, 200, WO] },
   'POST /sessions/{sessionId}/instances': { interactive: [NO_CAPACITY, NO_CAPACITY, LOW, NM], key: [NO_CAPACITY, NO_CAPACITY, LOW, WO] },
@@ -809,6 +811,13 @@ const OPERATIONS: Record<Op, (c: Caller) => Promise<Attempt>> = {
         expect(phone).toMatchObject({ platform: 'android' });
       },
     };
+  },
+
+  'PATCH /fleet/devices/{serial}': async (c) => {
+    const noteOf = async () => (await owner('GET', '/fleet/devices')).body.data.find((d: { serial: string }) => d.serial === PHONE)?.note;
+    const before = await noteOf();
+    const reply = await as(c, 'PATCH', `/fleet/devices/${PHONE}`, { body: { note: 'shelf M' } });
+    return { reply, ifRefused: async () => expect(await noteOf()).toBe(before) };
   },
 
   'GET /fleet/hosts': async (c) => {

@@ -70,6 +70,18 @@ describe.runIf(ready)('GUI: the phone page', () => {
     await page.getByLabel('Version at least').fill('15');
     await page.getByText('No phone matches that search.').waitFor();
     await page.getByLabel('Version at least').fill('');
+    // The lab owner notes which of two like phones is which; the note shows under the name and a search finds it.
+    await page.getByRole('searchbox', { name: 'Search' }).fill('');
+    await phones.getByRole('button', { name: /^Note on Galaxy S21/ }).click();
+    const editor = page.getByRole('form', { name: 'Note on Galaxy S21' });
+    await editor.getByRole('textbox').fill('shelf B, SIM for SMS');
+    await editor.getByRole('button', { name: 'Save' }).click();
+    await phones.getByRole('row', { name: /Galaxy S21/ }).getByText('shelf B, SIM for SMS').waitFor();
+    expect(await editor.count()).toBe(0);
+    await snap(page, SUITE, '01-fleet-note');
+    await page.getByRole('searchbox', { name: 'Search' }).fill('shelf b');
+    await page.getByRole('search', { name: 'Find phones' }).getByText('1 of 2 phones match · 1 free').waitFor();
+    await page.getByRole('searchbox', { name: 'Search' }).fill('pixel');
     await snap(page, SUITE, '01-fleet-search');
 
     // A phone that cannot be taken says why, under its own button and whole within the table (its column is only as

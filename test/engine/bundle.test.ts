@@ -186,6 +186,8 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     ids.adbKey = (await created('POST', '/adb-keys', { publicKey: newAdbPublicKey() })).id;
     // A reservation needs a phone in the lab that matches it: the demo phone attaches a moment after the start.
     await waitFor('the demo phone', async () => (await owner('GET', '/fleet/devices')).body.data.some((p: { state: string }) => p.state === 'device'), 20_000);
+    // The phone a note is written on (PATCH /fleet/devices/{serial}).
+    ids.serial = (await owner('GET', '/fleet/devices')).body.data.find((p: { state: string; platform: string }) => p.state === 'device' && p.platform === 'android').serial;
     const hour = 3_600_000;
     ids.reservation = (await created('POST', '/reservations', {
       filters: [{ attribute: 'platform', operator: 'EQUALS', value: 'android' }],
@@ -351,6 +353,7 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     const bodies: Record<string, unknown> = {
       'post /api/v1/auth/login': { email: 'owner@bundle.test', password: 'not-the-password' },
       'patch /api/v1/lab/settings': { lanSharing: true },
+      'patch /api/v1/fleet/devices/{serial}': { note: 'shelf B' },
       'put /api/v1/lab/assistant': { provider: 'openai', endpoint: model!.endpoint, model: 'scripted' },
       'patch /api/v1/lab/assistant': { model: 'scripted' },
       'post /api/v1/sessions/{sessionId}/devices/{deviceId}/install': { file: ids.apkFileId },
@@ -422,6 +425,8 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     console.log(`bundle: called ${called} of the document's ${operations.length} operations (${streamed} streaming, ended after their status): ${[...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${n}x ${s}`).join(', ')}`);
     expect(wrong).toEqual([]);
     expect(called).toBe(operations.length);
+    // The note the lab owner wrote on the demo phone, as the Fleet lists it.
+    expect((await owner('GET', '/fleet/devices')).body.data.find((p: { serial: string }) => p.serial === ids.serial)).toMatchObject({ note: 'shelf B' });
   }, 90_000);
 
   it('serves the built GUI at / (out/renderer, found from the bundle\'s own place in out/serve)', async () => {

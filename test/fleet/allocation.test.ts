@@ -148,6 +148,34 @@ describe.skipIf(!hasAdb)('Android fleet and device allocation (real adb, simulat
     expect(errorCode(file)).toBe('file_not_found');
   });
 
+  it('the lab owner\'s note tells identical phones apart: kept across an unplug, shown to every organization, removed by null', async () => {
+    const serial = lab.serials[1]!;
+    const note = (s: string) => c.call('PATCH', `/fleet/devices/${encodeURIComponent(s)}`, { token: owner, body: { note: '  shelf B, SIM for SMS  ' } });
+    const r = await note(serial);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ serial, name: 'Pixel 6', note: 'shelf B, SIM for SMS' });
+    await lab.unplug(serial);
+    await lab.replug(serial);
+    await freeAgain(serial);
+    const other = await c.signup('note-reader@fleet.test');
+    const seen = (await c.call('GET', '/fleet/devices', { token: other.token })).body.data.find((d: { serial: string }) => d.serial === serial);
+    expect(seen).toMatchObject({ name: 'Pixel 6', note: 'shelf B, SIM for SMS' });
+    // Everyone else may read it, not write it.
+    const refused = await c.call('PATCH', `/fleet/devices/${encodeURIComponent(serial)}`, { token: other.token, body: { note: 'mine' } });
+    expect(refused.status).toBe(403);
+    expect(errorCode(refused)).toBe('not_lab_owner');
+    for (const body of [{ note: 'x'.repeat(201) }, { note: 7 }, {}, { note: 'a', name: 'renamed' }]) {
+      const bad = await c.call('PATCH', `/fleet/devices/${encodeURIComponent(serial)}`, { token: owner, body });
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+    }
+    const unknown = await note('no-such-phone');
+    expect(unknown.status).toBe(404);
+    expect(errorCode(unknown)).toBe('device_not_found');
+    const cleared = await c.call('PATCH', `/fleet/devices/${encodeURIComponent(serial)}`, { token: owner, body: { note: null } });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.note).toBeUndefined();
+  });
+
   it('400 for every filter violation', async () => {
     const session = await newSession();
     const bodies: unknown[] = [

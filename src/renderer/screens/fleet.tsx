@@ -30,7 +30,7 @@ const stateOf = (d: FleetDevice) => (d.state === 'device' ? (d.held ? 'in_use' :
 /** The Fleet screen's search: text in the name, serial or version, then the platform, availability and minimum version. */
 export function fleetMatches(d: FleetDevice, q: FleetQuery): boolean {
   const text = q.text.trim().toLowerCase();
-  if (text && ![d.name, d.serial, d.osVersion, d.platform, d.model ?? '', modelName(d.model ?? '')].some((v) => v.toLowerCase().includes(text))) return false;
+  if (text && ![d.name, d.serial, d.osVersion, d.platform, d.model ?? '', modelName(d.model ?? ''), d.note ?? ''].some((v) => v.toLowerCase().includes(text))) return false;
   if (q.platform && d.platform !== q.platform) return false;
   if (q.availability === 'free' && !isFree(d)) return false;
   if (q.availability === 'in_use' && !(d.state === 'device' && d.held)) return false;
@@ -107,10 +107,10 @@ const COLUMNS: Array<{ label: string; className?: string; hidden?: boolean }> = 
  * One phone's row, rendered again only when that phone changed: the store keeps an unchanged phone as the same
  * object from poll to poll, so a poll, or the page's sign-in finishing, does not render a hundred rows again.
  */
-const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onUse }: { device: FleetDevice; me: string | undefined; hostColumn: boolean; taking: Taking | undefined; onUse(device: FleetDevice): void }) {
+const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onUse, onNote }: { device: FleetDevice; me: string | undefined; hostColumn: boolean; taking: Taking | undefined; onUse(device: FleetDevice): void; onNote: ((device: FleetDevice) => void) | undefined }) {
   return (
     <tr role="row" data-serial={d.serial}>
-      <td role="cell">{d.name}</td>
+      <td role="cell">{d.name}{d.note && <span className="phone-note">{d.note}</span>}</td>
       <td role="cell" className="col-platform">{platformName(d.platform)}</td>
       <td role="cell" title={d.model}>{d.model ? modelName(d.model) : <span className="muted">—</span>}</td>
       <td role="cell">{d.osVersion}</td>
@@ -133,14 +133,52 @@ const FleetRow = memo(function FleetRow({ device: d, me, hostColumn, taking, onU
         ) : d.held ? <span className="muted">another organization</span> : !d.booking && <span className="muted">free</span>}
         {d.booking && <span className={d.booking.own ? 'booking-note own' : 'booking-note'}>{bookingNote(d.booking)}</span>}
       </td>
-      <td role="cell">{isFree(d) && <UseThisPhone device={d} taking={taking} onUse={onUse} />}</td>
+      <td role="cell">
+        {isFree(d) && <UseThisPhone device={d} taking={taking} onUse={onUse} />}
+        {onNote && <button type="button" className="link note-button" aria-label={`Note on ${d.name} (${d.serial})`} onClick={() => onNote(d)}>Note…</button>}
+      </td>
     </tr>
   );
 });
 
 /** Every phone and Mac host of the lab, polled: who holds what shows only for the current organization. */
+/**
+ * The lab owner's note on one phone, edited above the table (one editor for the page, not one per row): what tells
+ * identical phones apart, in the Fleet and its search.
+ */
+function NoteEditor({ device, onDone }: { device: FleetDevice; onDone(): void }) {
+  const [note, setNote] = useState(device.note ?? '');
+  const [state, setState] = useState<{ saving: boolean; error?: string }>({ saving: false });
+  const save = async (value: string | null) => {
+    setState({ saving: true });
+    try {
+      await api.setDeviceNote(device.serial, value);
+      await fleetStore.getState().refresh();
+      onDone();
+    } catch (e) {
+      setState({ saving: false, error: (e as Error).message });
+    }
+  };
+  return (
+    <form className="note-editor" aria-label={`Note on ${device.name}`} onSubmit={(e) => { e.preventDefault(); void save(note.trim() || null); }}>
+      <label>
+        Note on {device.name} <code>{device.serial}</code>
+        <input value={note} maxLength={200} autoFocus placeholder="e.g. shelf B, SIM for SMS tests" onChange={(e) => setNote(e.target.value)} />
+      </label>
+      <button type="submit" className="primary" disabled={state.saving}>Save</button>
+      {device.note && <button type="button" disabled={state.saving} onClick={() => void save(null)}>Remove</button>}
+      <button type="button" onClick={onDone}>Cancel</button>
+      {state.error && <span role="alert" className="error inline">{state.error}</span>}
+    </form>
+  );
+}
+
 export const FleetScreen = memo(function FleetScreen() {
   const me = useAuth((s) => s.user?.email);
+  const labOwner = useAuth((s) => s.user?.labOwner ?? false);
+  const [noting, setNoting] = useState<FleetDevice>();
+  // Stable, so that the rows' memo holds; undefined for everyone but the lab owner, whose rows have the button.
+  const onNote = useMemo(() => (labOwner ? (device: FleetDevice) => setNoting(device) : undefined), [labOwner]);
   const { devices, hosts, changes, loaded, error } = useFleet((s) => s);
   useEffect(() => fleetStore.getState().poll(FLEET_POLL_MS), []);
   const [query, setQuery] = useState<FleetQuery>({ text: '', platform: '', availability: 'any', minVersion: '' });
@@ -190,7 +228,7 @@ export const FleetScreen = memo(function FleetScreen() {
       <form className="fleet-filters" role="search" aria-label="Find phones" onSubmit={(e) => e.preventDefault()}>
         <label>
           Search
-          <input type="search" value={query.text} placeholder="Name, serial or version" onChange={(e) => set({ text: e.target.value })} />
+          <input type="search" value={query.text} placeholder="Name, serial, version or note" onChange={(e) => set({ text: e.target.value })} />
         </label>
         <label>
           Platform
@@ -217,6 +255,7 @@ export const FleetScreen = memo(function FleetScreen() {
           {loaded && (filtering ? `${shown.length} of ${devices.length} phones match · ${shownFree} free` : `${devices.length} phones · ${shownFree} free`)}
         </p>
       </form>
+      {noting && <NoteEditor key={noting.serial} device={noting} onDone={() => setNoting(undefined)} />}
       {loaded && devices.length === 0 ? <Empty>No phones. Plug one in over USB with USB debugging on, or run <code>npm run demo</code>.</Empty> : loaded && shown.length === 0 ? <Empty>No phone matches that search.</Empty> : (
         <div className="table-wrap">
         <table role="table" className={hostColumn ? 'table fleet-table with-host' : 'table fleet-table'} aria-label="Phones">
@@ -229,7 +268,7 @@ export const FleetScreen = memo(function FleetScreen() {
           </thead>
           <tbody role="rowgroup">
             {/* Only a held row names its holder: the others do not draw again when the signed-in user's email arrives. */}
-            {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} taking={taking?.serial === d.serial ? taking : undefined} onUse={onUse} />)}
+            {shown.map((d) => <FleetRow key={d.serial} device={d} me={d.heldBy ? me : undefined} hostColumn={hostColumn} taking={taking?.serial === d.serial ? taking : undefined} onUse={onUse} onNote={onNote} />)}
           </tbody>
         </table>
         </div>

@@ -28,6 +28,7 @@ export const FleetDevice = Type.Object({
   battery: Type.Union([Type.Integer(), Type.Null()]),
   model: Type.Optional(Type.String({ description: 'The hardware model while attached: ro.product.model on Android, the ProductType (e.g. iPhone14,6) on an iPhone.' })),
   steps: Type.Optional(Type.String({ description: 'While unauthorized or wda_unavailable: what to do on the phone or this computer so that it can be allocated.' })),
+  note: Type.Optional(Type.String({ description: 'The lab owner\'s note on the phone ("shelf B", "SIM for SMS tests"): what tells identical phones apart.' })),
   wdaLaunch: Type.Optional(
     Type.Union([Type.Literal('lockdown'), Type.Literal('tunnel'), Type.Literal('devicectl'), Type.Literal('external')], {
       description:
@@ -69,6 +70,10 @@ export const FleetDevice = Type.Object({
   lastSeenAt: Type.String({ format: 'date-time' }),
 });
 export type FleetDevice = Static<typeof FleetDevice>;
+
+/** A note of at most 200 characters; null or an empty one removes it. */
+export const FleetDeviceNotePatch = Type.Object({ note: Type.Union([Type.String({ maxLength: 200 }), Type.Null()]) }, { additionalProperties: false });
+export const FleetDeviceParams = Type.Object({ serial: Type.String({ minLength: 1, maxLength: 200 }) });
 
 /**
  * The device-control vocabulary, declared once: these schemas validate REST bodies, /ws params, MCP tool arguments

@@ -232,6 +232,8 @@ export function createApiClient(options: ApiClientOptions) {
     cancelMessage: (sid: string, cid: string, mid: string) =>
       json<Message>('POST', `/sessions/${seg(sid)}/chats/${seg(cid)}/messages/${seg(mid)}/cancel`),
 
+    /** The lab owner's note on a phone; null removes it. */
+    setDeviceNote: (serial: string, note: string | null) => json<FleetDevice>('PATCH', `/fleet/devices/${seg(serial)}`, { body: { note } }),
     testResults: (query: { limit?: number; before?: string; status?: Static<typeof TestResultStatus>; tag?: string } = {}) =>
       json<List<TestResult>>('GET', '/test-results', { query }),
     testResult: (id: string) => json<TestResult>('GET', `/test-results/${seg(id)}`),

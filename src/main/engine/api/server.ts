@@ -307,7 +307,7 @@ export async function buildServer(services: ApiServices, version: string, option
     deviceControlRoutes(a, s.control, { rebootTimeoutMs: REBOOT_TIMEOUT_MS });
     remoteConnectRoutes(a, s.remote);
     phoneToolboxRoutes(a, s.control);
-    fleetRoutes(a, s.allocator, s.macHosts, s.providers, s.reservations, s.webdriver);
+    fleetRoutes(a, s.allocator, s.macHosts, s.providers, s.reservations, s.webdriver, s.labOwner);
     sharingRoutes(a, s);
     labHostRoutes(a, s.macHosts);
     labProviderRoutes(a, s.providers, s.metrics, s.backups, s.labOwner);

@@ -239,6 +239,15 @@ export class DeviceAllocator {
 
   /** Every phone the lab has seen, with its last known state. */
   /** Every phone the lab has seen; an attached one with its model and, while it cannot be allocated, the steps to fix that. */
+  /**
+   * The lab owner's note on a phone, what tells identical phones apart ("shelf B"); null or blank removes it. The
+   * phone as the inventory lists it; not found for a serial the lab has never seen.
+   */
+  setNote(serial: string, note: string | null): ReturnType<DeviceAllocator['inventory']>[number] {
+    if (!this.stores.fleet.setNote(serial, note?.trim() || null)) throw new ServiceError('not_found', 'device_not_found', `No phone ${serial} in this lab.`);
+    return this.inventory().find((d) => d.serial === serial)!;
+  }
+
   inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps' | 'wdaLaunch'>> {
     return this.stores.fleet.all().map(({ model, ...row }) => {
       const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);

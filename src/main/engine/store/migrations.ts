@@ -434,4 +434,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE fleet_devices ADD COLUMN model TEXT;
   `,
+  // The lab owner's note on a phone ("shelf B", "the cracked one"): the phone's own name stays what it reports.
+  `
+  ALTER TABLE fleet_devices ADD COLUMN note TEXT;
+  `,
 ];

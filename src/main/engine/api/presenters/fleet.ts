@@ -24,6 +24,7 @@ export const presentFleetDevice = (
   host: d.host,
   ...(d.model ? { model: d.model } : {}),
   ...(d.steps ? { steps: d.steps } : {}),
+  ...(d.note ? { note: d.note } : {}),
   ...(d.platform === 'ios' && d.wdaLaunch ? { wdaLaunch: d.wdaLaunch } : {}),
   held: holder.held,
   ...(holder.sessionId
