@@ -98,6 +98,7 @@ const EXTENSIONS: Array<[string, string]> = [
   ['delete', '/api/v1/lab/hosts/{hostId}'],
   ['get', '/api/v1/lab/providers'],
   ['get', '/api/v1/fleet/providers'],
+  ['patch', '/api/v1/fleet/devices/{serial}'],
   ['post', '/api/v1/lab/providers'],
   ['post', '/api/v1/lab/providers/host-key'],
   ['get', '/api/v1/lab/usage'],

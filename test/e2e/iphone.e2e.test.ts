@@ -127,8 +127,8 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
     await expect.poll(() => row('Lab iPhone').getByLabel('What Lab iPhone needs').innerText(), { timeout: 10_000 }).toBe(noWda.steps);
     expect(await row(ANA).getByLabel(`What ${ANA} needs`).count()).toBe(0);
     // Neither can be taken from the page.
-    expect(await row('New iPhone').getByRole('button').count()).toBe(0);
-    expect(await row('Lab iPhone').getByRole('button').count()).toBe(0);
+    expect(await row('New iPhone').getByRole('button', { name: /^Use this phone/ }).count()).toBe(0);
+    expect(await row('Lab iPhone').getByRole('button', { name: /^Use this phone/ }).count()).toBe(0);
     await snap(page, SUITE, '01-fleet');
     // The long steps wrap in their column: at 800 px the page still does not scroll sideways.
     await page.setViewportSize({ width: 800, height: 900 });

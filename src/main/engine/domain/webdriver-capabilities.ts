@@ -369,13 +369,16 @@ export function readCapabilities(caps: Record<string, unknown>): NewSessionReque
 export function whyNothingMatches(phones: readonly MatchableDevice[], request: Pick<NewSessionRequest, 'asked'>): string | undefined {
   let left = [...phones];
   for (const [i, { capability, value, filters }] of request.asked.entries()) {
+    // What the capability chose by (a version, a device name), wherever the suite wrote it; the lab's own filters say
+    // nothing more than themselves.
+    const attribute = capability === 'benchtop:options.filters' ? undefined : filters[0]?.attribute;
     const next = left.filter((phone) => matches(phone, filters));
     if (next.length === 0) {
       const have = (pick: (p: MatchableDevice) => string, sort?: (a: string, b: string) => number) =>
         [...new Set(left.map(pick))].sort(sort).join(', ') || 'none';
       const instead =
-        capability.endsWith('ersion') ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
-        capability.endsWith('deviceName') ? ` (phones here: ${have((p) => (p.model && modelName(p.model) !== p.name ? `${p.name} (${modelName(p.model)})` : p.name))})` : '';
+        attribute === 'version' ? ` (versions here: ${have((p) => p.osVersion, compareVersions)})` :
+        attribute === 'deviceName' ? ` (phones here: ${have((p) => (p.model && modelName(p.model) !== p.name ? `${p.name} (${modelName(p.model)})` : p.name))})` : '';
       return `No phone in this lab matches ${capability} ${value}${i === 0 ? '' : ' among those matching the capabilities before it'}${instead}.`;
     }
     left = next;
