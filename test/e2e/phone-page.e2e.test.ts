@@ -98,7 +98,14 @@ describe.runIf(ready)('GUI: the phone page', () => {
     // The browser logged that 503; it was this test's own, so the console check of the later tests does not count it.
     expect(errors.splice(0)).toEqual([expect.stringContaining('status of 503')]);
 
+    // This very phone, by its serial: of two like phones, the row chosen.
+    const rowSerial = await phones.getByRole('row', { name: /Pixel 7/ }).getAttribute('data-serial');
+    const allocation = page.waitForRequest((r) => r.method() === 'POST' && /\/sessions\/[^/]+\/devices$/.test(r.url()));
     await use.click();
+    expect((await allocation).postDataJSON().filters).toEqual([
+      { attribute: 'platform', operator: 'EQUALS', value: 'android' },
+      { attribute: 'serial', operator: 'EQUALS', value: rowSerial },
+    ]);
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
     sessionId = page.url().split('/').pop()!;
     await image().waitFor({ timeout: 30_000 });

@@ -52,14 +52,16 @@ export const hhmm = (iso: string) => {
 export const bookingNote = (b: NonNullable<FleetDevice['booking']>) =>
   b.own ? `Booked for you from ${hhmm(b.startsAt)} to ${hhmm(b.endsAt)}` : `Booked from ${hhmm(b.startsAt)} to ${hhmm(b.endsAt)} by another team`;
 
-/** A new session holding this phone (or one just like it: the allocation filters name and version, not serials). */
-export async function takePhone(device: Pick<FleetDevice, 'platform' | 'name' | 'osVersion'>): Promise<void> {
+/**
+ * A new session holding this very phone, by its serial: of two like phones, the one whose row (and note: "the one with
+ * the SIM") was chosen, and the booked one of a booking.
+ */
+export async function takePhone(device: Pick<FleetDevice, 'platform' | 'serial'>): Promise<void> {
   const session = await api.createSession();
   await api.allocateDevice(session.id, {
     filters: [
       { attribute: 'platform', operator: 'EQUALS', value: device.platform },
-      { attribute: 'name', operator: 'EQUALS', value: device.name },
-      { attribute: 'version', operator: 'EQUALS', value: device.osVersion },
+      { attribute: 'serial', operator: 'EQUALS', value: device.serial },
     ],
   });
   navigate(`/sessions/${session.id}`);
