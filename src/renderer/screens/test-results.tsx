@@ -18,7 +18,7 @@ const STATUSES: Array<Static<typeof TestResultStatus>> = ['queued', 'running', '
 /** A build's runs are read in one page, so that its counts are the whole build's (a nightly suite's hundreds of runs). */
 const BUILD_PAGE = 500;
 
-/** "12 runs: 10 passed, 1 failed, 1 running": a build at a glance, as a cloud lab's build page opens. */
+/** "Build 1234: 12 runs · 10 passed, 1 failed, 1 running": a build at a glance, as a cloud lab's build page opens. */
 function BuildSummary({ tag, results, complete }: { tag: string; results: TestResult[]; complete: boolean }) {
   const counts = STATUSES.map((s) => [s, results.filter((r) => r.status === s).length] as const).filter(([, n]) => n > 0);
   const name = tag.startsWith(BUILD) ? <>Build <strong>{tag.slice(BUILD.length)}</strong></> : <>Tag <strong>{tag}</strong></>;

@@ -237,8 +237,6 @@ export class DeviceAllocator {
     return this.stores.devices.active().filter((row) => row.organizationId === scope.organization.id);
   }
 
-  /** Every phone the lab has seen, with its last known state. */
-  /** Every phone the lab has seen; an attached one with its model and, while it cannot be allocated, the steps to fix that. */
   /**
    * The lab owner's note on a phone, what tells identical phones apart ("shelf B"); null or blank removes it. The
    * phone as the inventory lists it; not found for a serial the lab has never seen.
@@ -248,6 +246,10 @@ export class DeviceAllocator {
     return this.inventory().find((d) => d.serial === serial)!;
   }
 
+  /**
+   * Every phone the lab has seen, with its last known state: an attached one with its model and, while it cannot be
+   * allocated, the steps to fix that; one away with the model it last reported, and the lab owner's note.
+   */
   inventory(): Array<FleetDeviceRow & Pick<Phone, 'model' | 'steps' | 'wdaLaunch'>> {
     return this.stores.fleet.all().map(({ model, ...row }) => {
       const live = row.state === 'gone' ? undefined : this.phones.get(row.serial);
