@@ -93,7 +93,12 @@ describe.runIf(ready)('GUI: sharing the lab', () => {
     expect(await form.getByLabel('From').inputValue()).toBe('10:00');
     expect(await form.getByLabel('To', { exact: true }).inputValue()).toBe('13:00');
     await form.getByLabel('Title').fill('Nightly run');
+    // That very phone, by its serial (of two like phones, the row dragged on), its name and version to read.
+    const galaxy = (await c.call('GET', '/fleet/devices', { token: owner })).body.data.find((d: { name: string }) => d.name === 'Galaxy S21');
+    expect(await form.getByLabel('Filter 3 value').inputValue()).toBe(galaxy.serial);
+    const booking = page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith('/api/v1/reservations'));
     await form.getByRole('button', { name: 'Book' }).click();
+    expect((await booking).postDataJSON().filters).toContainEqual({ attribute: 'serial', operator: 'EQUALS', value: galaxy.serial });
     await grid.getByRole('gridcell', { name: 'Galaxy S21 at 10:00, Nightly run 10:00–13:00' }).waitFor();
     await snap(page, SUITE, '02-calendar');
 

@@ -9,6 +9,8 @@ export const OPERATORS: Record<string, string[]> = {
   type: ['EQUALS'],
   name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
   version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
+  // One phone exactly: what a drag on a Calendar row books (of two like phones, that one).
+  serial: ['EQUALS'],
 };
 
 const OPERATOR_LABELS: Record<string, string> = {
@@ -48,6 +50,7 @@ export function DeviceFilters({ filters, onChange }: { filters: Filter[]; onChan
               <select aria-label={`Filter ${i} attribute`} value={f.attribute} onChange={(e) => update(i, { attribute: e.target.value })}>
                 <option value="name">name</option>
                 <option value="version">version</option>
+                <option value="serial">serial</option>
               </select>
               <select aria-label={`Filter ${i} operator`} value={f.operator} onChange={(e) => update(i, { operator: e.target.value })}>
                 {OPERATORS[f.attribute]!.map((op) => <option key={op} value={op}>{OPERATOR_LABELS[op]}</option>)}
@@ -56,7 +59,7 @@ export function DeviceFilters({ filters, onChange }: { filters: Filter[]; onChan
                 aria-label={`Filter ${i} value`}
                 value={f.value}
                 required
-                placeholder={f.attribute === 'version' ? 'e.g. 14' : 'e.g. Pixel'}
+                placeholder={f.attribute === 'version' ? 'e.g. 14' : f.attribute === 'serial' ? 'as the Fleet shows it' : 'e.g. Pixel'}
                 onChange={(e) => update(i, { value: e.target.value })}
               />
               <button type="button" aria-label={`Remove filter ${i}`} onClick={() => onChange(filters.filter((_, j) => j !== i))}>Remove</button>

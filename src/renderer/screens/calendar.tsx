@@ -53,11 +53,15 @@ function NowLine({ day }: { day: number }) {
 
 const running = (slot: CalendarSlot, now: number) => Date.parse(slot.startsAt) <= now && now < Date.parse(slot.endsAt);
 
-/** The filters that name one phone: what a drag on its row books (the engine picks a phone that matches and is free). */
+/**
+ * What a drag on a phone's row books: that phone, by its serial (of two like phones, the one whose row it was), with
+ * its name and version to read in the form. Removing the serial's row books any phone like it that is free then.
+ */
 const filtersFor = (phone: FleetDevice): Filter[] => [
   { attribute: 'platform', operator: 'EQUALS', value: phone.platform },
   { attribute: 'name', operator: 'EQUALS', value: phone.name },
   ...(phone.osVersion ? [{ attribute: 'version', operator: 'EQUALS', value: phone.osVersion }] : []),
+  { attribute: 'serial', operator: 'EQUALS', value: phone.serial },
 ];
 
 interface Draft {
