@@ -12,6 +12,20 @@ export interface DeviceFilter {
   value: string;
 }
 
+/**
+ * The operators each attribute accepts: the engine refuses any other (domain/device-filters.ts), and the page's filter
+ * builder offers these. serial and deviceName are the lab's own beside the spec's: one phone exactly, and WebDriver's
+ * appium:deviceName (the Fleet's name or the model, as a cloud's catalog writes it).
+ */
+export const FILTER_OPERATORS: Readonly<Record<string, readonly string[]>> = {
+  platform: ['EQUALS'],
+  type: ['EQUALS'],
+  serial: ['EQUALS'],
+  name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
+  version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
+  deviceName: ['EQUALS'],
+};
+
 /** What a filter can see of a phone. */
 export interface MatchableDevice {
   platform: string;

@@ -1,17 +1,8 @@
 import type { Static } from 'typebox';
 import type { DeviceFilter } from '../../shared/api/devices.js';
+import { FILTER_OPERATORS } from '../../shared/device-filters.js';
 
 export type Filter = Static<typeof DeviceFilter>;
-
-/** The operators each attribute accepts, as the allocation endpoint checks them. */
-export const OPERATORS: Record<string, string[]> = {
-  platform: ['EQUALS'],
-  type: ['EQUALS'],
-  name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
-  version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
-  // One phone exactly: what a drag on a Calendar row books (of two like phones, that one).
-  serial: ['EQUALS'],
-};
 
 const OPERATOR_LABELS: Record<string, string> = {
   EQUALS: 'is',
@@ -28,7 +19,7 @@ export function DeviceFilters({ filters, onChange }: { filters: Filter[]; onChan
   const update = (i: number, patch: Partial<Filter>) => {
     const next = filters.map((f, j) => (j === i ? { ...f, ...patch } : f));
     const changed = next[i]!;
-    if (patch.attribute && !OPERATORS[changed.attribute]!.includes(changed.operator)) changed.operator = OPERATORS[changed.attribute]![0]!;
+    if (patch.attribute && !FILTER_OPERATORS[changed.attribute]!.includes(changed.operator)) changed.operator = FILTER_OPERATORS[changed.attribute]![0]!;
     onChange(next);
   };
   return (
@@ -53,7 +44,7 @@ export function DeviceFilters({ filters, onChange }: { filters: Filter[]; onChan
                 <option value="serial">serial</option>
               </select>
               <select aria-label={`Filter ${i} operator`} value={f.operator} onChange={(e) => update(i, { operator: e.target.value })}>
-                {OPERATORS[f.attribute]!.map((op) => <option key={op} value={op}>{OPERATOR_LABELS[op]}</option>)}
+                {FILTER_OPERATORS[f.attribute]!.map((op) => <option key={op} value={op}>{OPERATOR_LABELS[op]}</option>)}
               </select>
               <input
                 aria-label={`Filter ${i} value`}

@@ -2,7 +2,8 @@ import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNod
 import type { Asset, TestResult } from '../../shared/api/test-results.js';
 import { api } from '../app-context.js';
 import { linkTo } from '../router.js';
-import { BUILD, buildOf, tagPath } from '../test-result-tags.js';
+import { buildOf } from '../../shared/test-result-tags.js';
+import { BuildLink } from './build-link.js';
 import { ErrorBanner, fmtBytes, fmtDuration, fmtTime, Spinner, Status } from '../ui.js';
 import { currentCommand, fmtOffset, noVideoReason, parseCommandsLog, shortIds, videoOffset, type LoggedCommand } from '../webdriver-log.js';
 
@@ -176,7 +177,7 @@ export function WebDriverResult({ result: r, assets, back }: { result: TestResul
         <dt>Status</dt><dd><Status value={r.status} />{r.reason && <span className="run-reason"> {r.reason}</span>}</dd>
         <dt>Phone</dt><dd>{phone ?? '—'}{serial && <> · <code>{serial}</code></>}{typeof environment.platformVersion === 'string' && <span className="muted"> · {r.tags.includes('ios') ? 'iOS' : 'Android'} {environment.platformVersion}</span>}</dd>
         <dt>Duration</dt><dd>{typeof stats.duration === 'number' ? fmtDuration(stats.duration) : '—'} · {commands.length} commands{failed > 0 && <span className="run-failed-count"> · {failed} failed</span>}</dd>
-        {buildOf(r) !== undefined && <><dt>Build</dt><dd><a href={tagPath(`${BUILD}${buildOf(r)}`)} onClick={linkTo(tagPath(`${BUILD}${buildOf(r)}`))} title="Every run of this build">{buildOf(r)}</a></dd></>}
+        {buildOf(r) !== undefined && <><dt>Build</dt><dd><BuildLink result={r} /></dd></>}
         <dt>Started</dt><dd>{fmtTime(r.startedAt)}</dd>
         {r.sessionId && <><dt>Session</dt><dd><a href={`/sessions/${r.sessionId}`} onClick={linkTo(`/sessions/${r.sessionId}`)}>{r.sessionId.slice(0, 8)}</a></dd></>}
       </dl>

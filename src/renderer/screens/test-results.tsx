@@ -4,7 +4,8 @@ import type { Static } from 'typebox';
 import { api } from '../app-context.js';
 import { filesRemoved, isWebDriverRun, phoneOf, WebDriverResult } from '../components/webdriver-result.js';
 import { linkTo, useQueryParam } from '../router.js';
-import { BUILD, buildOf, tagPath } from '../test-result-tags.js';
+import { BUILD, tagPath } from '../../shared/test-result-tags.js';
+import { BuildLink } from '../components/build-link.js';
 import { Empty, ErrorBanner, fmtBytes, fmtDuration, fmtTime, Page, Spinner, Status, useLoad } from '../ui.js';
 
 /** stats is free-form JSON, as the reporter sent it. */
@@ -120,7 +121,7 @@ export function TestResultsScreen() {
                 </td>
                 {/* Why it ended so, in its reporter's or client's words: a build's failures triaged from the list. */}
                 <td><Status value={r.status} />{r.reason && <div className="muted list-reason" title={r.reason}>{r.reason}</div>}</td>
-                <td>{buildOf(r) !== undefined ? <a href={tagPath(`${BUILD}${buildOf(r)}`)} onClick={linkTo(tagPath(`${BUILD}${buildOf(r)}`))}>{buildOf(r)}</a> : <span className="muted">—</span>}</td>
+                <td><BuildLink result={r} otherwise={<span className="muted">—</span>} /></td>
                 <td>{r.git?.branch ?? <span className="muted">—</span>}</td>
                 <td>{r.git?.commitSha ? <code>{String(r.git.commitSha).slice(0, 8)}</code> : <span className="muted">—</span>}</td>
                 {/* A WebDriver run has no tests to count: its commands and their failures are on its page. */}

@@ -1,17 +1,8 @@
 import { invalid } from './errors.js';
-import type { DeviceFilter } from '../../../shared/device-filters.js';
+import { FILTER_OPERATORS, type DeviceFilter } from '../../../shared/device-filters.js';
 
 export { compareVersions, matches, type DeviceFilter, type MatchableDevice } from '../../../shared/device-filters.js';
 
-const OPERATORS: Record<string, readonly string[]> = {
-  platform: ['EQUALS'],
-  type: ['EQUALS'],
-  serial: ['EQUALS'],
-  name: ['EQUALS', 'STARTS_WITH', 'CONTAINS'],
-  // WebDriver's appium:deviceName: the Fleet's name or the model, as a cloud's catalog writes it (shared/device-filters.ts).
-  deviceName: ['EQUALS'],
-  version: ['EQUALS', 'GREATER_THAN', 'GREATER_THAN_OR_EQUALS', 'LESS_THAN', 'LESS_THAN_OR_EQUALS'],
-};
 const VALUES: Record<string, readonly string[]> = { platform: ['ios', 'android'], type: ['real'] };
 const DOTTED_NUMBER = /^\d+(\.\d+)*$/;
 
@@ -19,9 +10,9 @@ const DOTTED_NUMBER = /^\d+(\.\d+)*$/;
 export function checkFilters(filters: readonly DeviceFilter[]): DeviceFilter[] {
   filters.forEach((f, i) => {
     const where = `filters[${i}]`;
-    const operators = OPERATORS[f.attribute];
+    const operators = FILTER_OPERATORS[f.attribute];
     if (!operators) {
-      throw invalid('invalid_filter', `${where}: unknown attribute "${f.attribute}"; use ${Object.keys(OPERATORS).join(', ')}.`);
+      throw invalid('invalid_filter', `${where}: unknown attribute "${f.attribute}"; use ${Object.keys(FILTER_OPERATORS).join(', ')}.`);
     }
     if (!operators.includes(f.operator)) {
       throw invalid('invalid_filter', `${where}: ${f.attribute} accepts ${operators.join(', ')}, not "${f.operator}".`);

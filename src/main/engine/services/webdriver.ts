@@ -1,3 +1,4 @@
+import { buildTag, tagPath } from '../../../shared/test-result-tags.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { capabilitySets, CapabilityError, readCapabilities, RETAIN_ON_FAILURE, whyNothingMatches, type NewSessionRequest, type VideoChoice } from '../domain/webdriver-capabilities.js';
@@ -289,7 +290,7 @@ export class WebDriverRuns {
       status: 'running',
       sessionId: labSessionId,
       startedAt: new Date(this.now()).toISOString(),
-      tags: ['webdriver', request.platform, ...(request.options.build ? [`build:${request.options.build}`] : [])],
+      tags: ['webdriver', request.platform, ...(request.options.build ? [buildTag(request.options.build)] : [])],
       environment: { build: request.options.build ?? null, device: phone?.name ?? null, serial: held.serial, platformVersion: phone?.osVersion ?? null },
       userAgent: 'Benchtop WebDriver',
     });
@@ -369,7 +370,7 @@ export class WebDriverRuns {
       run.commands.push({ at: run.startedAt, method: 'POST', path: `/session (phone ${Math.round(phoneMs)} ms, connect ${Math.round(connectMs)} ms, Appium ${Math.round(performance.now() - started)} ms)`, status: 200, ms: Math.round(performance.now() - asked) });
       // The phone as the lab knows it (its serial and name), not the bridge address or ports Appium reached it by.
       run.capabilities = answeredCapabilities(
-        { ...answer.value.capabilities, 'appium:udid': held.serial, 'benchtop:session': labSessionId, 'benchtop:device': run.deviceName, 'benchtop:testResult': testResult.id, ...(origin ? { 'benchtop:testResultUrl': `${origin}/test-results/${testResult.id}` } : {}), ...(origin && request.options.build ? { 'benchtop:buildUrl': `${origin}/test-results?tag=${encodeURIComponent(`build:${request.options.build}`)}` } : {}) },
+        { ...answer.value.capabilities, 'appium:udid': held.serial, 'benchtop:session': labSessionId, 'benchtop:device': run.deviceName, 'benchtop:testResult': testResult.id, ...(origin ? { 'benchtop:testResultUrl': `${origin}/test-results/${testResult.id}` } : {}), ...(origin && request.options.build ? { 'benchtop:buildUrl': `${origin}${tagPath(buildTag(request.options.build))}` } : {}) },
         { serial: held.serial!, deviceName: run.deviceName, newCommandTimeoutS: request.newCommandTimeoutMs / 1000, ...(run.adbAddress ? { bridge: run.adbAddress } : {}) },
       );
       if (signal.aborted) throw new WebDriverError('session not created', 'The client went away while its session started.');
