@@ -68,10 +68,13 @@ export async function smokeInParallel(names: readonly string[], concurrency: num
   const waiting = names.filter((name) => WAITING.includes(name));
   const started = performance.now();
   const failed: string[] = [];
+  let workers = 0;
   const worker = (queue: string[]) =>
     new Promise<void>((resolve) => {
+      // Each worker's number goes into its namespaces' addresses on the network hub (test/support/netns.ts): two
+      // providers of two benchmarks running at once once had the same address, and one's SSH link dropped.
       const child = spawn(process.execPath, [...process.execArgv, script, '--smoke'], {
-        env: { ...process.env, BENCH_SMOKE_CHILD: '1', BENCH_SMOKE_WORKER: '1' },
+        env: { ...process.env, BENCH_SMOKE_CHILD: '1', BENCH_SMOKE_WORKER: String(++workers) },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       let output = '';

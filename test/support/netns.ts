@@ -121,10 +121,13 @@ export function offerHub(): void {
 
 /**
  * A namespace's address on the hub: 10.<a>.<worker>.<host>. Each vitest worker (VITEST_POOL_ID, 1 to its number of
- * workers) has its own third octet, since two workers' files run at once; a process outside vitest has 0.
+ * workers) has its own third octet, since two workers' files run at once, and so does each worker of a smoke run of
+ * the benchmarks (BENCH_SMOKE_WORKER, 1 to its number of workers, from 200 up); any other process has 0.
  */
 export function hubAddress(host: number): string {
-  return `${networkHub().prefix}.${Number(process.env.VITEST_POOL_ID ?? 0) % 256}.${host}`;
+  const smokeWorker = Number(process.env.BENCH_SMOKE_WORKER);
+  const worker = process.env.VITEST_POOL_ID !== undefined ? Number(process.env.VITEST_POOL_ID) : smokeWorker > 0 ? 200 + smokeWorker : 0;
+  return `${networkHub().prefix}.${worker % 256}.${host}`;
 }
 
 /**
