@@ -174,15 +174,15 @@ describe("the simulated WDA's locators, over its own HTTP API", () => {
     const [byName] = await find('name', 'Notes');
     expect(byId).toEqual({ ELEMENT: byId!.ELEMENT, [W3C_ELEMENT]: byId!.ELEMENT });
     expect(byName).toEqual(byId);
-    expect(await names('class name', 'XCUIElementTypeIcon')).toEqual(['Settings', 'Safari', 'Notes', 'WebDriverAgentRunner-Runner']);
+    expect(await names('class name', 'XCUIElementTypeIcon')).toEqual(['Settings', 'Safari', 'Notes', 'Clock', 'WebDriverAgentRunner-Runner']);
     expect((await call('POST', s('/elements'), { using: 'class name', value: 'Icon' })).value.error).toBe('invalid argument');
 
     expect(await names('predicate string', "name == 'Settings'")).toEqual(['Settings']);
     expect(await names('predicate string', 'label == "Notes"')).toEqual(['Notes']);
     expect(await names('predicate string', "type == 'XCUIElementTypeIcon' AND name BEGINSWITH 'S'")).toEqual(['Settings', 'Safari']);
-    expect(await names('predicate string', "type == 'XCUIElementTypeIcon' AND NOT (name CONTAINS[c] 'SAFARI' OR name LIKE 'Web*')")).toEqual(['Settings', 'Notes']);
+    expect(await names('predicate string', "type == 'XCUIElementTypeIcon' AND NOT (name CONTAINS[c] 'SAFARI' OR name LIKE 'Web*')")).toEqual(['Settings', 'Notes', 'Clock']);
     expect(await names('predicate string', "name MATCHES '^N.*s$' && visible == 1")).toEqual(['Notes']);
-    expect(await names('predicate string', "type IN {'XCUIElementTypeIcon'} AND rect.x > 150 AND enabled == YES")).toEqual(['Notes', 'WebDriverAgentRunner-Runner']);
+    expect(await names('predicate string', "type IN {'XCUIElementTypeIcon'} AND rect.x > 150 AND enabled == YES")).toEqual(['Notes', 'Clock']);
     const broken = await call('POST', s('/elements'), { using: 'predicate string', value: "name == 'x' AND" });
     expect(broken.status).toBe(500);
     expect(broken.value.message).toBe('Unable to parse the format string "name == \'x\' AND"');
@@ -208,7 +208,7 @@ describe("the simulated WDA's locators, over its own HTTP API", () => {
     expect(await find('xpath', 'count(//*)')).toEqual([]);
     const [container] = await find('accessibility id', 'Home screen icons');
     expect(await names('xpath', '//XCUIElementTypeIcon[position() <= 2]', `/element/${container!.ELEMENT}`)).toEqual(['Settings', 'Safari']);
-    expect(await names('class name', 'XCUIElementTypeIcon', `/element/${container!.ELEMENT}`)).toHaveLength(4);
+    expect(await names('class name', 'XCUIElementTypeIcon', `/element/${container!.ELEMENT}`)).toHaveLength(5);
     const bad = await call('POST', s('/elements'), { using: 'xpath', value: '//[' });
     expect(bad.status).toBe(400);
     expect(bad.value.error).toBe('invalid selector');

@@ -146,7 +146,7 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     expect([...board.running]).toEqual([phone.wdaBundleId]);
   });
 
-  it("streams the live screen from WDA's MJPEG server as JPEG frames, a still screen once, and a change in a later frame", async () => {
+  it("streams the live screen from WDA's MJPEG server as JPEG frames, a still screen once, and each change", async () => {
     const session = await newSession();
     const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: ios(['name', 'EQUALS', 'Ana’s iPhone']) });
     await untilInUse(session, r.body.id);
@@ -171,6 +171,14 @@ describe('iOS fleet through usbmuxd (simulated iPhones, appium-ios-device, a rea
     const at = (img: { data: Uint8Array }, x: number, y: number) => [...img.data.subarray((y * 750 + x) * 4, (y * 750 + x) * 4 + 3)];
     expect(at(home, 375, 1200)[2]).toBeGreaterThan(100);
     expect(Math.abs(at(settings, 375, 1200)[0]! - 242)).toBeLessThan(20);
+    // The Clock's running stopwatch changes every picture WDA sends: each reaches the viewer.
+    await act(session, phone.udid, { type: 'launchApp', packageName: 'com.apple.mobiletimer' });
+    await waitFor('a frame of the Clock', () => frames().length > 2, 10_000);
+    const [sentBefore, gotBefore] = [phone.wda.mjpegFramesSent, frames().length];
+    await sleep(1000);
+    const [sent, got] = [phone.wda.mjpegFramesSent - sentBefore, frames().length - gotBefore];
+    expect(sent).toBeGreaterThanOrEqual(5);
+    expect(got).toBeGreaterThanOrEqual(sent - 2);
     ws.close();
     await c.call('POST', `/sessions/${session}/devices/${phone.udid}/release`, { token: owner });
     await waitFor('cleaned', async () => (await fleet()).find((p) => p.serial === phone.udid && !p.held));

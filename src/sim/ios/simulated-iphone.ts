@@ -67,7 +67,7 @@ function newUdid(): string {
 /**
  * A simulated iPhone on a simulated USB bus: lockdownd (port 62078) with a pairing and TLS sessions,
  * installation_proxy, AFC and syslog_relay started through it, and WebDriverAgent (8100, MJPEG on 9100) drawing
- * SpringBoard with Settings, Safari and Notes. It has no port of its own: everything is reached through usbmuxd.
+ * SpringBoard with Settings, Safari, Notes and Clock. It has no port of its own: everything is reached through usbmuxd.
  */
 export class SimulatedIPhone implements UsbmuxDevice {
   readonly udid: string;

@@ -6,11 +6,13 @@ import type { InstalledApp } from './installation-proxy.js';
 export const SETTINGS = 'com.apple.Preferences';
 export const SAFARI = 'com.apple.mobilesafari';
 export const NOTES = 'com.apple.mobilenotes';
+export const CLOCK = 'com.apple.mobiletimer';
 export const SYSTEM_APPS: InstalledApp[] = [
   // Their executables (and /Applications/<executable>.app) are named as on iOS, not after what the home screen shows.
   { bundleId: SETTINGS, name: 'Settings', executable: 'Preferences', version: '1.0', build: '1', type: 'System' },
   { bundleId: SAFARI, name: 'Safari', executable: 'MobileSafari', version: '17.0', build: '1', type: 'System' },
   { bundleId: NOTES, name: 'Notes', executable: 'MobileNotes', version: '4.11', build: '1', type: 'System' },
+  { bundleId: CLOCK, name: 'Clock', executable: 'MobileTimer', version: '1.0', build: '1', type: 'System' },
 ];
 
 /** XCUIApplicationState, as WDA's /wda/apps/state answers it. */
@@ -56,7 +58,7 @@ const GROUPED: Rgb = [242, 242, 247];
 const SEPARATOR: Rgb = [198, 198, 200];
 const BLUE: Rgb = [0, 122, 255];
 const GRAY: Rgb = [142, 142, 147];
-const ICON_COLORS: Record<string, Rgb> = { [SETTINGS]: GRAY, [SAFARI]: BLUE, [NOTES]: [255, 204, 0] };
+const ICON_COLORS: Record<string, Rgb> = { [SETTINGS]: GRAY, [SAFARI]: BLUE, [NOTES]: [255, 204, 0], [CLOCK]: BLACK };
 
 function colorOf(bundleId: string): Rgb {
   if (ICON_COLORS[bundleId]) return ICON_COLORS[bundleId];
@@ -70,7 +72,7 @@ const node = (type: string, x: number, y: number, width: number, height: number,
 });
 
 /**
- * SpringBoard and three apps (Settings, Safari, Notes) plus whatever was installed: the state a gesture, a key or
+ * SpringBoard and four apps (Settings, Safari, Notes, and the Clock with its stopwatch running) plus whatever was installed: the state a gesture, a key or
  * a WDA command changes, the accessibility tree WDA's /source serializes, and the picture /screenshot returns.
  */
 export class Springboard {
@@ -84,6 +86,8 @@ export class Springboard {
   volume = 8;
   focused: 'note' | 'url' | undefined;
   notesText = '';
+  /** When the Clock's stopwatch started, while the Clock runs: a screen that changes on every picture, as a game's does. */
+  stopwatchStartedAt: number | undefined;
   safariUrl = '';
   addressText = '';
   settingsPage: 'main' | 'wifi' | 'general' = 'main';
@@ -100,7 +104,7 @@ export class Springboard {
   rev = 0;
   /** Where SpringBoard's log lines go (the phone's syslog_relay). */
   log: (process: string, message: string) => void = () => undefined;
-  private cache: { rev: number; tree?: AxNode; canvas?: Canvas; png?: Buffer; jpeg?: Map<number, Promise<Buffer>> } = { rev: -1 };
+  private cache: { rev: number; tree?: AxNode; canvas?: Canvas; png?: Buffer; jpeg?: Map<number, Promise<Buffer>>; stopwatch?: string } = { rev: -1 };
 
   constructor(
     readonly apps: Map<string, InstalledApp>,
@@ -122,6 +126,7 @@ export class Springboard {
    */
   boot(): void {
     this.running.clear();
+    this.stopwatchStartedAt = undefined;
     this.foreground = undefined;
     this.focused = undefined;
     this.addressText = '';
@@ -140,12 +145,14 @@ export class Springboard {
     this.foreground = bundleId;
     this.running.add(bundleId);
     this.focused = undefined;
+    if (bundleId === CLOCK) this.stopwatchStartedAt ??= Date.now();
     this.log('SpringBoard', `Launching application ${bundleId}`);
     this.changed();
   }
 
   terminate(bundleId: string): boolean {
     const wasRunning = this.running.delete(bundleId);
+    if (bundleId === CLOCK) this.stopwatchStartedAt = undefined;
     if (this.foreground === bundleId) {
       this.foreground = undefined;
       this.focused = undefined;
@@ -271,6 +278,8 @@ export class Springboard {
   // ---- the accessibility tree ----
 
   tree(): AxNode {
+    // The running stopwatch in front: each new hundredth is a new screen.
+    if (this.foreground === CLOCK && !this.locked && this.cache.stopwatch !== this.stopwatch()) this.changed();
     if (this.cache.rev !== this.rev) this.cache = { rev: this.rev };
     this.cache.tree ??= this.build();
     return this.cache.tree;
@@ -295,6 +304,7 @@ export class Springboard {
     else if (this.foreground === SETTINGS) window.children.push(...this.settings(width, height));
     else if (this.foreground === SAFARI) window.children.push(...this.safari(width, height));
     else if (this.foreground === NOTES) window.children.push(...this.notes(width, height));
+    else if (this.foreground === CLOCK) window.children.push(...this.clock(width, height));
     else window.children.push(...this.userApp(this.foreground, width, height));
     if (this.focused) window.children.push(this.keyboard(width, height));
     return app;
@@ -420,6 +430,21 @@ export class Springboard {
       name: 'note', label: 'Note', value: this.notesText, focused: this.focused === 'note', onTap: () => ((this.focused = 'note'), this.changed()),
     });
     return [this.navBar(width, 'Notes'), body];
+  }
+
+  /** The stopwatch's reading, mm:ss.hh, as the Clock shows it. */
+  private stopwatch(): string {
+    const hundredths = Math.floor((Date.now() - (this.stopwatchStartedAt ?? Date.now())) / 10);
+    const two = (n: number) => String(n).padStart(2, '0');
+    return `${two(Math.floor(hundredths / 6000) % 100)}:${two(Math.floor(hundredths / 100) % 60)}.${two(hundredths % 100)}`;
+  }
+
+  private clock(width: number, height: number): AxNode[] {
+    const reading = (this.cache.stopwatch = this.stopwatch());
+    return [
+      this.navBar(width, 'Stopwatch'),
+      node('XCUIElementTypeStaticText', 16, height / 2 - 60, width - 32, 24, { name: 'stopwatch', label: reading, value: reading }),
+    ];
   }
 
   private userApp(bundleId: string, width: number, height: number): AxNode[] {

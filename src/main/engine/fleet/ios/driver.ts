@@ -18,7 +18,7 @@ import { tunnel, WDA_MJPEG_PORT, WdaClient } from './wda-client.js';
 import { jpegSize } from '../../domain/image-size.js';
 
 /** Apps every iPhone has that cleanup leaves running state of: the ones this lab's users open most. */
-const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes'];
+const SYSTEM_APPS = ['com.apple.Preferences', 'com.apple.mobilesafari', 'com.apple.mobilenotes', 'com.apple.mobiletimer'];
 /** The bundle-id prefix of WebDriverAgent's runner, which cleanup must never uninstall or stop. */
 const WDA_RUNNER = 'com.facebook.WebDriverAgentRunner';
 
