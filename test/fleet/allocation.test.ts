@@ -65,6 +65,25 @@ describe.skipIf(!hasAdb)('Android fleet and device allocation (real adb, simulat
       (await c.call('GET', '/fleet/devices', { token: owner })).body.data.find((p: { serial: string; state: string }) => p.serial === serial && p.state === 'gone'), 2000);
   });
 
+  it('names a phone as its maker sells it where the build says so, and a cloud catalog\'s name finds it', async () => {
+    // A Redmi Note 12's ro.product.model is a code; MIUI keeps the name in ro.product.marketname.
+    const serial = await lab.plug({ model: '23021RAAEG', manufacturer: 'Xiaomi', brand: 'Redmi', osVersion: '13', properties: { 'ro.product.marketname': 'Redmi Note 12' } });
+    const phone = await waitFor('the Redmi in the fleet', async () =>
+      (await c.call('GET', '/fleet/devices', { token: owner })).body.data.find((p: { serial: string; state: string }) => p.serial === serial && p.state === 'device'));
+    expect(phone).toMatchObject({ name: 'Redmi Note 12', model: '23021RAAEG' });
+    // As BrowserStack's catalog writes it (maker first), and by the code the phone itself reports.
+    for (const deviceName of ['Xiaomi Redmi Note 12', '23021RAAEG']) {
+      const session = await newSession();
+      const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: android(['deviceName', 'EQUALS', deviceName]) });
+      expect(r.status, deviceName).toBe(201);
+      const d = await untilStatus(session, r.body.id, 'in_use');
+      expect(d.info).toMatchObject({ name: 'Redmi Note 12', serial });
+      await release(session, serial);
+      await freeAgain(serial);
+    }
+    await lab.unplug(serial);
+  });
+
   it('allocates through HTTP: provisioning without a serial, then in_use with info.serial on a woken, unlocked, home screen', async () => {
     const session = await newSession();
     const r = await c.call('POST', `/sessions/${session}/devices`, { token: owner, body: android(['name', 'EQUALS', 'Pixel 8']) });

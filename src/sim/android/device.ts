@@ -26,6 +26,8 @@ export interface DeviceOptions {
   refreshRate: number;
   /** False for a display minicap cannot capture (emulators, some vendor builds): it starts, then exits with an error. */
   minicapCapture: boolean;
+  /** System properties beyond those every phone has, set last (a maker's own, such as its marketing name). */
+  properties?: Record<string, string>;
 }
 
 /** ro.product.cpu.abilist for each primary ABI: 64-bit phones also run their 32-bit sibling's binaries. */
@@ -275,7 +277,7 @@ export class Device {
       'sys.boot_completed': '1',
       'sys.usb.state': 'adb',
     };
-    for (const [k, v] of Object.entries(props)) this.props.set(k, v);
+    for (const [k, v] of Object.entries({ ...props, ...options.properties })) this.props.set(k, v);
     this.settings.system.set('accelerometer_rotation', '0');
     this.settings.system.set('user_rotation', '0');
     this.settings.system.set('screen_brightness', '128');

@@ -32,6 +32,8 @@ export interface SimulatedPhoneOptions {
   sdk?: number;
   /** ro.serialno. The adb serial of a TCP device is its address, `127.0.0.1:<port>`. */
   serialNo?: string;
+  /** More system properties, as a maker's build sets them (a Xiaomi's ro.product.marketname, "Redmi Note 12"). */
+  properties?: Record<string, string>;
   /** Battery level in percent. */
   battery?: number;
   /** Physical (portrait) display size in pixels. */
@@ -186,6 +188,7 @@ export class SimulatedPhone {
       abi: options.abi ?? 'arm64-v8a',
       refreshRate: options.refreshRate ?? 60,
       minicapCapture: options.minicap ?? true,
+      properties: options.properties ?? {},
     };
     this.log = options.log;
     this.device = new Device(opts);

@@ -19,6 +19,23 @@ export interface AndroidFleetTiming {
 }
 
 /** A phone's getprop and battery take well under a second; a USB 2 phone that is still booting a few seconds. */
+/**
+ * Where makers' builds keep the name a phone is sold under: Xiaomi, Redmi and POCO (ro.product.marketname, or its odm
+ * partition's), OPPO, OnePlus and realme (ro.vendor.oplus.market.name; ro.oppo.market.name before ColorOS 12), vivo
+ * and Huawei or Honor. Samsung, Google and Motorola set none: their ro.product.model is read (and SM- codes named).
+ */
+const MARKETING_NAME_PROPERTIES = ['ro.product.marketname', 'ro.product.odm.marketname', 'ro.vendor.oplus.market.name', 'ro.oppo.market.name', 'ro.vivo.market.name', 'ro.config.marketing_name'];
+/** As long as a name the Fleet shows: what a phone's build says is the phone's, not trusted to be short. */
+const MAX_NAME_LENGTH = 100;
+
+function marketingName(props: Record<string, string>): string | undefined {
+  for (const key of MARKETING_NAME_PROPERTIES) {
+    const name = props[key]?.trim();
+    if (name) return name.slice(0, MAX_NAME_LENGTH);
+  }
+  return undefined;
+}
+
 const ANDROID_FLEET_TIMING: AndroidFleetTiming = { describeMs: 15_000, readAgainMs: 5_000 };
 
 export interface AndroidFleetEvents {
@@ -207,7 +224,9 @@ export class AndroidFleet extends EventEmitter<AndroidFleetEvents> {
     const driver = this.driver(serial);
     const props = await this.client.getDevice(serial).getProperties();
     return {
-      name: props['ro.product.model'] || props['ro.product.name'] || serial,
+      // The name the maker sells it under where its build says so ("Redmi Note 12" for 23021RAAEG), as people and the
+      // clouds' device catalogs name it; else the model, as Android's own settings show it.
+      name: marketingName(props) || props['ro.product.model'] || props['ro.product.name'] || serial,
       model: props['ro.product.model'] || undefined,
       steps: undefined,
       osVersion: props['ro.build.version.release'] || '',
