@@ -50,7 +50,8 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
   beforeAll(async () => {
     ffprobeOrFail();
     process.env.BENCHTOP_RECORDING_SEGMENT_SECONDS = String(SEGMENT_SECONDS);
-    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }]);
+    // A waiting session looks again only every 10 s on a timer: its phone's readiness must wake it (below).
+    lab = await startLab([{ model: 'Pixel 8', osVersion: '14', uiautomator2ServerInstalled: true }], { webDriverPollMs: 10_000 });
     c = client(lab.engine.api);
     owner = await c.login();
     key = await c.createKey(owner);
@@ -119,6 +120,9 @@ describe.skipIf(!hasAdb)('a kept WebDriver run: its log, its reason, its video, 
     expect(ok('/api/v1/test-results').properties.data.items.properties.reason).toBeDefined();
 
     const log = (await asset(result.id, 'commands.log')).toString();
+    // The session went on as soon as its phone was ready, not at the waiting request's next look 10 s on.
+    const phoneMs = Number(/POST \/session \(phone (\d+) ms/.exec(log)?.[1]);
+    expect(phoneMs).toBeLessThan(5000);
     expect(log).toMatch(/POST \/element \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200 \d+ ms/);
     // The click names the element by the locator that found it, not by Appium's id for it alone.
     expect(log).toMatch(/POST \/element\/[^/ ]+\/click \(xpath \/\/android\.widget\.TextView\[@text="Wi-Fi"\]\) 200 \d+ ms/);

@@ -104,6 +104,11 @@ export interface EngineConfig {
   remoteAuthTimeoutSeconds: number;
   /** How long /wd/hub keeps the queue place of a new-session request whose client gave up, for that client's retry. */
   webDriverRetrySeconds: number;
+  /**
+   * How often a new WebDriver session waiting for its phone looks again when nothing wakes it sooner (a phone that is
+   * ready wakes it at once): not an environment setting; a test makes it long to see that the wake-up works.
+   */
+  webDriverPollMs: number;
   /** Under this much free space on the data dir's disk (MB), a WebDriver run records no video: the disk is kept for the lab. */
   videoMinFreeMb: number;
 }
@@ -160,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): EngineConfig {
     remotePortRestSeconds: intFrom(env.BENCHTOP_REMOTE_PORT_REST_SECONDS, 90, 'BENCHTOP_REMOTE_PORT_REST_SECONDS'),
     remoteAuthTimeoutSeconds: intFrom(env.BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS, 10, 'BENCHTOP_REMOTE_AUTH_TIMEOUT_SECONDS'),
     webDriverRetrySeconds: intFrom(env.BENCHTOP_WEBDRIVER_RETRY_SECONDS, 30, 'BENCHTOP_WEBDRIVER_RETRY_SECONDS'),
+    webDriverPollMs: 50,
     videoMinFreeMb: intFrom(env.BENCHTOP_VIDEO_MIN_FREE_MB, 1024, 'BENCHTOP_VIDEO_MIN_FREE_MB'),
     providerCheckMs: intFrom(env.BENCHTOP_PROVIDER_CHECK_MS, 2000, 'BENCHTOP_PROVIDER_CHECK_MS'),
     providerProbeTimeoutMs: intFrom(env.BENCHTOP_PROVIDER_TIMEOUT_MS, 3000, 'BENCHTOP_PROVIDER_TIMEOUT_MS'),

@@ -253,7 +253,7 @@ function webDriverRuns(config: EngineConfig, stores: Stores, parts: Omit<Constru
   const { idleRelease, fleet, now, freePort, log, defaultVideo, ...rest } = parts;
   return new WebDriverRuns(stores, { ...rest, activity: idleRelease, appium, phones: fleet }, now, {
     privateAdb: androidHome ? new PrivateAdbServer(join(androidHome, 'platform-tools', 'adb'), join(home, 'adb'), { pidFile: join(pids, 'adb.json'), freePort }) : undefined,
-    pollMs: 50,
+    pollMs: config.webDriverPollMs,
     retryWindowMs: config.webDriverRetrySeconds * 1000,
     freePort,
     defaultVideo,

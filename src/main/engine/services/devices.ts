@@ -57,6 +57,8 @@ export class DeviceAllocator {
   private readonly releaseListeners: Array<(row: DeviceAllocationRow) => void | Promise<void>> = [];
   /** Until the fleet has been read, an unseen phone is unknown, not gone: no allocation is touched for it. */
   private reconciled = false;
+  /** Told each time an allocation's phone is ready (in_use), so that a waiter need not look again on a timer. */
+  private readonly readyListeners = new Set<() => void>();
 
   constructor(
     private readonly stores: AllocatorStores,
@@ -65,6 +67,20 @@ export class DeviceAllocator {
     private readonly now: Clock,
     private readonly options: AllocatorOptions,
   ) {}
+
+  /**
+   * Calls `listener` each time an allocation's phone is ready (in_use) until the answer is called: a new WebDriver
+   * session waiting for its phone goes on as soon as it is ready, not at its next look (50 ms later at most).
+   */
+  onReady(listener: () => void): () => void {
+    this.readyListeners.add(listener);
+    return () => this.readyListeners.delete(listener);
+  }
+
+  private ready(id: string): void {
+    this.stores.devices.setStatus(id, 'in_use');
+    for (const listener of [...this.readyListeners]) listener();
+  }
 
   /**
    * Listens to the fleet. Called before the fleet starts, so that no change is missed between the fleet's first
@@ -95,7 +111,7 @@ export class DeviceAllocator {
       } else if (row.status === 'in_use' && !attached) {
         this.goOffline(row, this.now());
       } else if (row.status === 'offline') {
-        if (attached) devices.setStatus(row.id, 'in_use');
+        if (attached) this.ready(row.id);
         else this.armGrace(row.id, row.offlineSince ?? this.now());
       }
     }
@@ -313,7 +329,7 @@ export class DeviceAllocator {
     if (row?.status === 'offline') {
       clearTimeout(this.graceTimers.get(row.id));
       this.graceTimers.delete(row.id);
-      this.stores.devices.setStatus(row.id, 'in_use');
+      this.ready(row.id);
       this.options.log(`${phone.serial} is back; allocation ${row.id} is in_use again`);
     } else if (row?.status === 'provisioning' && !this.preparing.has(row.id)) {
       void this.prepare(row);
@@ -412,7 +428,7 @@ export class DeviceAllocator {
       // Released, or requeued because the phone went away, while the apps were installing.
       const installed = this.stores.devices.get(row.id);
       if (this.stopped || installed?.status !== 'provisioning' || installed.serial !== serial) return;
-      this.stores.devices.setStatus(row.id, 'in_use');
+      this.ready(row.id);
     } catch (error) {
       if (this.stopped) return;
       const current = this.stores.devices.get(row.id);

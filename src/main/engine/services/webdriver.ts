@@ -213,7 +213,7 @@ export class WebDriverRuns {
     private readonly stores: Pick<Stores, 'webDriverRuns' | 'devices' | 'testResults' | 'sessions'>,
     private readonly parts: {
       sessions: Pick<Sessions, 'createSession' | 'getSession'>;
-      allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory' | 'freeFor'>;
+      allocator: Pick<DeviceAllocator, 'allocate' | 'expire' | 'inventory' | 'freeFor' | 'onReady'>;
       remote: Pick<RemoteConnect, 'openForRun'>;
       control: Pick<DeviceControl, 'screenshot' | 'startRecording' | 'stopRecording' | 'besideRecording' | 'logs'>;
       apps: Pick<WebDriverApps, 'file' | 'pathOf'>;
@@ -440,7 +440,16 @@ export class WebDriverRuns {
           this.parts.allocator.expire(allocationId, 'webdriver_queue_timeout');
           throw new WebDriverError('session not created', `No matching phone was free within ${timeoutMs / 1000} s (benchtop:options.queueTimeout); every match is busy or reserved.`);
         }
-        await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));
+        // Looked at again when a phone is ready (an allocation went in_use), else after pollMs (a release, a timeout).
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            stopListening();
+            resolve();
+          };
+          const timer = setTimeout(done, this.options.pollMs);
+          const stopListening = this.parts.allocator.onReady(done);
+        });
       }
     } finally {
       signal.removeEventListener('abort', park);

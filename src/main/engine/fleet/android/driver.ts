@@ -155,6 +155,9 @@ export function parseDeviceInfo(serial: string, output: string): DeviceInfo {
  */
 export const LAB_KEPT_PACKAGES = new Set(['io.appium.uiautomator2.server', 'io.appium.uiautomator2.server.test', 'io.appium.settings']);
 
+/** Every process with its owner: the apps and what adb's shell started (Android 8 and later; older ps lists its own). */
+const PROCESS_LISTING = 'ps -A -o USER,PID,NAME';
+
 /** Where a holder's files land: shared storage (/sdcard is a link to it) and adb's scratch folder. */
 const HOLDER_FOLDERS = ['/storage/emulated/0', '/data/local/tmp'];
 
@@ -187,14 +190,13 @@ export class AndroidDriver implements PhoneDriver {
   }
 
   async prepare(): Promise<PhoneBaseline> {
-    // The log starts with this allocation: the last user's lines are not the next user's to read.
-    await this.shell('logcat -c');
-    await this.shell('input keyevent KEYCODE_WAKEUP');
-    await this.shell('wm dismiss-keyguard');
-    await this.shell('input keyevent KEYCODE_HOME');
-    const packages = await this.packages();
-    const files = await this.files();
-    const running = await this.processes(packages);
+    // One shell for the four steps, a round trip each before: the log starts with this allocation (the last user's
+    // lines are not the next user's to read), and the phone is woken, unlocked and on its home screen.
+    await this.shell('logcat -c; input keyevent KEYCODE_WAKEUP; wm dismiss-keyguard; input keyevent KEYCODE_HOME');
+    // What is there now, for the release to put back, read at once on three streams: pm starts a Java process on the
+    // phone (hundreds of milliseconds on a real one) while find and ps run beside it.
+    const [packages, files, listing] = await Promise.all([this.packages(), this.files(), this.shell(PROCESS_LISTING)]);
+    const running = await this.processes(packages, listing);
     return {
       packages,
       ...(running ? { processes: { packages: running.packages, shell: running.shell.map((p) => p.pid) } } : {}),
@@ -265,9 +267,9 @@ export class AndroidDriver implements PhoneDriver {
    * What runs now, from one `ps`: the installed packages with a process (`ps` names an app's processes `package` or
    * `package:name`), and the processes adb's `shell` user runs; undefined where `ps` cannot list them all.
    */
-  private async processes(installed: readonly string[]): Promise<{ packages: string[]; shell: Array<{ pid: number; name: string }> } | undefined> {
+  private async processes(installed: readonly string[], listing?: string): Promise<{ packages: string[]; shell: Array<{ pid: number; name: string }> } | undefined> {
     const known = new Set(installed);
-    const [header, ...rows] = (await this.shell('ps -A -o USER,PID,NAME')).split('\n').map((l) => l.trim().split(/\s+/));
+    const [header, ...rows] = (listing ?? await this.shell(PROCESS_LISTING)).split('\n').map((l) => l.trim().split(/\s+/));
     if (header?.join(' ') !== 'USER PID NAME') return undefined;
     return {
       packages: [...new Set(rows.filter((r) => r.length === 3).map(([, , name]) => name!.split(':')[0]!).filter((n) => known.has(n)))].sort(),
