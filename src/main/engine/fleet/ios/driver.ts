@@ -180,8 +180,9 @@ export class IosDriver implements PhoneDriver {
   async prepare(): Promise<PhoneBaseline> {
     if (await this.wda.command<boolean>('GET', '/wda/locked')) await this.wda.command('POST', '/wda/unlock');
     await this.wda.request('POST', '/wda/homescreen');
-    const files = await this.documentFiles();
-    return { packages: await this.userApps(), ...(files ? { files } : {}) };
+    // Two readings of what is there now, for the release to put back, at once on two lockdown services' connections.
+    const [files, packages] = await Promise.all([this.documentFiles(), this.userApps()]);
+    return { packages, ...(files ? { files } : {}) };
   }
 
   async cleanup(baseline: PhoneBaseline): Promise<void> {
