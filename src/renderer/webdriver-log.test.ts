@@ -40,6 +40,12 @@ describe('a WebDriver run\'s commands.log read back', () => {
     // Once the video plays on past that moment, or is moved elsewhere, the command it is at.
     expect(currentCommand(offsets, 5.3, 2)).toBe(4);
     expect(currentCommand(offsets, 1, 2)).toBe(1);
+    // A find and its click 80 ms apart on a busy machine: the seek to the find lands a frame late or early, and the
+    // find stays the one shown; a quarter second on, the video has moved to the click.
+    const busy = [0, 3.2, 3.28, 5.2];
+    expect(currentCommand(busy, 3.29, 1)).toBe(1);
+    expect(currentCommand(busy, 3.12, 1)).toBe(1);
+    expect(currentCommand(busy, 3.5, 1)).toBe(2);
   });
 
   it('cuts an element\'s id in a command\'s path to 8 characters, and leaves short ids and other words alone', () => {

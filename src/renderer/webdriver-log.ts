@@ -48,6 +48,8 @@ export function fmtOffset(seconds: number): string {
 
 /** How near a command must be to the video's time to be the one it shows: a picture's worth, and the clock's slack. */
 const SAME_MOMENT_S = 0.05;
+/** How far from a clicked command's moment the video may be and still show that command: a seek's landing, not play. */
+const SEEK_SLACK_S = 0.25;
 
 /**
  * The command the video is at: the last one at or before its time. Commands a few milliseconds apart (a find and its
@@ -56,8 +58,10 @@ const SAME_MOMENT_S = 0.05;
  */
 export function currentCommand(offsets: readonly number[], time: number, picked?: number): number {
   const last = offsets.reduce((found, offset, i) => (offset <= time + SAME_MOMENT_S ? i : found), -1);
-  if (picked === undefined || picked > last || last < 0) return last;
-  return offsets[last]! - offsets[picked]! <= SAME_MOMENT_S ? picked : last;
+  if (picked === undefined || offsets[picked] === undefined) return last;
+  // The clicked command stays the one shown where the seek landed: a video seeks to a picture's time, which can be a
+  // frame before or after the moment asked for, next to a command logged a few tens of milliseconds later.
+  return Math.abs(time - offsets[picked]!) <= SEEK_SLACK_S ? picked : last;
 }
 
 /**
