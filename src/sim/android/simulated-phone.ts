@@ -188,7 +188,7 @@ export class SimulatedPhone {
       abi: options.abi ?? 'arm64-v8a',
       refreshRate: options.refreshRate ?? 60,
       minicapCapture: options.minicap ?? true,
-      properties: options.properties ?? {},
+      properties: options.properties,
     };
     this.log = options.log;
     this.device = new Device(opts);
