@@ -30,6 +30,12 @@ function split(stream: Buffer, chunk: number): AccessUnit[] {
   return out;
 }
 
+/** An access unit's NAL units, without their start codes. */
+function splitUnits(data: Buffer): Buffer[] {
+  const nals = new NalSplitter();
+  return [...nals.push(data), nals.flush()!];
+}
+
 const stream = encoded(45);
 
 describe.skipIf(!stream)('splitting screenrecord\'s Annex B stream into access units', () => {
@@ -55,6 +61,27 @@ describe.skipIf(!stream)('splitting screenrecord\'s Annex B stream into access u
     const units = split(encoded(20, 10)!, 500);
     expect(units.map((u, i) => [i, u.keyframe]).filter(([, k]) => k).map(([i]) => i)).toEqual([0, 10]);
     expect(units[10]!.data.subarray(0, 5)[4]! & 0x1f).toBe(7);
+  });
+
+  it('takes a P picture written whole as its own access unit, the same bytes, and leaves everything else to the split', () => {
+    const units = split(stream!, 1000);
+    const assembler = new AccessUnitAssembler();
+    const [key, p, next] = units as [AccessUnit, AccessUnit, AccessUnit];
+    // Before a keyframe there is no parameter set: nothing to decode it with.
+    expect(assembler.whole(p.data)).toBeUndefined();
+    expect(assembler.whole(key.data)).toBeUndefined();
+    for (const unit of splitUnits(key.data)) assembler.push(unit);
+    expect(assembler.flush()?.keyframe).toBe(true);
+    const taken = assembler.whole(p.data);
+    expect(taken?.data).toBe(p.data);
+    expect(taken).toMatchObject({ keyframe: false, codec: 'avc1.42C01E' });
+    // Two pictures in one write, a three-byte start code, trailing zeros: split as before.
+    expect(assembler.whole(Buffer.concat([p.data, next.data]))).toBeUndefined();
+    expect(assembler.whole(p.data.subarray(1))).toBeUndefined();
+    expect(assembler.whole(Buffer.concat([p.data, Buffer.alloc(2)]))).toBeUndefined();
+    // A unit under way comes first: the picture waits its turn.
+    assembler.push(next.data.subarray(4));
+    expect(assembler.whole(p.data)).toBeUndefined();
   });
 
   it('gives nothing before the first SPS, and keeps what is not a start code as text (an error printed instead of video)', () => {

@@ -318,6 +318,9 @@ export class ScreenrecordRun {
   ) {
     stream.on('data', (chunk: Buffer) => {
       const fresh = !this.open;
+      // A whole P picture while nothing is under way (nearly every picture): relayed as it came.
+      const unit = writesIntact && fresh && this.nals.idle && wholePicture(chunk) ? this.assembler.whole(chunk) : undefined;
+      if (unit) return this.queue(unit);
       this.open = true;
       const units = this.nals.push(chunk);
       for (const unit of units) this.add(unit);
