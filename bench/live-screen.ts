@@ -326,6 +326,16 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   const url = `${jpegUrl}&codecs=h264,jpeg`;
   const direct: number[] = [];
   for (let round = 0; round < ROUNDS; round++) direct.push(await directH264Fps(lab));
+  // One and four H.264 viewers, as minicap's rounds ran before: H.264's path as warm as JPEG's when their CPU is
+  // compared. V8 optimizes what runs often, and the first H.264 windows after minicap's rounds cost the engine a fifth
+  // more than later ones (1.14x of JPEG without these windows, 1.00x and 1.02x with them, measured apart).
+  const fourH264: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    await viewerFps(url, 1, pid);
+    const many = await viewerFps(url, 4, pid);
+    fourH264.push(Math.min(...many.fps));
+    detail(`H.264 ${H264_RATE} Hz, round ${round + 1}: four viewers ${many.fps.map((f) => f.toFixed(1)).join(', ')} frames/s (engine ${fmtCpu(many.cpuMsPerS)})`);
+  }
   // Each codec's engine CPU over the engine with nobody watching, measured just before in the same round; per
   // picture (or frame), the engine's CPU over the window by what it sent, as the minicap figures count it.
   const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[] });
@@ -384,6 +394,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   return [
     row(`H.264 ${H264_RATE} Hz: bytes/s to one viewer (median of ${CPU_ROUNDS})`, fmtKBps(median(bytes)), `${fmtKBps(jpeg.bytesPerS)} (minicap's JPEG, same screen and size)`, fmtRatio(median(bytes), jpeg.bytesPerS), `<= ${BYTES_TARGET}x`, median(bytes) / jpeg.bytesPerS <= BYTES_TARGET),
     row(`H.264 ${H264_RATE} Hz: frames/s to one viewer (median of ${CPU_ROUNDS})`, fmtFps(median(fps)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fps), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fps) / median(direct) >= TARGET_RATIO),
+    row(`H.264 ${H264_RATE} Hz: frames/s to each of four viewers (slowest, median of ${ROUNDS})`, fmtFps(median(fourH264)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fourH264), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fourH264) / median(direct) >= TARGET_RATIO),
     row(`H.264 ${H264_RATE} Hz: engine CPU one viewer adds (over the engine with nobody watching; median of ${CPU_ROUNDS})`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer, the same way, taking turns)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
     row(`H.264 ${H264_RATE} Hz: engine CPU per picture over JPEG's per frame (medians of ${CPU_ROUNDS}, taking turns)`, `${overJpeg.toFixed(0)} us`, `${wake.toFixed(0)} us (one more event-loop wake, the pause that ended every picture before: a Node process alone, ${H264_RATE} Hz)`, fmtRatio(overJpeg, wake), 'reported', true),
     row(`H.264: restart gap at the time limit (worst of ${restartGaps.length})`, fmtMs(worstGap), `${fmtMs(usual)} (the usual gap between pictures)`, fmtRatio(worstGap, usual), `<= ${GAP_TARGET_MS} ms`, worstGap <= GAP_TARGET_MS),
