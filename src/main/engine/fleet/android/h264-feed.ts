@@ -15,7 +15,8 @@ import type { LiveFrame } from '../types.js';
  * - it keeps the orientation it started with: the rotation is watched, and a turn restarts it at the new size;
  * - it writes a picture only when the screen changes, one encoder buffer per write: the access unit under way is taken
  *   as complete when the stream pauses (FLUSH_MS), rather than when the next picture begins, which could be never;
- *   or at once, where the chunk it came in shows that the picture's last write has arrived (wholePicture());
+ *   or at once, where the chunk it came in shows that the picture's last write has arrived (wholePicture()), and a
+ *   P picture that came whole goes out as the very bytes that came (AccessUnitAssembler.whole());
  * - its keyframe interval is long (seconds): a new or lagging viewer's keyframe is the live screen's job (it keeps
  *   the last keyframe and the pictures since).
  */
