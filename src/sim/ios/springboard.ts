@@ -72,8 +72,9 @@ const node = (type: string, x: number, y: number, width: number, height: number,
 });
 
 /**
- * SpringBoard and four apps (Settings, Safari, Notes, and the Clock with its stopwatch running) plus whatever was installed: the state a gesture, a key or
- * a WDA command changes, the accessibility tree WDA's /source serializes, and the picture /screenshot returns.
+ * SpringBoard and four apps (Settings, Safari, Notes, and the Clock with its stopwatch running) plus whatever was
+ * installed: the state a gesture, a key or a WDA command changes, the accessibility tree WDA's /source serializes, and
+ * the picture /screenshot returns.
  */
 export class Springboard {
   /** Points of the portrait screen; pixels are `scale` times as many. */

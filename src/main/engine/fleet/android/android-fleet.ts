@@ -18,7 +18,6 @@ export interface AndroidFleetTiming {
   readAgainMs: number;
 }
 
-/** A phone's getprop and battery take well under a second; a USB 2 phone that is still booting a few seconds. */
 /**
  * Where makers' builds keep the name a phone is sold under: Xiaomi, Redmi and POCO (ro.product.marketname, or its odm
  * partition's), OPPO, OnePlus and realme (ro.vendor.oplus.market.name; ro.oppo.market.name before ColorOS 12), vivo
@@ -36,6 +35,7 @@ function marketingName(props: Record<string, string>): string | undefined {
   return undefined;
 }
 
+/** A phone's getprop and battery take well under a second; a USB 2 phone that is still booting a few seconds. */
 const ANDROID_FLEET_TIMING: AndroidFleetTiming = { describeMs: 15_000, readAgainMs: 5_000 };
 
 export interface AndroidFleetEvents {

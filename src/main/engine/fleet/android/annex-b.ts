@@ -22,8 +22,8 @@ export function codecOfSps(sps: Buffer): string {
 }
 
 const isVcl = (type: number) => type >= NAL.SLICE && type <= NAL.IDR;
-/** A picture's first slice: first_mb_in_slice is 0, whose ue(v) code is the single bit 1. */
-const isFirstSlice = (unit: Buffer) => isVcl(unit[0]! & 0x1f) && unit.length > 1 && (unit[1]! & 0x80) !== 0;
+/** A picture's first slice (the unit from `at`): first_mb_in_slice is 0, whose ue(v) code is the single bit 1. */
+const isFirstSlice = (unit: Buffer, at = 0) => isVcl(unit[at]! & 0x1f) && unit.length > at + 1 && (unit[at + 1]! & 0x80) !== 0;
 
 /** How many pictures begin among these NAL units and `last`: each has exactly one first slice. */
 export function picturesBegun(units: readonly Buffer[], last?: Buffer): number {
@@ -149,7 +149,7 @@ export class AccessUnitAssembler {
     const n = write.length;
     if (this.units.length > 0 || !this.sps || n < 6 || write[n - 1] === 0) return undefined;
     if (write[0] !== 0 || write[1] !== 0 || write[2] !== 0 || write[3] !== 1) return undefined;
-    if ((write[4]! & 0x1f) !== NAL.SLICE || (write[5]! & 0x80) === 0) return undefined;
+    if ((write[4]! & 0x1f) !== NAL.SLICE || !isFirstSlice(write, 4)) return undefined;
     // Emulation prevention keeps 00 00 01 out of a unit's payload: none after the first start code means one unit.
     // The typed array's own indexOf for the 01 (Buffer's goes through a wrapper that cost more than the search).
     for (let at = findByte.call(write, 1, 6); at !== -1; at = findByte.call(write, 1, at + 1)) {
