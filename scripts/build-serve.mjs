@@ -1,15 +1,15 @@
 // The engine bundle that `npm run serve` runs, built into out/serve when a source changed since the last build (or
 // always with --force). Its own module so that the bundle test runs exactly what `npm run serve` runs.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isFresh, root } from './freshness.mjs';
 
-export const bundle = join(root, 'out', 'serve', 'serve.mjs');
+export const bundle = join(root, 'out', 'serve', 'serve.cjs');
 /**
- * esbuild's account of the build (which inputs went into which chunk, and what each chunk exports), kept beside the
- * bundle for the test that checks every dynamic import finds the names it uses in what the bundle gives it.
+ * esbuild's account of the build (each input, what it imports and how, and its format), kept beside the bundle for
+ * the tests of what the bundle loads at start and of the names each dynamic import takes.
  */
 export const metafile = join(root, 'out', 'serve', 'metafile.json');
 
@@ -60,7 +60,7 @@ const adbkitWithTheFleet = {
 
 // The demo mode bundles the simulated phone from src/sim.
 const bundleIsFresh = () =>
-  isFresh('out/serve/serve.mjs', ['src/main', 'src/shared', 'src/sim', 'src/protocols', 'package-lock.json', 'scripts/build-serve.mjs']);
+  isFresh('out/serve/serve.cjs', ['src/main', 'src/shared', 'src/sim', 'src/protocols', 'package-lock.json', 'scripts/build-serve.mjs']);
 
 /** Builds the bundle unless it is newer than every source; resolves to whether it built. */
 export async function buildServe({ force = false } = {}) {
@@ -70,23 +70,24 @@ export async function buildServe({ force = false } = {}) {
     entryPoints: [join(root, 'src/main/serve.ts')],
     bundle: true,
     platform: 'node',
-    format: 'esm',
+    // CommonJS, so that scripts/code-cache.mjs can run it from V8's code cache (Node 20 caches no ES module's code).
+    // What is imported on demand (the demo's simulated phones, the iPhone fleet, the MCP server) stays behind
+    // import(), which esbuild turns into a require() of a module initialized at its first import: compiled from the
+    // cache, code that never runs costs the start nothing.
+    format: 'cjs',
     target: 'node20',
-    // What is imported on demand (the demo's simulated phones) goes into chunks of its own, with the packages only it
-    // uses: in one file, esbuild would hoist their imports to the top, and every start would load them.
-    splitting: true,
-    outdir: dirname(bundle),
-    entryNames: '[name]',
-    chunkNames: 'chunks/[name]-[hash]',
-    outExtension: { '.js': '.mjs' },
+    supported: { 'dynamic-import': false },
+    outfile: bundle,
     // A native addon loads from node_modules, never from a bundle (ssh2 has optional ones: sshcrypto, cpu-features;
     // sharp is the demo phones' JPEG encoder).
     // The rest are large and loaded on first use (a model request, an app upload, LAN sharing's certificate): left
-    // out of the bundle, a lab that never uses them does not parse them at every start.
-    external: ['better-sqlite3', 'sharp', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'plist', 'bplist-parser', 'yauzl'],
+    // out of the bundle, a lab that never uses them does not parse them at every start. Each must be one that
+    // require() can load, as the bundle loads them: plist, an ES module for import only, is bundled instead.
+    external: ['better-sqlite3', 'sharp', 'electron', 'ssh2', 'undici', 'selfsigned', '@devicefarmer/adbkit-apkreader', 'bplist-parser', 'yauzl'],
     plugins: [loadedOnFirstUse, adbkitWithTheFleet],
-    // CommonJS dependencies inside an ES module bundle still call require() for Node's built-ins.
-    banner: { js: "import { createRequire as __benchtopRequire } from 'node:module'; const require = __benchtopRequire(import.meta.url);" },
+    // import.meta.url, which the sources use to find packages and the GUI from where they run: the bundle's own.
+    define: { 'import.meta.url': '__benchtopBundleUrl' },
+    banner: { js: "const __benchtopBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     // Whitespace and comments out, identifiers kept (stack traces still name functions): V8 reads the whole bundle
     // before it runs a line of it, and at a third less text the engine answers its first request sooner.
     minifyWhitespace: true,
@@ -98,17 +99,16 @@ export async function buildServe({ force = false } = {}) {
     write: false,
     logLevel: 'warning',
   });
-  // Each file is written aside and renamed, the entry last, so that two starts at once never run a half-written
-  // bundle. Chunks are named by their content, so a start still running the previous bundle finds its own.
-  const entry = result.outputFiles.find((f) => f.path === bundle);
-  const files = [...result.outputFiles.filter((f) => f !== entry).map((f) => ({ path: f.path, text: f.text }))];
-  files.push({ path: metafile, text: JSON.stringify(result.metafile) }, { path: entry.path, text: entry.text });
-  for (const file of files) {
+  // Each file is written aside and renamed, the bundle last, so that two starts at once never run a half-written one.
+  const [entry] = result.outputFiles;
+  for (const file of [{ path: metafile, text: JSON.stringify(result.metafile) }, { path: entry.path, text: entry.text }]) {
     mkdirSync(dirname(file.path), { recursive: true });
     const temporary = `${file.path}.${randomUUID()}.tmp`;
     writeFileSync(temporary, asciiOnly(file.text));
     renameSync(temporary, file.path);
   }
+  // The ES module bundle and its chunks that builds before this one wrote.
+  for (const old of ['serve.mjs', 'chunks']) rmSync(join(dirname(bundle), old), { recursive: true, force: true });
   return true;
 }
 
