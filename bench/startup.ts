@@ -77,7 +77,8 @@ export const startup: Benchmark = {
     const engine: Run[] = [];
     const withoutNpm: Run[] = [];
     // One untimed start first: after a change to the sources the first `npm run serve` builds the bundle (and the
-    // GUI) before it starts, which is a build, not a start-up, and it leaves its builder's memory in that process. A
+    // GUI) before it starts, which is a build, not a start-up, and it leaves its builder's memory in that process; and
+    // the first start after a build writes V8's code cache that every later one reads (scripts/code-cache.mjs). A
     // smoke run's figures measure nothing, and its timed starts run the same `npm run serve`.
     if (!SMOKE) {
       const build = await startOnce('engine');

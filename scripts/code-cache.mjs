@@ -10,9 +10,9 @@ import vm from 'node:vm';
 
 /**
  * Written once the engine has started and answered (a cache made straight after compiling holds little more than
- * the top level; one made after the start holds every function the start ran).
+ * the top level; one made after the start holds every function the start ran), or as the process exits before that.
  */
-const WRITE_AFTER_MS = 3000;
+const WRITE_AFTER_MS = 1000;
 
 /**
  * V8 checks that a cache was made by the same V8 with the same flags, but of the source only its length: a rebuilt
@@ -45,7 +45,7 @@ function writeCache(cacheFile, key, script) {
 
 /**
  * Runs `file`, a CommonJS module, as Node would require it, compiled from `${file}.v8-cache` when that was made for
- * it; otherwise writes that cache `writeAfterMs` later (unless the process has ended). Returns what became of the cache:
+ * it; otherwise writes that cache `writeAfterMs` later, or as the process exits if that is sooner. Returns what became of the cache:
  * 'used', 'none' (there was none for this file) or 'rejected' (V8 refused it: another Node, or other flags).
  */
 export function runWithCodeCache(file, { writeAfterMs = WRITE_AFTER_MS } = {}) {
@@ -65,6 +65,14 @@ export function runWithCodeCache(file, { writeAfterMs = WRITE_AFTER_MS } = {}) {
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
   const cache = !cachedData ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
-  if (cache !== 'used') setTimeout(() => writeCache(cacheFile, key, script), writeAfterMs).unref();
+  if (cache !== 'used') {
+    const write = () => {
+      clearTimeout(timer);
+      process.off('exit', write);
+      writeCache(cacheFile, key, script);
+    };
+    const timer = setTimeout(write, writeAfterMs).unref();
+    process.on('exit', write);
+  }
   return cache;
 }
