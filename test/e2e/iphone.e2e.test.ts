@@ -181,7 +181,11 @@ describe.runIf(ready)('GUI: iPhones in the fleet, on the phone page and in the c
   it('a click on the screen taps the iPhone: Settings opens and the next frames show it; Home goes back', async () => {
     const settings = await centreOf('Settings', 'XCUIElementTypeIcon');
     await clickPhone(settings.x, settings.y);
-    await waitFor('Settings in front on the iPhone', () => board().foreground === SETTINGS);
+    // Should the click go astray, what reached the phone says where (it failed once in a full run, and never alone).
+    await waitFor('Settings in front on the iPhone', () => board().foreground === SETTINGS).catch((error: Error) => {
+      const { lastTap, lastLongPress, lastSwipe } = board();
+      throw new Error(`${error.message}; clicked at ${JSON.stringify(settings)}, the phone's last tap ${JSON.stringify(lastTap)}, long press ${JSON.stringify(lastLongPress)}, swipe ${JSON.stringify(lastSwipe)}`);
+    });
     // Settings' grouped grey replaces the wallpaper in the frames the page shows.
     await expect.poll(async () => Math.abs((await pixel(375, 1200))[0]! - 242), { timeout: 10_000 }).toBeLessThan(20);
     // A tap on a row inside Settings lands where it was clicked.
