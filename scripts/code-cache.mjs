@@ -1,18 +1,12 @@
 // Runs the engine bundle (CommonJS) with V8's code cache: compiling the bundle was the largest single part of the
 // engine's start-up (about 30 ms of 220, docs/performance.md), and Node 20 caches no compiled code of its own. The
-// first start after a build compiles as usual and, once it has served, writes what V8 compiled beside the bundle; every
-// start after it reads that instead of parsing and compiling the same code again.
+// first start after a build compiles as usual and, once the engine serves, writes what V8 compiled beside the bundle;
+// every start after it reads that instead of parsing and compiling the same code again.
 import { openSync, readFileSync, fstatSync, readSync, closeSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import vm from 'node:vm';
-
-/**
- * Written once the engine has started and answered (a cache made straight after compiling holds little more than
- * the top level; one made after the start holds every function the start ran), or as the process exits before that.
- */
-const WRITE_AFTER_MS = 1000;
 
 /**
  * V8 checks that a cache was made by the same V8 with the same flags, but of the source only its length: a rebuilt
@@ -45,10 +39,13 @@ function writeCache(cacheFile, key, script) {
 
 /**
  * Runs `file`, a CommonJS module, as Node would require it, compiled from `${file}.v8-cache` when that was made for
- * it; otherwise writes that cache `writeAfterMs` later, or as the process exits if that is sooner. Returns what became of the cache:
- * 'used', 'none' (there was none for this file) or 'rejected' (V8 refused it: another Node, or other flags).
+ * it. Otherwise the cache is written once the promise the module exports as `started` resolves (straight away when
+ * it exports none): a cache made straight after compiling holds little more than the top level, one made when the
+ * engine serves holds every function its start ran, and one made later also what its requests ran, which every start
+ * would then read. Returns what became of the cache: 'used', 'none' (there was none for this file) or 'rejected'
+ * (V8 refused it: another Node, or other flags).
  */
-export function runWithCodeCache(file, { writeAfterMs = WRITE_AFTER_MS } = {}) {
+export function runWithCodeCache(file) {
   const cacheFile = `${file}.v8-cache`;
   // The bundle's identity and its text from the same open file: a build renaming a new one over it meanwhile cannot
   // pair the old cache with the new text.
@@ -65,14 +62,7 @@ export function runWithCodeCache(file, { writeAfterMs = WRITE_AFTER_MS } = {}) {
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
   const cache = !cachedData ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
-  if (cache !== 'used') {
-    const write = () => {
-      clearTimeout(timer);
-      process.off('exit', write);
-      writeCache(cacheFile, key, script);
-    };
-    const timer = setTimeout(write, writeAfterMs).unref();
-    process.on('exit', write);
-  }
+  // A start that fails exits: it leaves no cache.
+  if (cache !== 'used') Promise.resolve(module.exports.started).then(() => writeCache(cacheFile, key, script), () => undefined);
   return cache;
 }

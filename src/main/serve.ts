@@ -8,7 +8,7 @@ import type { DemoIphones, DemoPhones } from './demo.js';
 import { parseUsbmuxdAddress } from './engine/fleet/ios/usbmux.js';
 
 // A function, not top-level await: the bundle is CommonJS, which V8 can cache compiled (scripts/code-cache.mjs).
-async function main() {
+async function main(): Promise<void> {
   const config = loadConfig(process.env);
   // npm run demo: three simulated phones unless BENCHTOP_DEMO_PHONES says otherwise.
   if (process.argv.includes('--demo') && !process.env.BENCHTOP_DEMO_PHONES) config.demoPhones = 3;
@@ -83,4 +83,8 @@ async function main() {
   }
 }
 
-void main();
+/**
+ * Resolves once the engine serves (and never when it could not start: it exits). scripts/code-cache.mjs caches what
+ * V8 compiled at that moment: everything the start ran, and none of what requests ran after it.
+ */
+export const started = main();

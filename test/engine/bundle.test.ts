@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
@@ -454,6 +454,24 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
     // The note the lab owner wrote on the demo phone, as the Fleet lists it.
     expect((await owner('GET', '/fleet/devices')).body.data.find((p: { serial: string }) => p.serial === ids.serial)).toMatchObject({ note: 'shelf B' });
   }, 90_000);
+
+  it('leaves V8\'s code cache for this very bundle once it serves, which the next start reads (scripts/code-cache.mjs)', async () => {
+    // This start, or another test's start of the same bundle, wrote it: its first line names the bundle's file.
+    const key = () => {
+      const stat = statSync(bundle);
+      return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+    };
+    const cacheFile = `${bundle}.v8-cache`;
+    await waitFor('the bundle\'s code cache', () => existsSync(cacheFile) && readFileSync(cacheFile).subarray(0, 200).toString('latin1').split('\n')[0] === key());
+    // The next start: what became of the cache is known once the bundle's first line has run, and that start ends there.
+    const next = mkdtempSync(join(tmpdir(), 'benchtop-bundle-cache-'));
+    const used = spawnSync(process.execPath, ['--input-type=module', '-e', `
+      const { runWithCodeCache } = await import(${JSON.stringify(join(ROOT, 'scripts/code-cache.mjs'))});
+      console.log('cache: ' + runWithCodeCache(${JSON.stringify(bundle)}));
+      process.kill(process.pid, 'SIGKILL');`], { encoding: 'utf8', env: { ...process.env, BENCHTOP_DATA_DIR: next, BENCHTOP_PORT: '0', BENCHTOP_ADB: 'off' } });
+    rmSync(next, { recursive: true, force: true });
+    expect(used.stdout).toContain('cache: used');
+  });
 
   it('serves the built GUI at / (out/renderer, found from the bundle\'s own place in out/serve)', async () => {
     const origin = new URL(api).origin;
