@@ -62,7 +62,7 @@ export function runWithCodeCache(file) {
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
   const cache = !cachedData ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
-  // A start that fails exits: it leaves no cache.
-  if (cache !== 'used') Promise.resolve(module.exports.started).then(() => writeCache(cacheFile, key, script), () => undefined);
+  // A start that fails leaves no cache, and its failure is left for Node to report.
+  if (cache !== 'used') Promise.resolve(module.exports.started).then(() => writeCache(cacheFile, key, script));
   return cache;
 }

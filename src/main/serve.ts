@@ -87,4 +87,8 @@ async function main(): Promise<void> {
  * Resolves once the engine serves (and never when it could not start: it exits). scripts/code-cache.mjs caches what
  * V8 compiled at that moment: everything the start ran, and none of what requests ran after it.
  */
-export const started = main();
+export const started = main().catch((error: Error) => {
+  // What fails before the start's own report (a setting that does not parse) is said as plainly.
+  console.error(`Benchtop could not start: ${error.message}`);
+  process.exit(1);
+});

@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildServe, metafile } from '../../scripts/build-serve.mjs';
 
@@ -43,4 +46,24 @@ describe('the bundle npm run serve runs (out/serve)', () => {
     expect(packages).toContain('fastify');
     expect([...packages].filter((p) => !ON_THE_WAY_TO_THE_FIRST_ANSWER.includes(p)).sort()).toEqual([]);
   }, 120_000);
+
+  it('stops a start whose setting does not parse with one line and exit code 1 (the bundle runs through scripts/code-cache.mjs, which must not swallow it)', async () => {
+    await buildServe();
+    const dataDir = mkdtempSync(join(tmpdir(), 'benchtop-bad-setting-'));
+    try {
+      // Twice, the same both times: a start that failed leaves nothing that changes the next.
+      for (let i = 0; i < 2; i++) {
+        const start = spawnSync(process.execPath, ['scripts/serve.mjs'], {
+          cwd: join(import.meta.dirname, '../..'),
+          encoding: 'utf8',
+          env: { ...process.env, BENCHTOP_DATA_DIR: dataDir, BENCHTOP_PORT: 'notaport', BENCHTOP_ADB: 'off' },
+          timeout: 30_000,
+        });
+        expect(start.status).toBe(1);
+        expect(start.stderr.trim()).toBe('Benchtop could not start: BENCHTOP_PORT must be a non-negative integer, got "notaport"');
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
