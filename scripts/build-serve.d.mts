@@ -1,4 +1,4 @@
-/** out/serve/serve.mjs: what `npm run serve` runs. */
+/** out/serve/serve.cjs: what `npm run serve` runs (through scripts/code-cache.mjs). */
 export const bundle: string;
 /** out/serve/metafile.json: esbuild's metafile of the last build. */
 export const metafile: string;

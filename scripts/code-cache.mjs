@@ -2,7 +2,7 @@
 // engine's start-up (about 30 ms of 220, docs/performance.md), and Node 20 caches no compiled code of its own. The
 // first start after a build compiles as usual and, once the engine serves, writes what V8 compiled beside the bundle;
 // every start after it reads that instead of parsing and compiling the same code again.
-import { openSync, readFileSync, fstatSync, readSync, closeSync, renameSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, fstatSync, readSync, closeSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -27,6 +27,11 @@ function cachedFor(cacheFile, key) {
   return end >= 0 && data.subarray(0, end + 1).toString('latin1') === key ? data.subarray(end + 1) : undefined;
 }
 
+const cacheFileOf = (file) => `${file}.v8-cache`;
+
+/** Whether the cache beside `file` was made for it as it is now: what the next start of it would read. */
+export const hasCodeCache = (file) => cachedFor(cacheFileOf(file), identity(statSync(file))) !== undefined;
+
 function writeCache(cacheFile, key, script) {
   try {
     const temporary = `${cacheFile}.${randomUUID()}.tmp`;
@@ -46,7 +51,7 @@ function writeCache(cacheFile, key, script) {
  * (V8 refused it: another Node, or other flags).
  */
 export function runWithCodeCache(file) {
-  const cacheFile = `${file}.v8-cache`;
+  const cacheFile = cacheFileOf(file);
   // The bundle's identity and its text from the same open file: a build renaming a new one over it meanwhile cannot
   // pair the old cache with the new text.
   const fd = openSync(file, 'r');

@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServe, bundle, metafile } from '../../scripts/build-serve.mjs';
+import { hasCodeCache } from '../../scripts/code-cache.mjs';
 import { startAdbServer, type AdbServer } from '../../src/sim/android/adb-cli.js';
 import { newAdbPublicKey } from '../support/adb-keys.js';
 import { buildApk, buildIpa, sha256 } from '../support/app-fixtures.js';
@@ -456,13 +457,9 @@ describe.skipIf(!hasAdb)('the bundle `npm run serve` runs (out/serve)', () => {
   }, 90_000);
 
   it('leaves V8\'s code cache for this very bundle once it serves, which the next start reads (scripts/code-cache.mjs)', async () => {
-    // This start, or another test's start of the same bundle, wrote it: its first line names the bundle's file.
-    const key = () => {
-      const stat = statSync(bundle);
-      return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
-    };
-    const cacheFile = `${bundle}.v8-cache`;
-    await waitFor('the bundle\'s code cache', () => existsSync(cacheFile) && readFileSync(cacheFile).subarray(0, 200).toString('latin1').split('\n')[0] === key());
+    // This start, or another test's start of the same bundle, wrote it (not an earlier build's, which the next start
+    // would not read).
+    await waitFor('the bundle\'s code cache', () => hasCodeCache(bundle));
     // The next start: what became of the cache is known once the bundle's first line has run, and that start ends there.
     const next = mkdtempSync(join(tmpdir(), 'benchtop-bundle-cache-'));
     const used = spawnSync(process.execPath, ['--input-type=module', '-e', `

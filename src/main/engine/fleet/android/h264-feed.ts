@@ -318,15 +318,16 @@ export class ScreenrecordRun {
     writesIntact: boolean,
   ) {
     stream.on('data', (chunk: Buffer) => {
-      const fresh = !this.open;
+      // Nothing was pending, and the chunk ends a picture's last write.
+      const ends = writesIntact && !this.open && wholePicture(chunk);
       // A whole P picture while nothing is under way (nearly every picture): relayed as it came.
-      const unit = writesIntact && fresh && this.nals.idle && wholePicture(chunk) ? this.assembler.whole(chunk) : undefined;
+      const unit = ends && this.nals.idle ? this.assembler.whole(chunk) : undefined;
       if (unit) return this.queue(unit);
       this.open = true;
       const units = this.nals.push(chunk);
       for (const unit of units) this.add(unit);
-      // Nothing was pending, so every unit is this chunk's; the one still open is its last.
-      if (writesIntact && fresh && wholePicture(chunk) && picturesBegun(units, this.nals.peek()) === 1) return this.flush();
+      // Every unit is this chunk's; the one still open is its last.
+      if (ends && picturesBegun(units, this.nals.peek()) === 1) return this.flush();
       // One timer for the run, pushed back by each chunk: cheaper than a new one per chunk.
       if (this.timer) this.timer.refresh();
       else this.timer = setTimeout(() => this.flush(), FLUSH_MS);
