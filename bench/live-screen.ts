@@ -24,9 +24,9 @@ import { startNetnsProvider } from '../test/support/provider/index.js';
 import { clickToFrame, settingsIcon } from './gui-tap-latency.js';
 import { allocateUntilInUse, startAndroidLab, type AndroidLab } from './support/android-lab.js';
 import { cleanup, onCleanup } from './support/cleanup.js';
-import { cpuMs } from './support/processes.js';
+import { cpuMs, startChild } from './support/processes.js';
 import { detail, fmtMs, fmtRatio, median, percentile, type Benchmark, type Figure } from './support/report.js';
-import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './support/servers.js';
+import { call, OWNER, PROVIDER_ADD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, ROOT } from './support/servers.js';
 import { readAll } from '../src/main/engine/fleet/android/adb.js';
 import { AccessUnitAssembler, NalSplitter } from '../src/main/engine/fleet/android/annex-b.js';
 import { streamClient } from '../src/main/engine/fleet/android/tunnel-client.js';
@@ -223,6 +223,54 @@ async function extraWakeUs(): Promise<number> {
   return Number(JSON.parse(out));
 }
 
+const BARE_RELAY_SCRIPT = fileURLToPath(new URL('./support/bare-relay.mjs', import.meta.url));
+/** Windows of the bare relay at each codec's message size, taking turns, after the CPU rounds. */
+const RELAY_ROUNDS = sized(6, 1);
+
+/**
+ * The floor under the engine's CPU per picture: what the bare relay (support/bare-relay.mjs, a Node process that
+ * reads one socket and sends each read as a WebSocket message) spends on each message, fed messages of each size
+ * in `sizes` H264_RATE times a second to one viewer, taking turns RELAY_ROUNDS times. Medians in microseconds, by
+ * size. A relayed picture costs the engine a wake, a read and a message whatever its codec: on a virtual machine the
+ * wake is most of it, and no codec can cost less than this.
+ */
+async function bareRelayUs(sizes: number[]): Promise<number[]> {
+  const relay = startChild(process.execPath, [BARE_RELAY_SCRIPT], { cwd: ROOT, env: process.env });
+  const [, feedPort, viewerPort] = await relay.waitForOutput(/Bare relay: feed (\d+), viewers (\d+)/, REQUEST_TIMEOUT_MS);
+  const viewer = new WebSocket(`ws://127.0.0.1:${viewerPort}`);
+  const feed = connect(Number(feedPort), '127.0.0.1').setNoDelay(true);
+  onCleanup(() => {
+    viewer.terminate();
+    feed.destroy();
+  });
+  let received = 0;
+  viewer.on('message', () => received++);
+  await Promise.all([new Promise((resolve) => viewer.once('open', resolve)), new Promise((resolve) => feed.once('connect', resolve))]);
+  const perMessage = sizes.map(() => [] as number[]);
+  for (let round = 0; round < RELAY_ROUNDS; round++) {
+    for (const i of round % 2 === 0 ? sizes.keys() : [...sizes.keys()].reverse()) {
+      const message = Buffer.alloc(sizes[i]!, 0x5a);
+      const timer = setInterval(() => feed.write(message), 1000 / H264_RATE);
+      await sleep(WARMUP_MS);
+      const before = { cpu: cpuMs(relay.pid), received };
+      const start = performance.now();
+      await sleep(WINDOW_MS);
+      const messages = received - before.received;
+      const used = cpuMs(relay.pid) - before.cpu;
+      clearInterval(timer);
+      const expected = ((performance.now() - start) / 1000) * H264_RATE;
+      // A relay that passed on too few messages measured something else than the engine's rate.
+      if (messages < expected * 0.8) throw new Error(`the bare relay passed on ${messages} messages of ${sizes[i]} bytes in the window, not about ${expected.toFixed(0)}`);
+      perMessage[i]!.push((used * 1000) / messages);
+      detail(`bare relay, round ${round + 1}: ${sizes[i]} bytes a message, ${H264_RATE} a second: ${((used * 1000) / messages).toFixed(0)} us per message`);
+    }
+  }
+  viewer.close();
+  feed.destroy();
+  await relay.stop();
+  return perMessage.map(median);
+}
+
 /** The size the engine asks screenrecord for at MAX_SIZE: the same picture minicap sends. */
 const H264_SIZE = '360x800';
 /** H.264 against minicap's JPEG at this display rate, in the same run, on the same moving screen, at the same size. */
@@ -338,7 +386,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   }
   // Each codec's engine CPU over the engine with nobody watching, measured just before in the same round; per
   // picture (or frame), the engine's CPU over the window by what it sent, as the minicap figures count it.
-  const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[] });
+  const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[], addsPerFrame: [] as number[] });
   const turns = { h264: samples(), jpeg: samples() };
   for (let round = 0; round < CPU_ROUNDS; round++) {
     const idle = await idleCpuMsPerS(pid);
@@ -350,12 +398,18 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
       t.bytes.push(alone.bytesPerS[0]!);
       t.cpu.push(alone.cpuMsPerS - idle);
       t.perFrame.push(alone.cpuMsPerS / alone.fps[0]!);
+      t.addsPerFrame.push((alone.cpuMsPerS - idle) / alone.fps[0]!);
       detail(`H.264 against JPEG, ${H264_RATE} Hz, round ${round + 1}, ${codec === 'h264' ? 'H.264' : 'JPEG'}: one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)}, ${fmtCpu(idle)} of it with nobody watching)`);
     }
   }
   detail(`H.264 ${H264_RATE} Hz: the phone's screenrecord read directly ${direct.map((f) => fmtFps(f)).join(', ')}`);
   const [fps, bytes, cpu, perPicture] = [turns.h264.fps, turns.h264.bytes, turns.h264.cpu, turns.h264.perFrame];
   const jpeg = { bytesPerS: median(turns.jpeg.bytes), cpuMsPerS: median(turns.jpeg.cpu), cpuMsPerFrame: median(turns.jpeg.perFrame) };
+  // Each codec's message as the viewer got it: its bytes a second over its frames a second.
+  const messageBytes = [median(bytes) / median(fps), jpeg.bytesPerS / median(turns.jpeg.fps)].map(Math.round);
+  const [relayH264, relayJpeg] = await bareRelayUs(messageBytes);
+  const adds = { h264: median(turns.h264.addsPerFrame) * 1000, jpeg: median(turns.jpeg.addsPerFrame) * 1000 };
+  detail(`engine CPU per picture one viewer adds: H.264 ${adds.h264.toFixed(0)} us (${messageBytes[0]} bytes), JPEG ${adds.jpeg.toFixed(0)} us (${messageBytes[1]} bytes); the bare relay at those sizes ${relayH264!.toFixed(0)} us and ${relayJpeg!.toFixed(0)} us`);
   // A new viewer while another watches: the feed's cached keyframe and the pictures since.
   const watcher = new WebSocket(url);
   onCleanup(() => watcher.terminate());
@@ -396,6 +450,8 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
     row(`H.264 ${H264_RATE} Hz: frames/s to one viewer (median of ${CPU_ROUNDS})`, fmtFps(median(fps)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fps), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fps) / median(direct) >= TARGET_RATIO),
     row(`H.264 ${H264_RATE} Hz: frames/s to each of four viewers (slowest, median of ${ROUNDS})`, fmtFps(median(fourH264)), `${fmtFps(median(direct))} (the phone's screenrecord read directly)`, fmtRatio(median(fourH264), median(direct)), `>= ${TARGET_RATIO.toFixed(2)}x`, median(fourH264) / median(direct) >= TARGET_RATIO),
     row(`H.264 ${H264_RATE} Hz: engine CPU one viewer adds (over the engine with nobody watching; median of ${CPU_ROUNDS})`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer, the same way, taking turns)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
+    row(`H.264 ${H264_RATE} Hz: engine CPU per picture one viewer adds (median of ${CPU_ROUNDS})`, `${adds.h264.toFixed(0)} us`, `${relayH264!.toFixed(0)} us (a bare relay: one socket read sent as a WebSocket message of H.264's ${messageBytes[0]} bytes, ${H264_RATE} a second; median of ${RELAY_ROUNDS})`, fmtRatio(adds.h264, relayH264!), 'reported', true),
+    row(`minicap's JPEG ${H264_RATE} Hz: engine CPU per frame one viewer adds (median of ${CPU_ROUNDS})`, `${adds.jpeg.toFixed(0)} us`, `${relayJpeg!.toFixed(0)} us (the bare relay with JPEG's ${messageBytes[1]} bytes a message; median of ${RELAY_ROUNDS})`, fmtRatio(adds.jpeg, relayJpeg!), 'reported', true),
     row(`H.264 ${H264_RATE} Hz: engine CPU per picture over JPEG's per frame (medians of ${CPU_ROUNDS}, taking turns)`, `${overJpeg.toFixed(0)} us`, `${wake.toFixed(0)} us (one more event-loop wake, the pause that ended every picture before: a Node process alone, ${H264_RATE} Hz)`, fmtRatio(overJpeg, wake), 'reported', true),
     row(`H.264: restart gap at the time limit (worst of ${restartGaps.length})`, fmtMs(worstGap), `${fmtMs(usual)} (the usual gap between pictures)`, fmtRatio(worstGap, usual), `<= ${GAP_TARGET_MS} ms`, worstGap <= GAP_TARGET_MS),
     row(`H.264: a new viewer's first picture (median of ${FIRST_PICTURE_SAMPLES})`, fmtMs(median(first)), `${FIRST_PICTURE_TARGET_MS} ms`, fmtRatio(median(first), FIRST_PICTURE_TARGET_MS), `<= ${FIRST_PICTURE_TARGET_MS} ms`, Math.max(...first) <= FIRST_PICTURE_TARGET_MS),
