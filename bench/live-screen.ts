@@ -234,7 +234,7 @@ const RELAY_ROUNDS = sized(6, 1);
  * reads one socket and sends each read as a WebSocket message) spends on each message, fed messages of each size
  * in `sizes` H264_RATE times a second to one viewer, taking turns RELAY_ROUNDS times. Medians in microseconds, by
  * size. A relayed picture costs the engine a wake, a read and a message whatever its codec: on a virtual machine the
- * wake is most of it, and no codec can cost less than this.
+ * wake is most of it, and no codec can cost much less than this.
  */
 async function bareRelayUs(sizes: number[]): Promise<number[]> {
   const relay = startChild(process.execPath, [BARE_RELAY_SCRIPT], { cwd: ROOT, env: process.env });
