@@ -5,6 +5,7 @@ import type WebSocket from 'ws';
 import { AccessUnitAssembler, NalSplitter } from '../../src/main/engine/fleet/android/annex-b.js';
 import type { LiveFrame, PhoneDriver } from '../../src/main/engine/fleet/types.js';
 import { readVideoMessage } from '../../src/shared/api/live-screen.js';
+import { rotationRead } from '../../src/main/engine/fleet/android/h264-feed.js';
 import { client } from '../support/engine.js';
 import { adbOrSkip, allocateInUse, startLab, waitFor, type TestLab } from '../support/lab.js';
 import { connectWs } from '../support/ws.js';
@@ -293,4 +294,17 @@ describe.skipIf(!adbOrSkip())('screenrecord\'s H.264 through real adb to a viewe
     expect(still.hellos.at(-1)).toMatchObject({ width: 1080, height: 2400, frameWidth: 288, frameHeight: 640 });
     still.ws.close();
   }, 30_000);
+
+  it('the phone\'s rotation loop prints nothing while the display keeps the rotation the engine knows, and the display\'s line once it differs', async () => {
+    // What the loop runs every 2 s on the phone, run once: a still phone wakes the engine for nothing.
+    const phone = lab.phones[0]!;
+    await phone.shell('settings put system user_rotation 0');
+    const read = async (degrees: number) => (await phone.shell(rotationRead(degrees))).output.toString();
+    expect(await read(0)).toBe('');
+    expect(await read(90)).toMatch(/mBaseDisplayInfo=.*rotation 0/);
+    await phone.shell('settings put system user_rotation 1');
+    expect(await read(90)).toBe('');
+    expect(await read(0)).toMatch(/mBaseDisplayInfo=.*rotation 1/);
+    await phone.shell('settings put system user_rotation 0');
+  });
 });

@@ -73,35 +73,52 @@ const OVERLAP_MS = 1500;
  */
 const ROTATION_POLL_MS = 2000;
 /**
- * The phone reads its rotation in a loop of its own, over one shell that stays open, and the engine reads a line each
- * time: a new adb shell for each read cost the engine more CPU than relaying the video did.
+ * The phone reads its rotation in a loop of its own, over one shell that stays open: a new adb shell for each read
+ * cost the engine more CPU than relaying the video did. It prints the display's line only when the rotation is not
+ * `degrees`, the one the engine knows: a phone that keeps its orientation wakes the engine for nothing (a line every
+ * 2 s was 0.5 of the 30 wakes a second that one H.264 viewer costs, and JPEG's feed has no such loop).
  */
-const ROTATION_WATCH = `while true; do dumpsys display | grep -m 1 mBaseDisplayInfo; sleep ${ROTATION_POLL_MS / 1000}; done`;
+const rotationWatch = (degrees: number) => `while true; do ${rotationRead(degrees)}; sleep ${ROTATION_POLL_MS / 1000}; done`;
+/** One of the loop's reads: the display's line when its rotation is not `degrees`, else nothing. */
+export const rotationRead = (degrees: number) => `dumpsys display | grep -m 1 mBaseDisplayInfo | grep -v 'rotation ${degrees / 90}'`;
 const ROTATION_RE = /mBaseDisplayInfo=.*?rotation (\d)/;
 
-/** Calls `onRotation` with the display's rotation in degrees at each of the phone's reads, until stopped. */
-function watchRotation(client: Client, serial: string, onRotation: (degrees: number) => void): () => void {
+/**
+ * Calls `onRotation` with the display's rotation in degrees when the phone reads one other than the last it knew
+ * (`degrees` at first), until stopped. After a turn, the phone's loop starts over to print what differs from the new
+ * rotation.
+ */
+function watchRotation(client: Client, serial: string, degrees: number, onRotation: (degrees: number) => void): () => void {
   let stopped = false;
+  let known = degrees;
   let stream: Duplex | undefined;
   let retry: NodeJS.Timeout | undefined;
   const open = () => {
-    client.getDevice(serial).shell(ROTATION_WATCH).then((opened: Duplex) => {
+    client.getDevice(serial).shell(rotationWatch(known)).then((opened: Duplex) => {
       if (stopped) return void opened.destroy();
       stream = opened;
       let pending = '';
+      let turned = false;
       opened.on('data', (chunk: Buffer) => {
         // Lines are short; a phone that prints something else without end is not kept in memory.
         pending = (pending + chunk.toString('utf8')).slice(-4096);
         for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n')) {
           const rotation = ROTATION_RE.exec(pending.slice(0, end))?.[1];
           pending = pending.slice(end + 1);
-          if (rotation !== undefined) onRotation((Number(rotation) & 3) * 90);
+          if (rotation === undefined || turned) continue;
+          const now = (Number(rotation) & 3) * 90;
+          if (now === known) continue;
+          known = now;
+          turned = true;
+          onRotation(now);
+          opened.destroy();
         }
       });
       opened.on('error', () => undefined);
-      // The loop ended (the phone's shell was killed): read again a moment later.
+      // After a turn, the loop starts over at once for the new rotation; a loop that ended by itself (the phone's
+      // shell was killed) is read again a moment later.
       opened.on('close', () => {
-        if (!stopped) retry = setTimeout(open, ROTATION_POLL_MS);
+        if (!stopped) retry = setTimeout(open, turned ? 0 : ROTATION_POLL_MS);
       });
     }, () => {
       if (!stopped) retry = setTimeout(open, ROTATION_POLL_MS);
@@ -247,7 +264,7 @@ export async function* screenrecordFrames(client: Client, serial: string, option
     current.stop();
   };
   const check = () => void rotationOf(client, serial).then(turned, () => undefined);
-  const stopWatching = watchRotation(client, serial, turned);
+  const stopWatching = watchRotation(client, serial, current.geometry.rotation, turned);
   const unwatch = onRotation(client, serial, check);
   const stop = () => notify();
   signal.addEventListener('abort', stop, { once: true });
