@@ -27,36 +27,31 @@ async function main(): Promise<void> {
   let demo: DemoPhones | undefined;
   let demoIphones: DemoIphones | undefined;
 
-  try {
-    if (config.demoPhones > 0) {
-      if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
-      // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
-      const { startDemoPhones } = await import('./demo.js');
-      demo = await startDemoPhones(config.demoPhones, config.adb.port, config.dataDir);
-      console.log(`Demo: ${demo.serials.length} simulated phones attached through adb (${demo.serials.join(', ')})`);
-    }
-    if (config.demoIphones > 0) {
-      const { startDemoIphones } = await import('./demo.js');
-      demoIphones = await startDemoIphones(config.demoIphones, config.dataDir);
-      // The engine tracks the demo's usbmuxd instead of the system's: read at start, so set before it.
-      config.usbmuxd = parseUsbmuxdAddress(demoIphones.address);
-      console.log(`Demo: ${demoIphones.udids.length} simulated iPhones on usbmuxd ${demoIphones.address} (${demoIphones.udids.join(', ')})`);
-    }
-    const { url, owner } = await engine.start();
-    if (owner.created) {
-      console.log(`Created the lab owner account: ${owner.email}`);
-      if (owner.generatedPassword) {
-        console.log(`Its password, shown only this once: ${owner.generatedPassword}`);
-        console.log('Set BENCHTOP_OWNER_PASSWORD on the first start to choose it yourself.');
-      }
-    }
-    console.log(`Benchtop is serving ${url}/api/v1 (data: ${config.dataDir})`);
-    const lan = engine.services.lanSharing.status();
-    if (lan.enabled) console.log(`LAN sharing is on: ${lan.urls.join(', ')} (certificate SHA-256 ${lan.certificateSha256})`);
-  } catch (error) {
-    console.error(`Benchtop could not start: ${(error as Error).message}`);
-    process.exit(1);
+  if (config.demoPhones > 0) {
+    if (!config.adb || !isLoopback(config.adb.host)) throw new Error('demo phones need a local adb server (BENCHTOP_ADB_HOST on loopback)');
+    // Loaded only in demo mode: the simulated phone and its PNG encoder are no part of a real lab's start-up.
+    const { startDemoPhones } = await import('./demo.js');
+    demo = await startDemoPhones(config.demoPhones, config.adb.port, config.dataDir);
+    console.log(`Demo: ${demo.serials.length} simulated phones attached through adb (${demo.serials.join(', ')})`);
   }
+  if (config.demoIphones > 0) {
+    const { startDemoIphones } = await import('./demo.js');
+    demoIphones = await startDemoIphones(config.demoIphones, config.dataDir);
+    // The engine tracks the demo's usbmuxd instead of the system's: read at start, so set before it.
+    config.usbmuxd = parseUsbmuxdAddress(demoIphones.address);
+    console.log(`Demo: ${demoIphones.udids.length} simulated iPhones on usbmuxd ${demoIphones.address} (${demoIphones.udids.join(', ')})`);
+  }
+  const { url, owner } = await engine.start();
+  if (owner.created) {
+    console.log(`Created the lab owner account: ${owner.email}`);
+    if (owner.generatedPassword) {
+      console.log(`Its password, shown only this once: ${owner.generatedPassword}`);
+      console.log('Set BENCHTOP_OWNER_PASSWORD on the first start to choose it yourself.');
+    }
+  }
+  console.log(`Benchtop is serving ${url}/api/v1 (data: ${config.dataDir})`);
+  const lan = engine.services.lanSharing.status();
+  if (lan.enabled) console.log(`LAN sharing is on: ${lan.urls.join(', ')} (certificate SHA-256 ${lan.certificateSha256})`);
 
   let signalled = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -88,7 +83,7 @@ async function main(): Promise<void> {
  * V8 compiled at that moment: everything the start ran, and none of what requests ran after it.
  */
 export const started = main().catch((error: Error) => {
-  // What fails before the start's own report (a setting that does not parse) is said as plainly.
+  // Whatever stops the start, a setting that does not parse or a port in use, is said in one line.
   console.error(`Benchtop could not start: ${error.message}`);
   process.exit(1);
 });
