@@ -12,7 +12,8 @@
  * (sharp), as a real phone's does, so it keeps up with a real display's rate: live-screen runs the phone at 30 and at
  * 60 refreshes a second, and reports the CPU the engine spends per viewer at each. (Its screencap is far faster than
  * a real phone's.) H.264 against JPEG compares the engine's CPU per viewer, and sets each codec's cost per picture
- * beside a bare relay's per message in the same run: the floor that a wake, a read and a WebSocket message make.
+ * beside a bare relay's per message in the same run: the floor that a wake, a read and a WebSocket message make. A
+ * third turn sends minicap's JPEG at the phone's own size, five times the bytes a frame: what a picture's bytes add.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -389,12 +390,15 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   }
   // Each codec's engine CPU over the engine with nobody watching, measured just before in the same round; per
   // picture (or frame), the engine's CPU over the window by what it sent, as the minicap figures count it.
+  // A third turn, minicap's JPEG at the phone's own size (five times the bytes a frame): what a picture's bytes add.
   const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[], addsPerFrame: [] as number[] });
-  const turns = { h264: samples(), jpeg: samples() };
+  const turns = { h264: samples(), jpeg: samples(), full: samples() };
+  const urls = { h264: url, jpeg: jpegUrl, full: jpegUrl.replace(`maxSize=${MAX_SIZE}`, `maxSize=${Math.max(PHONE.width, PHONE.height)}`) };
+  const label = { h264: 'H.264', jpeg: 'JPEG', full: 'JPEG at the phone\'s size' };
   for (let round = 0; round < CPU_ROUNDS; round++) {
     const idle = await idleCpuMsPerS(pid);
-    for (const codec of round % 2 === 0 ? (['jpeg', 'h264'] as const) : (['h264', 'jpeg'] as const)) {
-      const alone = await viewerFps(codec === 'h264' ? url : jpegUrl, 1, pid);
+    for (const codec of round % 2 === 0 ? (['jpeg', 'h264', 'full'] as const) : (['full', 'h264', 'jpeg'] as const)) {
+      const alone = await viewerFps(urls[codec], 1, pid);
       if (codec === 'h264' && !alone.hello.includes('"format":"h264"')) throw new Error(`the live screen did not send H.264: ${alone.hello}`);
       const t = turns[codec];
       t.fps.push(alone.fps[0]!);
@@ -402,7 +406,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
       t.cpu.push(alone.cpuMsPerS - idle);
       t.perFrame.push(alone.cpuMsPerS / alone.fps[0]!);
       t.addsPerFrame.push((alone.cpuMsPerS - idle) / alone.fps[0]!);
-      detail(`H.264 against JPEG, ${H264_RATE} Hz, round ${round + 1}, ${codec === 'h264' ? 'H.264' : 'JPEG'}: one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)}, ${fmtCpu(idle)} of it with nobody watching)`);
+      detail(`H.264 against JPEG, ${H264_RATE} Hz, round ${round + 1}, ${label[codec]}: one viewer ${fmtFps(alone.fps[0]!)}, ${fmtKBps(alone.bytesPerS[0]!)} (engine ${fmtCpu(alone.cpuMsPerS)}, ${fmtCpu(idle)} of it with nobody watching)`);
     }
   }
   detail(`H.264 ${H264_RATE} Hz: the phone's screenrecord read directly ${direct.map((f) => fmtFps(f)).join(', ')}`);
@@ -411,7 +415,8 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   // Each codec's message as the viewer got it: its bytes a second over its frames a second.
   const messageBytes = [median(bytes) / median(fps), jpeg.bytesPerS / median(turns.jpeg.fps)].map(Math.round);
   const [relayH264, relayJpeg] = await bareRelayUs(messageBytes);
-  const adds = { h264: median(turns.h264.addsPerFrame) * 1000, jpeg: median(turns.jpeg.addsPerFrame) * 1000 };
+  const adds = { h264: median(turns.h264.addsPerFrame) * 1000, jpeg: median(turns.jpeg.addsPerFrame) * 1000, full: median(turns.full.addsPerFrame) * 1000 };
+  const fullBytes = Math.round(median(turns.full.bytes) / median(turns.full.fps));
   detail(`engine CPU per picture one viewer adds: H.264 ${adds.h264.toFixed(0)} us (${messageBytes[0]} bytes), JPEG ${adds.jpeg.toFixed(0)} us (${messageBytes[1]} bytes); the bare relay at those sizes ${relayH264!.toFixed(0)} us and ${relayJpeg!.toFixed(0)} us`);
   // A new viewer while another watches: the feed's cached keyframe and the pictures since.
   const watcher = new WebSocket(url);
@@ -455,6 +460,7 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
     row(`H.264 ${H264_RATE} Hz: engine CPU one viewer adds (over the engine with nobody watching; median of ${CPU_ROUNDS})`, fmtCpu(median(cpu)), `${fmtCpu(jpeg.cpuMsPerS)} (minicap's JPEG to one viewer, the same way, taking turns)`, fmtRatio(median(cpu), jpeg.cpuMsPerS), '<= 1.00x', median(cpu) <= jpeg.cpuMsPerS),
     row(`H.264 ${H264_RATE} Hz: engine CPU per picture one viewer adds (median of ${CPU_ROUNDS})`, `${adds.h264.toFixed(0)} us`, `${relayH264!.toFixed(0)} us (a bare relay: one socket read sent as a WebSocket message of H.264's ${messageBytes[0]} bytes, ${H264_RATE} a second; median of ${RELAY_ROUNDS})`, fmtRatio(adds.h264, relayH264!), 'reported', true),
     row(`minicap's JPEG ${H264_RATE} Hz: engine CPU per frame one viewer adds (median of ${CPU_ROUNDS})`, `${adds.jpeg.toFixed(0)} us`, `${relayJpeg!.toFixed(0)} us (the bare relay with JPEG's ${messageBytes[1]} bytes a message; median of ${RELAY_ROUNDS})`, fmtRatio(adds.jpeg, relayJpeg!), 'reported', true),
+    row(`minicap's JPEG ${H264_RATE} Hz at the phone's own size: engine CPU per frame one viewer adds (median of ${CPU_ROUNDS})`, `${adds.full.toFixed(0)} us (${fullBytes} bytes a frame)`, `${adds.jpeg.toFixed(0)} us (JPEG at ${MAX_SIZE}, ${messageBytes[1]} bytes a frame, taking turns)`, fmtRatio(adds.full, adds.jpeg), 'reported', true),
     row(`H.264 ${H264_RATE} Hz: engine CPU per picture over JPEG's per frame (medians of ${CPU_ROUNDS}, taking turns)`, `${overJpeg.toFixed(0)} us`, `${wake.toFixed(0)} us (one more event-loop wake, the pause that ended every picture before: a Node process alone, ${H264_RATE} Hz)`, fmtRatio(overJpeg, wake), 'reported', true),
     row(`H.264: restart gap at the time limit (worst of ${restartGaps.length})`, fmtMs(worstGap), `${fmtMs(usual)} (the usual gap between pictures)`, fmtRatio(worstGap, usual), `<= ${GAP_TARGET_MS} ms`, worstGap <= GAP_TARGET_MS),
     row(`H.264: a new viewer's first picture (median of ${FIRST_PICTURE_SAMPLES})`, fmtMs(median(first)), `${FIRST_PICTURE_TARGET_MS} ms`, fmtRatio(median(first), FIRST_PICTURE_TARGET_MS), `<= ${FIRST_PICTURE_TARGET_MS} ms`, Math.max(...first) <= FIRST_PICTURE_TARGET_MS),
