@@ -393,8 +393,8 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
   // A third turn, minicap's JPEG at the phone's own size (five times the bytes a frame): what a picture's bytes add.
   // It goes last in every round: H.264 and JPEG take turns as before (each first in half the rounds, after the idle
   // window), and what the third turn leaves behind (its minicap's stop, its collections) falls in the next round's
-  // idle window rather than in one codec's. First in every round, it put H.264 after a JPEG turn in every round and
-  // JPEG in half: 1.06x and 1.12x in two runs, where the two-turn rounds had given 0.97x-1.06x.
+  // idle window rather than in one codec's. Placed before them, it put H.264 after a JPEG turn in every round and
+  // JPEG in half (1.06x and 1.12x in two runs, where two-turn rounds had given 0.97x-1.06x; last, 1.03x).
   const samples = () => ({ fps: [] as number[], bytes: [] as number[], cpu: [] as number[], perFrame: [] as number[], addsPerFrame: [] as number[] });
   const turns = { h264: samples(), jpeg: samples(), full: samples() };
   const urls = { h264: url, jpeg: jpegUrl, full: jpegUrl.replace(`maxSize=${MAX_SIZE}`, `maxSize=${Math.max(PHONE.width, PHONE.height)}`) };
