@@ -404,6 +404,8 @@ async function h264Rows(benchmark: string, lab: AndroidLab, jpegUrl: string, pid
     for (const codec of round % 2 === 0 ? (['jpeg', 'h264', 'full'] as const) : (['h264', 'jpeg', 'full'] as const)) {
       const alone = await viewerFps(urls[codec], 1, pid);
       if (codec === 'h264' && !alone.hello.includes('"format":"h264"')) throw new Error(`the live screen did not send H.264: ${alone.hello}`);
+      // The third turn measures bigger frames only if they came at the phone's own size.
+      if (codec === 'full' && !alone.hello.includes(`"frameHeight":${PHONE.height}`)) throw new Error(`the live screen did not send the phone's own size: ${alone.hello}`);
       const t = turns[codec];
       t.fps.push(alone.fps[0]!);
       t.bytes.push(alone.bytesPerS[0]!);
