@@ -265,8 +265,9 @@ async function bareRelayUs(sizes: number[]): Promise<number[]> {
       const expected = ((performance.now() - start) / 1000) * H264_RATE;
       // A relay that passed on too few messages measured something else than the engine's rate.
       if (messages < expected * 0.8) throw new Error(`the bare relay passed on ${messages} messages of ${sizes[i]} bytes in the window, not about ${expected.toFixed(0)}`);
-      perMessage[i]!.push((used * 1000) / messages);
-      detail(`bare relay, round ${round + 1}: ${sizes[i]} bytes a message, ${H264_RATE} a second: ${((used * 1000) / messages).toFixed(0)} us per message`);
+      const us = (used * 1000) / messages;
+      perMessage[i]!.push(us);
+      detail(`bare relay, round ${round + 1}: ${sizes[i]} bytes a message, ${H264_RATE} a second: ${us.toFixed(0)} us per message`);
     }
   }
   viewer.close();

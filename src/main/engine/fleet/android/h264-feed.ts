@@ -82,6 +82,11 @@ const rotationWatch = (degrees: number) => `while true; do ${rotationRead(degree
 /** One of the loop's reads: the display's line when its rotation is not `degrees`, else nothing. */
 export const rotationRead = (degrees: number) => `dumpsys display | grep -m 1 mBaseDisplayInfo | grep -v 'rotation ${degrees / 90}'`;
 const ROTATION_RE = /mBaseDisplayInfo=.*?rotation (\d)/;
+/** The display's rotation in degrees, from `dumpsys display` output or one of its lines; undefined when it names none. */
+function degreesIn(text: string): number | undefined {
+  const rotation = ROTATION_RE.exec(text)?.[1];
+  return rotation === undefined ? undefined : (Number(rotation) & 3) * 90;
+}
 
 /**
  * Calls `onRotation` with the display's rotation in degrees when the phone reads one other than the last it knew
@@ -103,11 +108,9 @@ function watchRotation(client: Client, serial: string, degrees: number, onRotati
         // Lines are short; a phone that prints something else without end is not kept in memory.
         pending = (pending + chunk.toString('utf8')).slice(-4096);
         for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n')) {
-          const rotation = ROTATION_RE.exec(pending.slice(0, end))?.[1];
+          const now = degreesIn(pending.slice(0, end));
           pending = pending.slice(end + 1);
-          if (rotation === undefined || turned) continue;
-          const now = (Number(rotation) & 3) * 90;
-          if (now === known) continue;
+          if (now === undefined || turned || now === known) continue;
           known = now;
           turned = true;
           onRotation(now);
@@ -156,7 +159,7 @@ const ROTATION_RECHECK_MS = [0, 300, 1000];
 /** The display's rotation in degrees, from one `dumpsys display`. */
 async function rotationOf(client: Client, serial: string): Promise<number> {
   const display = (await readAll(await client.getDevice(serial).shell('dumpsys display'))).toString('utf8');
-  return (Number(ROTATION_RE.exec(display)?.[1] ?? 0) & 3) * 90;
+  return degreesIn(display) ?? 0;
 }
 
 /**
